@@ -1,0 +1,78 @@
+//! Claude Code hook stdin payloads (the fields dreamkit uses; the rest is kept).
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::cli::Failure;
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct HookPayload {
+    pub hook_event_name: String,
+    pub session_id: Option<String>,
+    pub transcript_path: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    pub permission_mode: Option<String>,
+    pub last_assistant_message: Option<String>,
+    pub stop_hook_active: Option<bool>,
+    /// Every other field (`notification_type`, `error`, `prompt`, ...), untouched.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl HookPayload {
+    /// Types the payload; a used field of the wrong type is bad input.
+    pub fn from_map(map: Map<String, Value>) -> Result<Self, Failure> {
+        HookPayload::deserialize(Value::Object(map))
+            .map_err(|e| Failure::bad_input(format!("hook payload: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn reads_every_real_payload() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-code-2.1.332/hook-input");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read(entry.unwrap().path()).unwrap();
+            let value: Value = serde_json::from_slice(&text).unwrap();
+            let payload = HookPayload::from_map(map(value)).unwrap();
+            assert_eq!(
+                payload.session_id.as_deref(),
+                Some("854ac185-82c5-458b-8010-937270238761")
+            );
+            assert_eq!(payload.cwd, Some(PathBuf::from("/home/dev/ccresearch/proj")));
+            seen += 1;
+        }
+        assert_eq!(seen, 6);
+    }
+
+    #[test]
+    fn stop_payload_fields() {
+        let raw = include_str!("../../tests/fixtures/claude-code-2.1.332/hook-input/Stop.json");
+        let p = HookPayload::from_map(map(serde_json::from_str(raw).unwrap())).unwrap();
+        assert_eq!(p.last_assistant_message.as_deref(), Some("Hello from the stub."));
+        assert_eq!(p.stop_hook_active, Some(false));
+        assert!(p.other.contains_key("background_tasks"));
+    }
+
+    #[test]
+    fn wrong_type_is_bad_input() {
+        let err = HookPayload::from_map(map(json!({"hook_event_name":"Stop","session_id":42})))
+            .unwrap_err();
+        assert_eq!(err.kind(), "bad_input");
+        assert!(err.to_string().contains("hook payload"), "{err}");
+    }
+}

@@ -1,0 +1,15 @@
+//! Claude Code's world, without tool logic: where its files are, what its settings and
+//! environment switches say, and how its transcripts and hook payloads are shaped.
+//! Nothing here talks to the network.
+
+pub mod env;
+pub mod hook;
+pub mod paths;
+pub mod sessions;
+pub mod settings;
+pub mod transcript;
+
+pub use env::Env;
+pub use hook::HookPayload;
+pub use paths::{Project, ProjectHints};
+pub use settings::Settings;

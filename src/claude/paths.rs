@@ -1,0 +1,380 @@
+//! Where Claude Code keeps a project's files, and where dreamkit keeps its own state.
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+
+use super::settings::expand_memory_directory;
+use super::{Env, Settings};
+use crate::cli::Failure;
+
+/// Slugs longer than this are cut and given a hash suffix (Claude Code's rule).
+pub const MAX_SLUG_LEN: usize = 200;
+
+/// What the caller knows about the project; `None` fields are derived.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectHints {
+    pub cwd: Option<PathBuf>,
+    pub memory_dir: Option<PathBuf>,
+    pub transcripts_dir: Option<PathBuf>,
+    /// A hook payload's `transcript_path`: its directory is the transcripts dir.
+    pub transcript_path: Option<PathBuf>,
+}
+
+/// A resolved project: the envelope's `project` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Project {
+    pub cwd: PathBuf,
+    pub slug: String,
+    pub transcripts_dir: PathBuf,
+    pub memory_dir: PathBuf,
+    pub state_dir: PathBuf,
+    #[serde(skip)]
+    pub config_dir: PathBuf,
+}
+
+impl Project {
+    /// Applies the location rules (SPEC §2 "Locations") and loads the merged settings.
+    pub fn resolve(hints: &ProjectHints, env: &Env) -> Result<(Project, Settings), Failure> {
+        let process_cwd = std::env::current_dir()
+            .map_err(|e| Failure::environment(format!("cannot read the current directory: {e}")))?;
+        let cwd = match &hints.cwd {
+            Some(dir) => {
+                let abs = normalize(&process_cwd.join(dir));
+                // Claude Code names a project by its physical path (getcwd resolves links).
+                std::fs::canonicalize(&abs).unwrap_or(abs)
+            }
+            None => process_cwd.clone(),
+        };
+        let home = home_dir(env);
+        let config_dir = config_dir(env, home.as_deref())?;
+        let settings = Settings::load(&config_dir, &cwd)?;
+        let slug = slug(&cwd);
+
+        let transcripts_dir = match (&hints.transcripts_dir, &hints.transcript_path) {
+            (Some(dir), _) => normalize(&process_cwd.join(dir)),
+            (None, Some(file)) if file.parent().is_some_and(|p| p.is_absolute()) => {
+                normalize(file.parent().unwrap_or(file))
+            }
+            _ => config_dir.join("projects").join(&slug),
+        };
+
+        let memory_dir = if let Some(dir) = &hints.memory_dir {
+            normalize(&process_cwd.join(dir))
+        } else if let Some(dir) = env.get("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE") {
+            normalize(&process_cwd.join(dir))
+        } else if let Some(dir) = &settings.auto_memory_directory {
+            normalize(&expand_memory_directory(dir, home.as_deref())?)
+        } else {
+            let base = env
+                .get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| config_dir.clone());
+            let root = git_root(&cwd).unwrap_or_else(|| cwd.clone());
+            base.join("projects").join(self::slug(&root)).join("memory")
+        };
+
+        let state_dir = state_home(env, home.as_deref())?
+            .join("dreamkit/projects")
+            .join(&slug);
+
+        Ok((
+            Project {
+                cwd,
+                slug,
+                transcripts_dir,
+                memory_dir,
+                state_dir,
+                config_dir,
+            },
+            settings,
+        ))
+    }
+}
+
+/// `$HOME`, else the password database.
+pub fn home_dir(env: &Env) -> Option<PathBuf> {
+    env.get("HOME").map(PathBuf::from).or_else(|| {
+        #[allow(deprecated)]
+        std::env::home_dir()
+    })
+}
+
+/// `$CLAUDE_CONFIG_DIR`, default `~/.claude`.
+pub fn config_dir(env: &Env, home: Option<&Path>) -> Result<PathBuf, Failure> {
+    if let Some(dir) = env.get("CLAUDE_CONFIG_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    home.map(|h| h.join(".claude")).ok_or_else(|| {
+        Failure::environment("cannot find the Claude config dir: neither CLAUDE_CONFIG_DIR nor HOME is set")
+    })
+}
+
+/// `$XDG_STATE_HOME` when absolute (the XDG spec says to ignore a relative one), else
+/// `~/.local/state`.
+pub fn state_home(env: &Env, home: Option<&Path>) -> Result<PathBuf, Failure> {
+    if let Some(dir) = env.get("XDG_STATE_HOME").map(PathBuf::from) {
+        if dir.is_absolute() {
+            return Ok(dir);
+        }
+    }
+    home.map(|h| h.join(".local/state")).ok_or_else(|| {
+        Failure::environment("cannot find the state dir: neither XDG_STATE_HOME nor HOME is set")
+    })
+}
+
+/// Claude Code's project slug: each UTF-16 code unit that is not ASCII alphanumeric becomes
+/// `-`; past 200 units the slug is cut and suffixed with `-` and a base-36 hash of the path.
+pub fn slug(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut slug = String::with_capacity(text.len());
+    for unit in text.encode_utf16() {
+        match u8::try_from(unit) {
+            Ok(b) if b.is_ascii_alphanumeric() => slug.push(char::from(b)),
+            _ => slug.push('-'),
+        }
+    }
+    if slug.len() <= MAX_SLUG_LEN {
+        return slug;
+    }
+    slug.truncate(MAX_SLUG_LEN);
+    slug.push('-');
+    slug.push_str(&base36(i64::from(java_hash(&text)).unsigned_abs()));
+    slug
+}
+
+/// Java's `String.hashCode` over UTF-16 units: `h = 31 * h + unit`, wrapping at 32 bits.
+fn java_hash(text: &str) -> i32 {
+    text.encode_utf16()
+        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The top of the git work tree holding `dir`, found by looking for `.git` upwards (no git
+/// process is started: this runs on every turn). A linked worktree resolves to its main
+/// repository, so all worktrees of a repository share one memory, as in Claude Code.
+pub fn git_root(dir: &Path) -> Option<PathBuf> {
+    let top = dir.ancestors().find(|d| d.join(".git").symlink_metadata().is_ok())?;
+    let dot_git = top.join(".git");
+    if dot_git.is_dir() {
+        return Some(top.to_path_buf());
+    }
+    Some(worktree_main_root(top, &dot_git).unwrap_or_else(|| top.to_path_buf()))
+}
+
+/// `.git` file `gitdir: <dir>`; `<dir>/commondir` names the main `.git` of a worktree.
+fn worktree_main_root(top: &Path, dot_git: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dot_git).ok()?;
+    let gitdir = top.join(text.trim().strip_prefix("gitdir:")?.trim());
+    let common = std::fs::read_to_string(gitdir.join("commondir")).ok()?;
+    let common = normalize(&gitdir.join(common.trim()));
+    if common.file_name()? == ".git" {
+        common.parent().map(Path::to_path_buf)
+    } else {
+        None
+    }
+}
+
+/// Removes `.` and resolves `..` lexically (the path may not exist yet).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            // `..` of the root is the root; of a relative start it is kept.
+            Component::ParentDir => {
+                if !out.pop() && !out.has_root() {
+                    out.push(component);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(OsString::from("."));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_replaces_every_non_alphanumeric() {
+        assert_eq!(slug(Path::new("/home/a/my.proj")), "-home-a-my-proj");
+        assert_eq!(slug(Path::new("/tmp/x_y z")), "-tmp-x-y-z");
+        // é is one UTF-16 unit, 😀 is two.
+        assert_eq!(slug(Path::new("/é/😀")), "-----");
+    }
+
+    #[test]
+    fn java_hash_matches_known_values() {
+        // Values of String.hashCode in Java.
+        assert_eq!(java_hash(""), 0);
+        assert_eq!(java_hash("a"), 97);
+        assert_eq!(java_hash("hello"), 99_162_322);
+        assert_eq!(java_hash("polygenelubricants"), i32::MIN);
+        assert_eq!(base36(0), "0");
+        assert_eq!(base36(35), "z");
+        assert_eq!(base36(36), "10");
+        // |i32::MIN| does not fit an i32; JavaScript's Math.abs gives 2147483648.
+        assert_eq!(base36(i64::from(i32::MIN).unsigned_abs()), "zik0zk");
+    }
+
+    #[test]
+    fn long_paths_are_cut_and_hashed() {
+        let long = format!("/{}", "abcdefghij/".repeat(25));
+        let path = Path::new(&long);
+        let s = slug(path);
+        let expected_hash = base36(i64::from(java_hash(&long)).unsigned_abs());
+        assert_eq!(s.len(), 200 + 1 + expected_hash.len());
+        assert_eq!(&s[..12], "-abcdefghij-");
+        assert_eq!(s[200..], format!("-{expected_hash}"));
+        // 200 exactly is not cut.
+        let exact = format!("/{}", "a".repeat(199));
+        assert_eq!(slug(Path::new(&exact)).len(), 200);
+    }
+
+    #[test]
+    fn normalize_is_lexical() {
+        assert_eq!(normalize(Path::new("/a/./b/../c/")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/..")), PathBuf::from("/"));
+    }
+
+    #[test]
+    fn git_root_finds_repo_and_worktree_main() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git/worktrees/wt")).unwrap();
+        std::fs::create_dir_all(repo.join("src/deep")).unwrap();
+        assert_eq!(git_root(&repo.join("src/deep")), Some(repo.clone()));
+
+        let wt = tmp.path().join("wt");
+        std::fs::create_dir_all(wt.join("sub")).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", repo.join(".git/worktrees/wt").display()),
+        )
+        .unwrap();
+        std::fs::write(repo.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        assert_eq!(git_root(&wt.join("sub")), Some(repo.clone()));
+
+        // A submodule-style .git file without commondir stays where it is.
+        let sm = tmp.path().join("sm");
+        std::fs::create_dir_all(&sm).unwrap();
+        std::fs::write(sm.join(".git"), "gitdir: ../repo/.git/modules/sm\n").unwrap();
+        assert_eq!(git_root(&sm), Some(sm.clone()));
+    }
+
+    fn resolve_in(tmp: &Path, pairs: &[(&str, &str)], hints: ProjectHints) -> Project {
+        let home = tmp.join("home").display().to_string();
+        let mut all = vec![("HOME", home.as_str())];
+        all.extend_from_slice(pairs);
+        Project::resolve(&hints, &Env::from_pairs(all)).unwrap().0
+    }
+
+    #[test]
+    fn default_locations() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = std::fs::canonicalize(tmp.path()).unwrap();
+        let proj = tmp.join("proj");
+        std::fs::create_dir_all(proj.join(".git")).unwrap();
+        std::fs::create_dir_all(proj.join("sub")).unwrap();
+        let p = resolve_in(
+            &tmp,
+            &[],
+            ProjectHints {
+                cwd: Some(proj.join("sub")),
+                ..Default::default()
+            },
+        );
+        let home = tmp.join("home");
+        assert_eq!(p.cwd, proj.join("sub"));
+        assert_eq!(p.slug, slug(&proj.join("sub")));
+        assert_eq!(p.config_dir, home.join(".claude"));
+        // Transcripts under the launch directory's slug, memory under the git root's.
+        assert_eq!(p.transcripts_dir, home.join(".claude/projects").join(slug(&proj.join("sub"))));
+        assert_eq!(
+            p.memory_dir,
+            home.join(".claude/projects").join(slug(&proj)).join("memory")
+        );
+        assert_eq!(
+            p.state_dir,
+            home.join(".local/state/dreamkit/projects").join(&p.slug)
+        );
+    }
+
+    #[test]
+    fn overrides_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = std::fs::canonicalize(tmp.path()).unwrap();
+        let proj = tmp.join("proj");
+        std::fs::create_dir_all(proj.join(".claude")).unwrap();
+        std::fs::write(
+            proj.join(".claude/settings.local.json"),
+            r#"{"autoMemoryDirectory":"~/mem"}"#,
+        )
+        .unwrap();
+        let hints = ProjectHints {
+            cwd: Some(proj.clone()),
+            ..Default::default()
+        };
+        let cfg = tmp.join("cfg").display().to_string();
+        let state = tmp.join("state").display().to_string();
+        let p = resolve_in(
+            &tmp,
+            &[("CLAUDE_CONFIG_DIR", &cfg), ("XDG_STATE_HOME", &state)],
+            hints.clone(),
+        );
+        assert_eq!(p.memory_dir, tmp.join("home/mem"));
+        assert_eq!(p.transcripts_dir, tmp.join("cfg/projects").join(&p.slug));
+        assert!(p.state_dir.starts_with(tmp.join("state/dreamkit/projects")));
+
+        let p = resolve_in(
+            &tmp,
+            &[("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE", "/cowork/mem"), ("XDG_STATE_HOME", "rel")],
+            hints.clone(),
+        );
+        assert_eq!(p.memory_dir, PathBuf::from("/cowork/mem"));
+        // A relative XDG_STATE_HOME is ignored.
+        assert!(p.state_dir.starts_with(tmp.join("home/.local/state")));
+
+        let p = resolve_in(
+            &tmp,
+            &[("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE", "/cowork/mem")],
+            ProjectHints {
+                memory_dir: Some("/flag/mem/".into()),
+                transcripts_dir: Some("/flag/tr".into()),
+                transcript_path: Some("/ignored/x.jsonl".into()),
+                ..hints.clone()
+            },
+        );
+        assert_eq!(p.memory_dir, PathBuf::from("/flag/mem"));
+        assert_eq!(p.transcripts_dir, PathBuf::from("/flag/tr"));
+
+        let p = resolve_in(
+            &tmp,
+            &[],
+            ProjectHints {
+                transcript_path: Some("/cc/projects/-x/abc.jsonl".into()),
+                ..hints
+            },
+        );
+        assert_eq!(p.transcripts_dir, PathBuf::from("/cc/projects/-x"));
+    }
+}

@@ -1,0 +1,72 @@
+//! The exit-code table shared by every binary (SPEC §2).
+
+/// How a dreamkit process ends. The numeric values are part of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Yes / done: gate due, lock acquired, summary produced, draft queued.
+    Yes,
+    /// A clean "no": not due, lock busy, skipped, suppressed, rejected.
+    No,
+    /// Usage error or bad input.
+    Usage,
+    /// Local environment failure: I/O, permissions, missing directory.
+    Environment,
+    /// Model, network or remote-store failure, after retries.
+    Remote,
+    /// Interrupted by SIGINT.
+    Interrupted,
+    /// Terminated by SIGTERM.
+    Terminated,
+}
+
+impl Exit {
+    pub const fn code(self) -> u8 {
+        match self {
+            Exit::Yes => 0,
+            Exit::No => 1,
+            Exit::Usage => 2,
+            Exit::Environment => 3,
+            Exit::Remote => 4,
+            Exit::Interrupted => 130,
+            Exit::Terminated => 143,
+        }
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        std::process::ExitCode::from(exit.code())
+    }
+}
+
+/// The table as it appears in every man page and the README.
+pub const EXIT_CODE_TABLE: &[(u8, &str)] = &[
+    (0, "yes / done (gate due, lock acquired, summary produced, draft queued)"),
+    (1, "a clean \"no\": not due, lock busy, skipped, suppressed, rejected; the JSON says why"),
+    (2, "usage error or bad input; stdout holds {\"error\":{\"kind\",\"reason\"?,\"message\"}}"),
+    (3, "local environment failure (I/O, permissions, missing directory)"),
+    (4, "model, network or remote-store failure (after retries)"),
+    (130, "interrupted by SIGINT"),
+    (143, "terminated by SIGTERM"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_match_the_table() {
+        let all = [
+            Exit::Yes,
+            Exit::No,
+            Exit::Usage,
+            Exit::Environment,
+            Exit::Remote,
+            Exit::Interrupted,
+            Exit::Terminated,
+        ];
+        let codes: Vec<u8> = all.iter().map(|e| e.code()).collect();
+        let table: Vec<u8> = EXIT_CODE_TABLE.iter().map(|(c, _)| *c).collect();
+        assert_eq!(codes, table);
+    }
+}

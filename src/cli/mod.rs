@@ -1,0 +1,21 @@
+//! The one place for what every binary shares: exit codes, the JSON error, reading stdin,
+//! writing stdout, the envelope, common flags, durations, times and doc generation.
+
+pub mod args;
+pub mod docs;
+pub mod duration;
+pub mod envelope;
+pub mod exit;
+pub mod failure;
+pub mod input;
+pub mod output;
+pub mod run;
+pub mod time;
+
+pub use args::{CommonArgs, LocationArgs};
+pub use envelope::Envelope;
+pub use exit::Exit;
+pub use failure::Failure;
+pub use input::Input;
+pub use output::Diag;
+pub use run::{main, Outcome, Tool};

@@ -1,0 +1,58 @@
+//! File-system primitives every writer shares: private directories and atomic replacement.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
+
+/// Creates `dir` and any missing parents with mode 0700 (an existing directory is left as is).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Replaces `path` with `bytes` atomically: a temporary file in the same directory, written,
+/// synced and given `mode`, then renamed over the target. Readers see the old or the new
+/// content, never a torn file; on any error the target is untouched.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".dreamkit-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn atomic_write_replaces_with_mode_and_leaves_no_temp() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("f.json");
+        std::fs::write(&target, "old").unwrap();
+        write_atomic(&target, b"new", 0o600).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, 0o600);
+        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn private_dirs_are_0700() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b/c");
+        create_private_dir(&dir).unwrap();
+        for d in [tmp.path().join("a"), tmp.path().join("a/b"), dir] {
+            assert_eq!(std::fs::metadata(&d).unwrap().mode() & 0o777, 0o700, "{d:?}");
+        }
+    }
+}

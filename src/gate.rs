@@ -1,0 +1,357 @@
+//! `dream-gate`: is memory consolidation due? Checks cheapest first; the first that fails
+//! names the reason. The "not due" path costs one process start plus a few `stat`s.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use clap::Parser;
+use serde_json::{json, Value};
+
+use crate::claude::paths::ProjectHints;
+use crate::claude::sessions::{sessions_touched_since, SessionFile};
+use crate::claude::{Env, HookPayload, Project, Settings};
+use crate::cli::duration::{parse_duration, parse_hours};
+use crate::cli::time::{epoch_ms, from_epoch_ms, rfc3339};
+use crate::cli::{CommonArgs, Diag, Envelope, Exit, Failure, Input, LocationArgs, Outcome, Tool};
+use crate::files::{create_private_dir, write_atomic};
+use crate::lock::{backend_for, Backend};
+
+/// Name of the scan stamp in the project's state dir.
+pub const SCAN_STAMP_FILE: &str = "last-scan";
+
+/// Decide whether memory consolidation is due for a project.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "dream-gate",
+    version,
+    about = "Decide whether memory consolidation is due",
+    long_about = "Decide whether memory consolidation (\"dream\") is due for a project, and list \
+the sessions to consolidate. Checks run cheapest first and the first that fails names the \
+reason: disabled, too_soon, throttled, too_few_sessions. Prints the envelope with its `gate` \
+section; exits 0 when due, 1 when not."
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// Session to leave out, the one still running [default: the hook payload's session_id]
+    #[arg(long, value_name = "ID")]
+    pub current_session: Option<String>,
+    /// Hours that must pass after the last consolidation
+    #[arg(long, value_name = "HOURS", env = "DREAMKIT_MIN_HOURS", default_value = "24", value_parser = parse_hours)]
+    pub min_hours: f64,
+    /// Sessions that must have changed since the last consolidation
+    #[arg(long, value_name = "N", env = "DREAMKIT_MIN_SESSIONS", default_value_t = 5)]
+    pub min_sessions: u32,
+    /// Least time between two scans of the transcripts dir (0 turns throttling off)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub scan_interval: Duration,
+}
+
+/// Why consolidation is not due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Disabled,
+    TooSoon,
+    Throttled,
+    TooFewSessions,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Disabled => "disabled",
+            Reason::TooSoon => "too_soon",
+            Reason::Throttled => "throttled",
+            Reason::TooFewSessions => "too_few_sessions",
+        }
+    }
+}
+
+/// The thresholds of one decision.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub min_hours: f64,
+    pub min_sessions: u32,
+    pub scan_interval: Duration,
+    pub current_session: Option<String>,
+}
+
+/// The `gate` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub reason: Option<Reason>,
+    pub detail: Option<&'static str>,
+    pub last_consolidated: Option<SystemTime>,
+    pub hours_since: Option<f64>,
+    /// `None` when the transcripts were not scanned.
+    pub sessions: Option<Vec<SessionFile>>,
+    pub last_scan: Option<SystemTime>,
+}
+
+impl Decision {
+    pub fn due(&self) -> bool {
+        self.reason.is_none()
+    }
+
+    pub fn to_json(&self, policy: &Policy) -> Value {
+        let sessions = self.sessions.as_deref().unwrap_or_default();
+        json!({
+            "due": self.due(),
+            "reason": self.reason.map(Reason::as_str),
+            "detail": self.detail,
+            "last_consolidated_at": self.last_consolidated.map(rfc3339),
+            "hours_since": self.hours_since.map(|h| (h * 1000.0).round() / 1000.0),
+            "min_hours": policy.min_hours,
+            "min_sessions": policy.min_sessions,
+            "session_count": self.sessions.as_ref().map(Vec::len),
+            "sessions": sessions.iter().map(|s| json!({
+                "id": s.id,
+                "path": s.path,
+                "modified_at": rfc3339(s.modified),
+                "bytes": s.bytes,
+            })).collect::<Vec<_>>(),
+            "current_session": policy.current_session,
+            "last_scan_at": self.last_scan.map(rfc3339),
+        })
+    }
+}
+
+/// Runs the checks in order. Only the session scan's outcome is persisted (the scan stamp).
+pub fn decide(
+    project: &Project,
+    settings: &Settings,
+    env: &Env,
+    backend: &dyn Backend,
+    policy: &Policy,
+    now: SystemTime,
+    diag: &Diag,
+) -> Result<Decision, Failure> {
+    let mut decision = Decision {
+        reason: None,
+        detail: None,
+        last_consolidated: None,
+        hours_since: None,
+        sessions: None,
+        last_scan: None,
+    };
+    if let Some(off) = settings.dream_disabled(env) {
+        decision.reason = Some(Reason::Disabled);
+        decision.detail = Some(off.as_str());
+        return Ok(decision);
+    }
+
+    decision.last_consolidated = backend.last_consolidated()?;
+    if let Some(last) = decision.last_consolidated {
+        let hours = epoch_ms(now).saturating_sub(epoch_ms(last)) as f64 / 3_600_000.0;
+        decision.hours_since = Some(hours);
+        if hours < policy.min_hours {
+            decision.reason = Some(Reason::TooSoon);
+            return Ok(decision);
+        }
+    }
+
+    let stamp_path = project.state_dir.join(SCAN_STAMP_FILE);
+    decision.last_scan = read_scan_stamp(&stamp_path, diag);
+    if let Some(last_scan) = decision.last_scan {
+        // A stamp from the future (the clock was set back) does not throttle.
+        if let Ok(elapsed) = now.duration_since(last_scan) {
+            if elapsed < policy.scan_interval {
+                decision.reason = Some(Reason::Throttled);
+                return Ok(decision);
+            }
+        }
+    }
+
+    let sessions = sessions_touched_since(
+        &project.transcripts_dir,
+        decision.last_consolidated,
+        policy.current_session.as_deref(),
+    )
+    .map_err(|e| Failure::io("scan the transcripts dir", &project.transcripts_dir, &e))?;
+    let too_few = sessions.len() < policy.min_sessions as usize;
+    decision.sessions = Some(sessions);
+    if too_few {
+        decision.reason = Some(Reason::TooFewSessions);
+        if policy.scan_interval > Duration::ZERO {
+            write_scan_stamp(&project.state_dir, &stamp_path, now, diag);
+            decision.last_scan = Some(now);
+        }
+    }
+    Ok(decision)
+}
+
+/// The stamp is a cache: one we cannot read only costs a scan.
+fn read_scan_stamp(path: &std::path::Path, diag: &Diag) -> Option<SystemTime> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => match text.trim().parse::<i64>() {
+            Ok(ms) => Some(from_epoch_ms(ms)),
+            Err(_) => {
+                diag.info(&format!("ignoring unreadable scan stamp {}", path.display()));
+                None
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            diag.warn(&format!("cannot read scan stamp {}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+fn write_scan_stamp(state_dir: &std::path::Path, path: &std::path::Path, now: SystemTime, diag: &Diag) {
+    let written = create_private_dir(state_dir)
+        .and_then(|_| write_atomic(path, epoch_ms(now).to_string().as_bytes(), 0o600));
+    if let Err(e) = written {
+        diag.warn(&format!("cannot write scan stamp {}: {e}", path.display()));
+    }
+}
+
+impl Tool for Args {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+        let input = Input::from_stdin()?;
+        let mut hints = ProjectHints {
+            cwd: self.location.cwd.clone(),
+            memory_dir: self.location.memory_dir.clone(),
+            transcripts_dir: self.location.transcripts_dir.clone(),
+            transcript_path: None,
+        };
+        let mut current_session = self.current_session.clone();
+        let mut envelope = Envelope::new();
+        match input {
+            Input::Nothing => {}
+            Input::Hook(map) => {
+                let payload = HookPayload::from_map(map)?;
+                hints.cwd = hints.cwd.or(payload.cwd);
+                hints.transcript_path = payload.transcript_path;
+                current_session = current_session.or(payload.session_id);
+            }
+            Input::Envelope(env) => {
+                if let Some(p) = env.section::<ProjectSection>("project")? {
+                    hints.cwd = hints.cwd.or(p.cwd);
+                    hints.memory_dir = hints.memory_dir.or(p.memory_dir);
+                    hints.transcripts_dir = hints.transcripts_dir.or(p.transcripts_dir);
+                }
+                envelope = env;
+            }
+        }
+        let policy = Policy {
+            min_hours: self.min_hours,
+            min_sessions: self.min_sessions,
+            scan_interval: self.scan_interval,
+            current_session,
+        };
+
+        let env = Env::from_process();
+        let result = Project::resolve(&hints, &env).and_then(|(project, settings)| {
+            if diag.is_verbose() {
+                diag.info(&format!(
+                    "memory dir {}, transcripts dir {}",
+                    project.memory_dir.display(),
+                    project.transcripts_dir.display()
+                ));
+            }
+            envelope.set("project", json!(project));
+            let backend = backend_for(&project);
+            decide(&project, &settings, &env, backend.as_ref(), &policy, SystemTime::now(), diag)
+        });
+        match result {
+            Ok(decision) => {
+                let exit = if decision.due() { Exit::Yes } else { Exit::No };
+                envelope.set("gate", decision.to_json(&policy));
+                Ok(Outcome::new(exit, envelope.into_value()))
+            }
+            // The envelope keeps flowing so a later stage sees `gate.due == false`.
+            Err(failure @ Failure::Environment(_)) => {
+                diag.warn(&failure.to_string());
+                envelope.set(
+                    "gate",
+                    json!({"due": false, "reason": "error", "error": failure.to_json()}),
+                );
+                Ok(Outcome::new(failure.exit(), envelope.into_value()))
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// The part of an envelope's `project` section a gate can reuse.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ProjectSection {
+    cwd: Option<PathBuf>,
+    memory_dir: Option<PathBuf>,
+    transcripts_dir: Option<PathBuf>,
+}
+
+/// Prose for the man page.
+pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "CHECKS",
+        "Run cheapest first; the first that fails is gate.reason (exit 1).
+
+disabled: auto memory or auto dream is off. gate.detail says which: auto_memory_off \
+(CLAUDE_CODE_DISABLE_AUTO_MEMORY truthy, or autoMemoryEnabled false), auto_dream_off \
+(autoDreamEnabled false), simple (CLAUDE_CODE_SIMPLE), remote (CLAUDE_CODE_REMOTE without \
+CLAUDE_CODE_REMOTE_MEMORY_DIR). An explicitly falsy CLAUDE_CODE_DISABLE_AUTO_MEMORY turns auto \
+memory on against simple mode, remote mode and the settings, as in Claude Code.
+
+too_soon: fewer than --min-hours hours since the last consolidation, the mtime of \
+<memory_dir>/.consolidate-lock. No lock file means never consolidated. A lock file whose state \
+cannot be read (permissions, I/O) fails closed: exit 3.
+
+throttled: the time gate passed but the last scan of the transcripts found too few sessions \
+less than --scan-interval ago. The stamp (epoch milliseconds) is kept in \
+<state_dir>/last-scan and written only when the time gate passed and the session gate failed; \
+gate.last_scan_at shows it. A stamp in the future does not throttle.
+
+too_few_sessions: fewer than --min-sessions transcripts <uuid>.jsonl directly in the \
+transcripts dir changed after the last consolidation, not counting the current session \
+(--current-session, else the hook payload's session_id). Decided from directory entries and \
+stat alone; no transcript is opened. A missing transcripts dir holds no sessions; an \
+unreadable one is exit 3.",
+    ),
+    (
+        "OUTPUT",
+        "The envelope, every key of an envelope read on stdin passed through, with project = \
+{cwd, slug, transcripts_dir, memory_dir, state_dir} and gate = {due, reason, detail, \
+last_consolidated_at, hours_since, min_hours, min_sessions, session_count, sessions, \
+current_session, last_scan_at}. sessions are {id, path, modified_at, bytes}, oldest first. \
+session_count is null when the transcripts were not scanned (disabled, too_soon, throttled). \
+On an environment failure (exit 3) gate is {due: false, reason: \"error\", error: {kind, \
+message}}, so a following dream-lock does nothing.",
+    ),
+    (
+        "LOCATIONS",
+        "Flags win, then stdin (a hook payload's cwd, session_id and transcript_path, or an \
+envelope's project), then the defaults. The project is --cwd, else the payload's cwd, else \
+the current directory, with symbolic links resolved as Claude Code does. The transcripts dir \
+is --transcripts-dir, else the directory of the payload's transcript_path, else \
+$CLAUDE_CONFIG_DIR/projects/<slug(cwd)>. The memory dir is --memory-dir, else \
+CLAUDE_COWORK_MEMORY_PATH_OVERRIDE, else autoMemoryDirectory (~/ expanded), else \
+<config>/projects/<slug(git root of cwd, else cwd)>/memory; a linked git worktree uses its main \
+repository's root. autoMemoryDirectory is honoured from ~/.claude/settings.json and \
+.claude/settings.local.json but not from the committed .claude/settings.json, so a cloned \
+repository cannot redirect memory writes. An unreadable or invalid settings file is exit 3.",
+    ),
+    (
+        "ENVIRONMENT",
+        "CLAUDE_CONFIG_DIR, HOME, XDG_STATE_HOME, CLAUDE_COWORK_MEMORY_PATH_OVERRIDE, \
+CLAUDE_CODE_REMOTE_MEMORY_DIR, CLAUDE_CODE_DISABLE_AUTO_MEMORY, CLAUDE_CODE_SIMPLE, \
+CLAUDE_CODE_REMOTE, DREAMKIT_MIN_HOURS, DREAMKIT_MIN_SESSIONS.",
+    ),
+    (
+        "EXAMPLES",
+        "Is a dream due for this project?
+
+  dream-gate --cwd ~/code/project | jq .gate
+
+As a Claude Code Stop hook, with the hook payload on stdin:
+
+  dream-gate -q | dream-lock exec -- dream-run",
+    ),
+];

@@ -1,0 +1,18 @@
+//! dreamkit: Claude Code's background model work as composable command-line tools.
+//!
+//! Dependency direction: `bin` -> tool modules (`gate`, ...) -> `claude`, `lock` -> `cli`.
+
+pub mod claude;
+pub mod cli;
+pub mod files;
+pub mod gate;
+pub mod lock;
+
+/// Every binary's documentation, for `make man completions` and the docs test.
+pub fn doc_pages() -> Vec<cli::docs::Page> {
+    use clap::CommandFactory;
+    vec![cli::docs::Page {
+        command: gate::Args::command(),
+        sections: gate::MAN_SECTIONS,
+    }]
+}
