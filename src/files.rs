@@ -16,7 +16,10 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// synced and given `mode`, then renamed over the target. Readers see the old or the new
 /// content, never a torn file; on any error the target is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".dreamkit-")
         .suffix(".tmp")
@@ -52,7 +55,11 @@ mod tests {
         let dir = tmp.path().join("a/b/c");
         create_private_dir(&dir).unwrap();
         for d in [tmp.path().join("a"), tmp.path().join("a/b"), dir] {
-            assert_eq!(std::fs::metadata(&d).unwrap().mode() & 0o777, 0o700, "{d:?}");
+            assert_eq!(
+                std::fs::metadata(&d).unwrap().mode() & 0o777,
+                0o700,
+                "{d:?}"
+            );
         }
     }
 }

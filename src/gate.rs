@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::json;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::sessions::{sessions_touched_since, SessionFile};
@@ -42,7 +43,12 @@ pub struct Args {
     #[arg(long, value_name = "HOURS", env = "DREAMKIT_MIN_HOURS", default_value = "24", value_parser = parse_hours)]
     pub min_hours: f64,
     /// Sessions that must have changed since the last consolidation
-    #[arg(long, value_name = "N", env = "DREAMKIT_MIN_SESSIONS", default_value_t = 5)]
+    #[arg(
+        long,
+        value_name = "N",
+        env = "DREAMKIT_MIN_SESSIONS",
+        default_value_t = 5
+    )]
     pub min_sessions: u32,
     /// Least time between two scans of the transcripts dir (0 turns throttling off)
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
@@ -95,27 +101,39 @@ impl Decision {
         self.reason.is_none()
     }
 
-    pub fn to_json(&self, policy: &Policy) -> Value {
-        let sessions = self.sessions.as_deref().unwrap_or_default();
-        json!({
-            "due": self.due(),
-            "reason": self.reason.map(Reason::as_str),
-            "detail": self.detail,
-            "last_consolidated_at": self.last_consolidated.map(rfc3339),
-            "hours_since": self.hours_since.map(|h| (h * 1000.0).round() / 1000.0),
-            "min_hours": policy.min_hours,
-            "min_sessions": policy.min_sessions,
-            "session_count": self.sessions.as_ref().map(Vec::len),
-            "sessions": sessions.iter().map(|s| json!({
-                "id": s.id,
-                "path": s.path,
-                "modified_at": rfc3339(s.modified),
-                "bytes": s.bytes,
-            })).collect::<Vec<_>>(),
-            "current_session": policy.current_session,
-            "last_scan_at": self.last_scan.map(rfc3339),
-        })
+    /// The `gate` section as printed.
+    pub fn section<'a>(&'a self, policy: &'a Policy) -> GateSection<'a> {
+        GateSection {
+            due: self.due(),
+            reason: self.reason.map(Reason::as_str),
+            detail: self.detail,
+            last_consolidated_at: self.last_consolidated.map(rfc3339),
+            hours_since: self.hours_since.map(|h| (h * 1000.0).round() / 1000.0),
+            min_hours: policy.min_hours,
+            min_sessions: policy.min_sessions,
+            session_count: self.sessions.as_ref().map(Vec::len),
+            sessions: self.sessions.as_deref().unwrap_or_default(),
+            current_session: policy.current_session.as_deref(),
+            last_scan_at: self.last_scan.map(rfc3339),
+        }
     }
+}
+
+/// `gate = {due, reason, detail, last_consolidated_at, hours_since, min_hours, min_sessions,
+/// session_count, sessions, current_session, last_scan_at}`.
+#[derive(Debug, Serialize)]
+pub struct GateSection<'a> {
+    pub due: bool,
+    pub reason: Option<&'static str>,
+    pub detail: Option<&'static str>,
+    pub last_consolidated_at: Option<String>,
+    pub hours_since: Option<f64>,
+    pub min_hours: f64,
+    pub min_sessions: u32,
+    pub session_count: Option<usize>,
+    pub sessions: &'a [SessionFile],
+    pub current_session: Option<&'a str>,
+    pub last_scan_at: Option<String>,
 }
 
 /// Runs the checks in order. Only the session scan's outcome is persisted (the scan stamp).
@@ -188,7 +206,10 @@ fn read_scan_stamp(path: &std::path::Path, diag: &Diag) -> Option<SystemTime> {
         Ok(text) => match text.trim().parse::<i64>() {
             Ok(ms) => Some(from_epoch_ms(ms)),
             Err(_) => {
-                diag.info(&format!("ignoring unreadable scan stamp {}", path.display()));
+                diag.info(&format!(
+                    "ignoring unreadable scan stamp {}",
+                    path.display()
+                ));
                 None
             }
         },
@@ -200,7 +221,12 @@ fn read_scan_stamp(path: &std::path::Path, diag: &Diag) -> Option<SystemTime> {
     }
 }
 
-fn write_scan_stamp(state_dir: &std::path::Path, path: &std::path::Path, now: SystemTime, diag: &Diag) {
+fn write_scan_stamp(
+    state_dir: &std::path::Path,
+    path: &std::path::Path,
+    now: SystemTime,
+    diag: &Diag,
+) {
     let written = create_private_dir(state_dir)
         .and_then(|_| write_atomic(path, epoch_ms(now).to_string().as_bytes(), 0o600));
     if let Err(e) = written {
@@ -258,13 +284,21 @@ impl Tool for Args {
             }
             envelope.set("project", json!(project));
             let backend = backend_for(&project);
-            decide(&project, &settings, &env, backend.as_ref(), &policy, SystemTime::now(), diag)
+            decide(
+                &project,
+                &settings,
+                &env,
+                backend.as_ref(),
+                &policy,
+                SystemTime::now(),
+                diag,
+            )
         });
         match result {
             Ok(decision) => {
                 let exit = if decision.due() { Exit::Yes } else { Exit::No };
-                envelope.set("gate", decision.to_json(&policy));
-                Ok(Outcome::new(exit, envelope.into_value()))
+                let section = decision.section(&policy);
+                Ok(Outcome::new(exit, &envelope.with("gate", &section)))
             }
             // The envelope keeps flowing so a later stage sees `gate.due == false`.
             Err(failure @ Failure::Environment(_)) => {
@@ -273,7 +307,7 @@ impl Tool for Args {
                     "gate",
                     json!({"due": false, "reason": "error", "error": failure.to_json()}),
                 );
-                Ok(Outcome::new(failure.exit(), envelope.into_value()))
+                Ok(Outcome::new(failure.exit(), &envelope))
             }
             Err(other) => Err(other),
         }

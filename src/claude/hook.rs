@@ -43,7 +43,10 @@ mod tests {
 
     #[test]
     fn reads_every_real_payload() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-code-2.1.332/hook-input");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude-code-2.1.332/hook-input"
+        );
         let mut seen = 0;
         for entry in std::fs::read_dir(dir).unwrap() {
             let text = std::fs::read(entry.unwrap().path()).unwrap();
@@ -53,7 +56,10 @@ mod tests {
                 payload.session_id.as_deref(),
                 Some("854ac185-82c5-458b-8010-937270238761")
             );
-            assert_eq!(payload.cwd, Some(PathBuf::from("/home/dev/ccresearch/proj")));
+            assert_eq!(
+                payload.cwd,
+                Some(PathBuf::from("/home/dev/ccresearch/proj"))
+            );
             seen += 1;
         }
         assert_eq!(seen, 6);
@@ -63,7 +69,10 @@ mod tests {
     fn stop_payload_fields() {
         let raw = include_str!("../../tests/fixtures/claude-code-2.1.332/hook-input/Stop.json");
         let p = HookPayload::from_map(map(serde_json::from_str(raw).unwrap())).unwrap();
-        assert_eq!(p.last_assistant_message.as_deref(), Some("Hello from the stub."));
+        assert_eq!(
+            p.last_assistant_message.as_deref(),
+            Some("Hello from the stub.")
+        );
         assert_eq!(p.stop_hook_active, Some(false));
         assert!(p.other.contains_key("background_tasks"));
     }

@@ -107,7 +107,9 @@ pub fn config_dir(env: &Env, home: Option<&Path>) -> Result<PathBuf, Failure> {
         return Ok(PathBuf::from(dir));
     }
     home.map(|h| h.join(".claude")).ok_or_else(|| {
-        Failure::environment("cannot find the Claude config dir: neither CLAUDE_CONFIG_DIR nor HOME is set")
+        Failure::environment(
+            "cannot find the Claude config dir: neither CLAUDE_CONFIG_DIR nor HOME is set",
+        )
     })
 }
 
@@ -146,8 +148,9 @@ pub fn slug(path: &Path) -> String {
 
 /// Java's `String.hashCode` over UTF-16 units: `h = 31 * h + unit`, wrapping at 32 bits.
 fn java_hash(text: &str) -> i32 {
-    text.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    text.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 fn base36(mut n: u64) -> String {
@@ -168,7 +171,9 @@ fn base36(mut n: u64) -> String {
 /// process is started: this runs on every turn). A linked worktree resolves to its main
 /// repository, so all worktrees of a repository share one memory, as in Claude Code.
 pub fn git_root(dir: &Path) -> Option<PathBuf> {
-    let top = dir.ancestors().find(|d| d.join(".git").symlink_metadata().is_ok())?;
+    let top = dir
+        .ancestors()
+        .find(|d| d.join(".git").symlink_metadata().is_ok())?;
     let dot_git = top.join(".git");
     if dot_git.is_dir() {
         return Some(top.to_path_buf());
@@ -308,10 +313,15 @@ mod tests {
         assert_eq!(p.slug, slug(&proj.join("sub")));
         assert_eq!(p.config_dir, home.join(".claude"));
         // Transcripts under the launch directory's slug, memory under the git root's.
-        assert_eq!(p.transcripts_dir, home.join(".claude/projects").join(slug(&proj.join("sub"))));
+        assert_eq!(
+            p.transcripts_dir,
+            home.join(".claude/projects").join(slug(&proj.join("sub")))
+        );
         assert_eq!(
             p.memory_dir,
-            home.join(".claude/projects").join(slug(&proj)).join("memory")
+            home.join(".claude/projects")
+                .join(slug(&proj))
+                .join("memory")
         );
         assert_eq!(
             p.state_dir,
@@ -347,7 +357,10 @@ mod tests {
 
         let p = resolve_in(
             &tmp,
-            &[("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE", "/cowork/mem"), ("XDG_STATE_HOME", "rel")],
+            &[
+                ("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE", "/cowork/mem"),
+                ("XDG_STATE_HOME", "rel"),
+            ],
             hints.clone(),
         );
         assert_eq!(p.memory_dir, PathBuf::from("/cowork/mem"));

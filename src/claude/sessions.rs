@@ -3,6 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use crate::cli::time::rfc3339;
+
 /// One `<session-uuid>.jsonl` directly in a transcripts dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionFile {
@@ -11,6 +15,22 @@ pub struct SessionFile {
     pub modified: SystemTime,
     pub bytes: u64,
 }
+
+/// `{id, path, modified_at, bytes}`, as listed in `gate.sessions`.
+impl Serialize for SessionFile {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("path", &self.path)?;
+        map.serialize_entry("modified_at", &rfc3339(self.modified))?;
+        map.serialize_entry("bytes", &self.bytes)?;
+        map.end()
+    }
+}
+
+/// Directories with more candidate transcripts than this are stat'ed on several threads:
+/// the kernel's per-file lookup is the whole cost of a large scan, and it runs in parallel.
+const PARALLEL_STAT_THRESHOLD: usize = 2048;
 
 /// Sessions whose transcript changed after `since` (all of them when `None`), leaving out
 /// `exclude`, oldest first. A missing directory holds no sessions; an unreadable one is an
@@ -25,19 +45,70 @@ pub fn sessions_touched_since(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut sessions = Vec::new();
+    let mut candidates = Vec::new();
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
         let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
             continue;
         };
-        if !is_session_id(id) || exclude == Some(id) {
-            continue;
+        if is_session_id(id) && exclude != Some(id) {
+            candidates.push((id.to_string(), entry));
         }
-        let path = entry.path();
-        // Follows a symlinked transcript, as Claude Code's stat does.
-        let meta = match std::fs::metadata(&path) {
+    }
+
+    let workers = if candidates.len() > PARALLEL_STAT_THRESHOLD {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    } else {
+        1
+    };
+    let chunk_len = candidates.len().div_ceil(workers).max(1);
+    let mut sessions = if workers == 1 {
+        stat_newer(candidates, since)?
+    } else {
+        let mut chunks = Vec::new();
+        while candidates.len() > chunk_len {
+            chunks.push(candidates.split_off(candidates.len() - chunk_len));
+        }
+        chunks.push(candidates);
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunks
+                .into_iter()
+                .map(|chunk| scope.spawn(move || stat_newer(chunk, since)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("stat worker failed")))
+                })
+                .collect()
+        });
+        let mut all = Vec::new();
+        for result in results {
+            all.extend(result?);
+        }
+        all
+    };
+    // Ids are unique, so an unstable sort gives one order.
+    sessions.sort_unstable_by(|a, b| a.modified.cmp(&b.modified).then_with(|| a.id.cmp(&b.id)));
+    Ok(sessions)
+}
+
+/// The candidates that are regular files changed after `since`.
+fn stat_newer(
+    candidates: Vec<(String, std::fs::DirEntry)>,
+    since: Option<SystemTime>,
+) -> std::io::Result<Vec<SessionFile>> {
+    let mut sessions = Vec::with_capacity(candidates.len());
+    for (id, entry) in candidates {
+        // `DirEntry::metadata` stats relative to the open directory (no path walk per file),
+        // but does not follow links: a symlinked transcript is followed like Claude Code's stat.
+        let meta = match entry.metadata() {
+            Ok(meta) if meta.file_type().is_symlink() => std::fs::metadata(entry.path()),
+            other => other,
+        };
+        let meta = match meta {
             Ok(meta) => meta,
             // Deleted between readdir and stat, or a dangling link.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -51,13 +122,12 @@ pub fn sessions_touched_since(
             continue;
         }
         sessions.push(SessionFile {
-            id: id.to_string(),
-            path,
+            id,
+            path: entry.path(),
             modified,
             bytes: meta.len(),
         });
     }
-    sessions.sort_by(|a, b| a.modified.cmp(&b.modified).then_with(|| a.id.cmp(&b.id)));
     Ok(sessions)
 }
 
@@ -99,24 +169,63 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
         let base = SystemTime::now() - Duration::from_secs(10_000);
-        touch(&dir.join(format!("{A}.jsonl")), base + Duration::from_secs(300));
-        touch(&dir.join(format!("{B}.jsonl")), base + Duration::from_secs(100));
-        touch(&dir.join(format!("{C}.jsonl")), base + Duration::from_secs(200));
+        touch(
+            &dir.join(format!("{A}.jsonl")),
+            base + Duration::from_secs(300),
+        );
+        touch(
+            &dir.join(format!("{B}.jsonl")),
+            base + Duration::from_secs(100),
+        );
+        touch(
+            &dir.join(format!("{C}.jsonl")),
+            base + Duration::from_secs(200),
+        );
         touch(&dir.join("notes.jsonl"), base + Duration::from_secs(400));
-        touch(&dir.join(format!("{A}.json")), base + Duration::from_secs(400));
-        std::fs::create_dir(dir.join(format!("00000000-0000-4000-8000-00000000000d.jsonl")))
-            .unwrap();
-        std::os::unix::fs::symlink("/nonexistent", dir.join(format!("{}.jsonl", &A.replace('8', "9")))).unwrap();
+        touch(
+            &dir.join(format!("{A}.json")),
+            base + Duration::from_secs(400),
+        );
+        std::fs::create_dir(dir.join("00000000-0000-4000-8000-00000000000d.jsonl")).unwrap();
+        std::os::unix::fs::symlink(
+            "/nonexistent",
+            dir.join(format!("{}.jsonl", &A.replace('8', "9"))),
+        )
+        .unwrap();
 
         let all = sessions_touched_since(dir, None, None).unwrap();
         let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, [B, C, A]);
 
-        let since = sessions_touched_since(dir, Some(base + Duration::from_secs(100)), Some(A)).unwrap();
+        let since =
+            sessions_touched_since(dir, Some(base + Duration::from_secs(100)), Some(A)).unwrap();
         let ids: Vec<&str> = since.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, [C]);
         assert_eq!(since[0].bytes, 0);
         assert_eq!(since[0].path, dir.join(format!("{C}.jsonl")));
+    }
+
+    #[test]
+    fn large_directories_are_stated_in_parallel_with_the_same_result() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = SystemTime::now() - Duration::from_secs(100_000);
+        let n = PARALLEL_STAT_THRESHOLD as u64 + 501;
+        for i in 0..n {
+            let id = format!("00000000-0000-4000-8000-{i:012x}");
+            // Reverse order of mtimes, so the sort is exercised across chunks.
+            touch(
+                &tmp.path().join(format!("{id}.jsonl")),
+                base + Duration::from_secs(n - i),
+            );
+        }
+        let since = Some(base + Duration::from_secs(10));
+        let all = sessions_touched_since(tmp.path(), since, None).unwrap();
+        assert_eq!(all.len() as u64, n - 10);
+        assert!(all.windows(2).all(|w| w[0].modified < w[1].modified));
+        assert_eq!(
+            all[0].id,
+            format!("00000000-0000-4000-8000-{:012x}", n - 11)
+        );
     }
 
     #[test]

@@ -102,10 +102,11 @@ impl Settings {
 
     /// Auto memory must be on, and `autoDreamEnabled` not false (default on).
     pub fn dream_disabled(&self, env: &Env) -> Option<Disabled> {
-        self.auto_memory_disabled(env).or(match self.auto_dream_enabled {
-            Some(false) => Some(Disabled::AutoDreamOff),
-            _ => None,
-        })
+        self.auto_memory_disabled(env)
+            .or(match self.auto_dream_enabled {
+                Some(false) => Some(Disabled::AutoDreamOff),
+                _ => None,
+            })
     }
 }
 
@@ -121,9 +122,8 @@ fn read_file(path: &Path) -> Result<Settings, Failure> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Settings::default());
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        Failure::environment(format!("invalid settings file {}: {e}", path.display()))
-    })
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Failure::environment(format!("invalid settings file {}: {e}", path.display())))
 }
 
 /// `autoMemoryDirectory` as a path: `~/` expanded; anything else must be absolute.
@@ -163,7 +163,10 @@ mod tests {
             &config.join("settings.json"),
             r#"{"autoDreamEnabled": false, "awaySummaryEnabled": true, "feedbackDrafts": "quiet", "other": {"x": 1}}"#,
         );
-        write(&cwd.join(".claude/settings.json"), r#"{"autoDreamEnabled": true}"#);
+        write(
+            &cwd.join(".claude/settings.json"),
+            r#"{"autoDreamEnabled": true}"#,
+        );
         write(
             &cwd.join(".claude/settings.local.json"),
             r#"{"feedbackDrafts": "off"}"#,
@@ -204,7 +207,10 @@ mod tests {
         let err = Settings::load(tmp.path(), tmp.path()).unwrap_err();
         assert_eq!(err.kind(), "environment");
         assert!(err.to_string().contains("settings.json"), "{err}");
-        write(&tmp.path().join("settings.json"), r#"{"autoDreamEnabled": "no"}"#);
+        write(
+            &tmp.path().join("settings.json"),
+            r#"{"autoDreamEnabled": "no"}"#,
+        );
         assert!(Settings::load(tmp.path(), tmp.path()).is_err());
     }
 
@@ -232,7 +238,10 @@ mod tests {
             ("CLAUDE_CODE_SIMPLE", "1"),
         ]);
         assert_eq!(off.auto_memory_disabled(&enable), None);
-        assert_eq!(no_dream.dream_disabled(&enable), Some(Disabled::AutoDreamOff));
+        assert_eq!(
+            no_dream.dream_disabled(&enable),
+            Some(Disabled::AutoDreamOff)
+        );
 
         let simple = Env::from_pairs([("CLAUDE_CODE_SIMPLE", "true")]);
         assert_eq!(on.dream_disabled(&simple), Some(Disabled::Simple));

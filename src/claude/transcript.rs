@@ -161,7 +161,11 @@ impl Record {
         {
             return false;
         }
-        if self.blocks().first().is_some_and(|b| b.kind == "tool_result") {
+        if self
+            .blocks()
+            .first()
+            .is_some_and(|b| b.kind == "tool_result")
+        {
             return false;
         }
         let text = self.text();
@@ -469,18 +473,27 @@ mod tests {
     use std::cell::Cell;
     use std::io::Write;
 
-    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-code-2.1.332");
+    const FIXTURES: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/claude-code-2.1.332"
+    );
 
     fn fixture(name: &str) -> std::path::PathBuf {
         Path::new(FIXTURES).join(name)
     }
 
     fn forward(path: &Path) -> Vec<Entry> {
-        ForwardReader::open(path).unwrap().map(Result::unwrap).collect()
+        ForwardReader::open(path)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     }
 
     fn backward(path: &Path) -> Vec<Entry> {
-        BackwardReader::open(path).unwrap().map(Result::unwrap).collect()
+        BackwardReader::open(path)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     }
 
     fn real_turn_texts(entries: &[Entry]) -> Vec<String> {
@@ -502,10 +515,17 @@ mod tests {
             "session-slash-recap.jsonl",
         ] {
             let path = fixture(name);
-            let lines = std::fs::read(&path).unwrap().split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+            let lines = std::fs::read(&path)
+                .unwrap()
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count();
             let fwd = forward(&path);
             assert_eq!(fwd.len(), lines, "{name}");
-            assert!(fwd.iter().all(|e| matches!(e.item, Item::Record(_))), "{name}");
+            assert!(
+                fwd.iter().all(|e| matches!(e.item, Item::Record(_))),
+                "{name}"
+            );
             let mut bwd = backward(&path);
             bwd.reverse();
             assert_eq!(fwd, bwd, "{name}: backward is forward reversed");
@@ -547,7 +567,8 @@ mod tests {
     }
 
     fn user(text: &str) -> String {
-        serde_json::json!({"type":"user","uuid":"u","message":{"role":"user","content":text}}).to_string()
+        serde_json::json!({"type":"user","uuid":"u","message":{"role":"user","content":text}})
+            .to_string()
     }
 
     fn nasty_file() -> (tempfile::TempDir, std::path::PathBuf) {
@@ -559,7 +580,10 @@ mod tests {
         writeln!(f).unwrap();
         writeln!(f, r#"{{"type":"brand-new-type","whatever":[1,2,3]}}"#).unwrap();
         // Non-UTF-8 bytes inside a string.
-        f.write_all(b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"caf\xe9 \xff\"}}\r\n").unwrap();
+        f.write_all(
+            b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"caf\xe9 \xff\"}}\r\n",
+        )
+        .unwrap();
         // A 5 MB line.
         let big = format!(
             r#"{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"{}"}}]}}}}"#,
@@ -570,7 +594,8 @@ mod tests {
         writeln!(f, r#"{{"type":"user","isMeta":"yes"}}"#).unwrap();
         writeln!(f, "{}", user("last")).unwrap();
         // A record still being written.
-        f.write_all(br#"{"type":"assistant","message":{"con"#).unwrap();
+        f.write_all(br#"{"type":"assistant","message":{"con"#)
+            .unwrap();
         (tmp, path)
     }
 
@@ -592,10 +617,25 @@ mod tests {
         let entries = forward(&path);
         assert_eq!(
             kinds(&entries),
-            ["record", "malformed", "record", "record", "record", "malformed", "malformed", "record", "partial"]
+            [
+                "record",
+                "malformed",
+                "record",
+                "record",
+                "record",
+                "malformed",
+                "malformed",
+                "record",
+                "partial"
+            ]
         );
-        assert_eq!(real_turn_texts(&entries), ["first", "caf\u{fffd} \u{fffd}", "last"]);
-        let Item::Record(big) = &entries[4].item else { unreachable!() };
+        assert_eq!(
+            real_turn_texts(&entries),
+            ["first", "caf\u{fffd} \u{fffd}", "last"]
+        );
+        let Item::Record(big) = &entries[4].item else {
+            unreachable!()
+        };
         assert_eq!(big.text().len(), 5 * 1024 * 1024);
     }
 
@@ -686,23 +726,60 @@ mod tests {
             .collect();
         assert_eq!(last[0], "turn 49");
         assert_eq!(last[29], "turn 20");
-        assert!(reader.source.read.get() <= 2 * BACKWARD_CHUNK, "{}", reader.source.read.get());
+        assert!(
+            reader.source.read.get() <= 2 * BACKWARD_CHUNK,
+            "{}",
+            reader.source.read.get()
+        );
     }
 
     #[test]
     fn predicate_rejects_non_turns() {
         let cases = [
-            (r#"{"type":"user","message":{"role":"user","content":"hi"}}"#, true),
-            (r#"{"type":"user","message":{"role":"user","content":[{"type":"image"}]}}"#, true),
-            (r#"{"type":"user","isMeta":true,"message":{"content":"hi"}}"#, false),
-            (r#"{"type":"user","isCompactSummary":true,"message":{"content":"hi"}}"#, false),
-            (r#"{"type":"user","isVirtual":true,"message":{"content":"hi"}}"#, false),
-            (r#"{"type":"user","isSidechain":true,"message":{"content":"hi"}}"#, false),
-            (r#"{"type":"user","toolUseResult":"x","message":{"content":"hi"}}"#, false),
-            (r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"x"}]}}"#, false),
-            (r#"{"type":"user","message":{"content":"  <bash-stdout>x</bash-stdout>"}}"#, false),
-            (r#"{"type":"user","message":{"content":"<command-name>/recap</command-name>"}}"#, false),
-            (r#"{"type":"user","message":{"content":"<local-command-stdout></local-command-stdout>"}}"#, false),
+            (
+                r#"{"type":"user","message":{"role":"user","content":"hi"}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"image"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"user","isMeta":true,"message":{"content":"hi"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","isCompactSummary":true,"message":{"content":"hi"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","isVirtual":true,"message":{"content":"hi"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","isSidechain":true,"message":{"content":"hi"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","toolUseResult":"x","message":{"content":"hi"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"x"}]}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","message":{"content":"  <bash-stdout>x</bash-stdout>"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","message":{"content":"<command-name>/recap</command-name>"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","message":{"content":"<local-command-stdout></local-command-stdout>"}}"#,
+                false,
+            ),
             (r#"{"type":"user"}"#, false),
             (r#"{"type":"assistant","message":{"content":"hi"}}"#, false),
         ];

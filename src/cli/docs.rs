@@ -22,7 +22,10 @@ pub fn render_all(pages: Vec<Page>) -> Vec<(PathBuf, Vec<u8>)> {
         let mut command = page.command;
         command.build();
         let name = command.get_name().to_string();
-        files.push((PathBuf::from(format!("man/{name}.1")), man_page(&command, page.sections)));
+        files.push((
+            PathBuf::from(format!("man/{name}.1")),
+            man_page(&command, page.sections),
+        ));
         for (shell, file) in [
             (Shell::Bash, format!("completions/{name}.bash")),
             (Shell::Zsh, format!("completions/_{name}")),
@@ -75,7 +78,9 @@ fn roff_section(title: &str, text: &str) -> String {
             s.push_str(".RE\n.fi\n");
         } else {
             s.push_str(".PP\n");
-            s.push_str(&roff_line(&paragraph.split_whitespace().collect::<Vec<_>>().join(" ")));
+            s.push_str(&roff_line(
+                &paragraph.split_whitespace().collect::<Vec<_>>().join(" "),
+            ));
         }
     }
     s

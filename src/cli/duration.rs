@@ -27,11 +27,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value * scale).map_err(|_| format!("{text:?} is out of range"))
 }
 
+/// A thousand years: more is a typo, not a policy.
+const MAX_HOURS: f64 = 24.0 * 365.0 * 1000.0;
+
 /// Parses a non-negative, finite number of hours (`--min-hours`).
 pub fn parse_hours(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(h) if h.is_finite() && h >= 0.0 && h <= 24.0 * 365.0 * 1000.0 => Ok(h),
-        _ => Err(format!("{text:?} is not a number of hours (example: 24, 0.5)")),
+        Ok(h) if (0.0..=MAX_HOURS).contains(&h) => Ok(h),
+        _ => Err(format!(
+            "{text:?} is not a number of hours (example: 24, 0.5)"
+        )),
     }
 }
 

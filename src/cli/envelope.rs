@@ -2,6 +2,7 @@
 //! own key and copies every other key through unchanged, in order.
 
 use serde::de::DeserializeOwned;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use super::Failure;
@@ -40,6 +41,48 @@ impl Envelope {
     pub fn into_value(self) -> Value {
         Value::Object(self.0)
     }
+
+    /// The envelope as it will be printed with `key` set to a typed section (replaced in
+    /// place, or appended), serialised directly without building a `Value` for it.
+    pub fn with<'a, T: Serialize>(&'a self, key: &'a str, section: &'a T) -> WithSection<'a, T> {
+        WithSection {
+            envelope: self,
+            key,
+            section,
+        }
+    }
+}
+
+impl Serialize for Envelope {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+/// See [`Envelope::with`].
+pub struct WithSection<'a, T> {
+    envelope: &'a Envelope,
+    key: &'a str,
+    section: &'a T,
+}
+
+impl<T: Serialize> Serialize for WithSection<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let replaces = self.envelope.0.contains_key(self.key);
+        let len = self.envelope.0.len() + usize::from(!replaces);
+        let mut map = serializer.serialize_map(Some(len))?;
+        for (k, v) in &self.envelope.0 {
+            if k == self.key {
+                map.serialize_entry(k, self.section)?;
+            } else {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        if !replaces {
+            map.serialize_entry(self.key, self.section)?;
+        }
+        map.end()
+    }
 }
 
 #[cfg(test)]
@@ -59,6 +102,27 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&env.into_value()).unwrap(),
             r#"{"zeta":1,"gate":{"due":true},"alpha":{"x":[1,2]},"project":{"cwd":"/p"}}"#
+        );
+    }
+
+    #[test]
+    fn typed_section_is_written_in_place_or_appended() {
+        #[derive(serde::Serialize)]
+        struct Gate {
+            due: bool,
+        }
+        let Value::Object(map) = json!({"a": 1, "gate": {"old": 1}, "z": 2}) else {
+            unreachable!()
+        };
+        let env = Envelope::from_map(map);
+        let gate = Gate { due: true };
+        assert_eq!(
+            serde_json::to_string(&env.with("gate", &gate)).unwrap(),
+            r#"{"a":1,"gate":{"due":true},"z":2}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&env.with("lock", &gate)).unwrap(),
+            r#"{"a":1,"gate":{"old":1},"z":2,"lock":{"due":true}}"#
         );
     }
 

@@ -41,10 +41,22 @@ impl From<Exit> for std::process::ExitCode {
 
 /// The table as it appears in every man page and the README.
 pub const EXIT_CODE_TABLE: &[(u8, &str)] = &[
-    (0, "yes / done (gate due, lock acquired, summary produced, draft queued)"),
-    (1, "a clean \"no\": not due, lock busy, skipped, suppressed, rejected; the JSON says why"),
-    (2, "usage error or bad input; stdout holds {\"error\":{\"kind\",\"reason\"?,\"message\"}}"),
-    (3, "local environment failure (I/O, permissions, missing directory)"),
+    (
+        0,
+        "yes / done (gate due, lock acquired, summary produced, draft queued)",
+    ),
+    (
+        1,
+        "a clean \"no\": not due, lock busy, skipped, suppressed, rejected; the JSON says why",
+    ),
+    (
+        2,
+        "usage error or bad input; stdout holds {\"error\":{\"kind\",\"reason\"?,\"message\"}}",
+    ),
+    (
+        3,
+        "local environment failure (I/O, permissions, missing directory)",
+    ),
     (4, "model, network or remote-store failure (after retries)"),
     (130, "interrupted by SIGINT"),
     (143, "terminated by SIGTERM"),

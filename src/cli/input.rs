@@ -28,7 +28,11 @@ impl Input {
             return Ok(Input::Nothing);
         }
         let mut bytes = Vec::new();
-        match stdin.lock().take(MAX_STDIN_BYTES + 1).read_to_end(&mut bytes) {
+        match stdin
+            .lock()
+            .take(MAX_STDIN_BYTES + 1)
+            .read_to_end(&mut bytes)
+        {
             Ok(_) => {}
             // A closed descriptor (`<&-`) is the same as no input.
             Err(e) if e.raw_os_error() == Some(libc::EBADF) => return Ok(Input::Nothing),
@@ -119,7 +123,12 @@ mod tests {
             b"{\"a\":1}\n{\"b\":2}",
         ] {
             let err = Input::parse(bad).unwrap_err();
-            assert_eq!(err.kind(), "bad_input", "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                err.kind(),
+                "bad_input",
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

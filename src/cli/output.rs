@@ -1,5 +1,6 @@
 //! Writing the one JSON document to stdout, and human diagnostics to stderr.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use serde_json::Value;
@@ -41,25 +42,28 @@ impl Diag {
     }
 }
 
-/// Serialises the document compactly (pipes) or pretty (terminals, `--pretty`).
-pub fn render(document: &Value, pretty: bool) -> Vec<u8> {
-    let mut bytes = if pretty {
-        serde_json::to_vec_pretty(document)
-    } else {
-        serde_json::to_vec(document)
+/// The compact document as printed (without its newline): as is for pipes, indented for
+/// terminals and `--pretty`.
+pub fn render(json: &str, pretty: bool) -> Cow<'_, [u8]> {
+    let indented = pretty
+        .then(|| serde_json::from_str::<Value>(json).ok())
+        .flatten()
+        .and_then(|value| serde_json::to_vec_pretty(&value).ok());
+    match indented {
+        Some(bytes) => Cow::Owned(bytes),
+        None => Cow::Borrowed(json.as_bytes()),
     }
-    // A serde_json::Value always serialises.
-    .unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
 }
 
 /// Writes the document to stdout. A closed pipe (`| head`) is not an error worth reporting.
-pub fn write_stdout(document: &Value, pretty_flag: bool) -> std::io::Result<()> {
+pub fn write_stdout(json: &str, pretty_flag: bool) -> std::io::Result<()> {
     let stdout = std::io::stdout();
     let pretty = pretty_flag || stdout.is_terminal();
     let mut lock = stdout.lock();
-    let result = lock.write_all(&render(document, pretty)).and_then(|_| lock.flush());
+    let result = lock
+        .write_all(&render(json, pretty))
+        .and_then(|_| lock.write_all(b"\n"))
+        .and_then(|_| lock.flush());
     match result {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
@@ -69,14 +73,13 @@ pub fn write_stdout(document: &Value, pretty_flag: bool) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn compact_and_pretty_are_newline_terminated() {
-        let doc = json!({"a": 1, "b": [true]});
-        assert_eq!(render(&doc, false), b"{\"a\":1,\"b\":[true]}\n");
-        let pretty = String::from_utf8(render(&doc, true)).unwrap();
+    fn compact_is_verbatim_and_pretty_is_indented() {
+        let doc = r#"{"a":1,"b":[true]}"#;
+        assert_eq!(&*render(doc, false), doc.as_bytes());
+        let pretty = String::from_utf8(render(doc, true).into_owned()).unwrap();
         assert!(pretty.starts_with("{\n  \"a\": 1,"), "{pretty}");
-        assert!(pretty.ends_with("}\n"));
+        assert!(pretty.ends_with('}'));
     }
 }

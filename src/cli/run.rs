@@ -3,22 +3,39 @@
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use serde_json::Value;
+use serde::Serialize;
 
 use super::output::write_stdout;
 use super::{CommonArgs, Diag, Exit, Failure};
 
-/// What a tool produced: the stdout document and how the process ends.
+/// What a tool produced: how the process ends and the stdout document, already serialised
+/// (typed sections go straight to JSON text, without an intermediate `Value` tree).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub exit: Exit,
-    pub document: Value,
+    pub json: String,
 }
 
 impl Outcome {
-    pub fn new(exit: Exit, document: Value) -> Self {
-        Outcome { exit, document }
+    pub fn new(exit: Exit, document: &impl Serialize) -> Self {
+        match to_json(document) {
+            Ok(json) => Outcome { exit, json },
+            Err(e) => {
+                let failure = Failure::environment(format!("cannot serialise the output: {e}"));
+                Outcome {
+                    exit: failure.exit(),
+                    json: failure.to_document().to_string(),
+                }
+            }
+        }
     }
+}
+
+/// Compact JSON text; the buffer starts large enough for most documents in one allocation.
+fn to_json(document: &impl Serialize) -> Result<String, String> {
+    let mut buffer = Vec::with_capacity(16 * 1024);
+    serde_json::to_writer(&mut buffer, document).map_err(|e| e.to_string())?;
+    String::from_utf8(buffer).map_err(|e| e.to_string())
 }
 
 /// A dreamkit binary: its clap definition plus what it does.
@@ -39,18 +56,15 @@ pub fn main<T: Tool>() -> ExitCode {
     };
     let common = args.common().clone();
     let diag = Diag::new(&name, common.quiet, common.verbose);
-    let (exit, document) = match args.run(&diag) {
-        Ok(outcome) => (outcome.exit, outcome.document),
-        Err(failure) => {
-            diag.warn(&failure.to_string());
-            (failure.exit(), failure.to_document())
-        }
-    };
-    if let Err(e) = write_stdout(&document, common.pretty) {
+    let outcome = args.run(&diag).unwrap_or_else(|failure| {
+        diag.warn(&failure.to_string());
+        Outcome::new(failure.exit(), &failure.to_document())
+    });
+    if let Err(e) = write_stdout(&outcome.json, common.pretty) {
         diag.warn(&format!("cannot write stdout: {e}"));
         return Exit::Environment.into();
     }
-    exit.into()
+    outcome.exit.into()
 }
 
 /// `--help` and `--version` print as usual; every other clap error is a usage error in our
@@ -64,7 +78,7 @@ fn clap_exit(name: &str, err: clap::Error) -> ExitCode {
         _ => {
             let failure = Failure::Usage(first_line_of(&err));
             Diag::new(name, false, false).warn(&failure.to_string());
-            let _ = write_stdout(&failure.to_document(), false);
+            let _ = write_stdout(&failure.to_document().to_string(), false);
             Exit::Usage.into()
         }
     }

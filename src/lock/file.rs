@@ -64,7 +64,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let not_dir = tmp.path().join("file");
         std::fs::write(&not_dir, "").unwrap();
-        let err = FileBackend::for_memory_dir(&not_dir).last_consolidated().unwrap_err();
+        let err = FileBackend::for_memory_dir(&not_dir)
+            .last_consolidated()
+            .unwrap_err();
         assert_eq!(err.kind(), "environment");
     }
 }

@@ -1,1 +1,5 @@
+//! The one integration-test binary: every tool driven as a user drives it, as a process.
 
+mod docs;
+mod gate;
+mod support;

@@ -1,0 +1,53 @@
+# dreamkit: build, test, install. `make test` is the test command CI runs.
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+CARGO    ?= cargo
+JOBS     ?= 2
+BINS     := dream-gate
+
+BINDIR   := $(DESTDIR)$(PREFIX)/bin
+MANDIR   := $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR  := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR   := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+
+.PHONY: all build test lint man completions bench install uninstall clean
+
+all: build
+
+build:
+	$(CARGO) build --release --locked -j $(JOBS)
+
+test:
+	$(CARGO) test --locked -j $(JOBS) -- --test-threads=4
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --locked -j $(JOBS) --all-targets -- -D warnings
+
+# Man pages and completions are generated from the clap definitions and committed;
+# the docs test fails when they are stale.
+man completions:
+	$(CARGO) run --locked -q -j $(JOBS) --example gen-docs
+
+bench:
+	$(CARGO) bench --locked -j $(JOBS) --bench bench
+
+install: build
+	install -d $(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR)
+	for b in $(BINS); do \
+		install -m 0755 target/release/$$b $(BINDIR)/$$b && \
+		install -m 0644 man/$$b.1 $(MANDIR)/$$b.1 && \
+		install -m 0644 completions/$$b.bash $(BASHDIR)/$$b && \
+		install -m 0644 completions/_$$b $(ZSHDIR)/_$$b && \
+		install -m 0644 completions/$$b.fish $(FISHDIR)/$$b.fish || exit 1; \
+	done
+
+uninstall:
+	for b in $(BINS); do \
+		rm -f $(BINDIR)/$$b $(MANDIR)/$$b.1 $(BASHDIR)/$$b $(ZSHDIR)/_$$b $(FISHDIR)/$$b.fish; \
+	done
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,563 @@
+//! `dream-gate` as a hook or a user runs it.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn gate(home: &ClaudeHome, args: &[&str]) -> (i32, Value, String) {
+    let out = home
+        .cmd("dream-gate")
+        .args(args)
+        .output()
+        .expect("run dream-gate");
+    (
+        out.status.code().expect("exit code"),
+        stdout_json(&out),
+        stderr_text(&out),
+    )
+}
+
+fn gate_stdin(home: &ClaudeHome, args: &[&str], stdin: &str) -> (i32, Value, String) {
+    let out = home
+        .cmd("dream-gate")
+        .args(args)
+        .write_stdin(stdin)
+        .output()
+        .expect("run dream-gate");
+    (
+        out.status.code().expect("exit code"),
+        stdout_json(&out),
+        stderr_text(&out),
+    )
+}
+
+fn ids(gate: &Value) -> Vec<String> {
+    gate["sessions"]
+        .as_array()
+        .expect("sessions array")
+        .iter()
+        .map(|s| s["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+/// Six sessions, the oldest first: 6h, 5h, ... 1h old.
+fn six_sessions(home: &ClaudeHome) -> Vec<String> {
+    (1..=6)
+        .map(|n| {
+            let id = session_id(n);
+            home.add_session(&id, hours(7 - u64::from(n)));
+            id
+        })
+        .collect()
+}
+
+#[test]
+fn due_when_never_consolidated_lists_sessions_oldest_first() {
+    let home = ClaudeHome::new();
+    let sessions = six_sessions(&home);
+    let (code, out, _) = gate(&home, &[]);
+    assert_eq!(code, 0, "{out}");
+    let g = &out["gate"];
+    assert_eq!(g["due"], true);
+    assert_eq!(g["reason"], Value::Null);
+    assert_eq!(g["detail"], Value::Null);
+    assert_eq!(g["last_consolidated_at"], Value::Null);
+    assert_eq!(g["hours_since"], Value::Null);
+    assert_eq!(g["min_hours"], 24.0);
+    assert_eq!(g["min_sessions"], 5);
+    assert_eq!(g["session_count"], 6);
+    assert_eq!(ids(g), sessions);
+    let first = &g["sessions"][0];
+    let path = home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", sessions[0]));
+    assert_eq!(first["path"], path.display().to_string());
+    assert_eq!(first["bytes"], std::fs::metadata(&path).unwrap().len());
+    let modified = first["modified_at"].as_str().unwrap();
+    assert!(
+        modified.ends_with('Z') && modified.len() == 24,
+        "{modified}"
+    );
+    assert_eq!(
+        out["project"],
+        json!({
+            "cwd": home.project.display().to_string(),
+            "slug": home.slug(),
+            "transcripts_dir": home.transcripts_dir().display().to_string(),
+            "memory_dir": home.memory_dir().display().to_string(),
+            "state_dir": home.state_dir().display().to_string(),
+        })
+    );
+    // A due gate writes nothing.
+    assert!(!home.state_home.exists());
+}
+
+#[test]
+fn too_soon_within_min_hours() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    home.consolidated(hours(2));
+    let (code, out, _) = gate(&home, &[]);
+    assert_eq!(code, 1);
+    let g = &out["gate"];
+    assert_eq!(g["due"], false);
+    assert_eq!(g["reason"], "too_soon");
+    let h = g["hours_since"].as_f64().unwrap();
+    assert!((1.99..2.01).contains(&h), "{h}");
+    assert!(g["last_consolidated_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(g["session_count"], Value::Null);
+    assert_eq!(g["sessions"], json!([]));
+}
+
+#[test]
+fn only_sessions_newer_than_the_last_consolidation_count() {
+    let home = ClaudeHome::new();
+    let sessions = six_sessions(&home);
+    home.consolidated(Duration::from_secs(3 * HOURS + 1800));
+    // Sessions 4, 5, 6 (3h, 2h, 1h old) are newer than the lock.
+    let (code, out, _) = gate(&home, &["--min-hours", "3", "--min-sessions", "3"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(ids(&out["gate"]), sessions[3..]);
+    assert_eq!(out["gate"]["min_hours"], 3.0);
+
+    let (code, out, _) = gate(&home, &["--min-hours", "3.6"]);
+    assert_eq!(
+        (code, out["gate"]["reason"].as_str()),
+        (1, Some("too_soon"))
+    );
+}
+
+#[test]
+fn environment_thresholds_and_flags_winning_over_them() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    home.consolidated(hours(3));
+    let run = |args: &[&str]| {
+        let out = home
+            .cmd("dream-gate")
+            .env("DREAMKIT_MIN_HOURS", "2")
+            .env("DREAMKIT_MIN_SESSIONS", "2")
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code().unwrap(), stdout_json(&out))
+    };
+    let (code, out) = run(&[]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["gate"]["min_hours"], 2.0);
+    assert_eq!(out["gate"]["min_sessions"], 2);
+    assert_eq!(out["gate"]["session_count"], 2);
+    let (code, out) = run(&["--min-hours", "4"]);
+    assert_eq!(
+        (code, out["gate"]["reason"].as_str()),
+        (1, Some("too_soon"))
+    );
+    let (code, out) = run(&["--min-sessions", "3"]);
+    assert_eq!(
+        (code, out["gate"]["reason"].as_str()),
+        (1, Some("too_few_sessions"))
+    );
+
+    let out = home
+        .cmd("dream-gate")
+        .env("DREAMKIT_MIN_SESSIONS", "many")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
+}
+
+#[test]
+fn disabled_with_each_detail() {
+    type Case<'a> = (
+        &'a [(&'a str, &'a str)],
+        Option<(&'a str, &'a str)>,
+        &'a str,
+    );
+    let cases: &[Case] = &[
+        (
+            &[],
+            Some((
+                "home/.claude/settings.json",
+                r#"{"autoDreamEnabled": false}"#,
+            )),
+            "auto_dream_off",
+        ),
+        (
+            &[],
+            Some((
+                "proj/.claude/settings.local.json",
+                r#"{"autoMemoryEnabled": false}"#,
+            )),
+            "auto_memory_off",
+        ),
+        (
+            &[("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")],
+            None,
+            "auto_memory_off",
+        ),
+        (&[("CLAUDE_CODE_SIMPLE", "true")], None, "simple"),
+        (&[("CLAUDE_CODE_REMOTE", "1")], None, "remote"),
+    ];
+    for (env, file, detail) in cases {
+        let home = ClaudeHome::new();
+        six_sessions(&home);
+        if let Some((path, text)) = file {
+            home.write(path, text);
+        }
+        let mut cmd = home.cmd("dream-gate");
+        for (k, v) in *env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let doc = stdout_json(&out);
+        assert_eq!(out.status.code(), Some(1), "{detail}: {doc}");
+        assert_eq!(doc["gate"]["reason"], "disabled", "{detail}");
+        assert_eq!(doc["gate"]["detail"], *detail);
+        assert_eq!(doc["gate"]["session_count"], Value::Null);
+    }
+
+    // Project settings can turn dream back on; an explicit falsy switch beats simple mode.
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    home.write(
+        "home/.claude/settings.json",
+        r#"{"autoDreamEnabled": false}"#,
+    );
+    home.write(
+        "proj/.claude/settings.json",
+        r#"{"autoDreamEnabled": true}"#,
+    );
+    let out = home
+        .cmd("dream-gate")
+        .env("CLAUDE_CODE_SIMPLE", "1")
+        .env("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "0")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_json(&out));
+}
+
+#[test]
+fn too_few_sessions_writes_the_scan_stamp_and_then_throttles() {
+    let home = ClaudeHome::new();
+    home.add_session(&session_id(1), hours(1));
+    let (code, out, _) = gate(&home, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(out["gate"]["reason"], "too_few_sessions");
+    assert_eq!(out["gate"]["session_count"], 1);
+    assert_eq!(ids(&out["gate"]), [session_id(1)]);
+
+    let stamp = home.state_dir().join("last-scan");
+    let text = std::fs::read_to_string(&stamp).unwrap();
+    let ms: i64 = text.parse().unwrap();
+    assert!(ms > 1_700_000_000_000, "{text}");
+    assert_eq!(mode(&std::fs::metadata(&stamp).unwrap()), 0o600);
+    for dir in [home.state_dir(), home.state_home.join("dreamkit")] {
+        assert_eq!(
+            mode(&std::fs::metadata(&dir).unwrap()),
+            0o700,
+            "{}",
+            dir.display()
+        );
+    }
+    let scanned_at = out["gate"]["last_scan_at"].clone();
+    assert!(scanned_at.is_string());
+
+    // Enough sessions now, but the last scan was moments ago.
+    six_sessions(&home);
+    let (code, out, _) = gate(&home, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(out["gate"]["reason"], "throttled");
+    assert_eq!(out["gate"]["last_scan_at"], scanned_at);
+    assert_eq!(out["gate"]["session_count"], Value::Null);
+    assert_eq!(
+        std::fs::read_to_string(&stamp).unwrap(),
+        text,
+        "throttled run rewrote the stamp"
+    );
+
+    // A shorter interval, or an old stamp, lets the scan happen.
+    let (code, _, _) = gate(&home, &["--scan-interval", "0"]);
+    assert_eq!(code, 0);
+    std::fs::write(&stamp, (ms - 11 * 60 * 1000).to_string()).unwrap();
+    let (code, out, _) = gate(&home, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["gate"]["session_count"], 6);
+}
+
+#[test]
+fn scan_interval_zero_never_writes_a_stamp_and_a_corrupt_stamp_is_ignored() {
+    let home = ClaudeHome::new();
+    let (code, out, _) = gate(&home, &["--scan-interval", "0ms"]);
+    assert_eq!(
+        (code, out["gate"]["reason"].as_str()),
+        (1, Some("too_few_sessions"))
+    );
+    assert!(!home.state_dir().join("last-scan").exists());
+
+    home.write(
+        &format!("state/dreamkit/projects/{}/last-scan", home.slug()),
+        "garbage",
+    );
+    let (code, out, _) = gate(&home, &[]);
+    assert_eq!(
+        (code, out["gate"]["reason"].as_str()),
+        (1, Some("too_few_sessions"))
+    );
+    let ms: i64 = std::fs::read_to_string(home.state_dir().join("last-scan"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(ms > 0);
+}
+
+#[test]
+fn current_session_is_excluded_by_flag() {
+    let home = ClaudeHome::new();
+    let sessions = six_sessions(&home);
+    let (code, out, _) = gate(
+        &home,
+        &["--current-session", &sessions[5], "--min-sessions", "6"],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(out["gate"]["reason"], "too_few_sessions");
+    assert_eq!(out["gate"]["session_count"], 5);
+    assert_eq!(out["gate"]["current_session"], sessions[5].as_str());
+    assert!(!ids(&out["gate"]).contains(&sessions[5]));
+}
+
+#[test]
+fn stop_hook_payload_supplies_cwd_session_and_transcripts_dir() {
+    let home = ClaudeHome::new();
+    let sessions = six_sessions(&home);
+    let other = home.root.join("elsewhere");
+    std::fs::create_dir_all(&other).unwrap();
+    let real = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/claude-code-2.1.332/hook-input/Stop.json"
+    ))
+    .unwrap();
+    let mut payload: Value = serde_json::from_str(&real).unwrap();
+    payload["session_id"] = json!(sessions[5]);
+    payload["cwd"] = json!(home.project);
+    payload["transcript_path"] = json!(home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", sessions[5])));
+    let out = home
+        .cmd("dream-gate")
+        .current_dir(&other)
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["gate"]["current_session"], sessions[5].as_str());
+    assert_eq!(ids(&doc["gate"]), sessions[..5]);
+    assert_eq!(doc["project"]["cwd"], home.project.display().to_string());
+    // The hook payload is input, not an envelope: it is not echoed.
+    assert!(doc.get("hook_event_name").is_none());
+
+    // Flags win over the payload.
+    let out = home
+        .cmd("dream-gate")
+        .args(["--current-session", &sessions[0]])
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout_json(&out)["gate"]["current_session"],
+        sessions[0].as_str()
+    );
+}
+
+#[test]
+fn envelope_keys_pass_through_and_project_is_reused() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    let elsewhere = home.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let input = json!({
+        "trace": {"id": "abc", "n": [1, 2, 3]},
+        "project": {"cwd": home.project},
+        "gate": {"stale": true},
+    });
+    let out = home
+        .cmd("dream-gate")
+        .current_dir(&elsewhere)
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["trace"], input["trace"]);
+    assert_eq!(doc["gate"]["due"], true);
+    assert!(doc["gate"].get("stale").is_none());
+    assert_eq!(doc["project"]["slug"], home.slug());
+    let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["trace", "project", "gate"]);
+}
+
+#[test]
+fn long_project_paths_get_the_hashed_slug() {
+    let long = format!(
+        "{}/project.with.dots",
+        ["segment-of-thirty-characters-x"; 8].join("/")
+    );
+    let home = ClaudeHome::with_project(&long);
+    assert!(home.project.display().to_string().len() > 200);
+    let slug = home.slug();
+    assert!(slug.len() > 201 && slug.as_bytes()[200] == b'-', "{slug}");
+    six_sessions(&home);
+    let (code, out, _) = gate(&home, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["project"]["slug"], slug);
+    assert_eq!(out["gate"]["session_count"], 6);
+}
+
+#[test]
+fn bad_stdin_is_exit_2_with_one_stderr_line_and_nothing_written() {
+    let home = ClaudeHome::new();
+    home.add_session(&session_id(1), hours(1));
+    for bad in [
+        "{not json",
+        "[1, 2]",
+        "42",
+        r#"{"hook_event_name": "Stop", "session_id": 7}"#,
+        r#"{"hook_event_name": "Stop", "cwd": ["/x"]}"#,
+        r#"{"project": {"cwd": false}}"#,
+        r#"{"a": 1} {"b": 2}"#,
+    ] {
+        let (code, out, err) = gate_stdin(&home, &[], bad);
+        assert_eq!(code, 2, "{bad}");
+        assert_eq!(out["error"]["kind"], "bad_input", "{bad}");
+        assert!(out["error"]["message"].as_str().unwrap().len() > 5);
+        assert_eq!(err.lines().count(), 1, "{bad}: {err:?}");
+        assert!(err.starts_with("dream-gate: "), "{err}");
+    }
+    assert!(!home.state_home.exists(), "bad input wrote state");
+}
+
+#[test]
+fn usage_errors_are_json_too() {
+    let home = ClaudeHome::new();
+    for args in [
+        &["--no-such-flag"][..],
+        &["--scan-interval", "10 days"],
+        &["--min-hours", "-3"],
+        &["--min-sessions", "five"],
+        &["extra-positional"],
+    ] {
+        let (code, out, err) = gate(&home, args);
+        assert_eq!(code, 2, "{args:?}");
+        assert_eq!(out["error"]["kind"], "usage", "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    let out = home.cmd("dream-gate").arg("--version").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("dream-gate "));
+    let out = home.cmd("dream-gate").arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--min-sessions"));
+}
+
+#[test]
+fn invalid_settings_fail_as_environment_with_the_envelope_kept() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    home.write(
+        "proj/.claude/settings.local.json",
+        "{\"autoDreamEnabled\": ",
+    );
+    let (code, out, err) = gate_stdin(&home, &[], r#"{"trace": 1}"#);
+    assert_eq!(code, 3);
+    assert_eq!(out["trace"], 1);
+    assert_eq!(out["gate"]["due"], false);
+    assert_eq!(out["gate"]["reason"], "error");
+    assert_eq!(out["gate"]["error"]["kind"], "environment");
+    assert!(err.contains("settings.local.json"), "{err}");
+}
+
+#[test]
+fn unreadable_transcripts_dir_is_exit_3() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    chmod(&home.transcripts_dir(), 0o000);
+    // The default memory dir lies inside the transcripts dir; keep it reachable so that the
+    // scan is what fails.
+    let memory = home.root.join("memory");
+    let out = home
+        .cmd_unprivileged("dream-gate")
+        .arg("--memory-dir")
+        .arg(&memory)
+        .output()
+        .unwrap();
+    chmod(&home.transcripts_dir(), 0o755);
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(3), "{doc}");
+    assert_eq!(doc["gate"]["due"], false);
+    assert_eq!(doc["gate"]["error"]["kind"], "environment");
+    assert!(doc["gate"]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("transcripts dir"));
+    assert_eq!(stderr_text(&out).lines().count(), 1);
+}
+
+#[test]
+fn unreadable_memory_dir_fails_closed() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    home.consolidated(hours(48));
+    chmod(&home.memory_dir(), 0o000);
+    let out = home.cmd_unprivileged("dream-gate").output().unwrap();
+    chmod(&home.memory_dir(), 0o755);
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(3), "{doc}");
+    assert!(doc["gate"]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains(".consolidate-lock"));
+}
+
+#[test]
+fn pretty_output_is_indented() {
+    let home = ClaudeHome::new();
+    let out = home.cmd("dream-gate").arg("--pretty").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("{\n  \"project\": {\n"), "{text}");
+    assert!(serde_json::from_str::<Value>(&text).is_ok());
+}
+
+#[test]
+fn quiet_silences_stderr_but_not_stdout() {
+    let home = ClaudeHome::new();
+    home.write("proj/.claude/settings.json", "not json");
+    let out = home.cmd("dream-gate").arg("-q").output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(out.stderr.is_empty(), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["gate"]["reason"], "error");
+}
+
+#[test]
+fn non_session_files_are_ignored() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    let dir = home.transcripts_dir();
+    std::fs::write(dir.join("notes.jsonl"), "x").unwrap();
+    std::fs::create_dir_all(dir.join(format!("{}/subagents", session_id(9)))).unwrap();
+    std::fs::write(
+        dir.join(format!(
+            "{}/subagents/{}.jsonl",
+            session_id(9),
+            session_id(10)
+        )),
+        "x",
+    )
+    .unwrap();
+    std::fs::write(dir.join(format!("{}.jsonl.bak", session_id(11))), "x").unwrap();
+    let (code, out, _) = gate(&home, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(out["gate"]["session_count"], 6);
+}

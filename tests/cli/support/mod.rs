@@ -1,0 +1,227 @@
+//! Shared fixtures: a temporary Claude Code home with transcripts whose mtimes we set, and
+//! helpers to run the binaries against it.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+/// A deterministic session id for index `n`.
+pub fn session_id(n: u32) -> String {
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+/// A temporary `HOME` holding `~/.claude`, an XDG state home and a project directory.
+pub struct ClaudeHome {
+    _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub config: PathBuf,
+    pub state_home: PathBuf,
+    pub project: PathBuf,
+}
+
+impl ClaudeHome {
+    pub fn new() -> Self {
+        Self::with_project("proj")
+    }
+
+    /// `project` is a path relative to the temporary root (it may be long or odd).
+    pub fn with_project(project: &str) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(tmp.path()).expect("canonical tempdir");
+        let home = root.join("home");
+        let config = home.join(".claude");
+        let state_home = root.join("state");
+        let project = root.join(project);
+        for dir in [&config, &project] {
+            std::fs::create_dir_all(dir).expect("create dirs");
+        }
+        ClaudeHome {
+            _tmp: tmp,
+            root,
+            home,
+            config,
+            state_home,
+            project,
+        }
+    }
+
+    pub fn slug(&self) -> String {
+        slug_of(&self.project)
+    }
+
+    pub fn transcripts_dir(&self) -> PathBuf {
+        self.config.join("projects").join(self.slug())
+    }
+
+    pub fn memory_dir(&self) -> PathBuf {
+        self.transcripts_dir().join("memory")
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.state_home.join("dreamkit/projects").join(self.slug())
+    }
+
+    pub fn lock_file(&self) -> PathBuf {
+        self.memory_dir().join(".consolidate-lock")
+    }
+
+    /// A transcript last modified `age` ago.
+    pub fn add_session(&self, id: &str, age: Duration) -> PathBuf {
+        let dir = self.transcripts_dir();
+        std::fs::create_dir_all(&dir).expect("transcripts dir");
+        let path = dir.join(format!("{id}.jsonl"));
+        std::fs::write(
+            &path,
+            format!("{{\"type\":\"user\",\"sessionId\":\"{id}\",\"message\":{{\"role\":\"user\",\"content\":\"hi\"}}}}\n"),
+        )
+        .expect("write transcript");
+        set_age(&path, age);
+        path
+    }
+
+    /// The lock file as Claude Code leaves it after a consolidation `age` ago.
+    pub fn consolidated(&self, age: Duration) {
+        std::fs::create_dir_all(self.memory_dir()).expect("memory dir");
+        std::fs::write(self.lock_file(), "").expect("lock file");
+        set_age(&self.lock_file(), age);
+    }
+
+    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.root.join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    /// The binary with a clean environment pointing at this home, run from the project.
+    pub fn cmd(&self, bin: &str) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::new(bin_path(bin));
+        self.setup(&mut cmd);
+        cmd
+    }
+
+    fn setup(&self, cmd: &mut assert_cmd::Command) {
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("CLAUDE_CONFIG_DIR", &self.config)
+            .env("XDG_STATE_HOME", &self.state_home)
+            .current_dir(&self.project)
+            .write_stdin("");
+    }
+
+    /// The binary run as an unprivileged user when the tests run as root (root reads any
+    /// directory, so permission failures could not be seen otherwise).
+    pub fn cmd_unprivileged(&self, bin: &str) -> assert_cmd::Command {
+        if unsafe { libc::geteuid() } != 0 {
+            return self.cmd(bin);
+        }
+        // The copy lets `nobody` run the binary wherever the build directory lives.
+        let copy = self.root.join(bin);
+        std::fs::copy(bin_path(bin), &copy).expect("copy binary");
+        chmod(&self.root, 0o755);
+        for dir in self.root.ancestors().skip(1) {
+            assert!(
+                std::fs::metadata(dir)
+                    .map(|m| mode(&m) & 0o001 != 0)
+                    .unwrap_or(false),
+                "{} is not searchable by others",
+                dir.display()
+            );
+        }
+        let mut std_cmd = std::process::Command::new(&copy);
+        std::os::unix::process::CommandExt::uid(&mut std_cmd, 65534);
+        std::os::unix::process::CommandExt::gid(&mut std_cmd, 65534);
+        let mut cmd = assert_cmd::Command::from_std(std_cmd);
+        self.setup(&mut cmd);
+        cmd
+    }
+}
+
+pub fn bin_path(bin: &str) -> PathBuf {
+    match bin {
+        "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
+        other => panic!("unknown binary {other}"),
+    }
+}
+
+pub fn set_age(path: &Path, age: Duration) {
+    let at = SystemTime::now() - age;
+    File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(at))
+        .expect("set mtime");
+}
+
+pub fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+pub fn mode(meta: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mode() & 0o7777
+}
+
+pub const HOURS: u64 = 3600;
+
+pub fn hours(h: u64) -> Duration {
+    Duration::from_secs(h * HOURS)
+}
+
+/// The one JSON document a tool printed.
+pub fn stdout_json(output: &Output) -> Value {
+    let text = std::str::from_utf8(&output.stdout).expect("utf-8 stdout");
+    assert!(
+        text.ends_with('\n'),
+        "stdout not newline-terminated: {text:?}"
+    );
+    assert_eq!(
+        text.trim_end().lines().count(),
+        1,
+        "not one compact line: {text:?}"
+    );
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text:?}"))
+}
+
+pub fn stderr_text(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Claude Code's slug, written out independently of the library: non-alphanumeric UTF-16
+/// units become `-`; past 200, a `-` and the base-36 Java hash of the path.
+pub fn slug_of(path: &Path) -> String {
+    let text = path.to_str().expect("utf-8 path");
+    let units: Vec<u16> = text.encode_utf16().collect();
+    let mut slug: String = units
+        .iter()
+        .map(|u| match char::from_u32(u32::from(*u)) {
+            Some(c) if c.is_ascii_alphanumeric() => c,
+            _ => '-',
+        })
+        .collect();
+    if slug.len() > 200 {
+        let mut h: i32 = 0;
+        for u in &units {
+            h = h.wrapping_mul(31).wrapping_add(i32::from(*u));
+        }
+        let mut n = i64::from(h).unsigned_abs();
+        let mut digits = Vec::new();
+        loop {
+            digits.push(std::char::from_digit((n % 36) as u32, 36).expect("digit"));
+            n /= 36;
+            if n == 0 {
+                break;
+            }
+        }
+        slug.truncate(200);
+        slug.push('-');
+        slug.extend(digits.iter().rev());
+    }
+    slug
+}
