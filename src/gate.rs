@@ -282,7 +282,9 @@ impl Tool for Args {
                     project.transcripts_dir.display()
                 ));
             }
-            envelope.set("project", json!(project));
+            let section = serde_json::to_value(&project)
+                .map_err(|e| Failure::environment(format!("cannot serialise the project: {e}")))?;
+            envelope.set("project", section);
             let backend = backend_for(&project);
             decide(
                 &project,

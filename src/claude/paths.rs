@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::settings::expand_memory_directory;
 use super::{Env, Settings};
+use crate::cli::output::path_lossy;
 use crate::cli::Failure;
 
 /// Slugs longer than this are cut and given a hash suffix (Claude Code's rule).
@@ -25,10 +26,14 @@ pub struct ProjectHints {
 /// A resolved project: the envelope's `project` section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Project {
+    #[serde(serialize_with = "path_lossy")]
     pub cwd: PathBuf,
     pub slug: String,
+    #[serde(serialize_with = "path_lossy")]
     pub transcripts_dir: PathBuf,
+    #[serde(serialize_with = "path_lossy")]
     pub memory_dir: PathBuf,
+    #[serde(serialize_with = "path_lossy")]
     pub state_dir: PathBuf,
     #[serde(skip)]
     pub config_dir: PathBuf,

@@ -21,7 +21,7 @@ impl Serialize for SessionFile {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(4))?;
         map.serialize_entry("id", &self.id)?;
-        map.serialize_entry("path", &self.path)?;
+        map.serialize_entry("path", &self.path.to_string_lossy())?;
         map.serialize_entry("modified_at", &rfc3339(self.modified))?;
         map.serialize_entry("bytes", &self.bytes)?;
         map.end()

@@ -42,6 +42,12 @@ impl Diag {
     }
 }
 
+/// Serialises a path as a string; bytes that are not UTF-8 are replaced, because a JSON
+/// document cannot hold them and refusing to print would hide every other field.
+pub fn path_lossy<S: serde::Serializer>(path: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
+
 /// The compact document as printed (without its newline): as is for pipes, indented for
 /// terminals and `--pretty`.
 pub fn render(json: &str, pretty: bool) -> Cow<'_, [u8]> {

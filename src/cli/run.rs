@@ -77,7 +77,9 @@ fn clap_exit(name: &str, err: clap::Error) -> ExitCode {
         }
         _ => {
             let failure = Failure::Usage(first_line_of(&err));
-            Diag::new(name, false, false).warn(&failure.to_string());
+            // The flags did not parse, but a `-q` among them is still honoured.
+            let quiet = std::env::args_os().any(|a| a == "-q" || a == "--quiet");
+            Diag::new(name, quiet, false).warn(&failure.to_string());
             let _ = write_stdout(&failure.to_document().to_string(), false);
             Exit::Usage.into()
         }

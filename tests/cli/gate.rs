@@ -541,6 +541,42 @@ fn quiet_silences_stderr_but_not_stdout() {
 }
 
 #[test]
+fn a_project_path_that_is_not_utf8_is_printed_lossily() {
+    use std::os::unix::ffi::OsStrExt;
+    let home = ClaudeHome::new();
+    let odd = home.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9-proj"));
+    std::fs::create_dir_all(&odd).unwrap();
+    let out = home
+        .cmd("dream-gate")
+        .arg("--cwd")
+        .arg(&odd)
+        .output()
+        .unwrap();
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(1), "{doc}");
+    let cwd = doc["project"]["cwd"].as_str().unwrap();
+    assert!(cwd.ends_with("caf\u{fffd}-proj"), "{cwd}");
+    // The invalid byte is one non-alphanumeric unit in the slug.
+    assert!(doc["project"]["slug"]
+        .as_str()
+        .unwrap()
+        .ends_with("-caf--proj"));
+}
+
+#[test]
+fn quiet_usage_errors_print_nothing_on_stderr() {
+    let home = ClaudeHome::new();
+    let out = home
+        .cmd("dream-gate")
+        .args(["-q", "--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stderr.is_empty());
+    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
+}
+
+#[test]
 fn non_session_files_are_ignored() {
     let home = ClaudeHome::new();
     six_sessions(&home);
