@@ -226,6 +226,15 @@ impl Entry {
     }
 }
 
+/// `.records()` on either reader: only the records, in the reader's order (I/O errors kept).
+pub trait Records: Iterator<Item = io::Result<Entry>> + Sized {
+    fn records(self) -> impl Iterator<Item = io::Result<Record>> {
+        self.filter_map(|e| e.map(Entry::into_record).transpose())
+    }
+}
+
+impl<I: Iterator<Item = io::Result<Entry>>> Records for I {}
+
 /// Reads a transcript front to back.
 pub struct ForwardReader<R> {
     reader: R,
@@ -258,11 +267,6 @@ impl<R: BufRead> ForwardReader<R> {
     pub fn max_line_bytes(mut self, max: u64) -> Self {
         self.max_line = max;
         self
-    }
-
-    /// Only the records, skipping everything else.
-    pub fn records(self) -> impl Iterator<Item = io::Result<Record>> {
-        self.filter_map(|e| e.map(Entry::into_record).transpose())
     }
 
     /// The next line: `(start offset, length, oversized, newline-terminated)`, or `None` at EOF.
@@ -382,11 +386,6 @@ impl<F: ReadAt> BackwardReader<F> {
     pub fn max_line_bytes(mut self, max: u64) -> Self {
         self.max_line = max;
         self
-    }
-
-    /// Only the records, newest first.
-    pub fn records(self) -> impl Iterator<Item = io::Result<Record>> {
-        self.filter_map(|e| e.map(Entry::into_record).transpose())
     }
 
     /// Offset of the last `\n` before `end`, reading chunks backwards as needed.
@@ -721,8 +720,9 @@ mod tests {
         let mut reader = BackwardReader::new(source, 4 << 30);
         let last: Vec<String> = reader
             .by_ref()
+            .records()
             .take(30)
-            .map(|e| e.unwrap().into_record().unwrap().text())
+            .map(|r| r.unwrap().text())
             .collect();
         assert_eq!(last[0], "turn 49");
         assert_eq!(last[29], "turn 20");
