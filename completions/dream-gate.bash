@@ -23,7 +23,7 @@ _dream__gate() {
 
     case "${cmd}" in
         dream__gate)
-            opts="-q -v -h -V --quiet --verbose --pretty --cwd --memory-dir --transcripts-dir --current-session --min-hours --min-sessions --scan-interval --help --version"
+            opts="-q -v -h -V --quiet --verbose --pretty --cwd --memory-dir --transcripts-dir --backend --current-session --min-hours --min-sessions --scan-interval --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -38,6 +38,10 @@ _dream__gate() {
                     return 0
                     ;;
                 --transcripts-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --backend)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
+use std::time::SystemTime;
 
 /// Creates `dir` and any missing parents with mode 0700 (an existing directory is left as is).
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -16,6 +17,17 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// synced and given `mode`, then renamed over the target. Readers see the old or the new
 /// content, never a torn file; on any error the target is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    write_atomic_with_mtime(path, bytes, mode, None)
+}
+
+/// [`write_atomic`], with the new file's mtime set before it replaces the target (so no
+/// reader ever sees the content with a different mtime).
+pub fn write_atomic_with_mtime(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    mtime: Option<SystemTime>,
+) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -27,6 +39,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()>
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.write_all(bytes)?;
+    if let Some(mtime) = mtime {
+        tmp.as_file().set_modified(mtime)?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
@@ -47,6 +62,18 @@ mod tests {
         assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, 0o600);
         let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn atomic_write_can_set_the_mtime() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("lock");
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        write_atomic_with_mtime(&target, b"", 0o644, Some(at)).unwrap();
+        let meta = std::fs::metadata(&target).unwrap();
+        assert_eq!(meta.modified().unwrap(), at);
+        assert_eq!(meta.len(), 0);
+        assert_eq!(meta.mode() & 0o777, 0o644);
     }
 
     #[test]

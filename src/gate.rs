@@ -1,7 +1,6 @@
 //! `dream-gate`: is memory consolidation due? Checks cheapest first; the first that fails
 //! names the reason. The "not due" path costs one process start plus a few `stat`s.
 
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
@@ -10,12 +9,12 @@ use serde_json::json;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::sessions::{sessions_touched_since, SessionFile};
-use crate::claude::{Env, HookPayload, Project, Settings};
+use crate::claude::{Env, Project, Settings};
 use crate::cli::duration::{parse_duration, parse_hours};
 use crate::cli::time::{epoch_ms, from_epoch_ms, rfc3339};
-use crate::cli::{CommonArgs, Diag, Envelope, Exit, Failure, Input, LocationArgs, Outcome, Tool};
+use crate::cli::{CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
 use crate::files::{create_private_dir, write_atomic};
-use crate::lock::{backend_for, Backend};
+use crate::lock::{Backend, BackendArgs};
 
 /// Name of the scan stamp in the project's state dir.
 pub const SCAN_STAMP_FILE: &str = "last-scan";
@@ -36,6 +35,8 @@ pub struct Args {
     pub common: CommonArgs,
     #[command(flatten)]
     pub location: LocationArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
     /// Session to leave out, the one still running [default: the hook payload's session_id]
     #[arg(long, value_name = "ID")]
     pub current_session: Option<String>,
@@ -240,32 +241,12 @@ impl Tool for Args {
     }
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
-        let input = Input::from_stdin()?;
-        let mut hints = ProjectHints {
-            cwd: self.location.cwd.clone(),
-            memory_dir: self.location.memory_dir.clone(),
-            transcripts_dir: self.location.transcripts_dir.clone(),
-            transcript_path: None,
-        };
-        let mut current_session = self.current_session.clone();
-        let mut envelope = Envelope::new();
-        match input {
-            Input::Nothing => {}
-            Input::Hook(map) => {
-                let payload = HookPayload::from_map(map)?;
-                hints.cwd = hints.cwd.or(payload.cwd);
-                hints.transcript_path = payload.transcript_path;
-                current_session = current_session.or(payload.session_id);
-            }
-            Input::Envelope(env) => {
-                if let Some(p) = env.section::<ProjectSection>("project")? {
-                    hints.cwd = hints.cwd.or(p.cwd);
-                    hints.memory_dir = hints.memory_dir.or(p.memory_dir);
-                    hints.transcripts_dir = hints.transcripts_dir.or(p.transcripts_dir);
-                }
-                envelope = env;
-            }
-        }
+        let (hints, hook, mut envelope) =
+            ProjectHints::gather(&self.location, Input::from_stdin()?)?;
+        let current_session = self
+            .current_session
+            .clone()
+            .or_else(|| hook.and_then(|payload| payload.session_id));
         let policy = Policy {
             min_hours: self.min_hours,
             min_sessions: self.min_sessions,
@@ -282,10 +263,8 @@ impl Tool for Args {
                     project.transcripts_dir.display()
                 ));
             }
-            let section = serde_json::to_value(&project)
-                .map_err(|e| Failure::environment(format!("cannot serialise the project: {e}")))?;
-            envelope.set("project", section);
-            let backend = backend_for(&project);
+            envelope.set("project", project.to_json()?);
+            let backend = self.backend.open(&project)?;
             decide(
                 &project,
                 &settings,
@@ -314,14 +293,6 @@ impl Tool for Args {
             Err(other) => Err(other),
         }
     }
-}
-
-/// The part of an envelope's `project` section a gate can reuse.
-#[derive(Debug, Default, serde::Deserialize)]
-struct ProjectSection {
-    cwd: Option<PathBuf>,
-    memory_dir: Option<PathBuf>,
-    transcripts_dir: Option<PathBuf>,
 }
 
 /// Prose for the man page.

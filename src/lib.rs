@@ -4,6 +4,7 @@
 
 pub mod claude;
 pub mod cli;
+pub mod dream_lock;
 pub mod files;
 pub mod gate;
 pub mod lock;
@@ -11,8 +12,14 @@ pub mod lock;
 /// Every binary's documentation, for `make man completions` and the docs test.
 pub fn doc_pages() -> Vec<cli::docs::Page> {
     use clap::CommandFactory;
-    vec![cli::docs::Page {
-        command: gate::Args::command(),
-        sections: gate::MAN_SECTIONS,
-    }]
+    vec![
+        cli::docs::Page {
+            command: gate::Args::command(),
+            sections: gate::MAN_SECTIONS,
+        },
+        cli::docs::Page {
+            command: dream_lock::Args::command(),
+            sections: dream_lock::MAN_SECTIONS,
+        },
+    ]
 }

@@ -6,9 +6,9 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 
 use super::settings::expand_memory_directory;
-use super::{Env, Settings};
+use super::{Env, HookPayload, Settings};
 use crate::cli::output::path_lossy;
-use crate::cli::Failure;
+use crate::cli::{Envelope, Failure, Input, LocationArgs};
 
 /// Slugs longer than this are cut and given a hash suffix (Claude Code's rule).
 pub const MAX_SLUG_LEN: usize = 200;
@@ -21,6 +21,48 @@ pub struct ProjectHints {
     pub transcripts_dir: Option<PathBuf>,
     /// A hook payload's `transcript_path`: its directory is the transcripts dir.
     pub transcript_path: Option<PathBuf>,
+}
+
+impl ProjectHints {
+    /// Flags first, then what stdin said: a hook payload's `cwd` and `transcript_path`, or an
+    /// envelope's `project` section. Returns the hints, the hook payload (if stdin held one) and
+    /// the envelope to build on (empty unless stdin held one).
+    pub fn gather(
+        location: &LocationArgs,
+        input: Input,
+    ) -> Result<(ProjectHints, Option<HookPayload>, Envelope), Failure> {
+        let mut hints = ProjectHints {
+            cwd: location.cwd.clone(),
+            memory_dir: location.memory_dir.clone(),
+            transcripts_dir: location.transcripts_dir.clone(),
+            transcript_path: None,
+        };
+        match input {
+            Input::Nothing => Ok((hints, None, Envelope::new())),
+            Input::Hook(map) => {
+                let payload = HookPayload::from_map(map)?;
+                hints.cwd = hints.cwd.or_else(|| payload.cwd.clone());
+                hints.transcript_path = payload.transcript_path.clone();
+                Ok((hints, Some(payload), Envelope::new()))
+            }
+            Input::Envelope(envelope) => {
+                if let Some(p) = envelope.section::<ProjectSection>("project")? {
+                    hints.cwd = hints.cwd.or(p.cwd);
+                    hints.memory_dir = hints.memory_dir.or(p.memory_dir);
+                    hints.transcripts_dir = hints.transcripts_dir.or(p.transcripts_dir);
+                }
+                Ok((hints, None, envelope))
+            }
+        }
+    }
+}
+
+/// The part of an envelope's `project` section that names locations.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ProjectSection {
+    cwd: Option<PathBuf>,
+    memory_dir: Option<PathBuf>,
+    transcripts_dir: Option<PathBuf>,
 }
 
 /// A resolved project: the envelope's `project` section.
@@ -40,6 +82,12 @@ pub struct Project {
 }
 
 impl Project {
+    /// The envelope's `project` section.
+    pub fn to_json(&self) -> Result<serde_json::Value, Failure> {
+        serde_json::to_value(self)
+            .map_err(|e| Failure::environment(format!("cannot serialise the project: {e}")))
+    }
+
     /// Applies the location rules (SPEC §2 "Locations") and loads the merged settings.
     pub fn resolve(hints: &ProjectHints, env: &Env) -> Result<(Project, Settings), Failure> {
         let process_cwd = std::env::current_dir()

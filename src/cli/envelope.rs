@@ -33,6 +33,16 @@ impl Envelope {
         }
     }
 
+    /// An earlier stage said no or failed: a top-level `error`, `gate.due == false` or
+    /// `lock.acquired == false`. Such an envelope is passed through untouched (exit 1), so a
+    /// pipeline never consolidates by accident.
+    pub fn upstream_declined(&self) -> bool {
+        let is_false = |section: &str, key: &str| {
+            self.0.get(section).and_then(|s| s.get(key)) == Some(&Value::Bool(false))
+        };
+        self.0.contains_key("error") || is_false("gate", "due") || is_false("lock", "acquired")
+    }
+
     /// Adds or replaces one section, keeping the position of a replaced key.
     pub fn set(&mut self, key: &str, value: Value) {
         self.0.insert(key.to_string(), value);
@@ -124,6 +134,19 @@ mod tests {
             serde_json::to_string(&env.with("lock", &gate)).unwrap(),
             r#"{"a":1,"gate":{"old":1},"z":2,"lock":{"due":true}}"#
         );
+    }
+
+    #[test]
+    fn declined_stages() {
+        let env = |v: Value| match v {
+            Value::Object(m) => Envelope::from_map(m),
+            _ => unreachable!(),
+        };
+        assert!(!env(json!({})).upstream_declined());
+        assert!(!env(json!({"gate": {"due": true}})).upstream_declined());
+        assert!(env(json!({"gate": {"due": false}})).upstream_declined());
+        assert!(env(json!({"lock": {"acquired": false}})).upstream_declined());
+        assert!(env(json!({"error": {"kind": "usage"}})).upstream_declined());
     }
 
     #[test]

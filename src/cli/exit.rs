@@ -17,6 +17,8 @@ pub enum Exit {
     Interrupted,
     /// Terminated by SIGTERM.
     Terminated,
+    /// A child's status passed on (`dream-lock exec`): its code, or 128 + its signal.
+    Child(u8),
 }
 
 impl Exit {
@@ -29,6 +31,7 @@ impl Exit {
             Exit::Remote => 4,
             Exit::Interrupted => 130,
             Exit::Terminated => 143,
+            Exit::Child(code) => code,
         }
     }
 }

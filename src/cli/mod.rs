@@ -10,6 +10,7 @@ pub mod failure;
 pub mod input;
 pub mod output;
 pub mod run;
+pub mod signals;
 pub mod time;
 
 pub use args::{CommonArgs, LocationArgs};

@@ -13,21 +13,30 @@ use super::{CommonArgs, Diag, Exit, Failure};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub exit: Exit,
-    pub json: String,
+    /// `None` only when a child process owned stdout (`dream-lock exec`).
+    pub json: Option<String>,
 }
 
 impl Outcome {
     pub fn new(exit: Exit, document: &impl Serialize) -> Self {
         match to_json(document) {
-            Ok(json) => Outcome { exit, json },
+            Ok(json) => Outcome {
+                exit,
+                json: Some(json),
+            },
             Err(e) => {
                 let failure = Failure::environment(format!("cannot serialise the output: {e}"));
                 Outcome {
                     exit: failure.exit(),
-                    json: failure.to_document().to_string(),
+                    json: Some(failure.to_document().to_string()),
                 }
             }
         }
+    }
+
+    /// Ends the process without a document of ours.
+    pub fn without_document(exit: Exit) -> Self {
+        Outcome { exit, json: None }
     }
 }
 
@@ -60,9 +69,11 @@ pub fn main<T: Tool>() -> ExitCode {
         diag.warn(&failure.to_string());
         Outcome::new(failure.exit(), &failure.to_document())
     });
-    if let Err(e) = write_stdout(&outcome.json, common.pretty) {
-        diag.warn(&format!("cannot write stdout: {e}"));
-        return Exit::Environment.into();
+    if let Some(json) = &outcome.json {
+        if let Err(e) = write_stdout(json, common.pretty) {
+            diag.warn(&format!("cannot write stdout: {e}"));
+            return Exit::Environment.into();
+        }
     }
     outcome.exit.into()
 }

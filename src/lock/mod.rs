@@ -1,26 +1,140 @@
-//! The consolidation lock. Every backend answers the same questions; `dream-gate` asks only
-//! for the last-consolidated time, `dream-lock` for the rest.
+//! The consolidation lock. Every backend answers the same questions: when was the memory
+//! last consolidated, who holds the lock, and acquire / release with a fencing token.
 
 pub mod file;
+pub mod process;
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+use clap::Args;
 
 use crate::claude::Project;
 use crate::cli::Failure;
 
 pub use file::FileBackend;
 
-/// A store of the last-consolidated time and the holder of the lock.
+/// A holder's claim lapses an hour after it was written (Claude Code's window).
+pub const HOLD_WINDOW: Duration = Duration::from_secs(3600);
+
+/// A holder must have started no later than this after the lock's mtime; the slack covers
+/// the one-second resolution of boot time plus clock ticks in `/proc`.
+pub const START_SLACK: Duration = Duration::from_secs(2);
+
+/// How a consolidation ended, which decides what a release leaves behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunOutcome {
+    /// Free the lock; now is the new last-consolidated time.
+    Completed,
+    /// Roll back to the prior last-consolidated time, so the next gate can retry.
+    Failed,
+    /// Like `failed`: roll back.
+    Aborted,
+}
+
+impl RunOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Completed => "completed",
+            RunOutcome::Failed => "failed",
+            RunOutcome::Aborted => "aborted",
+        }
+    }
+}
+
+/// What an acquirer gets: proof of holding, and what a roll-back restores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub pid: u32,
+    /// The last-consolidated time before this acquisition, epoch ms (0 = none).
+    pub prior_mtime_ms: i64,
+    /// The fencing token: it changes whenever anyone else takes the lock.
+    pub token: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    Yes(Lease),
+    /// Somebody else holds it.
+    Held {
+        holder_pid: Option<u32>,
+        since: Option<SystemTime>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Released {
+    /// Done; the last-consolidated time is now this (`None`: never consolidated).
+    Yes {
+        last_consolidated: Option<SystemTime>,
+    },
+    /// The lock is no longer ours (taken over, or released already): nothing was changed.
+    NotHolder { holder_pid: Option<u32> },
+}
+
+/// `dream-lock status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub held: bool,
+    pub holder_pid: Option<u32>,
+    pub holder_alive: Option<bool>,
+    pub since: Option<SystemTime>,
+    /// A PID is recorded but does not hold the lock (dead, recycled, or over an hour old).
+    pub stale: bool,
+    pub last_consolidated: Option<SystemTime>,
+}
+
+/// A store of the last-consolidated time and the lock's holder.
 pub trait Backend {
     /// `file` or `etcd`, as printed in `lock.backend`.
     fn name(&self) -> &'static str;
 
+    /// Where the lock lives: `("path", ...)` or `("key", ...)`.
+    fn location(&self) -> (&'static str, String);
+
     /// When the memory was last consolidated; `None` when never. A state that cannot be read
     /// is an error, never "never": a gate that guessed would run consolidation twice.
     fn last_consolidated(&self) -> Result<Option<SystemTime>, Failure>;
+
+    fn status(&self, now: SystemTime) -> Result<Status, Failure>;
+
+    /// Takes the lock for `pid` unless a live holder has it.
+    fn acquire(&self, pid: u32, now: SystemTime) -> Result<Acquired, Failure>;
+
+    /// Releases a lease; changes nothing unless `token` still holds the lock.
+    fn release(
+        &self,
+        token: &str,
+        prior_mtime_ms: i64,
+        outcome: RunOutcome,
+    ) -> Result<Released, Failure>;
+
+    /// Whether `token` still holds the lock (checked before every fenced write).
+    fn holds(&self, token: &str) -> Result<bool, Failure>;
 }
 
-/// The backend for a project. Only the file backend exists so far.
-pub fn backend_for(project: &Project) -> Box<dyn Backend> {
-    Box::new(FileBackend::for_memory_dir(&project.memory_dir))
+/// `--backend URL` (or `DREAMKIT_LOCK_URL`), shared by the tools that read the lock.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BackendArgs {
+    /// Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)
+    #[arg(long, value_name = "URL", env = "DREAMKIT_LOCK_URL")]
+    pub backend: Option<String>,
+}
+
+impl BackendArgs {
+    /// The backend for a project. A URL naming another backend is refused rather than
+    /// silently replaced by local files, which would split a team onto separate locks.
+    pub fn open(&self, project: &Project) -> Result<Box<dyn Backend>, Failure> {
+        match self.backend.as_deref().map(str::trim) {
+            None | Some("" | "file" | "file:" | "file://") => {
+                Ok(Box::new(FileBackend::for_memory_dir(&project.memory_dir)))
+            }
+            Some(url) if url.starts_with("etcd://") => Err(Failure::Usage(format!(
+                "lock backend {url:?}: the etcd backend is not available in this version"
+            ))),
+            Some(url) => Err(Failure::Usage(format!(
+                "unknown lock backend {url:?} (expected `file`)"
+            ))),
+        }
+    }
 }

@@ -2,4 +2,5 @@
 
 mod docs;
 mod gate;
+mod lock;
 mod support;

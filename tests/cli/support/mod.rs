@@ -145,8 +145,48 @@ impl ClaudeHome {
 pub fn bin_path(bin: &str) -> PathBuf {
     match bin {
         "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
+        "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
         other => panic!("unknown binary {other}"),
     }
+}
+
+/// A live process standing in for a hook's shell: killed and reaped when dropped.
+pub struct LiveProcess(pub std::process::Child);
+
+impl LiveProcess {
+    pub fn start() -> Self {
+        LiveProcess(
+            std::process::Command::new("sleep")
+                .arg("600")
+                .spawn()
+                .expect("spawn sleep"),
+        )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// SIGKILL, then reap, so the PID is gone.
+    pub fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for LiveProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn mtime(path: &Path) -> SystemTime {
+    std::fs::metadata(path).expect("stat").modified().expect("mtime")
+}
+
+pub fn epoch_ms(at: SystemTime) -> i64 {
+    at.duration_since(std::time::UNIX_EPOCH).expect("after epoch").as_millis() as i64
 }
 
 pub fn set_age(path: &Path, age: Duration) {
