@@ -42,7 +42,7 @@ install: build
 	install -d $(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR)
 	for b in $(BINS); do \
 		install -m 0755 target/release/$$b $(BINDIR)/$$b && \
-		install -m 0644 man/$$b.1 $(MANDIR)/$$b.1 && \
+		install -m 0644 man/$$b*.1 $(MANDIR)/ && \
 		install -m 0644 completions/$$b.bash $(BASHDIR)/$$b && \
 		install -m 0644 completions/_$$b $(ZSHDIR)/_$$b && \
 		install -m 0644 completions/$$b.fish $(FISHDIR)/$$b.fish || exit 1; \
@@ -50,7 +50,7 @@ install: build
 
 uninstall:
 	for b in $(BINS); do \
-		rm -f $(BINDIR)/$$b $(MANDIR)/$$b.1 $(BASHDIR)/$$b $(ZSHDIR)/_$$b $(FISHDIR)/$$b.fish; \
+		rm -f $(BINDIR)/$$b $(MANDIR)/$$b.1 $(MANDIR)/$$b-*.1 $(BASHDIR)/$$b $(ZSHDIR)/_$$b $(FISHDIR)/$$b.fish; \
 	done
 
 clean:

@@ -22,29 +22,11 @@ _dream__lock() {
             dream__lock,exec)
                 cmd="dream__lock__subcmd__exec"
                 ;;
-            dream__lock,help)
-                cmd="dream__lock__subcmd__help"
-                ;;
             dream__lock,release)
                 cmd="dream__lock__subcmd__release"
                 ;;
             dream__lock,status)
                 cmd="dream__lock__subcmd__status"
-                ;;
-            dream__lock__subcmd__help,acquire)
-                cmd="dream__lock__subcmd__help__subcmd__acquire"
-                ;;
-            dream__lock__subcmd__help,exec)
-                cmd="dream__lock__subcmd__help__subcmd__exec"
-                ;;
-            dream__lock__subcmd__help,help)
-                cmd="dream__lock__subcmd__help__subcmd__help"
-                ;;
-            dream__lock__subcmd__help,release)
-                cmd="dream__lock__subcmd__help__subcmd__release"
-                ;;
-            dream__lock__subcmd__help,status)
-                cmd="dream__lock__subcmd__help__subcmd__status"
                 ;;
             *)
                 ;;
@@ -53,7 +35,7 @@ _dream__lock() {
 
     case "${cmd}" in
         dream__lock)
-            opts="-q -v -h -V --quiet --verbose --pretty --help --version acquire release status exec help"
+            opts="-q -v -h -V --quiet --verbose --pretty --help --version acquire release status exec"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -123,90 +105,6 @@ _dream__lock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dream__subcmd__lock__subcmd__help)
-            opts="acquire release status exec help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dream__subcmd__lock__subcmd__help__subcmd__acquire)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dream__subcmd__lock__subcmd__help__subcmd__exec)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dream__subcmd__lock__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dream__subcmd__lock__subcmd__help__subcmd__release)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dream__subcmd__lock__subcmd__help__subcmd__status)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -33,7 +33,6 @@ complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "acquire" -d '
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "release" -d 'Free the lock after a run, or roll it back to the prior time'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "status" -d 'Who holds the lock (exit 0 free, 1 held)'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "exec" -d 'Take the lock, run CMD with the envelope on stdin, release by how CMD ended'
-complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -F
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l memory-dir -d 'Memory directory, overriding every other rule' -r -F
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -F
@@ -72,8 +71,3 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s q -l quie
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s h -l help -d 'Print help'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand help; and not __fish_seen_subcommand_from acquire release status exec help" -f -a "acquire" -d 'Take the lock (exit 0) or report its holder (exit 1)'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand help; and not __fish_seen_subcommand_from acquire release status exec help" -f -a "release" -d 'Free the lock after a run, or roll it back to the prior time'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand help; and not __fish_seen_subcommand_from acquire release status exec help" -f -a "status" -d 'Who holds the lock (exit 0 free, 1 held)'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand help; and not __fish_seen_subcommand_from acquire release status exec help" -f -a "exec" -d 'Take the lock, run CMD with the envelope on stdin, release by how CMD ended'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand help; and not __fish_seen_subcommand_from acquire release status exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -23,6 +23,7 @@ use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released, RunOutcome};
 #[command(
     name = "dream-lock",
     version,
+    disable_help_subcommand = true,
     about = "The cross-process consolidation lock",
     long_about = "The cross-process consolidation lock of a project's memory, shared with \
 Claude Code: <memory_dir>/.consolidate-lock holds the holder's PID and its mtime is the \

@@ -26,6 +26,18 @@ pub fn render_all(pages: Vec<Page>) -> Vec<(PathBuf, Vec<u8>)> {
             PathBuf::from(format!("man/{name}.1")),
             man_page(&command, page.sections),
         ));
+        // One page per subcommand, named as the parent's SUBCOMMANDS section refers to it.
+        for sub in command.get_subcommands() {
+            let page_name = format!("{name}-{}", sub.get_name());
+            let mut sub = sub.clone().name(page_name.clone());
+            if let Some(version) = command.get_version() {
+                sub = sub.version(version.to_string());
+            }
+            files.push((
+                PathBuf::from(format!("man/{page_name}.1")),
+                man_page(&sub, &[]),
+            ));
+        }
         for (shell, file) in [
             (Shell::Bash, format!("completions/{name}.bash")),
             (Shell::Zsh, format!("completions/_{name}")),
@@ -55,7 +67,10 @@ fn man_page(command: &clap::Command, sections: &[(&str, &str)]) -> Vec<u8> {
         out.extend(roff_section(title, text).into_bytes());
     }
     out.extend(exit_status_section().into_bytes());
-    let _ = man.render_version_section(&mut out);
+    // clap_mangen needs a version for this section.
+    if command.get_version().is_some() {
+        let _ = man.render_version_section(&mut out);
+    }
     out
 }
 
@@ -123,5 +138,21 @@ mod tests {
         assert!(man.contains(".SH \"EXIT STATUS\""));
         assert!(man.contains("\\fB143\\fR"));
         assert_eq!(files.len(), 4);
+    }
+
+    #[test]
+    fn subcommands_get_their_own_pages() {
+        let command = clap::Command::new("tool")
+            .version("1.0")
+            .disable_help_subcommand(true)
+            .subcommand(clap::Command::new("go").arg(clap::Arg::new("fast").long("fast")));
+        let files = render_all(vec![Page {
+            command,
+            sections: &[],
+        }]);
+        let names: Vec<String> = files.iter().map(|f| f.0.display().to_string()).collect();
+        assert!(names.contains(&"man/tool-go.1".to_string()), "{names:?}");
+        let page = String::from_utf8(files[1].1.clone()).unwrap();
+        assert!(page.contains("tool\\-go") && page.contains("\\-\\-fast"), "{page}");
     }
 }
