@@ -76,7 +76,10 @@ fn main() {
                     .spawn()
                     .and_then(|mut c| {
                         use std::io::Write;
-                        c.stdin.take().expect("stdin").write_all(w.to_string().as_bytes())?;
+                        c.stdin
+                            .take()
+                            .expect("stdin")
+                            .write_all(w.to_string().as_bytes())?;
                         c.wait()
                     })
                     .expect("release");
@@ -100,5 +103,8 @@ fn main() {
 }
 
 fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }

@@ -153,6 +153,9 @@ mod tests {
         let names: Vec<String> = files.iter().map(|f| f.0.display().to_string()).collect();
         assert!(names.contains(&"man/tool-go.1".to_string()), "{names:?}");
         let page = String::from_utf8(files[1].1.clone()).unwrap();
-        assert!(page.contains("tool\\-go") && page.contains("\\-\\-fast"), "{page}");
+        assert!(
+            page.contains("tool\\-go") && page.contains("\\-\\-fast"),
+            "{page}"
+        );
     }
 }

@@ -407,13 +407,21 @@ mod tests {
         let (_tmp, b) = backend();
         let me = std::process::id();
         let t0 = SystemTime::now();
-        let Acquired::Yes(_) = b.acquire(me, t0).unwrap() else { panic!() };
+        let Acquired::Yes(_) = b.acquire(me, t0).unwrap() else {
+            panic!()
+        };
         let minutes = |m: u64| t0 + Duration::from_secs(m * 60);
         assert!(b.status(minutes(59)).unwrap().held);
-        assert!(matches!(b.acquire(me, minutes(59)).unwrap(), Acquired::Held { .. }));
+        assert!(matches!(
+            b.acquire(me, minutes(59)).unwrap(),
+            Acquired::Held { .. }
+        ));
         let status = b.status(minutes(61)).unwrap();
         assert!(!status.held && status.stale && status.holder_alive == Some(true));
-        assert!(matches!(b.acquire(me, minutes(61)).unwrap(), Acquired::Yes(_)));
+        assert!(matches!(
+            b.acquire(me, minutes(61)).unwrap(),
+            Acquired::Yes(_)
+        ));
     }
 
     #[test]

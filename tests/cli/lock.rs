@@ -45,11 +45,17 @@ fn acquire_records_the_pid_the_way_claude_code_reads_it() {
     assert_eq!(l["pid"], holder.pid());
     assert_eq!(l["prior_mtime"], 0);
     // Byte-compatible: decimal PID, nothing else; mtime = now = the token's time.
-    assert_eq!(std::fs::read(home.lock_file()).unwrap(), holder.pid().to_string().as_bytes());
+    assert_eq!(
+        std::fs::read(home.lock_file()).unwrap(),
+        holder.pid().to_string().as_bytes()
+    );
     let written = epoch_ms(mtime(&home.lock_file()));
     assert_eq!(l["token"], format!("{}:{written}", holder.pid()));
     assert!((epoch_ms(SystemTime::now()) - written).abs() < 60_000);
-    assert_eq!(out["project"]["memory_dir"], home.memory_dir().display().to_string());
+    assert_eq!(
+        out["project"]["memory_dir"],
+        home.memory_dir().display().to_string()
+    );
 
     // The default PID is the parent process: here, the test runner.
     let other = ClaudeHome::new();
@@ -70,7 +76,11 @@ fn a_claude_code_lock_is_honoured_and_read_by_the_gate() {
     assert_eq!(out["lock"]["reason"], "held");
     assert_eq!(out["lock"]["holder_pid"], claude.pid());
     assert!(out["lock"]["held_since"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(content(&home), claude.pid().to_string(), "a refused acquire wrote");
+    assert_eq!(
+        content(&home),
+        claude.pid().to_string(),
+        "a refused acquire wrote"
+    );
 
     let (code, status) = lock(&home, &["status"], "");
     assert_eq!(code, 1);
@@ -113,16 +123,34 @@ fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
                 (out.status.code().expect("code"), stdout_json(&out))
             })
             .collect();
-        let winners: Vec<&Value> = results.iter().filter(|(c, _)| *c == 0).map(|(_, v)| v).collect();
+        let winners: Vec<&Value> = results
+            .iter()
+            .filter(|(c, _)| *c == 0)
+            .map(|(_, v)| v)
+            .collect();
         assert_eq!(winners.len(), 1, "round {round}: {} winners", winners.len());
-        assert!(results.iter().all(|(c, _)| *c == 0 || *c == 1), "round {round}");
+        assert!(
+            results.iter().all(|(c, _)| *c == 0 || *c == 1),
+            "round {round}"
+        );
         let winner = winners[0];
-        assert_eq!(content(&home), winner["lock"]["pid"].to_string(), "round {round}");
+        assert_eq!(
+            content(&home),
+            winner["lock"]["pid"].to_string(),
+            "round {round}"
+        );
         for (_, loser) in results.iter().filter(|(c, _)| *c == 1) {
-            assert_eq!(loser["lock"]["holder_pid"], winner["lock"]["pid"], "round {round}");
+            assert_eq!(
+                loser["lock"]["holder_pid"], winner["lock"]["pid"],
+                "round {round}"
+            );
         }
         // The winner rolls back, so the next round starts from no lock file.
-        let (code, out) = lock(&home, &["release", "--outcome", "failed"], &winner.to_string());
+        let (code, out) = lock(
+            &home,
+            &["release", "--outcome", "failed"],
+            &winner.to_string(),
+        );
         assert_eq!(code, 0, "round {round}: {out}");
         assert!(!home.lock_file().exists());
     }
@@ -190,7 +218,11 @@ fn empty_or_garbage_content_names_no_holder() {
         std::fs::create_dir_all(home.memory_dir()).unwrap();
         std::fs::write(home.lock_file(), text).unwrap();
         let (code, status) = lock(&home, &["status"], "");
-        assert_eq!((code, status["held"].clone()), (0, json!(false)), "{text:?}");
+        assert_eq!(
+            (code, status["held"].clone()),
+            (0, json!(false)),
+            "{text:?}"
+        );
         assert_eq!(status["holder_pid"], Value::Null);
         assert_eq!(acquire_for(&home, std::process::id()).0, 0, "{text:?}");
     }
@@ -241,16 +273,24 @@ fn release_frees_or_rolls_back_for_each_outcome() {
             }
             // The gate sees the result.
             let gate = stdout_json(&home.cmd("dream-gate").output().unwrap());
-            let expected = if outcome == "completed" { "too_soon" } else { "too_few_sessions" };
+            let expected = if outcome == "completed" {
+                "too_soon"
+            } else {
+                "too_few_sessions"
+            };
             assert_eq!(gate["gate"]["reason"], expected, "{case}");
 
             // Releasing again is not ours any more: exit 1, nothing changed.
-            let before = std::fs::metadata(home.lock_file()).ok().map(|m| m.modified().unwrap());
+            let before = std::fs::metadata(home.lock_file())
+                .ok()
+                .map(|m| m.modified().unwrap());
             let (code, again) = lock(&home, &["release"], &envelope.to_string());
             assert_eq!(code, 1, "{case}");
             assert_eq!(again["lock"]["reason"], "not_holder");
             assert_eq!(again["lock"]["released"], false);
-            let after = std::fs::metadata(home.lock_file()).ok().map(|m| m.modified().unwrap());
+            let after = std::fs::metadata(home.lock_file())
+                .ok()
+                .map(|m| m.modified().unwrap());
             assert_eq!(before, after, "{case}");
         }
     }
@@ -262,7 +302,11 @@ fn the_outcome_flag_wins_and_release_needs_a_lease() {
     let (_, acquired) = acquire_for(&home, std::process::id());
     let mut envelope = acquired.clone();
     envelope["run"] = json!({"status": "completed"});
-    let (code, out) = lock(&home, &["release", "--outcome", "failed"], &envelope.to_string());
+    let (code, out) = lock(
+        &home,
+        &["release", "--outcome", "failed"],
+        &envelope.to_string(),
+    );
     assert_eq!(code, 0);
     assert_eq!(out["lock"]["outcome"], "failed");
     assert!(!home.lock_file().exists());
@@ -277,14 +321,29 @@ fn the_outcome_flag_wins_and_release_needs_a_lease() {
     let mut running = acquired.clone();
     running["run"] = json!({"status": "running"});
     let (code, out) = lock(&home, &["release"], &running.to_string());
-    assert_eq!((code, out["error"]["kind"].as_str()), (2, Some("bad_input")));
-    assert_eq!(content(&home), std::process::id().to_string(), "a refused release wrote");
+    assert_eq!(
+        (code, out["error"]["kind"].as_str()),
+        (2, Some("bad_input"))
+    );
+    assert_eq!(
+        content(&home),
+        std::process::id().to_string(),
+        "a refused release wrote"
+    );
 
     // Flags instead of an envelope.
     let token = acquired["lock"]["token"].as_str().unwrap();
     let (code, out) = lock(
         &home,
-        &["release", "--outcome", "completed", "--token", token, "--prior-mtime", "0"],
+        &[
+            "release",
+            "--outcome",
+            "completed",
+            "--token",
+            token,
+            "--prior-mtime",
+            "0",
+        ],
         "",
     );
     assert_eq!(code, 0, "{out}");
@@ -299,7 +358,11 @@ fn a_declined_upstream_stage_passes_through_untouched() {
         json!({"lock": {"acquired": false, "reason": "held"}, "z": 1}),
         json!({"error": {"kind": "bad_input", "message": "m"}}),
     ] {
-        for args in [&["acquire"][..], &["release"], &["exec", "--", "touch", "ran"]] {
+        for args in [
+            &["acquire"][..],
+            &["release"],
+            &["exec", "--", "touch", "ran"],
+        ] {
             let out = home
                 .cmd("dream-lock")
                 .args(args)
@@ -310,7 +373,10 @@ fn a_declined_upstream_stage_passes_through_untouched() {
             assert_eq!(stdout_json(&out), envelope, "{args:?}");
         }
     }
-    assert!(!home.memory_dir().exists(), "a declined pipeline touched the memory dir");
+    assert!(
+        !home.memory_dir().exists(),
+        "a declined pipeline touched the memory dir"
+    );
     assert!(!home.project.join("ran").exists(), "exec ran its command");
 }
 
@@ -331,14 +397,21 @@ fn exec_completed_passes_stdout_through_and_frees_the_lock() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let seen: Value = serde_json::from_slice(&std::fs::read(home.project.join("envelope.json")).unwrap()).unwrap();
+    let seen: Value =
+        serde_json::from_slice(&std::fs::read(home.project.join("envelope.json")).unwrap())
+            .unwrap();
     assert_eq!(seen["gate"]["due"], true);
     assert_eq!(seen["lock"]["acquired"], true);
     let token = seen["lock"]["token"].as_str().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("token={token}\n"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("token={token}\n")
+    );
     // exec's own PID held it; now it is free and now is the last-consolidated time.
     assert_eq!(content(&home), "");
-    assert!(epoch_ms(mtime(&home.lock_file())) > epoch_ms(SystemTime::now() - Duration::from_secs(60)));
+    assert!(
+        epoch_ms(mtime(&home.lock_file())) > epoch_ms(SystemTime::now() - Duration::from_secs(60))
+    );
 }
 
 #[test]
@@ -348,7 +421,13 @@ fn exec_failed_rolls_back_and_exits_with_the_command_code() {
     let prior = epoch_ms(mtime(&home.lock_file()));
     let out = home
         .cmd("dream-lock")
-        .args(["exec", "--", "sh", "-c", "cat >/dev/null; echo partial; exit 3"])
+        .args([
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "cat >/dev/null; echo partial; exit 3",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -358,7 +437,11 @@ fn exec_failed_rolls_back_and_exits_with_the_command_code() {
 
     // A command that does not exist: rolled back (no prior: deleted), 127.
     let fresh = ClaudeHome::new();
-    let out = fresh.cmd("dream-lock").args(["exec", "--", "no-such-dreamkit-cmd"]).output().unwrap();
+    let out = fresh
+        .cmd("dream-lock")
+        .args(["exec", "--", "no-such-dreamkit-cmd"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(127));
     assert!(!fresh.lock_file().exists());
     assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
@@ -391,13 +474,24 @@ fn exec_forwards_sigterm_rolls_back_and_exits_143() {
         std::thread::sleep(Duration::from_millis(25));
     }
     assert!(marker.exists(), "the command never started");
-    assert_eq!(content(&home), child.id().to_string(), "exec holds the lock with its own PID");
+    assert_eq!(
+        content(&home),
+        child.id().to_string(),
+        "exec holds the lock with its own PID"
+    );
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
-    assert_eq!(std::fs::read_to_string(home.project.join("started.term")).unwrap(), "got-term\n");
+    assert_eq!(
+        std::fs::read_to_string(home.project.join("started.term")).unwrap(),
+        "got-term\n"
+    );
     assert_eq!(content(&home), "");
-    assert_eq!(epoch_ms(mtime(&home.lock_file())), prior, "aborted run did not roll back");
+    assert_eq!(
+        epoch_ms(mtime(&home.lock_file())),
+        prior,
+        "aborted run did not roll back"
+    );
 }
 
 #[test]
@@ -438,7 +532,11 @@ fn an_unreadable_lock_file_fails_closed() {
     chmod(&home.lock_file(), 0o000);
     let before = mtime(&home.lock_file());
     for args in [&["acquire", "--pid", "1"][..], &["status"]] {
-        let out = home.cmd_unprivileged("dream-lock").args(args).output().unwrap();
+        let out = home
+            .cmd_unprivileged("dream-lock")
+            .args(args)
+            .output()
+            .unwrap();
         let doc = stdout_json(&out);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {doc}");
         let message = if args[0] == "status" {
@@ -447,7 +545,10 @@ fn an_unreadable_lock_file_fails_closed() {
             assert_eq!(doc["lock"]["acquired"], false);
             doc["lock"]["error"]["message"].clone()
         };
-        assert!(message.as_str().unwrap().contains(".consolidate-lock"), "{doc}");
+        assert!(
+            message.as_str().unwrap().contains(".consolidate-lock"),
+            "{doc}"
+        );
     }
     chmod(&home.lock_file(), 0o644);
     assert_eq!(mtime(&home.lock_file()), before);
@@ -461,14 +562,22 @@ fn a_read_only_lock_file_or_memory_dir_is_refused_without_change() {
     chmod(&home.memory_dir(), 0o777);
     chmod(&home.lock_file(), 0o444);
     let before = mtime(&home.lock_file());
-    let out = home.cmd_unprivileged("dream-lock").args(["acquire"]).output().unwrap();
+    let out = home
+        .cmd_unprivileged("dream-lock")
+        .args(["acquire"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stdout_json(&out));
     assert_eq!(mtime(&home.lock_file()), before);
     assert_eq!(content(&home), "999999");
 
     chmod(&home.lock_file(), 0o644);
     chmod(&home.memory_dir(), 0o555);
-    let out = home.cmd_unprivileged("dream-lock").args(["acquire"]).output().unwrap();
+    let out = home
+        .cmd_unprivileged("dream-lock")
+        .args(["acquire"])
+        .output()
+        .unwrap();
     chmod(&home.memory_dir(), 0o755);
     assert_eq!(out.status.code(), Some(3), "{}", stdout_json(&out));
     assert_eq!(content(&home), "999999");
@@ -493,12 +602,21 @@ fn other_backends_are_refused_not_replaced() {
 #[test]
 fn usage_errors() {
     let home = ClaudeHome::new();
-    for args in [&[][..], &["exec"], &["acquire", "--pid", "0"], &["release", "--outcome", "maybe"], &["frobnicate"]] {
+    for args in [
+        &[][..],
+        &["exec"],
+        &["acquire", "--pid", "0"],
+        &["release", "--outcome", "maybe"],
+        &["frobnicate"],
+    ] {
         let (code, out) = lock(&home, args, "");
         assert_eq!(code, 2, "{args:?}");
         assert_eq!(out["error"]["kind"], "usage", "{args:?}");
     }
     let (code, out) = lock(&home, &["acquire"], "{broken");
-    assert_eq!((code, out["error"]["kind"].as_str()), (2, Some("bad_input")));
+    assert_eq!(
+        (code, out["error"]["kind"].as_str()),
+        (2, Some("bad_input"))
+    );
     assert!(!home.memory_dir().exists());
 }

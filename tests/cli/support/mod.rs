@@ -182,11 +182,16 @@ impl Drop for LiveProcess {
 }
 
 pub fn mtime(path: &Path) -> SystemTime {
-    std::fs::metadata(path).expect("stat").modified().expect("mtime")
+    std::fs::metadata(path)
+        .expect("stat")
+        .modified()
+        .expect("mtime")
 }
 
 pub fn epoch_ms(at: SystemTime) -> i64 {
-    at.duration_since(std::time::UNIX_EPOCH).expect("after epoch").as_millis() as i64
+    at.duration_since(std::time::UNIX_EPOCH)
+        .expect("after epoch")
+        .as_millis() as i64
 }
 
 pub fn set_age(path: &Path, age: Duration) {
