@@ -135,7 +135,7 @@ fn holder(observed: &Observed, now: SystemTime) -> (bool, Option<bool>) {
         .map_or(true, |age| age < HOLD_WINDOW);
     let same_process = info
         .started
-        .map_or(true, |started| started <= mtime + START_SLACK);
+        .is_none_or(|started| started <= mtime + START_SLACK);
     (fresh && info.alive && same_process, Some(info.alive))
 }
 
