@@ -60,7 +60,7 @@ fn main() {
         if let Some(winner) = winners.first() {
             let pid = &winner["lock"]["pid"];
             let content = std::fs::read_to_string(&lock_file).unwrap_or_default();
-            if content != pid.to_string() || named.iter().any(|n| n != pid) {
+            if content.parse::<u64>().ok() != pid.as_u64() || named.iter().any(|n| n != pid) {
                 mismatches += 1;
             }
             for w in &winners {
