@@ -8,6 +8,8 @@ pub mod dream_lock;
 pub mod files;
 pub mod gate;
 pub mod lock;
+pub mod model;
+pub mod recap;
 
 /// Every binary's documentation, for `make man completions` and the docs test.
 pub fn doc_pages() -> Vec<cli::docs::Page> {
@@ -20,6 +22,10 @@ pub fn doc_pages() -> Vec<cli::docs::Page> {
         cli::docs::Page {
             command: dream_lock::Args::command(),
             sections: dream_lock::MAN_SECTIONS,
+        },
+        cli::docs::Page {
+            command: recap::Args::command(),
+            sections: recap::MAN_SECTIONS,
         },
     ]
 }

@@ -179,6 +179,41 @@ impl Record {
     }
 }
 
+/// A tool call named with its key argument, as a reader would want it summarised:
+/// `Bash(git status)`, `Edit(src/main.rs)`. The argument is cut to 160 characters.
+pub fn describe_tool_call(name: &str, input: Option<&Value>) -> String {
+    const KEYS: &[&str] = &[
+        "command",
+        "file_path",
+        "path",
+        "pattern",
+        "url",
+        "query",
+        "prompt",
+        "description",
+    ];
+    let argument = input.and_then(|input| {
+        KEYS.iter()
+            .find_map(|k| input.get(*k).and_then(Value::as_str))
+            .or_else(|| input.as_object()?.values().find_map(Value::as_str))
+    });
+    match argument {
+        Some(arg) => {
+            let one_line = arg.split_whitespace().collect::<Vec<_>>().join(" ");
+            format!("{name}({})", cut_chars(&one_line, 160))
+        }
+        None => name.to_string(),
+    }
+}
+
+/// At most `max` characters, with `…` when cut.
+pub fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// One line of a transcript, as a reader saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -386,6 +421,11 @@ impl<F: ReadAt> BackwardReader<F> {
     pub fn max_line_bytes(mut self, max: u64) -> Self {
         self.max_line = max;
         self
+    }
+
+    /// The file's length when the reader was opened.
+    pub fn file_len(&self) -> u64 {
+        self.len
     }
 
     /// Offset of the last `\n` before `end`, reading chunks backwards as needed.
@@ -730,6 +770,25 @@ mod tests {
             reader.source.read.get() <= 2 * BACKWARD_CHUNK,
             "{}",
             reader.source.read.get()
+        );
+    }
+
+    #[test]
+    fn tool_calls_are_named_with_their_key_argument() {
+        let input = serde_json::json!({"command": "echo hi", "description": "Print hi"});
+        assert_eq!(describe_tool_call("Bash", Some(&input)), "Bash(echo hi)");
+        let input = serde_json::json!({"file_path": "/src/a.rs", "old_string": "x"});
+        assert_eq!(describe_tool_call("Edit", Some(&input)), "Edit(/src/a.rs)");
+        let input = serde_json::json!({"n": 1, "other": "first\nstring"});
+        assert_eq!(
+            describe_tool_call("Custom", Some(&input)),
+            "Custom(first string)"
+        );
+        assert_eq!(describe_tool_call("Noop", None), "Noop");
+        let long = serde_json::json!({"command": "x".repeat(300)});
+        assert_eq!(
+            describe_tool_call("Bash", Some(&long)).chars().count(),
+            "Bash()".len() + 161
         );
     }
 

@@ -3,4 +3,5 @@
 mod docs;
 mod gate;
 mod lock;
+mod recap;
 mod support;

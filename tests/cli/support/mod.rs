@@ -8,6 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+pub mod fake_api;
+pub mod transcript;
+
 /// A deterministic session id for index `n`.
 pub fn session_id(n: u32) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")
@@ -146,6 +149,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
     match bin {
         "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
         "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
+        "recap" => PathBuf::from(env!("CARGO_BIN_EXE_recap")),
         other => panic!("unknown binary {other}"),
     }
 }

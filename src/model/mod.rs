@@ -1,0 +1,613 @@
+//! One client for every model-backed tool: the Anthropic Messages API (default) or any
+//! OpenAI-compatible chat-completions server, with retries, timeouts, an overall deadline,
+//! typed errors and usage accounting. It never touches the file system and never prints a key.
+
+mod anthropic;
+mod openai;
+pub mod retry;
+
+use std::fmt;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::claude::Env;
+use crate::cli::duration::parse_duration;
+use crate::cli::Failure;
+
+pub use retry::RetryPolicy;
+
+/// The built-in small/fast model when no environment variable names one.
+pub const DEFAULT_SMALL_FAST_MODEL: &str = "claude-haiku-4-5";
+/// The built-in main model when `ANTHROPIC_MODEL` is unset.
+pub const DEFAULT_MAIN_MODEL: &str = "claude-sonnet-4-5";
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Provider {
+    Anthropic,
+    Openai,
+}
+
+/// Which model a task wants when `--model` does not say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// `ANTHROPIC_SMALL_FAST_MODEL`, then `ANTHROPIC_DEFAULT_HAIKU_MODEL`, then Haiku.
+    SmallFast,
+    /// `ANTHROPIC_MODEL`, then the built-in main model.
+    Main,
+}
+
+/// `--provider`, `--model`, `--timeout`, `--deadline`, `--retries`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// Model API: the Anthropic Messages API or an OpenAI-compatible server
+    #[arg(
+        long,
+        value_enum,
+        env = "DREAMKIT_PROVIDER",
+        default_value = "anthropic"
+    )]
+    pub provider: Provider,
+    /// Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Timeout of one model request
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Deadline for the whole exchange, retries included
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = parse_duration)]
+    pub deadline: Duration,
+    /// Retries after 429, 529, 5xx, resets and timeouts
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub retries: u32,
+}
+
+/// A credential; its `Debug` never shows it.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+impl Secret {
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// `x-api-key` (Anthropic) from `ANTHROPIC_API_KEY`.
+    ApiKey(Secret),
+    /// `Authorization: Bearer` from `ANTHROPIC_AUTH_TOKEN` or `OPENAI_API_KEY`.
+    Bearer(Secret),
+    /// None: a local server, or a proxy that adds it.
+    None,
+}
+
+/// Everything a client needs, resolved from flags and the environment.
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    pub provider: Provider,
+    pub base_url: String,
+    pub credential: Credential,
+    pub model: String,
+    pub retry: RetryPolicy,
+}
+
+impl ModelArgs {
+    pub fn config(&self, env: &Env, tier: Tier) -> Result<ModelConfig, Failure> {
+        let var = |name: &str| {
+            env.get(name)
+                .map(|v| v.to_string_lossy().trim().to_string())
+        };
+        let retry = RetryPolicy::from_env(self.retries, self.timeout, self.deadline, env);
+        match self.provider {
+            Provider::Anthropic => {
+                let credential = match (var("ANTHROPIC_API_KEY"), var("ANTHROPIC_AUTH_TOKEN")) {
+                    (Some(key), _) if !key.is_empty() => Credential::ApiKey(Secret(key)),
+                    (_, Some(token)) if !token.is_empty() => Credential::Bearer(Secret(token)),
+                    _ => Credential::None,
+                };
+                let model = self.model.clone().or_else(|| match tier {
+                    Tier::Main => var("ANTHROPIC_MODEL"),
+                    Tier::SmallFast => var("ANTHROPIC_SMALL_FAST_MODEL")
+                        .or_else(|| var("ANTHROPIC_DEFAULT_HAIKU_MODEL")),
+                });
+                let default = match tier {
+                    Tier::Main => DEFAULT_MAIN_MODEL,
+                    Tier::SmallFast => DEFAULT_SMALL_FAST_MODEL,
+                };
+                Ok(ModelConfig {
+                    provider: Provider::Anthropic,
+                    base_url: base_url(var("ANTHROPIC_BASE_URL"), DEFAULT_ANTHROPIC_BASE_URL)?,
+                    credential,
+                    model: model
+                        .filter(|m| !m.is_empty())
+                        .unwrap_or_else(|| default.to_string()),
+                    retry,
+                })
+            }
+            Provider::Openai => {
+                let model = self
+                    .model
+                    .clone()
+                    .or_else(|| var("OPENAI_MODEL"))
+                    .filter(|m| !m.is_empty())
+                    .ok_or_else(|| {
+                        Failure::Usage("--provider openai needs --model (or OPENAI_MODEL)".into())
+                    })?;
+                Ok(ModelConfig {
+                    provider: Provider::Openai,
+                    base_url: base_url(var("OPENAI_BASE_URL"), DEFAULT_OPENAI_BASE_URL)?,
+                    credential: var("OPENAI_API_KEY")
+                        .filter(|k| !k.is_empty())
+                        .map_or(Credential::None, |k| Credential::Bearer(Secret(k))),
+                    model,
+                    retry,
+                })
+            }
+        }
+    }
+}
+
+fn base_url(value: Option<String>, default: &str) -> Result<String, Failure> {
+    let url = value
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_string());
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(Failure::Usage(format!(
+            "base URL {url:?} must start with http:// or https://"
+        )));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+/// A system prompt part; `cache` marks the end of a stable prefix for prompt caching.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemBlock {
+    pub text: String,
+    pub cache: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    Text {
+        text: String,
+        cache: bool,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+impl Block {
+    pub fn text(text: impl Into<String>) -> Self {
+        Block::Text {
+            text: text.into(),
+            cache: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Block>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// One model request, provider-neutral.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub system: Vec<SystemBlock>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    /// Marks the last tool for prompt caching (the tool list is part of the stable prefix).
+    pub cache_tools: bool,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+}
+
+/// The four usage counters, as every tool reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub content: Vec<Block>,
+    /// Anthropic's words: `end_turn`, `tool_use`, `max_tokens`, ...
+    pub stop_reason: Option<String>,
+    pub usage: Usage,
+}
+
+impl Response {
+    /// The text blocks joined.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+}
+
+/// The error kinds of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Auth,
+    RateLimited,
+    Overloaded,
+    InvalidRequest,
+    Timeout,
+    Network,
+    MalformedResponse,
+    Server,
+}
+
+impl ErrorKind {
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::RateLimited
+                | ErrorKind::Overloaded
+                | ErrorKind::Timeout
+                | ErrorKind::Network
+                | ErrorKind::Server
+        )
+    }
+
+    /// From an HTTP status that is not a success.
+    pub fn from_status(status: u16) -> ErrorKind {
+        match status {
+            401 | 403 => ErrorKind::Auth,
+            429 => ErrorKind::RateLimited,
+            529 => ErrorKind::Overloaded,
+            500..=599 => ErrorKind::Server,
+            _ => ErrorKind::InvalidRequest,
+        }
+    }
+}
+
+/// A failed exchange, after any retries.
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct ModelError {
+    pub kind: ErrorKind,
+    pub status: Option<u16>,
+    pub message: String,
+    /// Requests made, the first included.
+    pub attempts: u32,
+    #[serde(skip)]
+    pub retry_after: Option<Duration>,
+}
+
+impl ModelError {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            status: None,
+            message: message.into(),
+            attempts: 1,
+            retry_after: None,
+        }
+    }
+}
+
+/// A client for one provider and model.
+#[derive(Debug, Clone)]
+pub struct Client {
+    config: ModelConfig,
+    http: reqwest::Client,
+}
+
+impl Client {
+    pub fn new(config: ModelConfig) -> Result<Client, Failure> {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("dreamkit/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(config.retry.request_timeout)
+            .build()
+            .map_err(|e| Failure::environment(format!("cannot set up HTTP: {e}")))?;
+        Ok(Client { config, http })
+    }
+
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// Sends the request, retrying per the policy.
+    pub async fn send(&self, request: &Request) -> Result<Response, ModelError> {
+        let body = match self.config.provider {
+            Provider::Anthropic => anthropic::body(&self.config.model, request),
+            Provider::Openai => openai::body(&self.config.model, request),
+        };
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| ModelError::new(ErrorKind::InvalidRequest, e.to_string()))?;
+        self.config
+            .retry
+            .run(|timeout| self.attempt(&body, timeout))
+            .await
+    }
+
+    async fn attempt(&self, body: &[u8], timeout: Duration) -> Result<Response, ModelError> {
+        let (url, builder) = match self.config.provider {
+            Provider::Anthropic => {
+                let url = format!("{}/v1/messages", self.config.base_url);
+                let b = self
+                    .http
+                    .post(&url)
+                    .header("anthropic-version", ANTHROPIC_VERSION);
+                (url, b)
+            }
+            Provider::Openai => {
+                let url = format!("{}/chat/completions", self.config.base_url);
+                (url.clone(), self.http.post(&url))
+            }
+        };
+        let builder = match &self.config.credential {
+            Credential::ApiKey(key) => builder.header("x-api-key", key.expose()),
+            Credential::Bearer(token) => builder.bearer_auth(token.expose()),
+            Credential::None => builder,
+        };
+        let exchange = async {
+            let response = builder
+                .header("content-type", "application/json")
+                .body(body.to_vec())
+                .send()
+                .await
+                .map_err(|e| transport_error(&e, &url))?;
+            let status = response.status().as_u16();
+            let retry_after = retry::retry_after(response.headers());
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| transport_error(&e, &url))?;
+            Ok::<_, ModelError>((status, retry_after, bytes))
+        };
+        let (status, retry_after, bytes) =
+            tokio::time::timeout(timeout, exchange)
+                .await
+                .map_err(|_| {
+                    ModelError::new(
+                        ErrorKind::Timeout,
+                        format!("no complete answer within {timeout:?}"),
+                    )
+                })??;
+        if !(200..300).contains(&status) {
+            let kind = ErrorKind::from_status(status);
+            return Err(ModelError {
+                kind,
+                status: Some(status),
+                message: error_message(&bytes, status),
+                attempts: 1,
+                retry_after,
+            });
+        }
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            ModelError::new(
+                ErrorKind::MalformedResponse,
+                format!("answer is not JSON: {e}"),
+            )
+        })?;
+        let parsed = match self.config.provider {
+            Provider::Anthropic => anthropic::parse(&value),
+            Provider::Openai => openai::parse(&value),
+        };
+        parsed.map_err(|message| ModelError {
+            status: Some(status),
+            ..ModelError::new(ErrorKind::MalformedResponse, message)
+        })
+    }
+}
+
+/// A transport failure, worded without headers (which hold the key).
+fn transport_error(e: &reqwest::Error, url: &str) -> ModelError {
+    let kind = if e.is_timeout() {
+        ErrorKind::Timeout
+    } else {
+        ErrorKind::Network
+    };
+    // reqwest's own text repeats the URL; the innermost causes say what happened.
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(err) = source {
+        causes.push(err.to_string());
+        source = err.source();
+    }
+    let detail = match causes.len() {
+        0 => e.to_string(),
+        n => causes[n.saturating_sub(2)..].join(": "),
+    };
+    ModelError::new(kind, format!("{url}: {detail}"))
+}
+
+/// The API's own error message (`{"error":{"message"}}` in both APIs), or the status.
+fn error_message(bytes: &[u8], status: u16) -> String {
+    let from_json = serde_json::from_slice::<Value>(bytes).ok().and_then(|v| {
+        v.pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let mut message = from_json.unwrap_or_else(|| format!("HTTP {status}"));
+    if message.len() > 500 {
+        let cut = (0..=500)
+            .rev()
+            .find(|i| message.is_char_boundary(*i))
+            .unwrap_or(0);
+        message.truncate(cut);
+    }
+    message
+}
+
+/// Runs a future to completion on a current-thread runtime. Only the binaries that talk to
+/// the network call this; the others never start a runtime.
+pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output, Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::environment(format!("cannot start the async runtime: {e}")))?;
+    Ok(runtime.block_on(future))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ModelArgs {
+        ModelArgs {
+            provider: Provider::Anthropic,
+            model: None,
+            timeout: Duration::from_secs(60),
+            deadline: Duration::from_secs(180),
+            retries: 3,
+        }
+    }
+
+    #[test]
+    fn model_choice_order() {
+        let env = Env::from_pairs([
+            ("ANTHROPIC_MODEL", "main-m"),
+            ("ANTHROPIC_SMALL_FAST_MODEL", "small-m"),
+            ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "haiku-m"),
+        ]);
+        assert_eq!(args().config(&env, Tier::Main).unwrap().model, "main-m");
+        assert_eq!(
+            args().config(&env, Tier::SmallFast).unwrap().model,
+            "small-m"
+        );
+        let env = Env::from_pairs([("ANTHROPIC_DEFAULT_HAIKU_MODEL", "haiku-m")]);
+        assert_eq!(
+            args().config(&env, Tier::SmallFast).unwrap().model,
+            "haiku-m"
+        );
+        let none = Env::default();
+        assert_eq!(
+            args().config(&none, Tier::SmallFast).unwrap().model,
+            DEFAULT_SMALL_FAST_MODEL
+        );
+        assert_eq!(
+            args().config(&none, Tier::Main).unwrap().model,
+            DEFAULT_MAIN_MODEL
+        );
+        let flag = ModelArgs {
+            model: Some("flag-m".into()),
+            ..args()
+        };
+        assert_eq!(flag.config(&env, Tier::SmallFast).unwrap().model, "flag-m");
+    }
+
+    #[test]
+    fn credentials_and_base_urls() {
+        let env = Env::from_pairs([
+            ("ANTHROPIC_API_KEY", "sk-secret"),
+            ("ANTHROPIC_AUTH_TOKEN", "tok"),
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/"),
+        ]);
+        let c = args().config(&env, Tier::Main).unwrap();
+        assert!(matches!(c.credential, Credential::ApiKey(_)));
+        assert_eq!(c.base_url, "http://127.0.0.1:9");
+        assert!(
+            !format!("{c:?}").contains("sk-secret"),
+            "key in Debug output"
+        );
+        let env = Env::from_pairs([("ANTHROPIC_AUTH_TOKEN", "tok")]);
+        assert!(matches!(
+            args().config(&env, Tier::Main).unwrap().credential,
+            Credential::Bearer(_)
+        ));
+        let bad = Env::from_pairs([("ANTHROPIC_BASE_URL", "ftp://x")]);
+        assert_eq!(args().config(&bad, Tier::Main).unwrap_err().kind(), "usage");
+    }
+
+    #[test]
+    fn openai_needs_a_model() {
+        let openai = ModelArgs {
+            provider: Provider::Openai,
+            ..args()
+        };
+        assert_eq!(
+            openai
+                .config(&Env::default(), Tier::SmallFast)
+                .unwrap_err()
+                .kind(),
+            "usage"
+        );
+        let env = Env::from_pairs([
+            ("OPENAI_MODEL", "llama"),
+            ("OPENAI_BASE_URL", "http://localhost:8080/v1"),
+        ]);
+        let c = openai.config(&env, Tier::SmallFast).unwrap();
+        assert_eq!(
+            (c.model.as_str(), c.base_url.as_str()),
+            ("llama", "http://localhost:8080/v1")
+        );
+        assert!(matches!(c.credential, Credential::None));
+    }
+
+    #[test]
+    fn status_kinds() {
+        assert_eq!(ErrorKind::from_status(401), ErrorKind::Auth);
+        assert_eq!(ErrorKind::from_status(403), ErrorKind::Auth);
+        assert_eq!(ErrorKind::from_status(400), ErrorKind::InvalidRequest);
+        assert_eq!(ErrorKind::from_status(413), ErrorKind::InvalidRequest);
+        assert_eq!(ErrorKind::from_status(429), ErrorKind::RateLimited);
+        assert_eq!(ErrorKind::from_status(529), ErrorKind::Overloaded);
+        assert_eq!(ErrorKind::from_status(503), ErrorKind::Server);
+        assert!(!ErrorKind::Auth.retryable() && !ErrorKind::InvalidRequest.retryable());
+        assert!(!ErrorKind::MalformedResponse.retryable());
+        assert!(ErrorKind::Overloaded.retryable() && ErrorKind::Timeout.retryable());
+    }
+
+    #[test]
+    fn error_messages_come_from_the_body() {
+        let body =
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(error_message(body, 529), "Overloaded");
+        assert_eq!(error_message(b"<html>", 502), "HTTP 502");
+    }
+}

@@ -1,0 +1,728 @@
+//! `recap`: the away summary and `/recap` of a session, in under 40 words. Context comes from
+//! the end of the transcript only (the backward reader), so a 1 GB transcript costs what a
+//! 1 MB one does.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use clap::Parser;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::claude::paths::ProjectHints;
+use crate::claude::transcript::{cut_chars, describe_tool_call, BackwardReader, Item, Record};
+use crate::claude::{Env, Project, Settings};
+use crate::cli::time::{epoch_ms, parse_rfc3339, rfc3339};
+use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
+use crate::model::{
+    self, Block, Client, Message, ModelArgs, ModelError, Request, Role, SystemBlock, Tier, Usage,
+};
+
+/// The recent conversation sent to the model: at most this many messages.
+pub const CONTEXT_MESSAGES: usize = 30;
+/// How far back from the end the reader may go, whatever the file's size.
+pub const SCAN_BUDGET_BYTES: u64 = 8 * 1024 * 1024;
+/// Each message in the context is cut to this many characters.
+const MESSAGE_CHARS: usize = 1500;
+/// The summary is capped at this many characters after cleaning.
+pub const MAX_TEXT_CHARS: usize = 400;
+/// Room for 40 words and a little slack; the request must stay small.
+pub const MAX_TOKENS: u32 = 200;
+
+/// Summarise where a session stands, in under 40 words.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "recap",
+    version,
+    about = "Away summary / /recap of a session in under 40 words",
+    long_about = "Summarise where a Claude Code session stands, in under 40 words: the task \
+at a high level and the concrete next step. By default (/recap) it prints the summary and \
+writes nothing. With --auto (the away summary) it first applies the away-summary gates, then \
+appends an away_summary record to the transcript, as Claude Code does."
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Transcript to summarise [default: the hook payload's transcript_path]
+    #[arg(long, value_name = "PATH")]
+    pub transcript: Option<PathBuf>,
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// Away-summary mode: apply the gates, then append the summary to the transcript
+    #[arg(long)]
+    pub auto: bool,
+    /// How long the user has been away [default: since the transcript's last record]
+    #[arg(long, value_name = "MS")]
+    pub away_ms: Option<u64>,
+    /// Least time away before a summary (raised to at least 30,000)
+    #[arg(long, value_name = "MS", default_value_t = 180_000)]
+    pub delay_ms: u64,
+    /// Prompt-cache lifetime: the delay is at most 0.8 of it
+    #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
+    pub cache_ttl_ms: u64,
+    /// Age of the prompt cache [default: since the last assistant record]
+    #[arg(long, value_name = "MS")]
+    pub cache_age_ms: Option<u64>,
+    /// Text the user has typed but not sent; a non-empty draft skips the summary
+    #[arg(long, value_name = "TEXT")]
+    pub draft: Option<String>,
+    /// Work is still running (tools, background tasks): skip
+    #[arg(long)]
+    pub pending_work: bool,
+    /// The account is rate-limited: skip
+    #[arg(long)]
+    pub rate_limited: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// What the end of a transcript says.
+#[derive(Debug, Default)]
+pub struct Recent {
+    /// Oldest first: `User: ...`, `Assistant: ...`, `Assistant called Bash(ls)`.
+    pub messages: Vec<String>,
+    pub real_turns_since_summary: usize,
+    pub saw_summary: bool,
+    /// The last user, assistant or away_summary record is an away_summary.
+    pub ends_with_summary: bool,
+    pub last_uuid: Option<String>,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub last_record_at: Option<SystemTime>,
+    pub last_assistant_at: Option<SystemTime>,
+    /// The whole file was read (not stopped by the budget or by having enough).
+    pub reached_start: bool,
+    pub file_len: u64,
+    /// The file ended with a newline when read (no record was half-written).
+    pub complete: bool,
+}
+
+impl Recent {
+    /// Reads backwards until it has the context and the gate facts, or hits the budget.
+    pub fn read(path: &Path) -> std::io::Result<Recent> {
+        let reader = BackwardReader::open(path)?;
+        let file_len = reader.file_len();
+        let mut recent = Recent {
+            file_len,
+            complete: file_len == 0 || last_byte_is_newline(path, file_len)?,
+            ..Recent::default()
+        };
+        let mut newest_first = Vec::new();
+        let mut current_message_id: Option<String> = None;
+        let mut seen_conversation = false;
+        recent.reached_start = true;
+        for entry in reader {
+            let entry = entry?;
+            if file_len - entry.offset > SCAN_BUDGET_BYTES {
+                recent.reached_start = false;
+                break;
+            }
+            let Item::Record(record) = entry.item else {
+                continue;
+            };
+            recent.note_identity(&record);
+            let is_summary =
+                record.kind == "system" && record.subtype.as_deref() == Some("away_summary");
+            if !seen_conversation
+                && (is_summary || record.kind == "user" || record.kind == "assistant")
+            {
+                seen_conversation = true;
+                recent.ends_with_summary = is_summary;
+            }
+            if is_summary {
+                recent.saw_summary = true;
+            }
+            if record.kind == "system" && record.subtype.as_deref() == Some("compact_boundary") {
+                // Everything older was compacted into the summary that follows it.
+                break;
+            }
+            if let Some((id, line)) = context_line(&record) {
+                // Records of one API response share message.id: one message, blocks in order.
+                let same_response = id.is_some() && id == current_message_id;
+                let room = newest_first.len() < CONTEXT_MESSAGES;
+                match newest_first.last_mut() {
+                    Some(newer) if same_response => *newer = format!("{line}\n{newer}"),
+                    _ if room => newest_first.push(line),
+                    _ => {}
+                }
+                current_message_id = id;
+            }
+            if record.is_real_user_turn() && !recent.saw_summary {
+                recent.real_turns_since_summary += 1;
+            }
+            if record.kind == "assistant"
+                && recent.last_assistant_at.is_none()
+                && !record.is_api_error()
+            {
+                recent.last_assistant_at = record.timestamp.as_deref().and_then(parse_rfc3339);
+            }
+            let gate_facts_known = recent.saw_summary || recent.real_turns_since_summary >= 3;
+            if newest_first.len() >= CONTEXT_MESSAGES && gate_facts_known {
+                recent.reached_start = false;
+                break;
+            }
+        }
+        newest_first.reverse();
+        recent.messages = newest_first;
+        Ok(recent)
+    }
+
+    fn note_identity(&mut self, record: &Record) {
+        if self.last_uuid.is_none() {
+            self.last_uuid.clone_from(&record.uuid);
+        }
+        if self.session_id.is_none() {
+            self.session_id.clone_from(&record.session_id);
+        }
+        if self.cwd.is_none() {
+            self.cwd.clone_from(&record.cwd);
+        }
+        if self.last_record_at.is_none() {
+            self.last_record_at = record.timestamp.as_deref().and_then(parse_rfc3339);
+        }
+    }
+
+    pub fn has_real_turn(&self) -> bool {
+        self.messages.iter().any(|m| m.starts_with("User: "))
+    }
+}
+
+fn last_byte_is_newline(path: &Path, len: u64) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut byte = [0u8];
+    std::fs::File::open(path)?.read_exact_at(&mut byte, len - 1)?;
+    Ok(byte[0] == b'\n')
+}
+
+/// One context line for a record and its `message.id`, or `None` for records that are not
+/// conversation.
+fn context_line(record: &Record) -> Option<(Option<String>, String)> {
+    if record.is_real_user_turn() {
+        let text = format!("User: {}", cut_chars(record.text().trim(), MESSAGE_CHARS));
+        return Some((None, text));
+    }
+    if record.kind != "assistant" || record.is_api_error() || record.is_sidechain == Some(true) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let text = record.text();
+    if !text.trim().is_empty() {
+        parts.push(format!(
+            "Assistant: {}",
+            cut_chars(text.trim(), MESSAGE_CHARS)
+        ));
+    }
+    for block in record.blocks().iter().filter(|b| b.kind == "tool_use") {
+        parts.push(format!(
+            "Assistant called {}",
+            describe_tool_call(
+                block.name.as_deref().unwrap_or("tool"),
+                block.input.as_ref()
+            )
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let id = record.message.as_ref().and_then(|m| m.id.clone());
+    Some((id, parts.join("\n")))
+}
+
+const SYSTEM_PROMPT: &str = "You write the note a person reads when they come back to a coding \
+session they stepped away from. Using only the conversation you are given, say in under 40 \
+words, in one or two plain sentences, what they were working on at a high level and the \
+concrete next step. Address them as \"you\". No markdown, no lists, no headings, no quotes, no \
+preamble such as \"Summary:\". Do not invent details that are not in the conversation.";
+
+fn request(recent: &Recent) -> Request {
+    let conversation = recent.messages.join("\n\n");
+    Request {
+        system: vec![SystemBlock {
+            text: SYSTEM_PROMPT.to_string(),
+            cache: false,
+        }],
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![Block::text(format!(
+                "The recent conversation, oldest first:\n\n{conversation}\n\nWrite the note."
+            ))],
+        }],
+        tools: Vec::new(),
+        cache_tools: false,
+        max_tokens: MAX_TOKENS,
+        temperature: None,
+    }
+}
+
+/// Plain text: markdown marks, list bullets, headings, wrapping quotes and line breaks removed,
+/// capped at [`MAX_TEXT_CHARS`].
+pub fn clean(text: &str) -> String {
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let mut line = line.trim();
+        line = line.trim_start_matches('#').trim_start();
+        for bullet in ["- ", "* ", "+ ", "> "] {
+            if let Some(rest) = line.strip_prefix(bullet) {
+                line = rest;
+            }
+        }
+        if !line.is_empty() {
+            lines.push(line.to_string());
+        }
+    }
+    let joined = lines.join(" ");
+    let unmarked: String = joined
+        .replace("**", "")
+        .replace("__", "")
+        .chars()
+        .filter(|c| *c != '`')
+        .collect();
+    let mut text = unmarked.split_whitespace().collect::<Vec<_>>().join(" ");
+    for label in ["Summary:", "Recap:", "Note:"] {
+        if let Some(rest) = text.strip_prefix(label) {
+            text = rest.trim_start().to_string();
+        }
+    }
+    let quoted = text.len() >= 2
+        && ((text.starts_with('"') && text.ends_with('"'))
+            || (text.starts_with('“') && text.ends_with('”')));
+    if quoted {
+        let mut chars = text.chars();
+        chars.next();
+        chars.next_back();
+        text = chars.as_str().trim().to_string();
+    }
+    match text.char_indices().nth(MAX_TEXT_CHARS) {
+        Some((at, _)) => text[..at].trim_end().to_string(),
+        None => text,
+    }
+}
+
+/// The printed result.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ModelError>,
+    /// The uuid of the appended `away_summary` record (`--auto`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_uuid: Option<String>,
+    pub usage: Usage,
+}
+
+impl Summary {
+    fn new(status: &'static str) -> Self {
+        Summary {
+            status,
+            reason: None,
+            text: None,
+            message: None,
+            error: None,
+            record_uuid: None,
+            usage: Usage::default(),
+        }
+    }
+
+    fn skipped(reason: &'static str, message: String) -> (Exit, Summary) {
+        let mut s = Summary::new("skipped");
+        s.reason = Some(reason);
+        s.message = Some(message);
+        (Exit::No, s)
+    }
+}
+
+/// The away-summary gates, in order; the first that fails is the skip reason.
+pub fn away_gate(
+    args: &Args,
+    recent: &Recent,
+    settings: &Settings,
+    env: &Env,
+    now: SystemTime,
+) -> Option<(&'static str, String)> {
+    const SWITCH: &str = "CLAUDE_CODE_ENABLE_AWAY_SUMMARY";
+    let enabled = if env.is_truthy(SWITCH) {
+        true
+    } else if env.is_defined_falsy(SWITCH) {
+        false
+    } else {
+        settings.away_summary_enabled != Some(false)
+    };
+    if !enabled {
+        return Some(("disabled", "away summaries are turned off".into()));
+    }
+    // Before the turn counts: a transcript ending in a summary has no turns since it, and this
+    // is the more telling reason.
+    if recent.ends_with_summary {
+        return Some((
+            "already_summarized",
+            "the last conversational record is an away summary".into(),
+        ));
+    }
+    if !recent.saw_summary && recent.real_turns_since_summary < 3 && recent.reached_start {
+        return Some((
+            "too_few_turns",
+            format!(
+                "{} real user turns; the first summary needs 3",
+                recent.real_turns_since_summary
+            ),
+        ));
+    }
+    if recent.saw_summary && recent.real_turns_since_summary < 2 {
+        return Some((
+            "too_few_turns",
+            format!(
+                "{} real user turns since the last summary; needs 2",
+                recent.real_turns_since_summary
+            ),
+        ));
+    }
+    let since = |at: Option<SystemTime>| {
+        at.map(|t| epoch_ms(now).saturating_sub(epoch_ms(t)).max(0) as u64)
+    };
+    let ttl = args.cache_ttl_ms as f64;
+    let delay = (args.delay_ms.max(30_000) as f64).min(0.8 * ttl);
+    if let Some(away) = args.away_ms.or_else(|| since(recent.last_record_at)) {
+        if (away as f64) < delay {
+            return Some((
+                "not_away_long_enough",
+                format!("away {away} ms; the delay is {delay:.0} ms"),
+            ));
+        }
+    }
+    if let Some(age) = args
+        .cache_age_ms
+        .or_else(|| since(recent.last_assistant_at))
+    {
+        if age as f64 > 0.9 * ttl {
+            return Some((
+                "cache_cold",
+                format!("cache is {age} ms old; the limit is {:.0} ms", 0.9 * ttl),
+            ));
+        }
+    }
+    if args.draft.as_deref().is_some_and(|d| !d.trim().is_empty()) {
+        return Some(("draft_pending", "the user has an unsent draft".into()));
+    }
+    if args.pending_work {
+        return Some(("pending_work", "work is still running".into()));
+    }
+    if args.rate_limited {
+        return Some(("rate_limited", "the account is rate-limited".into()));
+    }
+    None
+}
+
+/// Appends the `away_summary` record in one `O_APPEND` write, unless the transcript changed
+/// since it was read (then the summary is stale and dropped).
+fn append_summary(
+    path: &Path,
+    recent: &Recent,
+    text: &str,
+    session_id: Option<&str>,
+) -> Result<Option<String>, Failure> {
+    let now_len = std::fs::metadata(path)
+        .map_err(|e| Failure::io("stat", path, &e))?
+        .len();
+    if now_len != recent.file_len || !recent.complete {
+        return Ok(None);
+    }
+    let uuid = uuid::Uuid::new_v4().to_string();
+    let record = json!({
+        "parentUuid": recent.last_uuid,
+        "isSidechain": false,
+        "type": "system",
+        "subtype": "away_summary",
+        "content": text,
+        "isMeta": false,
+        "timestamp": rfc3339(SystemTime::now()),
+        "uuid": uuid,
+        "cwd": recent.cwd,
+        "sessionId": session_id.map(str::to_string).or_else(|| recent.session_id.clone()),
+    });
+    let mut line = serde_json::to_vec(&record).map_err(|e| Failure::environment(e.to_string()))?;
+    line.push(b'\n');
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| Failure::io("open for appending", path, &e))?;
+    // One write call: appended whole, after whatever another writer appended.
+    let written = file
+        .write(&line)
+        .map_err(|e| Failure::io("append to", path, &e))?;
+    if written != line.len() {
+        return Err(Failure::environment(format!(
+            "short append to {} ({written} of {} bytes)",
+            path.display(),
+            line.len()
+        )));
+    }
+    Ok(Some(uuid))
+}
+
+async fn interrupted() -> i32 {
+    loop {
+        if let Some(signal) = signals::received() {
+            return signal;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+impl Tool for Args {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+        signals::catch_interrupts()
+            .map_err(|e| Failure::environment(format!("cannot install signal handlers: {e}")))?;
+        let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
+        let transcript = self
+            .transcript
+            .clone()
+            .or_else(|| hook.as_ref().and_then(|h| h.transcript_path.clone()))
+            .ok_or_else(|| {
+                Failure::Usage(
+                    "no transcript: pass --transcript PATH or a hook payload with transcript_path"
+                        .into(),
+                )
+            })?;
+        let session_id = hook.as_ref().and_then(|h| h.session_id.clone());
+        let env = Env::from_process();
+        // Model settings are checked before any work, so a bad flag is a usage error.
+        let config = self.model.config(&env, Tier::SmallFast)?;
+        let (exit, summary) = self.summarise(
+            &transcript,
+            &hints,
+            session_id.as_deref(),
+            &env,
+            config,
+            diag,
+        )?;
+        Ok(Outcome::new(exit, &summary))
+    }
+}
+
+impl Args {
+    fn summarise(
+        &self,
+        transcript: &Path,
+        hints: &ProjectHints,
+        session_id: Option<&str>,
+        env: &Env,
+        config: model::ModelConfig,
+        diag: &Diag,
+    ) -> Result<(Exit, Summary), Failure> {
+        let failed = |message: String| {
+            diag.warn(&message);
+            let mut s = Summary::new("failed");
+            s.message = Some(message);
+            Ok((Exit::Environment, s))
+        };
+        let recent = match Recent::read(transcript) {
+            Ok(recent) => recent,
+            Err(e) => return failed(format!("cannot read {}: {e}", transcript.display())),
+        };
+        if !recent.has_real_turn() {
+            let mut s = Summary::new("no-turn");
+            s.message = Some("no real user turn in the transcript".into());
+            return Ok((Exit::No, s));
+        }
+        if self.auto {
+            let settings = match Project::resolve(hints, env) {
+                Ok((_, settings)) => settings,
+                Err(Failure::Environment(message)) => return failed(message),
+                Err(other) => return Err(other),
+            };
+            if let Some((reason, message)) =
+                away_gate(self, &recent, &settings, env, SystemTime::now())
+            {
+                diag.info(&format!("skipped: {message}"));
+                return Ok(Summary::skipped(reason, message));
+            }
+        }
+        let client = Client::new(config)?;
+        let request = request(&recent);
+        diag.info(&format!(
+            "asking {} about {} messages",
+            client.model(),
+            recent.messages.len()
+        ));
+        let answer = model::block_on(async {
+            tokio::select! {
+                answer = client.send(&request) => Ok(answer),
+                signal = interrupted() => Err(signal),
+            }
+        })?;
+        let response = match answer {
+            Err(signal) => {
+                let mut s = Summary::new("aborted");
+                s.reason = Some("interrupted");
+                return Ok((signals::exit_for(signal), s));
+            }
+            Ok(Err(error)) => {
+                diag.warn(&format!("model request failed: {}", error.message));
+                let mut s = Summary::new("api-error");
+                s.message = Some(error.message.clone());
+                s.error = Some(error);
+                return Ok((Exit::Remote, s));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let text = clean(&response.text());
+        let mut summary = Summary::new("ok");
+        summary.usage = response.usage;
+        if text.is_empty() {
+            summary.status = "api-error";
+            summary.message = Some("the model returned no text".into());
+            return Ok((Exit::Remote, summary));
+        }
+        if self.auto {
+            if let Some(signal) = signals::received() {
+                summary.status = "aborted";
+                summary.reason = Some("interrupted");
+                return Ok((signals::exit_for(signal), summary));
+            }
+            match append_summary(transcript, &recent, &text, session_id) {
+                Ok(Some(uuid)) => summary.record_uuid = Some(uuid),
+                Ok(None) => {
+                    summary.status = "aborted";
+                    summary.reason = Some("stale");
+                    summary.message =
+                        Some("the transcript changed while the summary was written".into());
+                    summary.text = Some(text);
+                    return Ok((Exit::No, summary));
+                }
+                Err(failure) => {
+                    let (exit, mut s) = failed(failure.to_string())?;
+                    s.usage = summary.usage;
+                    return Ok((exit, s));
+                }
+            }
+        }
+        summary.text = Some(text);
+        Ok((Exit::Yes, summary))
+    }
+}
+
+/// Prose for the man page.
+pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "RESULT",
+        "One object: {status, reason?, text?, message?, error?, record_uuid?, usage}. status is \
+ok (exit 0); no-turn when the transcript holds no real user turn (exit 1, no request made); \
+skipped with a reason in --auto (exit 1); aborted with reason stale when the transcript changed \
+while the summary was generated (exit 1, nothing written) or interrupted on SIGINT/SIGTERM \
+(exit 130/143); api-error after retries, with error = {kind, status, message, attempts} \
+(exit 4); failed when the transcript cannot be read or appended to (exit 3). usage always has \
+input_tokens, output_tokens, cache_creation_input_tokens and cache_read_input_tokens.",
+    ),
+    (
+        "CONTEXT",
+        "The transcript is read backwards from its end, never whole: the last 30 messages (real \
+user turns, assistant text once per API response, tool calls named with their key argument \
+such as Bash(git status)), stopping at a compact boundary and after at most 8 MiB from the end. \
+One request, no tools, max_tokens 200, to the small/fast model (--model, else \
+ANTHROPIC_SMALL_FAST_MODEL, else ANTHROPIC_DEFAULT_HAIKU_MODEL, else a built-in Haiku id). The \
+answer is cleaned of markdown (bold, code marks, headings, bullets, wrapping quotes, a leading \
+\"Summary:\" label, line breaks) and capped at 400 characters.",
+    ),
+    (
+        "AWAY SUMMARY (--auto)",
+        "Gates, in order, each a skip reason: disabled (CLAUDE_CODE_ENABLE_AWAY_SUMMARY false, or \
+awaySummaryEnabled false in settings; the variable wins); already_summarized (the last user, \
+assistant or away_summary record is an away_summary; checked before the turn counts, which \
+would otherwise always hide it); too_few_turns (fewer than 3 real user turns before the first \
+summary, or fewer than 2 since the last away_summary; when the 8 MiB budget ends the reading \
+before 3 turns are found, the conversation counts as long enough); \
+not_away_long_enough (--away-ms below the delay, delay = min(max(--delay-ms, 30000), 0.8 x \
+--cache-ttl-ms); --away-ms defaults to the time since the transcript's last record); cache_cold \
+(--cache-age-ms above 0.9 x --cache-ttl-ms; it defaults to the time since the last assistant \
+record); draft_pending (--draft not empty); pending_work; rate_limited.
+
+Then the summary is generated. If the transcript grew while it was generated, or its last line \
+was incomplete when read, the summary is dropped (aborted, stale). Otherwise one record \
+{parentUuid, isSidechain: false, type: \"system\", subtype: \"away_summary\", content, isMeta: \
+false, timestamp, uuid, cwd, sessionId} is appended with a single O_APPEND write; parentUuid is \
+the uuid of the last record that has one. The default mode never writes.",
+    ),
+    (
+        "MODELS",
+        "--provider anthropic (default; DREAMKIT_PROVIDER): POST $ANTHROPIC_BASE_URL/v1/messages \
+with x-api-key: $ANTHROPIC_API_KEY, else Authorization: Bearer $ANTHROPIC_AUTH_TOKEN, and \
+anthropic-version: 2023-06-01. --provider openai: POST $OPENAI_BASE_URL/chat/completions \
+(default https://api.openai.com/v1) with Authorization: Bearer $OPENAI_API_KEY when set, for \
+llama.cpp, vLLM, Ollama and other compatible servers; the model is --model or OPENAI_MODEL. \
+429, 529, 5xx, connection failures and timeouts are retried (--retries, default 3) with \
+exponential backoff and jitter, honouring retry-after and retry-after-ms, within --deadline; \
+each request is limited by --timeout. 400, 401, 403 and malformed answers are not retried. \
+Error kinds: auth, rate_limited, overloaded, invalid_request, timeout, network, \
+malformed_response, server. Keys are never printed, not even with -v. \
+DREAMKIT_RETRY_BASE_MS sets the first backoff step (default 500).",
+    ),
+    (
+        "EXAMPLES",
+        "  recap --transcript ~/.claude/projects/-home-me-proj/SESSION.jsonl | jq -r .text
+
+As a Notification or Stop hook, with the payload on stdin:
+
+  recap --auto -q >/dev/null; exit 0",
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleaning_removes_markdown_and_labels() {
+        assert_eq!(
+            clean("## Recap\n**You were** fixing `gate.rs`.\n\n- Next: run `make test`."),
+            "Recap You were fixing gate.rs. Next: run make test."
+        );
+        assert_eq!(clean("Summary: \"You were close.\""), "You were close.");
+        assert_eq!(clean("  \n  "), "");
+        assert_eq!(clean("> quoted\n* bullet"), "quoted bullet");
+        let long = "é".repeat(500);
+        assert_eq!(clean(&long).chars().count(), MAX_TEXT_CHARS);
+    }
+
+    #[test]
+    fn reads_gate_facts_from_the_end() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("t.jsonl");
+        let user = |t: &str| {
+            format!(
+                r#"{{"type":"user","uuid":"u-{t}","message":{{"role":"user","content":"{t}"}}}}"#
+            )
+        };
+        let lines = [
+            user("one"),
+            r#"{"type":"system","subtype":"away_summary","content":"s","uuid":"s1"}"#.to_string(),
+            user("two"),
+            r#"{"type":"assistant","uuid":"a1","message":{"id":"m1","content":[{"type":"text","text":"hi"}]}}"#.to_string(),
+            r#"{"type":"cost-state"}"#.to_string(),
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let r = Recent::read(&path).unwrap();
+        assert!(r.saw_summary && !r.ends_with_summary);
+        assert_eq!(r.real_turns_since_summary, 1);
+        assert_eq!(r.last_uuid.as_deref(), Some("a1"));
+        assert_eq!(r.messages, ["User: one", "User: two", "Assistant: hi"]);
+        assert!(r.complete);
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        assert!(
+            !Recent::read(&path).unwrap().complete,
+            "no final newline: a record is being written"
+        );
+    }
+}

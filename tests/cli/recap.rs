@@ -1,0 +1,721 @@
+//! `recap` against the fake model servers: every result kind, every gate, both providers,
+//! every fault.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::transcript::{Transcript, SESSION};
+use crate::support::*;
+
+const KEY: &str = "sk-ant-test-SECRET-0123456789";
+
+/// Three real turns with tool use, ten minutes ago: past the away delay, cache still warm.
+fn three_turns() -> Transcript {
+    Transcript::started(Duration::from_secs(600))
+        .user("Why does dream-gate scan so slowly?")
+        .assistant("It stats every transcript by full path.")
+        .user("Make it stat relative to the directory.")
+        .assistant_tool(
+            "Running the benchmark.",
+            "Bash",
+            json!({"command": "make bench", "description": "bench"}),
+        )
+        .tool_result("0.89x")
+        .assistant("The scan now takes 0.89x of find.")
+        .user("Good, now update the README.")
+        .assistant("Updated the README with the new figures.")
+        .session_end_noise()
+}
+
+struct Setup {
+    home: ClaudeHome,
+    api: FakeApi,
+    transcript: PathBuf,
+}
+
+fn setup(t: &Transcript) -> Setup {
+    let home = ClaudeHome::new();
+    let transcript = home.transcripts_dir().join(format!("{SESSION}.jsonl"));
+    t.write(&transcript);
+    Setup {
+        home,
+        api: FakeApi::start(),
+        transcript,
+    }
+}
+
+impl Setup {
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut cmd = self.home.cmd("recap");
+        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
+            .arg("--transcript")
+            .arg(&self.transcript);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, Value, String) {
+        let out = self.cmd().args(args).output().expect("run recap");
+        (
+            out.status.code().expect("code"),
+            stdout_json(&out),
+            stderr_text(&out),
+        )
+    }
+}
+
+fn bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).expect("read")
+}
+
+#[test]
+fn default_mode_summarises_and_never_writes() {
+    let s = setup(&three_turns());
+    let before = bytes(&s.transcript);
+    s.api.push(Reply::anthropic_text(
+        "**Summary:** You were speeding up the `dream-gate` scan.\n- Next: commit the README.",
+    ));
+    let (code, out, _) = s.run(&[]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["status"], "ok");
+    assert_eq!(
+        out["text"],
+        "You were speeding up the dream-gate scan. Next: commit the README."
+    );
+    assert_eq!(
+        out["usage"],
+        json!({"input_tokens": 120, "output_tokens": 18, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 40})
+    );
+    assert!(out.get("record_uuid").is_none());
+    assert_eq!(
+        bytes(&s.transcript),
+        before,
+        "the default mode wrote to the transcript"
+    );
+
+    let requests = s.api.requests();
+    assert_eq!(requests.len(), 1);
+    let r = &requests[0];
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/v1/messages")
+    );
+    assert_eq!(r.header("x-api-key"), Some(KEY));
+    assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(r.body["model"], "claude-haiku-4-5");
+    assert!(
+        r.body.get("tools").is_none(),
+        "a recap request carries no tools"
+    );
+    let max_tokens = r.body["max_tokens"].as_u64().unwrap();
+    assert!(max_tokens > 0 && max_tokens <= 300, "{max_tokens}");
+    assert_eq!(r.body["messages"].as_array().unwrap().len(), 1);
+    let prompt = r.body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        prompt.contains("User: Good, now update the README."),
+        "{prompt}"
+    );
+    // One API response (text + tool_use records sharing message.id) is one message.
+    assert!(
+        prompt.contains("Assistant: Running the benchmark.\nAssistant called Bash(make bench)"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("0.89x\n"),
+        "tool output bodies are not context"
+    );
+    assert!(r.body["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("40 words"));
+}
+
+#[test]
+fn model_and_credentials_from_the_environment() {
+    let s = setup(&three_turns());
+    s.api.push(Reply::anthropic_text("You were testing."));
+    let out = s
+        .cmd()
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("ANTHROPIC_AUTH_TOKEN", "bearer-tok")
+        .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "haiku-from-env")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let r = &s.api.requests()[0];
+    assert_eq!(r.header("authorization"), Some("Bearer bearer-tok"));
+    assert_eq!(r.header("x-api-key"), None);
+    assert_eq!(r.body["model"], "haiku-from-env");
+
+    s.api.push(Reply::anthropic_text("You were testing."));
+    let out = s.cmd().args(["--model", "flag-model"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(s.api.requests()[1].body["model"], "flag-model");
+}
+
+#[test]
+fn openai_compatible_provider() {
+    let s = setup(&three_turns());
+    s.api
+        .push(Reply::openai_text("You were tuning the gate; next, push."));
+    let out = s
+        .cmd()
+        .env("OPENAI_BASE_URL", format!("{}/v1", s.api.url()))
+        .env("OPENAI_API_KEY", "local-key")
+        .args(["--provider", "openai", "--model", "llama-3"])
+        .output()
+        .unwrap();
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["text"], "You were tuning the gate; next, push.");
+    assert_eq!(doc["usage"]["input_tokens"], 90);
+    assert_eq!(doc["usage"]["output_tokens"], 12);
+    let r = &s.api.requests()[0];
+    assert_eq!(r.path, "/v1/chat/completions");
+    assert_eq!(r.header("authorization"), Some("Bearer local-key"));
+    assert_eq!(r.body["model"], "llama-3");
+    assert_eq!(r.body["messages"][0]["role"], "system");
+    assert!(r.body.get("tools").is_none());
+
+    let out = s.cmd().args(["--provider", "openai"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "openai without a model");
+}
+
+#[test]
+fn no_turn_makes_no_request() {
+    let t = Transcript::started(Duration::from_secs(600))
+        .slash_command("recap")
+        .session_end_noise();
+    let s = setup(&t);
+    let (code, out, _) = s.run(&[]);
+    assert_eq!(code, 1);
+    assert_eq!(out["status"], "no-turn");
+    assert_eq!(out["usage"]["input_tokens"], 0);
+    assert!(s.api.requests().is_empty());
+}
+
+#[test]
+fn real_fixture_transcripts_are_summarised() {
+    let home = ClaudeHome::new();
+    let api = FakeApi::start();
+    for name in [
+        "session-tool-use.jsonl",
+        "session-slash-recap.jsonl",
+        "session-suggest.jsonl",
+    ] {
+        api.push(Reply::anthropic_text(
+            "You were probing Claude Code offline; next, check the samples.",
+        ));
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-code-2.1.332")
+            .join(name);
+        let out = home
+            .cmd("recap")
+            .env("ANTHROPIC_BASE_URL", api.url())
+            .arg("--transcript")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stdout_json(&out));
+    }
+    let prompt = api.requests()[1].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(prompt.contains("User: run-tool please"), "{prompt}");
+    assert!(
+        prompt.contains("Assistant called Bash(echo hi)"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("/recap"),
+        "slash commands are not turns: {prompt}"
+    );
+}
+
+/// Each fault: the reply script, the error kind, the requests made.
+#[test]
+fn every_fault_kind_is_typed_and_exits_4() {
+    // (name, replies, extra flags, error kind, requests made)
+    type Case = (
+        &'static str,
+        Vec<Reply>,
+        &'static [&'static str],
+        &'static str,
+        usize,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "401",
+            vec![Reply::error(
+                401,
+                "authentication_error",
+                "invalid x-api-key",
+            )],
+            &[],
+            "auth",
+            1,
+        ),
+        (
+            "403",
+            vec![Reply::error(403, "permission_error", "no")],
+            &[],
+            "auth",
+            1,
+        ),
+        (
+            "400",
+            vec![Reply::error(400, "invalid_request_error", "bad")],
+            &[],
+            "invalid_request",
+            1,
+        ),
+        (
+            "429 x4",
+            (0..4)
+                .map(|_| {
+                    Reply::error(429, "rate_limit_error", "slow down")
+                        .with_header("retry-after", "0")
+                })
+                .collect(),
+            &[],
+            "rate_limited",
+            4,
+        ),
+        (
+            "529 x4",
+            (0..4)
+                .map(|_| Reply::error(529, "overloaded_error", "Overloaded"))
+                .collect(),
+            &[],
+            "overloaded",
+            4,
+        ),
+        (
+            "500 x4",
+            (0..4)
+                .map(|_| Reply::error(500, "api_error", "boom"))
+                .collect(),
+            &[],
+            "server",
+            4,
+        ),
+        (
+            "hang",
+            vec![Reply::Hang(Duration::from_secs(3))],
+            &["--timeout", "300ms", "--retries", "0"],
+            "timeout",
+            1,
+        ),
+        (
+            "malformed",
+            vec![Reply::malformed()],
+            &[],
+            "malformed_response",
+            1,
+        ),
+        (
+            "truncated x2",
+            (0..2)
+                .map(|_| Reply::Truncated {
+                    status: 200,
+                    body: json!({"content": [{"type": "text", "text": "cut"}]}).to_string(),
+                })
+                .collect(),
+            &["--retries", "1"],
+            "network",
+            2,
+        ),
+    ];
+    for (name, replies, args, kind, requests) in cases {
+        let s = setup(&three_turns());
+        for reply in replies {
+            s.api.push(reply);
+        }
+        let (code, out, err) = s.run(args);
+        assert_eq!(code, 4, "{name}: {out}");
+        assert_eq!(out["status"], "api-error", "{name}");
+        assert_eq!(out["error"]["kind"], kind, "{name}: {out}");
+        assert_eq!(out["error"]["attempts"], requests, "{name}");
+        assert_eq!(s.api.requests().len(), requests, "{name}");
+        assert!(out["usage"].is_object(), "{name}");
+        assert!(!err.is_empty(), "{name}: no diagnostic");
+    }
+}
+
+#[test]
+fn connection_refused_is_a_network_error() {
+    let s = setup(&three_turns());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let out = s
+        .cmd()
+        .env("ANTHROPIC_BASE_URL", url)
+        .args(["--retries", "1"])
+        .output()
+        .unwrap();
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(doc["error"]["kind"], "network");
+    assert_eq!(doc["error"]["attempts"], 2);
+}
+
+#[test]
+fn retryable_faults_then_success() {
+    let s = setup(&three_turns());
+    s.api
+        .push(Reply::error(429, "rate_limit_error", "wait").with_header("retry-after-ms", "20"))
+        .push(Reply::error(529, "overloaded_error", "Overloaded"))
+        .push(Reply::Truncated {
+            status: 200,
+            body: "{\"content\":[]}".into(),
+        })
+        .push(Reply::anthropic_text("You were retrying."));
+    let (code, out, _) = s.run(&[]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["text"], "You were retrying.");
+    assert_eq!(s.api.requests().len(), 4);
+}
+
+#[test]
+fn a_retry_after_beyond_the_deadline_is_not_waited_for() {
+    let s = setup(&three_turns());
+    s.api
+        .push(Reply::error(429, "rate_limit_error", "wait").with_header("retry-after", "600"));
+    let (code, out, _) = s.run(&["--deadline", "20s"]);
+    assert_eq!(code, 4);
+    assert_eq!(out["error"]["kind"], "rate_limited");
+    assert_eq!(s.api.requests().len(), 1);
+}
+
+#[test]
+fn keys_are_never_printed() {
+    let s = setup(&three_turns());
+    s.api.push(Reply::error(
+        401,
+        "authentication_error",
+        "invalid x-api-key",
+    ));
+    let out = s.cmd().arg("-v").output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains("SECRET"), "{all}");
+    assert_eq!(out.status.code(), Some(4));
+}
+
+#[test]
+fn long_answers_are_capped_at_400_characters() {
+    let s = setup(&three_turns());
+    s.api.push(Reply::anthropic_text(&format!(
+        "You were {}",
+        "very ".repeat(200)
+    )));
+    let (code, out, _) = s.run(&[]);
+    assert_eq!(code, 0);
+    assert_eq!(out["text"].as_str().unwrap().chars().count(), 400);
+}
+
+#[test]
+fn auto_appends_one_away_summary_record() {
+    let t = three_turns();
+    let s = setup(&t);
+    let before = bytes(&s.transcript);
+    s.api.push(Reply::anthropic_text(
+        "You were updating the README; next, commit it.",
+    ));
+    let (code, out, _) = s.run(&["--auto"]);
+    assert_eq!(code, 0, "{out}");
+    let after = bytes(&s.transcript);
+    assert_eq!(&after[..before.len()], &before[..], "earlier bytes changed");
+    let added = std::str::from_utf8(&after[before.len()..]).unwrap();
+    assert_eq!(added.matches('\n').count(), 1, "{added}");
+    let record: Value = serde_json::from_str(added.trim_end()).unwrap();
+    assert_eq!(record["type"], "system");
+    assert_eq!(record["subtype"], "away_summary");
+    assert_eq!(record["content"], out["text"]);
+    assert_eq!(
+        record["content"],
+        "You were updating the README; next, commit it."
+    );
+    assert_eq!(record["parentUuid"], t.last_uuid());
+    assert_eq!(record["sessionId"], SESSION);
+    assert_eq!(record["isMeta"], false);
+    assert_eq!(record["uuid"], out["record_uuid"]);
+    assert_eq!(record["uuid"].as_str().unwrap().len(), 36);
+    assert!(record["timestamp"].as_str().unwrap().ends_with('Z'));
+
+    // Right after, the last conversational record is the summary.
+    let (code, out, _) = s.run(&["--auto"]);
+    assert_eq!(
+        (code, out["status"].as_str(), out["reason"].as_str()),
+        (1, Some("skipped"), Some("already_summarized"))
+    );
+    assert_eq!(s.api.requests().len(), 1);
+}
+
+fn skip_reason(t: &Transcript, args: &[&str], env: &[(&str, &str)]) -> (i32, Value, usize) {
+    let s = setup(t);
+    let mut cmd = s.cmd();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let before = bytes(&s.transcript);
+    s.api.push(Reply::anthropic_text("You were testing gates."));
+    let out = cmd.arg("--auto").args(args).output().unwrap();
+    let code = out.status.code().unwrap();
+    let doc = stdout_json(&out);
+    if code != 0 {
+        assert_eq!(bytes(&s.transcript), before, "a skipped recap wrote");
+    }
+    (code, doc, s.api.requests().len())
+}
+
+#[test]
+fn every_away_gate_skips_without_a_request() {
+    let base = three_turns();
+    let after_summary = Transcript::started(Duration::from_secs(600))
+        .user("a")
+        .user("b")
+        .user("c")
+        .away_summary("You were testing.")
+        .user("d")
+        .assistant("ok");
+    let two_turns = Transcript::started(Duration::from_secs(600))
+        .user("a")
+        .assistant("x")
+        .user("b")
+        .assistant("y");
+    let recent = Transcript::started(Duration::from_secs(30))
+        .user("a")
+        .user("b")
+        .user("c")
+        .assistant("now");
+    // (name, transcript, flags, environment, skip reason)
+    type Case<'a> = (
+        &'a str,
+        &'a Transcript,
+        Vec<&'a str>,
+        Vec<(&'a str, &'a str)>,
+        &'a str,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "env off",
+            &base,
+            vec![],
+            vec![("CLAUDE_CODE_ENABLE_AWAY_SUMMARY", "0")],
+            "disabled",
+        ),
+        ("too few", &two_turns, vec![], vec![], "too_few_turns"),
+        (
+            "one since summary",
+            &after_summary,
+            vec![],
+            vec![],
+            "too_few_turns",
+        ),
+        (
+            "just active",
+            &recent,
+            vec![],
+            vec![],
+            "not_away_long_enough",
+        ),
+        (
+            "away flag",
+            &base,
+            vec!["--away-ms", "1000"],
+            vec![],
+            "not_away_long_enough",
+        ),
+        (
+            "cold cache",
+            &base,
+            vec!["--cache-age-ms", "3240001"],
+            vec![],
+            "cache_cold",
+        ),
+        (
+            "draft",
+            &base,
+            vec!["--draft", "half-typed"],
+            vec![],
+            "draft_pending",
+        ),
+        (
+            "pending",
+            &base,
+            vec!["--pending-work"],
+            vec![],
+            "pending_work",
+        ),
+        (
+            "rate",
+            &base,
+            vec!["--rate-limited"],
+            vec![],
+            "rate_limited",
+        ),
+    ];
+    for (name, t, args, env, reason) in cases {
+        let (code, out, requests) = skip_reason(t, &args, &env);
+        assert_eq!(code, 1, "{name}: {out}");
+        assert_eq!(out["status"], "skipped", "{name}");
+        assert_eq!(out["reason"], reason, "{name}: {out}");
+        assert_eq!(requests, 0, "{name}");
+    }
+}
+
+#[test]
+fn gates_at_their_boundaries() {
+    let base = three_turns();
+    // delay = min(max(10000, 30000), 0.8 x 20000) = 16000.
+    let delay = [
+        "--delay-ms",
+        "10000",
+        "--cache-ttl-ms",
+        "20000",
+        "--cache-age-ms",
+        "0",
+    ];
+    let (_, out, _) = skip_reason(&base, &[&delay[..], &["--away-ms", "15999"]].concat(), &[]);
+    assert_eq!(out["reason"], "not_away_long_enough");
+    let (code, out, _) = skip_reason(&base, &[&delay[..], &["--away-ms", "16000"]].concat(), &[]);
+    assert_eq!(code, 0, "{out}");
+    // 0.9 x 3600000 = 3240000 is still warm.
+    let (code, out, _) = skip_reason(&base, &["--cache-age-ms", "3240000"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let (code, _, _) = skip_reason(&base, &["--draft", "   "], &[]);
+    assert_eq!(code, 0, "a blank draft is no draft");
+    // The environment switch wins over the setting.
+    let s = setup(&base);
+    s.home.write(
+        "home/.claude/settings.json",
+        r#"{"awaySummaryEnabled": false}"#,
+    );
+    let (code, out, _) = s.run(&["--auto"]);
+    assert_eq!(out["reason"], "disabled", "{out}");
+    assert_eq!(code, 1);
+    s.api.push(Reply::anthropic_text("You were testing."));
+    let out = s
+        .cmd()
+        .arg("--auto")
+        .env("CLAUDE_CODE_ENABLE_AWAY_SUMMARY", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_json(&out));
+}
+
+#[test]
+fn a_transcript_that_changes_during_generation_drops_the_summary() {
+    let s = setup(&three_turns());
+    let path = s.transcript.clone();
+    let appended = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"I'm back\"}}\n";
+    s.api.push(Reply::After(
+        Box::new(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(appended.as_bytes()).unwrap();
+        }),
+        Box::new(Reply::anthropic_text("You were away.")),
+    ));
+    let (code, out, _) = s.run(&["--auto"]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["status"], "aborted");
+    assert_eq!(out["reason"], "stale");
+    let text = String::from_utf8(bytes(&s.transcript)).unwrap();
+    assert!(
+        text.ends_with(appended),
+        "our record was written after the new one"
+    );
+    assert!(!text.contains("away_summary"));
+}
+
+#[test]
+fn sigterm_during_generation_aborts_without_writing() {
+    let s = setup(&three_turns());
+    let before = bytes(&s.transcript);
+    s.api.push(Reply::Hang(Duration::from_secs(8)));
+    let child = Command::new(bin_path("recap"))
+        .args(["--auto", "--transcript"])
+        .arg(&s.transcript)
+        .env("HOME", &s.home.home)
+        .env("CLAUDE_CONFIG_DIR", &s.home.config)
+        .env("ANTHROPIC_BASE_URL", s.api.url())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..400 {
+        if !s.api.requests().is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(s.api.requests().len(), 1, "the request never arrived");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["status"], "aborted");
+    assert_eq!(bytes(&s.transcript), before);
+}
+
+#[test]
+fn a_hook_payload_names_the_transcript_and_session() {
+    let s = setup(&three_turns());
+    s.api.push(Reply::anthropic_text("You were hooked."));
+    let payload = json!({
+        "hook_event_name": "Stop",
+        "session_id": "11111111-2222-4333-8444-555555555555",
+        "transcript_path": s.transcript,
+        "cwd": s.home.project,
+        "stop_hook_active": false,
+    });
+    let out = s
+        .home
+        .cmd("recap")
+        .env("ANTHROPIC_BASE_URL", s.api.url())
+        .arg("--auto")
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_json(&out));
+    let text = String::from_utf8(bytes(&s.transcript)).unwrap();
+    let record: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(record["sessionId"], "11111111-2222-4333-8444-555555555555");
+}
+
+#[test]
+fn missing_transcripts_and_usage_errors() {
+    let s = setup(&three_turns());
+    let out = s.home.cmd("recap").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
+    let out = s
+        .home
+        .cmd("recap")
+        .args(["--transcript", "/nonexistent/x.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(stdout_json(&out)["status"], "failed");
+    let out = s.cmd().args(["--timeout", "soon"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(s.api.requests().is_empty());
+}
