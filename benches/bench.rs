@@ -2,11 +2,18 @@
 //! one run, as ratios of medians over repeated, interleaved runs. Tests never assert timings;
 //! this prints them.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+// The integration tests' fake Messages API server, reused as is.
+#[allow(dead_code)]
+#[path = "../tests/cli/support/fake_api.rs"]
+mod fake_api;
+
 const GATE: &str = env!("CARGO_BIN_EXE_dream-gate");
+const RECAP: &str = env!("CARGO_BIN_EXE_recap");
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -111,6 +118,101 @@ fn exit_code(mut cmd: Command) -> i32 {
         .unwrap_or(-1)
 }
 
+/// A transcript of about `bytes`: blocks of realistic records (turns, tool calls with large
+/// results, bookkeeping records), ending with the same recent conversation whatever its size.
+fn transcript(path: &Path, bytes: u64) {
+    let mut block = String::new();
+    let big_output = "line of tool output\n".repeat(1500);
+    for i in 0..20 {
+        block.push_str(&serde_json::json!({"type": "user", "uuid": format!("u{i}"), "sessionId": "s", "timestamp": "2026-12-01T10:00:00.000Z", "message": {"role": "user", "content": format!("please look at module {i}")}}).to_string());
+        block.push('\n');
+        block.push_str(&serde_json::json!({"type": "assistant", "uuid": format!("a{i}"), "message": {"id": format!("m{i}"), "role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "cat src/lib.rs"}}]}}).to_string());
+        block.push('\n');
+        block.push_str(&serde_json::json!({"type": "user", "toolUseResult": {"stdout": "x"}, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": big_output}]}}).to_string());
+        block.push('\n');
+        block.push_str("{\"type\":\"cost-state\",\"totalCostUSD\":0.5}\n");
+    }
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    let mut written = 0u64;
+    while written + (block.len() as u64) < bytes {
+        file.write_all(block.as_bytes()).expect("write");
+        written += block.len() as u64;
+    }
+    for i in 0..40 {
+        let line = if i % 2 == 0 {
+            serde_json::json!({"type": "user", "uuid": format!("end-u{i}"), "message": {"role": "user", "content": format!("final question {i}")}})
+        } else {
+            serde_json::json!({"type": "assistant", "uuid": format!("end-a{i}"), "message": {"id": format!("end-m{i}"), "role": "assistant", "content": [{"type": "text", "text": format!("final answer {i}")}]}})
+        };
+        writeln!(file, "{line}").expect("write");
+    }
+    file.flush().expect("flush");
+}
+
+/// Peak resident set of one run, in KiB (the child is reaped with `wait4`).
+fn peak_rss_kib(mut cmd: Command) -> i64 {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; the PID is our unreaped child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid, "wait4");
+    usage.ru_maxrss
+}
+
+fn recap_benchmarks() {
+    let api = fake_api::FakeApi::start();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let small = tmp.path().join("small.jsonl");
+    let large = tmp.path().join("large.jsonl");
+    transcript(&small, 1 << 20);
+    transcript(&large, 1 << 30);
+    let runs = 30;
+    for _ in 0..(2 * runs + 2) {
+        api.push(fake_api::Reply::anthropic_text(
+            "You were benchmarking; next, read the ratios.",
+        ));
+    }
+    let recap = |path: &Path| {
+        let mut cmd = Command::new(RECAP);
+        cmd.arg("--transcript")
+            .arg(path)
+            .env_clear()
+            .env("HOME", tmp.path())
+            .env("ANTHROPIC_BASE_URL", api.url())
+            .env("ANTHROPIC_API_KEY", "bench");
+        cmd
+    };
+    assert_eq!(
+        exit_code(recap(&large)),
+        0,
+        "recap failed on the 1 GB transcript"
+    );
+    let m = medians(
+        &mut [("recap 1 GB", recap(&large)), ("recap 1 MB", recap(&small))],
+        runs,
+    );
+    report(
+        "recap on a 1 GB transcript",
+        m[0],
+        m[1],
+        "recap on a 1 MB one",
+        Some(1.2),
+    );
+    let rss = peak_rss_kib(recap(&large));
+    let verdict = if rss < 32 * 1024 { "met" } else { "MISSED" };
+    println!(
+        "recap peak RSS on a 1 GB transcript: {:.1} MiB (target < 32 MiB, {verdict})",
+        rss as f64 / 1024.0
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; nothing to filter here.
     println!("dreamkit benchmarks (medians of interleaved runs)");
@@ -174,4 +276,6 @@ fn main() {
         "`find -newer` alone",
         None,
     );
+
+    recap_benchmarks();
 }
