@@ -149,7 +149,8 @@ fn transcript(path: &Path, bytes: u64) {
     file.flush().expect("flush");
 }
 
-/// Peak resident set of one run, in KiB (the child is reaped with `wait4`).
+/// Peak resident set of one run, in KiB.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also reports its rusage
 fn peak_rss_kib(mut cmd: Command) -> i64 {
     let child = cmd
         .stdin(Stdio::null())
