@@ -5,6 +5,7 @@
 pub mod claude;
 pub mod cli;
 pub mod dream_lock;
+pub mod feedback;
 pub mod files;
 pub mod gate;
 pub mod lock;
@@ -26,6 +27,10 @@ pub fn doc_pages() -> Vec<cli::docs::Page> {
         cli::docs::Page {
             command: recap::Args::command(),
             sections: recap::MAN_SECTIONS,
+        },
+        cli::docs::Page {
+            command: feedback::Args::command(),
+            sections: feedback::MAN_SECTIONS,
         },
     ]
 }

@@ -291,6 +291,19 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Auth => "auth",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::InvalidRequest => "invalid_request",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Network => "network",
+            ErrorKind::MalformedResponse => "malformed_response",
+            ErrorKind::Server => "server",
+        }
+    }
+
     pub fn retryable(self) -> bool {
         matches!(
             self,
@@ -328,7 +341,7 @@ pub struct ModelError {
 }
 
 impl ModelError {
-    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         ModelError {
             kind,
             status: None,
@@ -348,11 +361,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(config: ModelConfig) -> Result<Client, Failure> {
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("dreamkit/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.retry.request_timeout)
-            .build()
-            .map_err(|e| Failure::environment(format!("cannot set up HTTP: {e}")))?;
+        let http = http_client(config.retry.request_timeout)?;
         Ok(Client { config, http })
     }
 
@@ -375,59 +384,22 @@ impl Client {
     }
 
     async fn attempt(&self, body: &[u8], timeout: Duration) -> Result<Response, ModelError> {
-        let (url, builder) = match self.config.provider {
+        let mut headers = vec![("content-type", "application/json".to_string())];
+        let url = match self.config.provider {
             Provider::Anthropic => {
-                let url = format!("{}/v1/messages", self.config.base_url);
-                let b = self
-                    .http
-                    .post(&url)
-                    .header("anthropic-version", ANTHROPIC_VERSION);
-                (url, b)
+                headers.push(("anthropic-version", ANTHROPIC_VERSION.to_string()));
+                format!("{}/v1/messages", self.config.base_url)
             }
-            Provider::Openai => {
-                let url = format!("{}/chat/completions", self.config.base_url);
-                (url.clone(), self.http.post(&url))
+            Provider::Openai => format!("{}/chat/completions", self.config.base_url),
+        };
+        match &self.config.credential {
+            Credential::ApiKey(key) => headers.push(("x-api-key", key.expose().to_string())),
+            Credential::Bearer(token) => {
+                headers.push(("authorization", format!("Bearer {}", token.expose())))
             }
-        };
-        let builder = match &self.config.credential {
-            Credential::ApiKey(key) => builder.header("x-api-key", key.expose()),
-            Credential::Bearer(token) => builder.bearer_auth(token.expose()),
-            Credential::None => builder,
-        };
-        let exchange = async {
-            let response = builder
-                .header("content-type", "application/json")
-                .body(body.to_vec())
-                .send()
-                .await
-                .map_err(|e| transport_error(&e, &url))?;
-            let status = response.status().as_u16();
-            let retry_after = retry::retry_after(response.headers());
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| transport_error(&e, &url))?;
-            Ok::<_, ModelError>((status, retry_after, bytes))
-        };
-        let (status, retry_after, bytes) =
-            tokio::time::timeout(timeout, exchange)
-                .await
-                .map_err(|_| {
-                    ModelError::new(
-                        ErrorKind::Timeout,
-                        format!("no complete answer within {timeout:?}"),
-                    )
-                })??;
-        if !(200..300).contains(&status) {
-            let kind = ErrorKind::from_status(status);
-            return Err(ModelError {
-                kind,
-                status: Some(status),
-                message: error_message(&bytes, status),
-                attempts: 1,
-                retry_after,
-            });
+            Credential::None => {}
         }
+        let (status, bytes) = post(&self.http, &url, &headers, body, timeout).await?;
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
             ModelError::new(
                 ErrorKind::MalformedResponse,
@@ -443,6 +415,63 @@ impl Client {
             ..ModelError::new(ErrorKind::MalformedResponse, message)
         })
     }
+}
+
+/// One POST within `timeout` (sending and reading the whole answer). A non-2xx status is a
+/// typed error carrying the server's message and `retry-after`; the 2xx body is returned.
+pub async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), ModelError> {
+    let mut builder = http.post(url);
+    for (name, value) in headers {
+        builder = builder.header(*name, value);
+    }
+    let exchange = async {
+        let response = builder
+            .body(body.to_vec())
+            .send()
+            .await
+            .map_err(|e| transport_error(&e, url))?;
+        let status = response.status().as_u16();
+        let retry_after = retry::retry_after(response.headers());
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| transport_error(&e, url))?;
+        Ok::<_, ModelError>((status, retry_after, bytes))
+    };
+    let (status, retry_after, bytes) =
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| {
+                ModelError::new(
+                    ErrorKind::Timeout,
+                    format!("no complete answer within {timeout:?}"),
+                )
+            })??;
+    if !(200..300).contains(&status) {
+        return Err(ModelError {
+            kind: ErrorKind::from_status(status),
+            status: Some(status),
+            message: error_message(&bytes, status),
+            attempts: 1,
+            retry_after,
+        });
+    }
+    Ok((status, bytes.to_vec()))
+}
+
+/// An HTTP client as every dreamkit network call uses it.
+pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, Failure> {
+    reqwest::Client::builder()
+        .user_agent(concat!("dreamkit/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(connect_timeout)
+        .build()
+        .map_err(|e| Failure::environment(format!("cannot set up HTTP: {e}")))
 }
 
 /// A transport failure, worded without headers (which hold the key).

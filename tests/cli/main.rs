@@ -1,6 +1,7 @@
 //! The one integration-test binary: every tool driven as a user drives it, as a process.
 
 mod docs;
+mod feedback;
 mod gate;
 mod lock;
 mod recap;

@@ -150,6 +150,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
         "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
         "recap" => PathBuf::from(env!("CARGO_BIN_EXE_recap")),
+        "feedback" => PathBuf::from(env!("CARGO_BIN_EXE_feedback")),
         other => panic!("unknown binary {other}"),
     }
 }

@@ -1,0 +1,437 @@
+//! Feedback drafts where Claude Code keeps them: `<config>/feedback/drafts/<draft_id>.json`,
+//! pretty JSON, mode 0600, written atomically.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cli::time::{parse_rfc3339, rfc3339};
+use crate::cli::Failure;
+use crate::files::{create_private_dir, write_atomic};
+
+/// A draft file larger than this is refused and nothing is written.
+pub const MAX_DRAFT_BYTES: usize = 32_768;
+/// Drafts kept; the oldest are evicted past this.
+pub const MAX_DRAFTS: usize = 10;
+/// Queue operations allowed for one source session.
+pub const MAX_QUEUES_PER_SESSION: u32 = 10;
+/// `list` deletes drafts older than this.
+pub const EXPIRY: Duration = Duration::from_secs(30 * 24 * 3600);
+
+pub const TYPES: &[&str] = &["bug", "idea", "missing_capability"];
+pub const TRIGGERS: &[&str] = &[
+    "tool_error",
+    "user_frustration",
+    "missing_capability",
+    "model_judgment",
+    "exit_nudge",
+];
+pub const STATUSES: &[&str] = &["queued", "submitted", "discarded", "expired"];
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptRef {
+    pub session_file: Option<String>,
+    pub message_range: Option<Value>,
+    pub project_dir_key: Option<String>,
+}
+
+/// One draft, in Claude Code's field names. Unknown fields read from disk are kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Draft {
+    pub draft_id: String,
+    pub created_at: String,
+    pub source_session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub model: Option<String>,
+    pub cli_version: Option<String>,
+    pub os: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub details: String,
+    pub area: Option<String>,
+    pub trigger: Option<String>,
+    pub transcript_ref: Option<TranscriptRef>,
+    pub status: String,
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, Value>,
+}
+
+/// What `queue` accepts: the draft's own fields, the tool fills the rest.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewDraft {
+    pub source_session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub model: Option<String>,
+    pub cli_version: Option<String>,
+    pub os: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub title: Option<String>,
+    pub details: Option<String>,
+    pub area: Option<String>,
+    pub trigger: Option<String>,
+    pub transcript_ref: Option<TranscriptRef>,
+}
+
+fn invalid(message: String) -> Failure {
+    Failure::BadInput {
+        reason: Some("invalid_draft"),
+        message,
+    }
+}
+
+fn check_len(field: &str, value: Option<&str>, max: usize) -> Result<(), Failure> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(invalid(format!(
+            "{field} is {} characters; at most {max}",
+            v.chars().count()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn check_enum(field: &str, value: Option<&str>, allowed: &[&str]) -> Result<(), Failure> {
+    match value {
+        Some(v) if !allowed.contains(&v) => Err(invalid(format!(
+            "{field} {v:?} is not one of {}",
+            allowed.join(", ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl NewDraft {
+    /// Validates every field and its limit; fills `draft_id`, `created_at`, `status`.
+    pub fn into_draft(self, now: SystemTime) -> Result<Draft, Failure> {
+        let required = |field: &str, v: Option<String>| {
+            v.filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| invalid(format!("{field} is required")))
+        };
+        let kind = required("type", self.kind)?;
+        let title = required("title", self.title)?;
+        let details = required("details", self.details)?;
+        check_enum("type", Some(&kind), TYPES)?;
+        check_enum("trigger", self.trigger.as_deref(), TRIGGERS)?;
+        check_len("title", Some(&title), 200)?;
+        check_len("details", Some(&details), 10_240)?;
+        check_len("cwd", self.cwd.as_deref(), 512)?;
+        check_len("model", self.model.as_deref(), 64)?;
+        check_len("cli_version", self.cli_version.as_deref(), 32)?;
+        check_len("os", self.os.as_deref(), 64)?;
+        check_len("area", self.area.as_deref(), 64)?;
+        if let Some(id) = &self.source_session_id {
+            if !is_safe_id(id) {
+                return Err(invalid(format!("source_session_id {id:?} is not an id")));
+            }
+        }
+        Ok(Draft {
+            draft_id: uuid::Uuid::new_v4().to_string(),
+            created_at: rfc3339(now),
+            source_session_id: self.source_session_id,
+            cwd: self.cwd,
+            model: self.model,
+            cli_version: self.cli_version,
+            os: self.os.or_else(|| Some(platform())),
+            kind,
+            title,
+            details,
+            area: self.area,
+            trigger: self.trigger,
+            transcript_ref: self.transcript_ref,
+            status: "queued".into(),
+            other: serde_json::Map::new(),
+        })
+    }
+}
+
+/// `linux-x86_64` and the like.
+pub fn platform() -> String {
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// Draft and session ids name files: letters, digits, `-` and `_` only, 1 to 64 of them.
+pub fn is_safe_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// One entry of `list`: a draft, or a file that could not be read as one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Listed {
+    Draft(Box<Draft>, PathBuf),
+    Broken {
+        draft_id: String,
+        path: PathBuf,
+        error: String,
+    },
+}
+
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    pub fn new(config_dir: &Path) -> Store {
+        Store {
+            dir: config_dir.join("feedback/drafts"),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path_of(&self, draft_id: &str) -> Result<PathBuf, Failure> {
+        if !is_safe_id(draft_id) {
+            return Err(Failure::BadInput {
+                reason: Some("invalid_id"),
+                message: format!("{draft_id:?} is not a draft id"),
+            });
+        }
+        Ok(self.dir.join(format!("{draft_id}.json")))
+    }
+
+    /// The serialised draft, refused when over [`MAX_DRAFT_BYTES`].
+    pub fn render(draft: &Draft) -> Result<Vec<u8>, Failure> {
+        let mut bytes = serde_json::to_vec_pretty(draft)
+            .map_err(|e| Failure::environment(format!("cannot serialise the draft: {e}")))?;
+        bytes.push(b'\n');
+        if bytes.len() > MAX_DRAFT_BYTES {
+            return Err(Failure::BadInput {
+                reason: Some("too_large"),
+                message: format!(
+                    "the draft is {} bytes; at most {MAX_DRAFT_BYTES}",
+                    bytes.len()
+                ),
+            });
+        }
+        Ok(bytes)
+    }
+
+    pub fn write(&self, draft: &Draft) -> Result<PathBuf, Failure> {
+        let bytes = Self::render(draft)?;
+        create_private_dir(&self.dir).map_err(|e| Failure::io("create", &self.dir, &e))?;
+        let path = self.path_of(&draft.draft_id)?;
+        write_atomic(&path, &bytes, 0o600).map_err(|e| Failure::io("write", &path, &e))?;
+        Ok(path)
+    }
+
+    pub fn read(&self, draft_id: &str) -> Result<Option<Draft>, Failure> {
+        let path = self.path_of(draft_id)?;
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                Failure::environment(format!("{} is not a draft: {e}", path.display()))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Failure::io("read", &path, &e)),
+        }
+    }
+
+    /// Deletes a draft; `false` when there was none.
+    pub fn delete(&self, draft_id: &str) -> Result<bool, Failure> {
+        let path = self.path_of(draft_id)?;
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Failure::io("delete", &path, &e)),
+        }
+    }
+
+    /// Every `*.json` in the drafts dir, newest first; unreadable ones as [`Listed::Broken`].
+    pub fn list(&self) -> Result<Vec<Listed>, Failure> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Failure::io("read", &self.dir, &e)),
+        };
+        let mut listed = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Failure::io("read", &self.dir, &e))?;
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_suffix(".json") else {
+                continue;
+            };
+            if name.starts_with('.') {
+                continue; // a temporary file of an atomic write
+            }
+            let parsed = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<Draft>(&b).map_err(|e| e.to_string()));
+            listed.push(match parsed {
+                Ok(draft) => Listed::Draft(Box::new(draft), path),
+                Err(error) => Listed::Broken {
+                    draft_id: id.to_string(),
+                    path,
+                    error,
+                },
+            });
+        }
+        listed.sort_by_key(|l| std::cmp::Reverse(created(l)));
+        Ok(listed)
+    }
+
+    /// Deletes drafts whose `created_at` is over 30 days before `now`; returns their ids.
+    pub fn expire(&self, now: SystemTime) -> Result<Vec<String>, Failure> {
+        let mut expired = Vec::new();
+        for item in self.list()? {
+            if let Listed::Draft(draft, path) = item {
+                let old = parse_rfc3339(&draft.created_at)
+                    .is_some_and(|at| now.duration_since(at).is_ok_and(|age| age > EXPIRY));
+                if old {
+                    std::fs::remove_file(&path).map_err(|e| Failure::io("delete", &path, &e))?;
+                    expired.push(draft.draft_id);
+                }
+            }
+        }
+        Ok(expired)
+    }
+
+    /// Keeps the newest [`MAX_DRAFTS`] drafts; returns the ids of those deleted.
+    pub fn evict(&self) -> Result<Vec<String>, Failure> {
+        let drafts: Vec<(Box<Draft>, PathBuf)> = self
+            .list()?
+            .into_iter()
+            .filter_map(|l| match l {
+                Listed::Draft(d, p) => Some((d, p)),
+                Listed::Broken { .. } => None,
+            })
+            .collect();
+        let mut evicted = Vec::new();
+        for (draft, path) in drafts.into_iter().skip(MAX_DRAFTS) {
+            std::fs::remove_file(&path).map_err(|e| Failure::io("delete", &path, &e))?;
+            evicted.push(draft.draft_id);
+        }
+        Ok(evicted)
+    }
+}
+
+/// Sort key: `created_at` as a time (unparseable sorts oldest).
+fn created(listed: &Listed) -> Option<SystemTime> {
+    match listed {
+        Listed::Draft(d, _) => parse_rfc3339(&d.created_at),
+        Listed::Broken { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new(title: &str) -> NewDraft {
+        NewDraft {
+            kind: Some("bug".into()),
+            title: Some(title.into()),
+            details: Some("steps".into()),
+            ..NewDraft::default()
+        }
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let now = SystemTime::now();
+        let d = new("t").into_draft(now).unwrap();
+        assert_eq!((d.status.as_str(), d.kind.as_str()), ("queued", "bug"));
+        assert_eq!(d.draft_id.len(), 36);
+        assert_eq!(d.os.as_deref(), Some(platform().as_str()));
+        let cases: Vec<(NewDraft, &str)> = vec![
+            (
+                NewDraft {
+                    kind: None,
+                    ..new("t")
+                },
+                "type is required",
+            ),
+            (
+                NewDraft {
+                    kind: Some("rant".into()),
+                    ..new("t")
+                },
+                "type \"rant\"",
+            ),
+            (new(&"x".repeat(201)), "title is 201"),
+            (
+                NewDraft {
+                    details: Some("é".repeat(10_241)),
+                    ..new("t")
+                },
+                "details is 10241",
+            ),
+            (
+                NewDraft {
+                    cwd: Some("c".repeat(513)),
+                    ..new("t")
+                },
+                "cwd",
+            ),
+            (
+                NewDraft {
+                    model: Some("m".repeat(65)),
+                    ..new("t")
+                },
+                "model",
+            ),
+            (
+                NewDraft {
+                    cli_version: Some("v".repeat(33)),
+                    ..new("t")
+                },
+                "cli_version",
+            ),
+            (
+                NewDraft {
+                    os: Some("o".repeat(65)),
+                    ..new("t")
+                },
+                "os",
+            ),
+            (
+                NewDraft {
+                    area: Some("a".repeat(65)),
+                    ..new("t")
+                },
+                "area",
+            ),
+            (
+                NewDraft {
+                    trigger: Some("boredom".into()),
+                    ..new("t")
+                },
+                "trigger",
+            ),
+            (
+                NewDraft {
+                    source_session_id: Some("../x".into()),
+                    ..new("t")
+                },
+                "source_session_id",
+            ),
+        ];
+        for (draft, needle) in cases {
+            let err = draft.into_draft(now).unwrap_err();
+            assert_eq!(err.kind(), "bad_input");
+            assert!(err.to_string().contains(needle), "{err} lacks {needle}");
+        }
+        // Exactly at the limits is fine.
+        let edge = NewDraft {
+            details: Some("d".repeat(10_240)),
+            cwd: Some("c".repeat(512)),
+            ..new(&"t".repeat(200))
+        };
+        assert!(edge.into_draft(now).is_ok());
+    }
+
+    #[test]
+    fn ids_are_file_safe() {
+        assert!(is_safe_id("0b9c-AZ_z"));
+        for bad in ["", "../etc", "a/b", "a.json", "x y", &"a".repeat(65)] {
+            assert!(!is_safe_id(bad), "{bad:?}");
+        }
+    }
+}
