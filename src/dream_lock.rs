@@ -188,6 +188,24 @@ fn failed(
     Ok(Outcome::new(failure.exit(), &envelope))
 }
 
+/// Resolves the project, records it in the envelope, and tries to take the lock for `pid`.
+fn take_lock(
+    at: &LockLocation,
+    hints: &ProjectHints,
+    pid: u32,
+    envelope: &mut Envelope,
+) -> Result<(Context, Acquired), Failure> {
+    let ctx = context(at, hints)?;
+    envelope.set("project", ctx.project.to_json()?);
+    let acquired = ctx.backend.acquire(pid, SystemTime::now())?;
+    Ok((ctx, acquired))
+}
+
+fn acquire_failed(envelope: Envelope, failure: Failure, diag: &Diag) -> Result<Outcome, Failure> {
+    let section = json!({"acquired": false, "reason": "error"});
+    failed(envelope, "lock", section, failure, diag)
+}
+
 fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let (hints, _hook, mut envelope) =
         ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
@@ -195,29 +213,15 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
         return Ok(Outcome::new(Exit::No, &envelope));
     }
     let pid = args.pid.unwrap_or_else(std::os::unix::process::parent_id);
-    let result = context(&args.at, &hints).and_then(|ctx| {
-        envelope.set("project", ctx.project.to_json()?);
-        let lock = match ctx.backend.acquire(pid, SystemTime::now())? {
-            Acquired::Yes(lease) => (Exit::Yes, acquired_json(ctx.backend.as_ref(), &lease)),
-            Acquired::Held { holder_pid, since } => {
-                (Exit::No, held_json(ctx.backend.as_ref(), holder_pid, since))
-            }
-        };
-        Ok(lock)
-    });
-    match result {
-        Ok((exit, lock)) => {
-            envelope.set("lock", lock);
-            Ok(Outcome::new(exit, &envelope))
+    let (exit, lock) = match take_lock(&args.at, &hints, pid, &mut envelope) {
+        Ok((ctx, Acquired::Yes(lease))) => (Exit::Yes, acquired_json(ctx.backend.as_ref(), &lease)),
+        Ok((ctx, Acquired::Held { holder_pid, since })) => {
+            (Exit::No, held_json(ctx.backend.as_ref(), holder_pid, since))
         }
-        Err(failure) => failed(
-            envelope,
-            "lock",
-            json!({"acquired": false, "reason": "error"}),
-            failure,
-            diag,
-        ),
-    }
+        Err(failure) => return acquire_failed(envelope, failure, diag),
+    };
+    envelope.set("lock", lock);
+    Ok(Outcome::new(exit, &envelope))
 }
 
 fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
@@ -324,36 +328,15 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
     if envelope.upstream_declined() {
         return Ok(Outcome::new(Exit::No, &envelope));
     }
-    let ctx = match context(&args.at, &hints) {
-        Ok(ctx) => ctx,
-        Err(failure) => {
-            return failed(
-                envelope,
-                "lock",
-                json!({"acquired": false, "reason": "error"}),
-                failure,
-                diag,
-            )
-        }
-    };
-    envelope.set("project", ctx.project.to_json()?);
-    let backend = ctx.backend.as_ref();
-    let lease = match backend.acquire(std::process::id(), SystemTime::now()) {
-        Ok(Acquired::Yes(lease)) => lease,
-        Ok(Acquired::Held { holder_pid, since }) => {
-            envelope.set("lock", held_json(backend, holder_pid, since));
+    let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope) {
+        Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
+        Ok((ctx, Acquired::Held { holder_pid, since })) => {
+            envelope.set("lock", held_json(ctx.backend.as_ref(), holder_pid, since));
             return Ok(Outcome::new(Exit::No, &envelope));
         }
-        Err(failure) => {
-            return failed(
-                envelope,
-                "lock",
-                json!({"acquired": false, "reason": "error"}),
-                failure,
-                diag,
-            )
-        }
+        Err(failure) => return acquire_failed(envelope, failure, diag),
     };
+    let backend = ctx.backend.as_ref();
     if let Some(signal) = signals::received() {
         finish(backend, &lease, RunOutcome::Aborted, diag);
         return Ok(Outcome::without_document(signals::exit_for(signal)));

@@ -133,47 +133,11 @@ pub fn parse(value: &Value) -> Result<Response, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Message, SystemBlock, ToolSpec};
     use super::*;
 
     #[test]
     fn request_shape_with_cache_marks_and_tools() {
-        let request = Request {
-            system: vec![SystemBlock {
-                text: "stable".into(),
-                cache: true,
-            }],
-            messages: vec![
-                Message {
-                    role: Role::User,
-                    content: vec![Block::text("hi")],
-                },
-                Message {
-                    role: Role::Assistant,
-                    content: vec![Block::ToolUse {
-                        id: "t1".into(),
-                        name: "ls".into(),
-                        input: json!({"path": "."}),
-                    }],
-                },
-                Message {
-                    role: Role::User,
-                    content: vec![Block::ToolResult {
-                        tool_use_id: "t1".into(),
-                        content: "a.md".into(),
-                        is_error: false,
-                    }],
-                },
-            ],
-            tools: vec![ToolSpec {
-                name: "ls".into(),
-                description: "list".into(),
-                input_schema: json!({"type": "object"}),
-            }],
-            cache_tools: true,
-            max_tokens: 100,
-            temperature: None,
-        };
+        let request = super::super::sample_request();
         let b = body("m", &request);
         assert_eq!(b["model"], "m");
         assert_eq!(b["max_tokens"], 100);
@@ -181,6 +145,7 @@ mod tests {
         assert_eq!(b["tools"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(b["messages"][1]["content"][0]["type"], "tool_use");
         assert_eq!(b["messages"][2]["content"][0]["tool_use_id"], "t1");
+        assert_eq!(b["messages"][2]["content"][0]["is_error"], true);
         assert!(b.get("temperature").is_none());
     }
 

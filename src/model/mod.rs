@@ -523,6 +523,47 @@ pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output, Failure>
     Ok(runtime.block_on(future))
 }
 
+/// A conversation with a tool call and its (failed) result, for the wire-format tests.
+#[cfg(test)]
+pub(crate) fn sample_request() -> Request {
+    Request {
+        system: vec![SystemBlock {
+            text: "stable".into(),
+            cache: true,
+        }],
+        messages: vec![
+            Message {
+                role: Role::User,
+                content: vec![Block::text("hi")],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "t1".into(),
+                    name: "ls".into(),
+                    input: serde_json::json!({"path": "."}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_use_id: "t1".into(),
+                    content: "a.md".into(),
+                    is_error: true,
+                }],
+            },
+        ],
+        tools: vec![ToolSpec {
+            name: "ls".into(),
+            description: "list".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        }],
+        cache_tools: true,
+        max_tokens: 100,
+        temperature: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

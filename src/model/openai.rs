@@ -166,56 +166,26 @@ pub fn parse(value: &Value) -> Result<Response, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Message, SystemBlock, ToolSpec};
     use super::*;
 
     #[test]
     fn request_shape() {
         let request = Request {
-            system: vec![SystemBlock {
-                text: "sys".into(),
-                cache: true,
-            }],
-            messages: vec![
-                Message {
-                    role: Role::User,
-                    content: vec![Block::text("hi")],
-                },
-                Message {
-                    role: Role::Assistant,
-                    content: vec![Block::ToolUse {
-                        id: "c1".into(),
-                        name: "ls".into(),
-                        input: json!({"p": 1}),
-                    }],
-                },
-                Message {
-                    role: Role::User,
-                    content: vec![Block::ToolResult {
-                        tool_use_id: "c1".into(),
-                        content: "x".into(),
-                        is_error: true,
-                    }],
-                },
-            ],
-            tools: vec![ToolSpec {
-                name: "ls".into(),
-                description: "d".into(),
-                input_schema: json!({"type": "object"}),
-            }],
-            cache_tools: true,
-            max_tokens: 50,
             temperature: Some(0.0),
+            ..super::super::sample_request()
         };
         let b = body("llama", &request);
         let m = &b["messages"];
-        assert_eq!(m[0], json!({"role": "system", "content": "sys"}));
+        assert_eq!(m[0], json!({"role": "system", "content": "stable"}));
         assert_eq!(m[1], json!({"role": "user", "content": "hi"}));
-        assert_eq!(m[2]["tool_calls"][0]["function"]["arguments"], "{\"p\":1}");
+        assert_eq!(
+            m[2]["tool_calls"][0]["function"]["arguments"],
+            "{\"path\":\".\"}"
+        );
         assert_eq!(m[2]["content"], Value::Null);
         assert_eq!(
             m[3],
-            json!({"role": "tool", "tool_call_id": "c1", "content": "error: x"})
+            json!({"role": "tool", "tool_call_id": "t1", "content": "error: a.md"})
         );
         assert_eq!(b["tools"][0]["function"]["parameters"]["type"], "object");
         assert_eq!(b["temperature"], 0.0);

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::transcript::timestamp;
 use crate::support::*;
 
 fn drafts_dir(home: &ClaudeHome) -> PathBuf {
@@ -50,19 +51,7 @@ fn draft_files(home: &ClaudeHome) -> Vec<String> {
 /// A draft file as Claude Code would leave it, `age_days` old, with a field we do not know.
 fn claude_code_draft(home: &ClaudeHome, id: &str, age_days: u64) -> PathBuf {
     let at = std::time::SystemTime::now() - Duration::from_secs(age_days * 86_400 + 60);
-    let ms = epoch_ms(at);
-    let secs = ms / 1000;
-    let dt = time::OffsetDateTime::from_unix_timestamp(secs).unwrap();
-    let created = format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        dt.year(),
-        u8::from(dt.month()),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second(),
-        ms % 1000
-    );
+    let created = timestamp(epoch_ms(at));
     let draft = json!({
         "draft_id": id, "created_at": created, "source_session_id": "cc-session",
         "cwd": "/home/dev/proj", "model": "claude-sonnet-4-5", "cli_version": "2.1.332", "os": "darwin",

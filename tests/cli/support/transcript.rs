@@ -141,7 +141,7 @@ impl Transcript {
 }
 
 /// RFC 3339 with milliseconds, as Claude Code writes it.
-fn timestamp(ms: i64) -> String {
+pub fn timestamp(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let dt = time::OffsetDateTime::from_unix_timestamp(secs).unwrap();
     format!(
