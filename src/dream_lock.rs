@@ -77,7 +77,7 @@ pub struct ReleaseArgs {
     #[arg(long, value_name = "TOKEN", requires = "prior_mtime")]
     pub token: Option<String>,
     /// Prior last-consolidated time in epoch ms, 0 for none [default: lock.prior_mtime]
-    #[arg(long, value_name = "MS", requires = "token")]
+    #[arg(long, value_name = "MS", requires = "token", value_parser = clap::value_parser!(i64).range(0..))]
     pub prior_mtime: Option<i64>,
 }
 

@@ -194,7 +194,13 @@ fn queue(
     flag(&args.session, &mut new.source_session_id);
     flag(&args.model, &mut new.model);
 
-    let cwd = std::env::current_dir().unwrap_or_default();
+    // The project's settings: the hook payload's cwd when there was one.
+    let cwd = new
+        .cwd
+        .as_ref()
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
     let config = config_dir(env, home)?;
     let settings = Settings::load(&config, &cwd)?;
     let mode = settings.feedback_drafts.unwrap_or(FeedbackDrafts::Notify);
@@ -436,12 +442,12 @@ fn send_draft(
             ],
         ),
     };
-    let policy = RetryPolicy::from_env(
-        args.retries,
-        args.timeout,
-        args.timeout * (args.retries + 1) * 2,
-        env,
-    );
+    // Room for every attempt and its backoff; saturating, whatever the flags say.
+    let deadline = args
+        .timeout
+        .saturating_mul(args.retries.saturating_add(1))
+        .saturating_mul(2);
+    let policy = RetryPolicy::from_env(args.retries, args.timeout, deadline, env);
     let http = model::http_client(args.timeout)?;
     let result = model::block_on(policy.run(|t| model::post(&http, &url, &headers, &bytes, t)))?;
     match result {

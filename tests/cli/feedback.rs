@@ -375,6 +375,20 @@ fn every_send_failure_keeps_the_draft_and_exits_4() {
 }
 
 #[test]
+fn absurd_flags_do_not_panic() {
+    let home = ClaudeHome::new();
+    let id = queue(&home, bug("s1"));
+    let out = home
+        .cmd("feedback")
+        .args(["send", &id, "--endpoint", "http://127.0.0.1:9/x", "--yes"])
+        .args(["--retries", "4294967295", "--timeout", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_text(&out));
+    assert_eq!(draft_files(&home).len(), 1);
+}
+
+#[test]
 fn no_consent_without_a_terminal_sends_nothing() {
     let home = ClaudeHome::new();
     let api = FakeApi::start();

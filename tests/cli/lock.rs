@@ -607,6 +607,7 @@ fn usage_errors() {
         &["exec"],
         &["acquire", "--pid", "0"],
         &["release", "--outcome", "maybe"],
+        &["release", "--token", "1:2", "--prior-mtime", "-5"],
         &["frobnicate"],
     ] {
         let (code, out) = lock(&home, args, "");
