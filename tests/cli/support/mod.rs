@@ -123,9 +123,7 @@ impl ClaudeHome {
         if unsafe { libc::geteuid() } != 0 {
             return self.cmd(bin);
         }
-        // The copy lets `nobody` run the binary wherever the build directory lives.
-        let copy = self.root.join(bin);
-        std::fs::copy(bin_path(bin), &copy).expect("copy binary");
+        let copy = unprivileged_copy(bin);
         chmod(&self.root, 0o755);
         for dir in self.root.ancestors().skip(1) {
             assert!(
@@ -143,6 +141,40 @@ impl ClaudeHome {
         self.setup(&mut cmd);
         cmd
     }
+}
+
+/// A copy of the binary that `nobody` can run wherever the build directory lives: made once
+/// per test process, in a world-readable directory, and run once before it is handed out. A
+/// thread that forked while the copy was open for writing holds that descriptor until its
+/// exec, and running the copy meanwhile fails with ETXTBSY; the probe waits that out.
+fn unprivileged_copy(bin: &str) -> PathBuf {
+    static COPIES: std::sync::Mutex<Option<(tempfile::TempDir, Vec<String>)>> =
+        std::sync::Mutex::new(None);
+    let mut guard = COPIES.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, made) = guard.get_or_insert_with(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        chmod(dir.path(), 0o755);
+        (dir, Vec::new())
+    });
+    let copy = dir.path().join(bin);
+    if !made.iter().any(|b| b == bin) {
+        std::fs::copy(bin_path(bin), &copy).expect("copy binary");
+        chmod(&copy, 0o755);
+        for _ in 0..500 {
+            match std::process::Command::new(&copy)
+                .arg("--version")
+                .stdout(std::process::Stdio::null())
+                .status()
+            {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => break,
+            }
+        }
+        made.push(bin.to_string());
+    }
+    copy
 }
 
 pub fn bin_path(bin: &str) -> PathBuf {
