@@ -169,25 +169,6 @@ fn held_json(backend: &dyn Backend, holder_pid: Option<u32>, since: Option<Syste
     Value::Object(lock)
 }
 
-/// An environment failure still prints the envelope, with the section saying what failed.
-fn failed(
-    mut envelope: Envelope,
-    key: &str,
-    mut section: Value,
-    failure: Failure,
-    diag: &Diag,
-) -> Result<Outcome, Failure> {
-    if !matches!(failure, Failure::Environment(_)) {
-        return Err(failure);
-    }
-    diag.warn(&failure.to_string());
-    if let Value::Object(map) = &mut section {
-        map.insert("error".into(), failure.to_json());
-    }
-    envelope.set(key, section);
-    Ok(Outcome::new(failure.exit(), &envelope))
-}
-
 /// Resolves the project, records it in the envelope, and tries to take the lock for `pid`.
 fn take_lock(
     at: &LockLocation,
@@ -203,7 +184,7 @@ fn take_lock(
 
 fn acquire_failed(envelope: Envelope, failure: Failure, diag: &Diag) -> Result<Outcome, Failure> {
     let section = json!({"acquired": false, "reason": "error"});
-    failed(envelope, "lock", section, failure, diag)
+    envelope.fail_stage("lock", section, failure, diag)
 }
 
 fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
@@ -293,7 +274,7 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
         Err(failure) => {
             lock.insert("released".into(), json!(false));
-            failed(envelope, "lock", Value::Object(lock), failure, diag)
+            envelope.fail_stage("lock", Value::Object(lock), failure, diag)
         }
     }
 }

@@ -282,15 +282,12 @@ impl Tool for Args {
                 Ok(Outcome::new(exit, &envelope.with("gate", &section)))
             }
             // The envelope keeps flowing so a later stage sees `gate.due == false`.
-            Err(failure @ Failure::Environment(_)) => {
-                diag.warn(&failure.to_string());
-                envelope.set(
-                    "gate",
-                    json!({"due": false, "reason": "error", "error": failure.to_json()}),
-                );
-                Ok(Outcome::new(failure.exit(), &envelope))
-            }
-            Err(other) => Err(other),
+            Err(failure) => envelope.fail_stage(
+                "gate",
+                json!({"due": false, "reason": "error"}),
+                failure,
+                diag,
+            ),
         }
     }
 }

@@ -5,7 +5,7 @@ use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::Failure;
+use super::{Diag, Failure, Outcome};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Envelope(Map<String, Value>);
@@ -50,6 +50,28 @@ impl Envelope {
 
     pub fn into_value(self) -> Value {
         Value::Object(self.0)
+    }
+
+    /// A stage failed on its environment (exit 3): the envelope still flows, with the stage's
+    /// `key` set to `section` plus `error: {kind, message}`, so a later stage sees the failure
+    /// and does nothing. Usage and input failures are returned as they are (exit 2, no
+    /// envelope).
+    pub fn fail_stage(
+        mut self,
+        key: &str,
+        mut section: Value,
+        failure: Failure,
+        diag: &Diag,
+    ) -> Result<Outcome, Failure> {
+        if !matches!(failure, Failure::Environment(_)) {
+            return Err(failure);
+        }
+        diag.warn(&failure.to_string());
+        if let Value::Object(map) = &mut section {
+            map.insert("error".into(), failure.to_json());
+        }
+        self.set(key, section);
+        Ok(Outcome::new(failure.exit(), &self))
     }
 
     /// The envelope as it will be printed with `key` set to a typed section (replaced in
@@ -134,6 +156,33 @@ mod tests {
             serde_json::to_string(&env.with("lock", &gate)).unwrap(),
             r#"{"a":1,"gate":{"old":1},"z":2,"lock":{"due":true}}"#
         );
+    }
+
+    #[test]
+    fn an_environment_failure_keeps_the_envelope_flowing() {
+        let Value::Object(map) = json!({"trace": 1}) else {
+            unreachable!()
+        };
+        let diag = Diag::new("t", true, false);
+        let env = Envelope::from_map(map);
+        let out = env
+            .clone()
+            .fail_stage(
+                "gate",
+                json!({"due": false}),
+                Failure::environment("disk"),
+                &diag,
+            )
+            .unwrap();
+        assert_eq!(out.exit.code(), 3);
+        assert_eq!(
+            out.json.as_deref(),
+            Some(
+                r#"{"trace":1,"gate":{"due":false,"error":{"kind":"environment","message":"disk"}}}"#
+            )
+        );
+        let usage = env.fail_stage("gate", json!({}), Failure::Usage("u".into()), &diag);
+        assert_eq!(usage.unwrap_err().kind(), "usage");
     }
 
     #[test]

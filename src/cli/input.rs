@@ -63,14 +63,6 @@ impl Input {
             ))),
         }
     }
-
-    /// The envelope to build on: the one read, or a fresh one.
-    pub fn into_envelope(self) -> Envelope {
-        match self {
-            Input::Envelope(env) => env,
-            Input::Nothing | Input::Hook(_) => Envelope::new(),
-        }
-    }
 }
 
 fn json_type_name(value: &Value) -> &'static str {

@@ -183,10 +183,6 @@ impl Store {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn path_of(&self, draft_id: &str) -> Result<PathBuf, Failure> {
         if !is_safe_id(draft_id) {
             return Err(Failure::BadInput {
