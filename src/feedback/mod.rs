@@ -126,7 +126,7 @@ impl Tool for Args {
         let config = config_dir(&env, home.as_deref())?;
         let store = Store::new(&config);
         match &self.command {
-            Subcommand::Queue(args) => queue(args, &store, &env, home.as_deref(), diag),
+            Subcommand::Queue(args) => queue(args, &store, &config, &env, home.as_deref(), diag),
             Subcommand::List => list(&store),
             Subcommand::Show { id } => match store.read(id)? {
                 Some(draft) => Ok(Outcome::new(Exit::Yes, &draft)),
@@ -160,6 +160,7 @@ fn not_found(id: &str) -> Outcome {
 fn queue(
     args: &QueueArgs,
     store: &Store,
+    config: &std::path::Path,
     env: &Env,
     home: Option<&std::path::Path>,
     diag: &Diag,
@@ -201,8 +202,7 @@ fn queue(
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_default();
-    let config = config_dir(env, home)?;
-    let settings = Settings::load(&config, &cwd)?;
+    let settings = Settings::load(config, &cwd)?;
     let mode = settings.feedback_drafts.unwrap_or(FeedbackDrafts::Notify);
     if mode == FeedbackDrafts::Off {
         return Ok(Outcome::new(
@@ -212,7 +212,7 @@ fn queue(
     }
     // Validation and the size cap come before anything is written.
     let draft = new.into_draft(SystemTime::now())?;
-    Store::render(&draft)?;
+    let bytes = Store::render(&draft)?;
     let counts = QueueCounts::at(env, home)?;
     let session = draft.source_session_id.clone();
     if let Some(session) = &session {
@@ -223,7 +223,7 @@ fn queue(
             ));
         }
     }
-    let path = store.write(&draft)?;
+    let path = store.write(&draft.draft_id, &bytes)?;
     let evicted = store.evict()?;
     if let Some(session) = &session {
         if let Err(e) = counts.increment(session) {
@@ -243,9 +243,8 @@ fn queue(
 }
 
 fn list(store: &Store) -> Result<Outcome, Failure> {
-    let expired = store.expire(SystemTime::now())?;
-    let drafts: Vec<Value> = store
-        .list()?
+    let (remaining, expired) = store.expire(store.list()?, SystemTime::now())?;
+    let drafts: Vec<Value> = remaining
         .into_iter()
         .map(|item| match item {
             Listed::Draft(draft, path) => {
@@ -320,15 +319,24 @@ enum Target {
     },
 }
 
+/// A GitHub owner or repository name: letters, digits, `-`, `_` and `.`, but not `.` or
+/// `..` (it becomes part of the API path).
+fn is_github_name(name: &str) -> bool {
+    (1..=100).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
     if let Some(to) = &args.to {
         let repo = to
             .strip_prefix("github:")
             .filter(|r| {
                 let mut parts = r.split('/');
-                let ok = |p: Option<&str>| {
-                    p.is_some_and(|p| !p.is_empty() && store::is_safe_id(&p.replace('.', "-")))
-                };
+                let ok = |p: Option<&str>| p.is_some_and(is_github_name);
                 ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
             })
             .ok_or_else(|| Failure::Usage(format!("--to {to:?}: expected github:OWNER/REPO")))?;
@@ -614,3 +622,18 @@ default https://api.github.com, with GITHUB_TOKEN); the transcript is never atta
 and feedback_id is the issue number.",
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_names() {
+        for good in ["octo", "my.repo", "a-b_c", "dreamkit.rs"] {
+            assert!(is_github_name(good), "{good}");
+        }
+        for bad in ["", ".", "..", "a b", "a%2f", "x?y", &"n".repeat(101)] {
+            assert!(!is_github_name(bad), "{bad:?}");
+        }
+    }
+}

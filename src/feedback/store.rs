@@ -210,11 +210,11 @@ impl Store {
         Ok(bytes)
     }
 
-    pub fn write(&self, draft: &Draft) -> Result<PathBuf, Failure> {
-        let bytes = Self::render(draft)?;
+    /// Writes a draft rendered by [`Store::render`] (0600, atomically).
+    pub fn write(&self, draft_id: &str, rendered: &[u8]) -> Result<PathBuf, Failure> {
         create_private_dir(&self.dir).map_err(|e| Failure::io("create", &self.dir, &e))?;
-        let path = self.path_of(&draft.draft_id)?;
-        write_atomic(&path, &bytes, 0o600).map_err(|e| Failure::io("write", &path, &e))?;
+        let path = self.path_of(draft_id)?;
+        write_atomic(&path, rendered, 0o600).map_err(|e| Failure::io("write", &path, &e))?;
         Ok(path)
     }
 
@@ -273,20 +273,28 @@ impl Store {
         Ok(listed)
     }
 
-    /// Deletes drafts whose `created_at` is over 30 days before `now`; returns their ids.
-    pub fn expire(&self, now: SystemTime) -> Result<Vec<String>, Failure> {
+    /// Deletes the listed drafts whose `created_at` is over 30 days before `now`; returns the
+    /// rest of the listing and the ids deleted.
+    pub fn expire(
+        &self,
+        listed: Vec<Listed>,
+        now: SystemTime,
+    ) -> Result<(Vec<Listed>, Vec<String>), Failure> {
+        let mut kept = Vec::with_capacity(listed.len());
         let mut expired = Vec::new();
-        for item in self.list()? {
-            if let Listed::Draft(draft, path) = item {
-                let old = parse_rfc3339(&draft.created_at)
-                    .is_some_and(|at| now.duration_since(at).is_ok_and(|age| age > EXPIRY));
-                if old {
+        for item in listed {
+            match item {
+                Listed::Draft(draft, path)
+                    if parse_rfc3339(&draft.created_at)
+                        .is_some_and(|at| now.duration_since(at).is_ok_and(|age| age > EXPIRY)) =>
+                {
                     std::fs::remove_file(&path).map_err(|e| Failure::io("delete", &path, &e))?;
                     expired.push(draft.draft_id);
                 }
+                other => kept.push(other),
             }
         }
-        Ok(expired)
+        Ok((kept, expired))
     }
 
     /// Keeps the newest [`MAX_DRAFTS`] drafts; returns the ids of those deleted.
