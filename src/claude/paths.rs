@@ -224,11 +224,12 @@ fn base36(mut n: u64) -> String {
 /// process is started: this runs on every turn). A linked worktree resolves to its main
 /// repository, so all worktrees of a repository share one memory, as in Claude Code.
 pub fn git_root(dir: &Path) -> Option<PathBuf> {
-    let top = dir
+    // One lstat per level; the usual `.git` directory needs nothing more.
+    let (top, meta) = dir
         .ancestors()
-        .find(|d| d.join(".git").symlink_metadata().is_ok())?;
+        .find_map(|d| Some((d, d.join(".git").symlink_metadata().ok()?)))?;
     let dot_git = top.join(".git");
-    if dot_git.is_dir() {
+    if meta.is_dir() || (meta.file_type().is_symlink() && dot_git.is_dir()) {
         return Some(top.to_path_buf());
     }
     Some(worktree_main_root(top, &dot_git).unwrap_or_else(|| top.to_path_buf()))
@@ -331,6 +332,12 @@ mod tests {
         .unwrap();
         std::fs::write(repo.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
         assert_eq!(git_root(&wt.join("sub")), Some(repo.clone()));
+
+        // A .git symlink to a directory is a repository too.
+        let linked = tmp.path().join("linked");
+        std::fs::create_dir_all(linked.join("sub")).unwrap();
+        std::os::unix::fs::symlink(repo.join(".git"), linked.join(".git")).unwrap();
+        assert_eq!(git_root(&linked.join("sub")), Some(linked.clone()));
 
         // A submodule-style .git file without commondir stays where it is.
         let sm = tmp.path().join("sm");
