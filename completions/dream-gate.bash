@@ -23,7 +23,7 @@ _dream__gate() {
 
     case "${cmd}" in
         dream__gate)
-            opts="-q -v -h -V --quiet --verbose --pretty --cwd --memory-dir --transcripts-dir --backend --current-session --min-hours --min-sessions --scan-interval --help --version"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --cwd --memory-dir --transcripts-dir --backend --current-session --min-hours --min-sessions --scan-interval --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

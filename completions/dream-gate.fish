@@ -9,5 +9,7 @@ complete -c dream-gate -l scan-interval -d 'Least time between two scans of the 
 complete -c dream-gate -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-gate -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-gate -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-gate -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-gate -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-gate -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dream-gate -s V -l version -d 'Print version'

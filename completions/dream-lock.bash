@@ -35,7 +35,7 @@ _dream__lock() {
 
     case "${cmd}" in
         dream__lock)
-            opts="-q -v -h -V --quiet --verbose --pretty --help --version acquire release status exec"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --help --version acquire release status exec"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -49,7 +49,7 @@ _dream__lock() {
             return 0
             ;;
         dream__subcmd__lock__subcmd__acquire)
-            opts="-q -v -h --cwd --memory-dir --transcripts-dir --backend --pid --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --cwd --memory-dir --transcripts-dir --backend --pid --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -83,7 +83,7 @@ _dream__lock() {
             return 0
             ;;
         dream__subcmd__lock__subcmd__exec)
-            opts="-q -v -h --cwd --memory-dir --transcripts-dir --backend --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --cwd --memory-dir --transcripts-dir --backend --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -113,7 +113,7 @@ _dream__lock() {
             return 0
             ;;
         dream__subcmd__lock__subcmd__release)
-            opts="-q -v -h --cwd --memory-dir --transcripts-dir --backend --outcome --token --prior-mtime --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --cwd --memory-dir --transcripts-dir --backend --outcome --token --prior-mtime --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -155,7 +155,7 @@ _dream__lock() {
             return 0
             ;;
         dream__subcmd__lock__subcmd__status)
-            opts="-q -v -h --cwd --memory-dir --transcripts-dir --backend --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --cwd --memory-dir --transcripts-dir --backend --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

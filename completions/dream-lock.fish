@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dream_lock_global_optspecs
-    string join \n q/quiet v/verbose pretty h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input h/help V/version
 end
 
 function __fish_dream_lock_needs_command
@@ -27,6 +27,8 @@ end
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-lock -n "__fish_dream_lock_needs_command" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-lock -n "__fish_dream_lock_needs_command" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -s V -l version -d 'Print version'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "acquire" -d 'Take the lock (exit 0) or report its holder (exit 1)'
@@ -41,6 +43,8 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l pid -d
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s h -l help -d 'Print help'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -F
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l memory-dir -d 'Memory directory, overriding every other rule' -r -F
@@ -54,6 +58,8 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l prior-
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -F
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l memory-dir -d 'Memory directory, overriding every other rule' -r -F
@@ -62,6 +68,8 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l backend
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s h -l help -d 'Print help'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -F
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l memory-dir -d 'Memory directory, overriding every other rule' -r -F
@@ -70,4 +78,6 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l backend -
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s h -l help -d 'Print help'

@@ -38,7 +38,7 @@ _feedback() {
 
     case "${cmd}" in
         feedback)
-            opts="-q -v -h -V --quiet --verbose --pretty --help --version queue list show send discard"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --help --version queue list show send discard"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -52,7 +52,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__discard)
-            opts="-q -v -h --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -66,7 +66,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__list)
-            opts="-q -v -h --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -80,7 +80,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__queue)
-            opts="-q -v -h --type --title --details --area --trigger --session --model --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --type --title --details --area --trigger --session --model --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -122,7 +122,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__send)
-            opts="-q -v -h --endpoint --to --with-transcript --transcript --yes --timeout --retries --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --endpoint --to --with-transcript --transcript --yes --timeout --retries --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -156,7 +156,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__show)
-            opts="-q -v -h --quiet --verbose --pretty --help"
+            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -23,7 +23,7 @@ _recap() {
 
     case "${cmd}" in
         recap)
-            opts="-q -v -h -V --quiet --verbose --pretty --transcript --cwd --memory-dir --transcripts-dir --auto --away-ms --delay-ms --cache-ttl-ms --cache-age-ms --draft --pending-work --rate-limited --provider --model --timeout --deadline --retries --help --version"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --transcript --cwd --memory-dir --transcripts-dir --auto --away-ms --delay-ms --cache-ttl-ms --cache-age-ms --draft --pending-work --rate-limited --provider --model --timeout --deadline --retries --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -16,6 +16,8 @@ complete -c recap -l retries -d 'Retries after 429, 529, 5xx, resets and timeout
 complete -c recap -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c recap -s v -l verbose -d 'Explain decisions on stderr'
 complete -c recap -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c recap -l compact -d 'One-line JSON output, even on a terminal'
+complete -c recap -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c recap -l auto -d 'Away-summary mode: apply the gates, then append the summary to the transcript'
 complete -c recap -l pending-work -d 'Work is still running (tools, background tasks): skip'
 complete -c recap -l rate-limited -d 'The account is rate-limited: skip'

@@ -14,8 +14,22 @@ pub struct CommonArgs {
     #[arg(short, long, global = true)]
     pub verbose: bool,
     /// Indent the JSON output (the default when stdout is a terminal)
-    #[arg(long, global = true)]
+    #[arg(long, global = true, conflicts_with = "compact")]
     pub pretty: bool,
+    /// One-line JSON output, even on a terminal
+    #[arg(long, global = true)]
+    pub compact: bool,
+    /// Read no stdin (as jq's -n): for loops and scripts whose stdin is not for us
+    #[arg(short = 'n', long, global = true)]
+    pub null_input: bool,
+}
+
+impl CommonArgs {
+    /// Whether the JSON is indented: `--pretty`, else `--compact`, else when stdout is a terminal.
+    pub fn pretty_output(&self) -> bool {
+        use std::io::IsTerminal;
+        self.pretty || (!self.compact && std::io::stdout().is_terminal())
+    }
 }
 
 /// Which project and where its Claude Code files are. Flags win over stdin.

@@ -1,6 +1,7 @@
 //! Reading stdin: nothing, a Claude Code hook payload, or an envelope.
 
 use std::io::{IsTerminal, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
@@ -20,11 +21,24 @@ pub enum Input {
     Envelope(Envelope),
 }
 
+/// Set once by the shared `main` for `-n`/`--null-input`: stdin is never read.
+static NULL_INPUT: AtomicBool = AtomicBool::new(false);
+
+/// `-n`: from now on [`Input::from_stdin`] reads nothing.
+pub fn set_null_input(null: bool) {
+    NULL_INPUT.store(null, Ordering::Relaxed);
+}
+
+/// Whether `-n` was given (tools that read plain text from stdin honour it too).
+pub fn null_input() -> bool {
+    NULL_INPUT.load(Ordering::Relaxed)
+}
+
 impl Input {
-    /// Reads the process's stdin, unless it is a terminal.
+    /// Reads the process's stdin, unless it is a terminal or `-n` was given.
     pub fn from_stdin() -> Result<Input, Failure> {
         let stdin = std::io::stdin();
-        if stdin.is_terminal() {
+        if null_input() || stdin.is_terminal() {
             return Ok(Input::Nothing);
         }
         let mut bytes = Vec::new();

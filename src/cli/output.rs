@@ -1,7 +1,7 @@
 //! Writing the one JSON document to stdout, and human diagnostics to stderr.
 
 use std::borrow::Cow;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use serde_json::Value;
 
@@ -61,10 +61,10 @@ pub fn render(json: &str, pretty: bool) -> Cow<'_, [u8]> {
     }
 }
 
-/// Writes the document to stdout. A closed pipe (`| head`) is not an error worth reporting.
-pub fn write_stdout(json: &str, pretty_flag: bool) -> std::io::Result<()> {
+/// Writes the document to stdout, indented when `pretty`. A closed pipe (`| head`) is not an
+/// error worth reporting.
+pub fn write_stdout(json: &str, pretty: bool) -> std::io::Result<()> {
     let stdout = std::io::stdout();
-    let pretty = pretty_flag || stdout.is_terminal();
     let mut lock = stdout.lock();
     let result = lock
         .write_all(&render(json, pretty))

@@ -15,6 +15,9 @@ pub struct Outcome {
     pub exit: Exit,
     /// `None` only when a child process owned stdout (`dream-lock exec`).
     pub json: Option<String>,
+    /// Why the answer is a clean "no": printed as one line on stderr (unless `-q`) when the
+    /// exit code is 1, so a person sees why without reading the JSON.
+    pub note: Option<String>,
 }
 
 impl Outcome {
@@ -23,12 +26,14 @@ impl Outcome {
             Ok(json) => Outcome {
                 exit,
                 json: Some(json),
+                note: None,
             },
             Err(e) => {
                 let failure = Failure::environment(format!("cannot serialise the output: {e}"));
                 Outcome {
                     exit: failure.exit(),
                     json: Some(failure.to_document().to_string()),
+                    note: None,
                 }
             }
         }
@@ -36,7 +41,17 @@ impl Outcome {
 
     /// Ends the process without a document of ours.
     pub fn without_document(exit: Exit) -> Self {
-        Outcome { exit, json: None }
+        Outcome {
+            exit,
+            json: None,
+            note: None,
+        }
+    }
+
+    /// The one human line that says why (shown for exit 1).
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.note = Some(note.into());
+        self
     }
 }
 
@@ -64,13 +79,19 @@ pub fn main<T: Tool>() -> ExitCode {
         Err(err) => return clap_exit(&name, err),
     };
     let common = args.common().clone();
+    super::input::set_null_input(common.null_input);
     let diag = Diag::new(&name, common.quiet, common.verbose);
     let outcome = args.run(&diag).unwrap_or_else(|failure| {
         diag.warn(&failure.to_string());
         Outcome::new(failure.exit(), &failure.to_document())
     });
+    if outcome.exit == Exit::No {
+        if let Some(note) = &outcome.note {
+            diag.warn(note);
+        }
+    }
     if let Some(json) = &outcome.json {
-        if let Err(e) = write_stdout(json, common.pretty) {
+        if let Err(e) = write_stdout(json, common.pretty_output()) {
             diag.warn(&format!("cannot write stdout: {e}"));
             return Exit::Environment.into();
         }
