@@ -4,6 +4,7 @@
 
 pub mod claude;
 pub mod cli;
+pub mod dream;
 pub mod dream_lock;
 pub mod feedback;
 pub mod files;
@@ -23,6 +24,10 @@ pub fn doc_pages() -> Vec<cli::docs::Page> {
         cli::docs::Page {
             command: dream_lock::Args::command(),
             sections: dream_lock::MAN_SECTIONS,
+        },
+        cli::docs::Page {
+            command: dream::Args::command(),
+            sections: dream::MAN_SECTIONS,
         },
         cli::docs::Page {
             command: recap::Args::command(),

@@ -1,0 +1,193 @@
+//! Looking back at runs: `tasks`, `pending`, and `undo`.
+
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use super::snapshot::Snapshot;
+use super::tasks::{self, TaskRecord, TaskStore};
+use super::{PendingArgs, TasksArgs, UndoArgs};
+use crate::claude::paths::ProjectHints;
+use crate::claude::{Env, Project};
+use crate::cli::time::rfc3339;
+use crate::cli::{Diag, Exit, Failure, Input, LocationArgs, Outcome};
+use crate::lock::{Acquired, RunOutcome};
+
+fn project(location: &LocationArgs) -> Result<Project, Failure> {
+    let (hints, _hook, _envelope) = ProjectHints::gather(location, Input::from_stdin()?)?;
+    Ok(Project::resolve(&hints, &Env::from_process())?.0)
+}
+
+/// `dream-run tasks`: every record, newest first; a running record whose process is gone is
+/// shown as what it is, a failed run (`error: "orphaned"`).
+pub(super) fn tasks(args: &TasksArgs) -> Result<Outcome, Failure> {
+    let project = project(&args.location)?;
+    let store = TaskStore::new(&project.state_dir);
+    let (records, unreadable) = store
+        .list()
+        .map_err(|e| Failure::io("list the task records in", &project.state_dir, &e))?;
+    let records: Vec<TaskRecord> = records
+        .into_iter()
+        .map(|mut r| {
+            if r.is_orphaned() {
+                r.status = "failed".into();
+                r.error = Some("orphaned".into());
+            }
+            r
+        })
+        .collect();
+    Ok(Outcome::new(
+        Exit::Yes,
+        &json!({"tasks": records, "unreadable": unreadable}),
+    ))
+}
+
+/// `dream-run pending [--clear]`.
+pub(super) fn pending(args: &PendingArgs) -> Result<Outcome, Failure> {
+    let project = project(&args.location)?;
+    let state = &project.state_dir;
+    let updates = tasks::read_pending(state)
+        .map_err(|e| Failure::io("read", &tasks::pending_path(state), &e))?;
+    if args.clear && !updates.is_empty() {
+        tasks::clear_pending(state, &updates)
+            .map_err(|e| Failure::io("clear", &tasks::pending_path(state), &e))?;
+    }
+    Ok(Outcome::new(
+        Exit::Yes,
+        &json!({"updates": updates, "cleared": args.clear && !updates.is_empty()}),
+    ))
+}
+
+/// `dream-run undo [TASK_ID]`: under the lock, put the files a completed run touched back as
+/// they were before it, unless one of them changed since.
+pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
+    let project = project(&args.location)?;
+    let store = TaskStore::new(&project.state_dir);
+    let mut record = match &args.task_id {
+        Some(id) => {
+            if !is_task_id(id) {
+                return Err(Failure::bad_input(format!("{id:?} is not a task id")));
+            }
+            match store.load(id) {
+                Ok(record) => record,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(Outcome::new(
+                        Exit::No,
+                        &json!({"undone": false, "reason": "not_found", "task_id": id}),
+                    )
+                    .with_note(format!("no task {id}")))
+                }
+                Err(e) => return Err(Failure::io("read", &store.path_of(id), &e)),
+            }
+        }
+        None => {
+            let (records, _) = store
+                .list()
+                .map_err(|e| Failure::io("list the task records in", &project.state_dir, &e))?;
+            match records
+                .into_iter()
+                .find(|r| r.status == "completed" && r.undone_at.is_none() && r.snapshot.is_some())
+            {
+                Some(record) => record,
+                None => {
+                    return Ok(Outcome::new(
+                        Exit::No,
+                        &json!({"undone": false, "reason": "nothing_to_undo"}),
+                    )
+                    .with_note("no completed run with a snapshot to undo"))
+                }
+            }
+        }
+    };
+    let refuse = |reason: &str, note: String, files: Vec<String>| {
+        Ok(Outcome::new(
+            Exit::No,
+            &json!({"undone": false, "reason": reason, "task_id": record.task_id, "files": files}),
+        )
+        .with_note(note))
+    };
+    if record.status != "completed" || record.undone_at.is_some() {
+        let why = if record.undone_at.is_some() {
+            "already undone".to_string()
+        } else {
+            format!("it is {}", record.status)
+        };
+        return refuse("not_undoable", format!("task {} cannot be undone: {why}", record.task_id), vec![]);
+    }
+    let Some(snapshot_dir) = record.snapshot.clone() else {
+        return refuse(
+            "no_snapshot",
+            format!("task {} changed nothing or its snapshot was pruned", record.task_id),
+            vec![],
+        );
+    };
+    let snapshot = Snapshot::load(std::path::Path::new(&snapshot_dir))
+        .map_err(|e| Failure::io("read the snapshot", std::path::Path::new(&snapshot_dir), &e))?;
+
+    let backend = args.backend.open(&project)?;
+    let lease = match backend.acquire(std::process::id(), SystemTime::now())? {
+        Acquired::Yes(lease) => lease,
+        Acquired::Held { holder_pid, .. } => {
+            return Ok(Outcome::new(
+                Exit::No,
+                &json!({"undone": false, "reason": "busy", "task_id": record.task_id, "holder_pid": holder_pid}),
+            )
+            .with_note(format!(
+                "the consolidation lock is held by {}: try again later",
+                holder_pid.map_or("another process".into(), |p| format!("PID {p}"))
+            )))
+        }
+    };
+    // Undo is not a consolidation: the release rolls the last-consolidated time back.
+    let release = |diag: &Diag| match backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+        Ok(_) => {}
+        Err(failure) => diag.warn(&format!("cannot release the lock: {failure}")),
+    };
+    let memory_dir = &project.memory_dir;
+    let changed = match snapshot.changed_since(memory_dir) {
+        Ok(changed) => changed,
+        Err(e) => {
+            release(diag);
+            return Err(Failure::io("read", memory_dir, &e));
+        }
+    };
+    if !changed.is_empty() {
+        release(diag);
+        let files: Vec<String> = changed
+            .iter()
+            .map(|rel| memory_dir.join(rel).to_string_lossy().into_owned())
+            .collect();
+        return refuse(
+            "changed_since",
+            format!(
+                "not undone: changed since the run: {}",
+                files.join(", ")
+            ),
+            files,
+        );
+    }
+    let touched: Vec<String> = snapshot.manifest.after.keys().cloned().collect();
+    let restored = snapshot.restore(memory_dir, &touched);
+    release(diag);
+    restored.map_err(|e| Failure::io("restore the memory dir", memory_dir, &e))?;
+    record.undone_at = Some(rfc3339(SystemTime::now()));
+    store
+        .save(&record)
+        .map_err(|e| Failure::io("write", &store.path_of(&record.task_id), &e))?;
+    let files: Vec<String> = touched
+        .iter()
+        .map(|rel| memory_dir.join(rel).to_string_lossy().into_owned())
+        .collect();
+    diag.info(&format!("undid task {}: {} files restored", record.task_id, files.len()));
+    Ok(Outcome::new(
+        Exit::Yes,
+        &json!({"undone": true, "task_id": record.task_id, "files": files}),
+    ))
+}
+
+/// Task ids name files: letters, digits and `-` only.
+fn is_task_id(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}

@@ -1,0 +1,193 @@
+//! `dream-run`: the restricted consolidation agent, and its history (`tasks`, `pending`,
+//! `undo`). The agent's tools and their policy live in `sandbox`, attackable on their own.
+
+pub mod digest;
+mod history;
+pub mod prompt;
+mod run;
+pub mod sandbox;
+pub mod snapshot;
+pub mod tasks;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::cli::duration::parse_duration;
+use crate::cli::{CommonArgs, Diag, Failure, LocationArgs, Outcome, Tool};
+use crate::lock::BackendArgs;
+use crate::model::ModelArgs;
+
+/// The file lock's holder claim lapses after an hour and is never refreshed, so a run under it
+/// must end well before: `--deadline` is capped here for the file backend.
+pub const FILE_LOCK_MAX_DEADLINE: Duration = Duration::from_secs(50 * 60);
+
+/// Run one memory consolidation, or look at past ones.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "dream-run",
+    version,
+    args_conflicts_with_subcommands = true,
+    about = "Run the restricted memory-consolidation agent",
+    long_about = "Run one memory consolidation (\"dream\") over the sessions a dream-gate \
+envelope lists: a model conversation with five sandboxed tools (read-only shell, read, write, \
+edit, delete of .md files inside the memory dir), fenced by the consolidation lock, with a \
+snapshot that is restored when the run fails and kept for `undo` when it completes. Reads the \
+envelope on stdin and prints it with its `run` section.",
+    mut_arg("deadline", |a| a
+        .default_value("15m")
+        .help("Deadline for the whole run (at most 50m with the file lock)")),
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(subcommand)]
+    pub command: Option<Subcommand>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Subcommand {
+    /// List task records, newest first (a running record whose process is gone is orphaned)
+    Tasks(TasksArgs),
+    /// Memory updates not yet announced to a session (`--clear` empties the list)
+    Pending(PendingArgs),
+    /// Put the memory dir back as it was before a completed run
+    Undo(UndoArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Most assistant turns before the run is stopped as failed
+    #[arg(long, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: u32,
+    /// Most tokens (input, output and cache writes) the run may use
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    pub max_tokens: u64,
+    /// Let the shell tool read the project directory too (to check memory against the code)
+    #[arg(long)]
+    pub read_project: bool,
+    /// Run without holding the consolidation lock (no fencing)
+    #[arg(long)]
+    pub unlocked: bool,
+    /// Print {prompt, tools, sessions} and stop: no model request, no credentials needed
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Keep what a failed or aborted run wrote instead of restoring the snapshot
+    #[arg(long)]
+    pub keep_partial: bool,
+    /// Progress as JSON Lines events on stderr (turn, tool, file_touched, done)
+    #[arg(long)]
+    pub events: bool,
+    /// Append a memory_saved record to this Claude Code transcript when files changed
+    #[arg(long, value_name = "PATH")]
+    pub notify_transcript: Option<PathBuf>,
+    /// Per-command timeout of the agent's shell tool
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub shell_timeout: Duration,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct TasksArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct PendingArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// Empty the list after printing it (a SessionStart hook does this)
+    #[arg(long)]
+    pub clear: bool,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct UndoArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The run to undo [default: the latest completed run]
+    #[arg(value_name = "TASK_ID")]
+    pub task_id: Option<String>,
+}
+
+impl Tool for Args {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+        match self.command {
+            Some(Subcommand::Tasks(args)) => history::tasks(&args),
+            Some(Subcommand::Pending(args)) => history::pending(&args),
+            Some(Subcommand::Undo(args)) => history::undo(&args, diag),
+            None => run::run(&self.run, &self.common, diag),
+        }
+    }
+}
+
+/// Prose for the man page.
+pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "THE RUN",
+        "dream-run reads the envelope (project, gate.sessions, lock) from stdin. It refuses to \
+run without a held lock (lock.acquired true with its token, or DREAMKIT_LOCK_TOKEN under \
+`dream-lock exec`) unless --unlocked. Without gate.sessions it lists the sessions changed since \
+the last consolidation itself.
+
+It builds a digest of each session under <state_dir>/digests/ (real user turns, assistant \
+text and tool calls named with their key argument; rebuilt only when a transcript's size or \
+mtime changed), then runs one model conversation (the main model, prompt caching on the stable \
+prefix) with five tools: shell (ls find grep cat stat wc head tail joined by |, no shell, paths \
+confined to the memory dir, transcripts dir, digests and with --read-project the project dir; \
+Landlock-confined where the kernel offers it, see -v), read_file, write_file, edit_file and \
+delete_file (.md files strictly inside the memory dir, no symlinks, no protected folders such as \
+.git or agents, atomic writes). A refused tool call is an error the model sees; the run goes on.
+
+Before every write the lock token is checked with the backend; a lost lock stops the run \
+(status failed, error lock_lost) without restoring, since a restore would itself be an \
+unfenced write; the task record names the snapshot for a manual restore. Before the first \
+write the memory dir's .md files are copied to <state_dir>/snapshots/<task_id>/. A failed or \
+aborted run restores the files it touched (unless --keep-partial); files it did not touch, such \
+as a note Claude Code wrote meanwhile, are never changed.",
+    ),
+    (
+        "RESULT",
+        "run = {status: completed|failed|aborted, task_id, mode, error, message, \
+sessions_reviewed, files_touched, diff: {created, modified, deleted}, warnings, summary, turns, \
+usage, landlock}. warnings may hold index_over_limit (MEMORY.md over 200 lines or 25,000 \
+characters). error is one of max_turns, deadline, max_tokens, lock_lost, model (with the model \
+error kind in message), environment, interrupted.
+
+A completed run that changed files appends {source: \"dream\", task_id, files_touched, at} to \
+<state_dir>/pending-updates.jsonl and, with --notify-transcript PATH, a memory_saved record to \
+that transcript (one O_APPEND write, undone if short).
+
+Exit codes: 0 completed; 1 the run did not complete for a limit (max_turns, deadline, \
+max_tokens) or lost its lock, or an upstream stage said no (the envelope passes through); 2 bad \
+input or no lock; 3 local failure; 4 model failure after retries; 130/143 SIGINT/SIGTERM (the \
+run is recorded aborted and restored).",
+    ),
+    (
+        "HISTORY",
+        "Task records are <state_dir>/tasks/<task_id>.json, rewritten atomically as the run \
+goes: {task_id, type, status, phase, sessions_reviewing, files_touched, turns (the last 30), \
+prior_mtime, lock_token, pid, started_at, ended_at, usage, error, snapshot}. `dream-run tasks` \
+lists them newest first and reports a running record whose process is gone as failed with \
+error orphaned. The snapshots of the last 10 completed runs are kept: `dream-run undo \
+[TASK_ID]` takes the lock like a run, puts the files that run touched back as they were before \
+it, and releases (the last-consolidated time is left as it was); when a file the run touched \
+has changed since, it refuses with exit 1 and names the files. `dream-run pending [--clear]` \
+prints {updates: [...]} for a SessionStart hook and empties the list.",
+    ),
+];

@@ -1,0 +1,860 @@
+//! One consolidation: the envelope in, digests, the agent loop over the sandboxed tools with
+//! fencing and a snapshot, the task record kept current, the envelope with `run` out.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::digest::{self, Digest};
+use super::prompt;
+use super::sandbox::{Change, GuardRefusal, Limits, Sandbox, WriteGuard};
+use super::snapshot::{self, Diff, Snapshot};
+use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore, Turn};
+use super::{RunArgs, FILE_LOCK_MAX_DEADLINE};
+use crate::claude::paths::ProjectHints;
+use crate::claude::sessions::{is_session_id, sessions_touched_since};
+use crate::claude::transcript::{cut_chars, BackwardReader};
+use crate::claude::{Env, Project};
+use crate::cli::time::{from_epoch_ms, rfc3339};
+use crate::cli::{signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, Outcome};
+use crate::lock::Backend;
+use crate::model::{Block, Client, Message, Request, Role, SystemBlock, Tier, Usage};
+
+/// Most output tokens per model answer: room for a whole topic file in one `write_file`.
+const MAX_ANSWER_TOKENS: u32 = 8192;
+/// A turn's text in the task record and events is cut to this.
+const TURN_TEXT_CHARS: usize = 500;
+/// The final summary is cut to this.
+const SUMMARY_CHARS: usize = 1000;
+
+/// The envelope's `lock` section as dream-run reads it.
+#[derive(Debug, Default, Deserialize)]
+struct LockSection {
+    acquired: Option<Value>,
+    token: Option<Value>,
+    prior_mtime: Option<Value>,
+}
+
+/// The lease this run writes under: its fencing token and the time a roll-back restores.
+#[derive(Debug, Clone, Default)]
+struct Claim {
+    token: Option<String>,
+    prior_mtime: i64,
+}
+
+impl Claim {
+    /// From the envelope's `lock` (an explicit `acquired: true` with a string token) or, under
+    /// `dream-lock exec`, `DREAMKIT_LOCK_TOKEN`. Wrong types are bad input.
+    fn read(envelope: &Envelope, env: &Env) -> Result<Claim, Failure> {
+        let section: LockSection = envelope.section("lock")?.unwrap_or_default();
+        let mut claim = Claim::default();
+        match &section.acquired {
+            None => {}
+            Some(Value::Bool(true)) => match &section.token {
+                Some(Value::String(token)) if !token.is_empty() => {
+                    claim.token = Some(token.clone())
+                }
+                other => {
+                    return Err(Failure::bad_input(format!(
+                        "envelope field `lock.token` must be a non-empty string, not {}",
+                        other.as_ref().map_or("missing".into(), Value::to_string)
+                    )))
+                }
+            },
+            Some(other) => {
+                return Err(Failure::bad_input(format!(
+                    "envelope field `lock.acquired` must be true or false, not {other}"
+                )))
+            }
+        }
+        match &section.prior_mtime {
+            None | Some(Value::Null) => {}
+            Some(value) => {
+                claim.prior_mtime = value.as_i64().filter(|ms| *ms >= 0).ok_or_else(|| {
+                    Failure::bad_input(format!(
+                        "envelope field `lock.prior_mtime` must be epoch milliseconds, not {value}"
+                    ))
+                })?
+            }
+        }
+        if claim.token.is_none() {
+            claim.token = env
+                .get("DREAMKIT_LOCK_TOKEN")
+                .and_then(|t| t.to_str())
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+        }
+        Ok(claim)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct GateSection {
+    sessions: Option<Vec<GateSession>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct GateSession {
+    id: String,
+    path: Option<PathBuf>,
+}
+
+/// The sessions to review: the gate's list, or (without one) every session changed since the
+/// last consolidation, leaving out the hook's own session.
+fn sessions(
+    envelope: &Envelope,
+    project: &Project,
+    since: Option<SystemTime>,
+    exclude: Option<&str>,
+) -> Result<Vec<(String, PathBuf)>, Failure> {
+    let gate: GateSection = envelope.section("gate")?.unwrap_or_default();
+    let Some(listed) = gate.sessions else {
+        let found = sessions_touched_since(&project.transcripts_dir, since, exclude)
+            .map_err(|e| Failure::io("list", &project.transcripts_dir, &e))?;
+        return Ok(found.into_iter().map(|s| (s.id, s.path)).collect());
+    };
+    listed
+        .into_iter()
+        .map(|s| {
+            // The id names files under the state dir: only real session ids.
+            if !is_session_id(&s.id) {
+                return Err(Failure::bad_input(format!(
+                    "envelope field `gate.sessions`: {:?} is not a session id",
+                    s.id
+                )));
+            }
+            let path = s
+                .path
+                .unwrap_or_else(|| project.transcripts_dir.join(format!("{}.jsonl", s.id)));
+            Ok((s.id, path))
+        })
+        .collect()
+}
+
+/// The `run` section.
+#[derive(Debug, Clone, Serialize)]
+struct RunSection {
+    status: &'static str,
+    task_id: String,
+    mode: &'static str,
+    error: Option<&'static str>,
+    message: Option<String>,
+    sessions_reviewed: usize,
+    files_touched: Vec<String>,
+    diff: Diff,
+    warnings: Vec<&'static str>,
+    summary: Option<String>,
+    turns: usize,
+    usage: Usage,
+    landlock: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot: Option<String>,
+}
+
+pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Outcome, Failure> {
+    // Before anything is written, so no signal can leave a half-done run unrecorded.
+    signals::catch_interrupts()
+        .map_err(|e| Failure::environment(format!("cannot install signal handlers: {e}")))?;
+    let (hints, hook, envelope) = ProjectHints::gather(&args.location, Input::from_stdin()?)?;
+    if envelope.upstream_declined() {
+        return Ok(Outcome::new(Exit::No, &envelope)
+            .with_note("passed through: an earlier stage said no, nothing was consolidated"));
+    }
+    let env = Env::from_process();
+    let (project, _settings) = Project::resolve(&hints, &env)?;
+    let backend = args.backend.open(&project)?;
+    let claim = Claim::read(&envelope, &env)?;
+    if claim.token.is_none() && !args.unlocked && !args.dry_run {
+        return Err(Failure::Usage(
+            "no lock: run dream-run after `dream-lock acquire` (its envelope on stdin) or under \
+`dream-lock exec`, or pass --unlocked"
+                .into(),
+        ));
+    }
+    let since = if claim.prior_mtime > 0 {
+        Some(from_epoch_ms(claim.prior_mtime))
+    } else if claim.token.is_some() {
+        None
+    } else {
+        backend.last_consolidated()?
+    };
+    let exclude = hook.as_ref().and_then(|h| h.session_id.as_deref());
+    let sessions = sessions(&envelope, &project, since, exclude)?;
+    let (digests, problems) = digest::build_all(&project.state_dir, &sessions)
+        .map_err(|e| Failure::io("write digests under", &project.state_dir, &e))?;
+    for problem in &problems {
+        diag.warn(&format!("no digest: {problem}"));
+    }
+    let session_ids: Vec<String> = sessions.iter().map(|(id, _)| id.clone()).collect();
+    let project_dir = args.read_project.then_some(project.cwd.as_path());
+    let task = prompt::task_prompt(
+        &project.memory_dir,
+        &project.transcripts_dir,
+        &digests,
+        &session_ids,
+        project_dir,
+    );
+    if args.dry_run {
+        let document = json!({
+            "prompt": format!("{}\n\n{task}", prompt::system_prompt()),
+            "tools": Sandbox::tool_specs().iter().map(|t| json!({
+                "name": t.name, "description": t.description, "input_schema": t.input_schema,
+            })).collect::<Vec<_>>(),
+            "sessions": session_ids,
+            "digests": digests,
+        });
+        return Ok(Outcome::new(Exit::Yes, &document));
+    }
+
+    let mut deadline = args.model.deadline;
+    if backend.name() == "file" && deadline > FILE_LOCK_MAX_DEADLINE {
+        diag.warn("--deadline is capped at 50m with the file lock (its claim lapses after an hour)");
+        deadline = FILE_LOCK_MAX_DEADLINE;
+    }
+    // Credentials and flags are checked before anything is recorded.
+    let client = Client::new(args.model.config(&env, Tier::Main)?)?;
+    std::fs::create_dir_all(&project.memory_dir)
+        .map_err(|e| Failure::io("create", &project.memory_dir, &e))?;
+
+    let mut roots = vec![
+        project.memory_dir.clone(),
+        project.transcripts_dir.clone(),
+        project.state_dir.join(digest::DIGESTS_DIR),
+    ];
+    roots.extend(project_dir.map(Path::to_path_buf));
+    roots.retain(|r| r.exists());
+    let limits = Limits {
+        shell_timeout: args.shell_timeout,
+        ..Limits::default()
+    };
+    let sandbox = Sandbox::new(&project.memory_dir, &roots, limits)
+        .map_err(|e| Failure::io("set up the sandbox for", &project.memory_dir, &e))?;
+    diag.info(&format!(
+        "sandbox: Landlock {}",
+        if sandbox.landlock_active() {
+            "active (spawned commands can only read the readable roots)"
+        } else {
+            "not available on this kernel (the tokenizer's checks still apply)"
+        }
+    ));
+
+    let store = TaskStore::new(&project.state_dir);
+    let task_id = new_task_id();
+    let mut record = TaskRecord::new(&task_id, sessions.len(), claim.prior_mtime, claim.token.clone());
+    store
+        .save(&record)
+        .map_err(|e| Failure::io("write the task record in", &project.state_dir, &e))?;
+    diag.info(&format!(
+        "task {task_id}: {} sessions, {} digests, model {}",
+        sessions.len(),
+        digests.len(),
+        client.model()
+    ));
+
+    let mut agent = Agent {
+        args,
+        diag,
+        project: &project,
+        backend: backend.as_ref(),
+        claim: &claim,
+        sandbox,
+        store: &store,
+        record: &mut record,
+        snapshot: None,
+        touched: Vec::new(),
+        usage: Usage::default(),
+        progress: Progress::new(args, common),
+        fence_failure: None,
+    };
+    let end = agent.converse(&client, &task, deadline);
+    let section = agent.finish(end, &digests);
+    let exit = section.exit;
+    let mut outcome = Outcome::new(exit, &envelope.with("run", &section.run));
+    if exit == Exit::No {
+        outcome = outcome.with_note(format!(
+            "run {}: {}",
+            section.run.status,
+            section.run.message.as_deref().unwrap_or("did not complete")
+        ));
+    }
+    Ok(outcome)
+}
+
+/// `20261203T131500Z-1a2b3c4d`: sorts by time, unique, safe as a file name.
+fn new_task_id() -> String {
+    let stamp = rfc3339(SystemTime::now());
+    let compact: String = stamp
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(15)
+        .collect();
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{compact}Z-{}", &random[..8])
+}
+
+/// How the conversation ended.
+#[derive(Debug)]
+enum End {
+    Completed { summary: String },
+    Failed { error: &'static str, message: String, exit: Exit },
+    LockLost { message: String },
+    Aborted { signal: i32 },
+}
+
+struct Finished {
+    exit: Exit,
+    run: RunSection,
+}
+
+/// A run in progress: everything the loop and the write guard share.
+struct Agent<'a> {
+    args: &'a RunArgs,
+    diag: &'a Diag,
+    project: &'a Project,
+    backend: &'a dyn Backend,
+    claim: &'a Claim,
+    sandbox: Sandbox,
+    store: &'a TaskStore,
+    record: &'a mut TaskRecord,
+    snapshot: Option<Snapshot>,
+    /// Relative to the memory dir, in the order first touched.
+    touched: Vec<String>,
+    usage: Usage,
+    progress: Progress,
+    /// Why the guard refused to let a write land (a lost lock, a snapshot that failed).
+    fence_failure: Option<(bool, String)>,
+}
+
+/// The write guard: the fencing check, and the snapshot before the first write.
+struct Fence<'g> {
+    backend: &'g dyn Backend,
+    token: Option<&'g str>,
+    memory_dir: &'g Path,
+    snapshot_dir: PathBuf,
+    task_id: &'g str,
+    snapshot: &'g mut Option<Snapshot>,
+    /// (lock lost, message) when the run must stop.
+    stop: Option<(bool, String)>,
+}
+
+impl WriteGuard for Fence<'_> {
+    fn before_write(&mut self, _path: &Path) -> Result<(), GuardRefusal> {
+        if let Some(token) = self.token {
+            let lost = match self.backend.holds(token) {
+                Ok(true) => None,
+                Ok(false) => Some("the consolidation lock was taken by another process".to_string()),
+                Err(failure) => Some(format!("the consolidation lock cannot be checked: {failure}")),
+            };
+            if let Some(message) = lost {
+                self.stop = Some((true, message.clone()));
+                return Err(GuardRefusal {
+                    message: format!("{message}; nothing was written and the run stops"),
+                    stop_run: true,
+                });
+            }
+        }
+        if self.snapshot.is_none() {
+            match Snapshot::take(self.memory_dir, &self.snapshot_dir, self.task_id) {
+                Ok(snapshot) => *self.snapshot = Some(snapshot),
+                Err(e) => {
+                    let message = format!(
+                        "cannot snapshot the memory dir into {}: {e}",
+                        self.snapshot_dir.display()
+                    );
+                    self.stop = Some((false, message.clone()));
+                    return Err(GuardRefusal {
+                        message,
+                        stop_run: true,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Agent<'_> {
+    fn converse(&mut self, client: &Client, task: &str, deadline: Duration) -> End {
+        let started = Instant::now();
+        let mut request = Request {
+            system: vec![SystemBlock {
+                text: prompt::system_prompt(),
+                cache: true,
+            }],
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![Block::Text {
+                    text: task.to_string(),
+                    cache: false,
+                }],
+            }],
+            tools: Sandbox::tool_specs(),
+            cache_tools: true,
+            max_tokens: MAX_ANSWER_TOKENS,
+            temperature: None,
+        };
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                return End::Failed {
+                    error: "environment",
+                    message: format!("cannot start the async runtime: {e}"),
+                    exit: Exit::Environment,
+                }
+            }
+        };
+        for turn in 1..=self.args.max_turns {
+            if let Some(signal) = signals::received() {
+                return End::Aborted { signal };
+            }
+            let remaining = deadline.saturating_sub(started.elapsed());
+            if remaining.is_zero() {
+                return self.deadline_passed(deadline);
+            }
+            let answer = runtime.block_on(async {
+                tokio::select! {
+                    answer = tokio::time::timeout(remaining, client.send(&request)) => Ok(answer),
+                    signal = until_signal() => Err(signal),
+                }
+            });
+            let response = match answer {
+                Err(signal) => return End::Aborted { signal },
+                Ok(Err(_elapsed)) => return self.deadline_passed(deadline),
+                Ok(Ok(Err(error))) => {
+                    return End::Failed {
+                        error: "model",
+                        message: format!("{}: {}", error.kind.as_str(), error.message),
+                        exit: Exit::Remote,
+                    }
+                }
+                Ok(Ok(Ok(response))) => response,
+            };
+            self.usage += response.usage;
+            self.record.usage = self.usage.into();
+            let calls: Vec<(String, String, Value)> = response
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, name, input } => {
+                        Some((id.clone(), name.clone(), input.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let text = response.text();
+            self.record.push_turn(Turn {
+                text: cut_chars(text.trim(), TURN_TEXT_CHARS),
+                tool_use_count: calls.len(),
+            });
+            self.progress.turn(turn, &text, calls.len());
+            self.save_record();
+            request.messages.push(Message {
+                role: Role::Assistant,
+                content: response.content.clone(),
+            });
+            if calls.is_empty() {
+                return End::Completed {
+                    summary: cut_chars(text.trim(), SUMMARY_CHARS),
+                };
+            }
+            let mut results = Vec::new();
+            for (id, name, input) in calls {
+                let result = self.call_tool(&name, &input);
+                results.push(Block::ToolResult {
+                    tool_use_id: id,
+                    content: result.0,
+                    is_error: result.1,
+                });
+                if let Some((lock_lost, message)) = self.fence_failure.take() {
+                    return if lock_lost {
+                        End::LockLost { message }
+                    } else {
+                        End::Failed {
+                            error: "environment",
+                            message,
+                            exit: Exit::Environment,
+                        }
+                    };
+                }
+                if let Some(signal) = signals::received() {
+                    return End::Aborted { signal };
+                }
+            }
+            request.messages.push(Message {
+                role: Role::User,
+                content: results,
+            });
+            let spent = self.usage.input_tokens
+                + self.usage.output_tokens
+                + self.usage.cache_creation_input_tokens;
+            if spent > self.args.max_tokens {
+                return End::Failed {
+                    error: "max_tokens",
+                    message: format!(
+                        "used {spent} tokens, over --max-tokens {}",
+                        self.args.max_tokens
+                    ),
+                    exit: Exit::No,
+                };
+            }
+        }
+        End::Failed {
+            error: "max_turns",
+            message: format!(
+                "the agent still wanted tools after --max-turns {}",
+                self.args.max_turns
+            ),
+            exit: Exit::No,
+        }
+    }
+
+    fn deadline_passed(&self, deadline: Duration) -> End {
+        End::Failed {
+            error: "deadline",
+            message: format!("the run passed its --deadline of {}s", deadline.as_secs()),
+            exit: Exit::No,
+        }
+    }
+
+    /// Runs one tool call through the sandbox; returns the tool result's text and error flag.
+    fn call_tool(&mut self, name: &str, input: &Value) -> (String, bool) {
+        let memory_dir = self.sandbox.memory_dir().to_path_buf();
+        let mut fence = Fence {
+            backend: self.backend,
+            token: self.claim.token.as_deref(),
+            memory_dir: &memory_dir,
+            snapshot_dir: snapshot::dir_of(&self.project.state_dir, &self.record.task_id),
+            task_id: &self.record.task_id,
+            snapshot: &mut self.snapshot,
+            stop: None,
+        };
+        let result = self.sandbox.call(name, input, &mut fence);
+        self.fence_failure = fence.stop.take();
+        if self.snapshot.is_some() && self.record.snapshot.is_none() {
+            self.record.phase = "updating".into();
+            self.record.snapshot = Some(
+                snapshot::dir_of(&self.project.state_dir, &self.record.task_id)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+        self.progress.tool(name, input, result.is_error);
+        if let Some((path, change)) = &result.touched {
+            let rel = path
+                .strip_prefix(&memory_dir)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .into_owned();
+            if !self.touched.contains(&rel) {
+                self.touched.push(rel.clone());
+            }
+            let absolute = self.project.memory_dir.join(&rel);
+            self.record.files_touched = self.absolute_touched();
+            self.progress.file_touched(&absolute, *change);
+            self.save_record();
+        }
+        if result.is_error {
+            self.diag.info(&format!("tool {name} refused: {}", first_line(&result.content)));
+        }
+        (result.content, result.is_error)
+    }
+
+    fn absolute_touched(&self) -> Vec<String> {
+        self.touched
+            .iter()
+            .map(|rel| self.project.memory_dir.join(rel).to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The record is best effort while running (a full disk must not stop a restore); the
+    /// final save is reported.
+    fn save_record(&self) {
+        if let Err(e) = self.store.save(self.record) {
+            self.diag.warn(&format!("cannot update the task record: {e}"));
+        }
+    }
+
+    /// Records the end, restores or keeps the files, and builds the `run` section.
+    fn finish(mut self, end: End, digests: &[Digest]) -> Finished {
+        let memory_dir = self.sandbox.memory_dir().to_path_buf();
+        let mut warnings = Vec::new();
+        let mut diff = Diff::default();
+        let (status, error, mut message, summary, exit, restore) = match end {
+            End::Completed { summary } => ("completed", None, None, Some(summary), Exit::Yes, false),
+            End::Failed {
+                error,
+                message,
+                exit,
+            } => ("failed", Some(error), Some(message), None, exit, true),
+            End::LockLost { message } => ("failed", Some("lock_lost"), Some(message), None, Exit::No, false),
+            End::Aborted { signal } => (
+                "aborted",
+                Some("interrupted"),
+                Some(format!("stopped by signal {signal}")),
+                None,
+                signals::exit_for(signal),
+                true,
+            ),
+        };
+        let mut exit = exit;
+        if status == "completed" {
+            if let Some(snapshot) = &mut self.snapshot {
+                match snapshot
+                    .diff(&memory_dir, &self.touched)
+                    .and_then(|d| snapshot.record_after(&memory_dir, &self.touched).map(|_| d))
+                {
+                    Ok(d) => diff = d,
+                    Err(e) => self.diag.warn(&format!("cannot record the run's changes: {e}")),
+                }
+            }
+            if prompt::index_over_limit(&memory_dir) {
+                warnings.push("index_over_limit");
+                self.diag.warn(&format!(
+                    "{} is over Claude Code's limits ({} lines, {} characters): the rest is never loaded",
+                    prompt::INDEX_FILE,
+                    prompt::INDEX_MAX_LINES,
+                    prompt::INDEX_MAX_CHARS
+                ));
+            }
+            if let Err(problem) = self.announce(&diff) {
+                self.diag.warn(&problem);
+                message = Some(problem);
+                exit = Exit::Environment;
+            }
+        } else if restore && !self.args.keep_partial {
+            if let Some(snapshot) = &self.snapshot {
+                match snapshot.restore(&memory_dir, &self.touched) {
+                    Ok(()) => {
+                        let _ = std::fs::remove_dir_all(&snapshot.dir);
+                        self.record.snapshot = None;
+                        self.diag.info("restored the memory dir from the snapshot");
+                    }
+                    Err(e) => {
+                        self.diag.warn(&format!(
+                            "cannot restore the snapshot {}: {e}; restore it by hand",
+                            snapshot.dir.display()
+                        ));
+                    }
+                }
+            }
+        } else if status == "failed" && self.snapshot.is_some() {
+            self.diag.warn(&format!(
+                "the lock was lost: nothing was restored; the snapshot is {}",
+                self.record.snapshot.as_deref().unwrap_or("")
+            ));
+        }
+        if let Some(m) = &message {
+            if status != "completed" {
+                self.diag.warn(&format!("run {status}: {m}"));
+            }
+        }
+        self.record.status = status.into();
+        self.record.phase = "done".into();
+        self.record.error = error.map(str::to_string);
+        self.record.ended_at = Some(rfc3339(SystemTime::now()));
+        self.record.files_touched = self.absolute_touched();
+        self.save_record();
+        if status == "completed" {
+            prune_snapshots(self.store, self.diag);
+        }
+        self.progress.done(status, &self.record.files_touched);
+        Finished {
+            exit,
+            run: RunSection {
+                status,
+                task_id: self.record.task_id.clone(),
+                mode: "apply",
+                error,
+                message,
+                sessions_reviewed: digests.len().max(self.record.sessions_reviewing),
+                files_touched: self.record.files_touched.clone(),
+                diff: absolute_diff(&self.project.memory_dir, diff),
+                warnings,
+                summary,
+                turns: self.record.turns.len(),
+                usage: self.usage,
+                landlock: self.sandbox.landlock_active(),
+                snapshot: self.record.snapshot.clone(),
+            },
+        }
+    }
+
+    /// Tells the next session: the pending-updates line, and the transcript record.
+    fn announce(&self, diff: &Diff) -> Result<(), String> {
+        if self.touched.is_empty() {
+            return Ok(());
+        }
+        let at = rfc3339(SystemTime::now());
+        let update = PendingUpdate {
+            source: "dream".into(),
+            task_id: self.record.task_id.clone(),
+            files_touched: self.absolute_touched(),
+            at: at.clone(),
+        };
+        tasks::append_pending(&self.project.state_dir, &update).map_err(|e| {
+            format!(
+                "cannot append to {}: {e}",
+                tasks::pending_path(&self.project.state_dir).display()
+            )
+        })?;
+        if let Some(transcript) = &self.args.notify_transcript {
+            let written: Vec<String> = diff
+                .created
+                .iter()
+                .chain(&diff.modified)
+                .map(|rel| self.project.memory_dir.join(rel).to_string_lossy().into_owned())
+                .collect();
+            notify_transcript(transcript, &written, &at)
+                .map_err(|e| format!("cannot append to {}: {e}", transcript.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The diff with absolute paths, as files_touched has them.
+fn absolute_diff(memory_dir: &Path, diff: Diff) -> Diff {
+    let abs = |list: Vec<String>| {
+        list.into_iter()
+            .map(|rel| memory_dir.join(rel).to_string_lossy().into_owned())
+            .collect()
+    };
+    Diff {
+        created: abs(diff.created),
+        modified: abs(diff.modified),
+        deleted: abs(diff.deleted),
+    }
+}
+
+/// Appends Claude Code's `memory_saved` record to a session transcript, after its last record.
+fn notify_transcript(path: &Path, written: &[String], at: &str) -> std::io::Result<()> {
+    let mut parent_uuid = None;
+    let mut session_id = None;
+    let mut cwd = None;
+    for entry in BackwardReader::open(path)?.take(200) {
+        if let Some(record) = entry?.into_record() {
+            if record.uuid.is_some() {
+                parent_uuid = record.uuid;
+                session_id = record.session_id;
+                cwd = record.cwd;
+                break;
+            }
+        }
+    }
+    let record = json!({
+        "parentUuid": parent_uuid,
+        "isSidechain": false,
+        "type": "system",
+        "subtype": "memory_saved",
+        "writtenPaths": written,
+        "verb": "Improved",
+        "isMeta": false,
+        "timestamp": at,
+        "uuid": uuid::Uuid::new_v4().to_string(),
+        "cwd": cwd,
+        "sessionId": session_id,
+    });
+    let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    crate::files::append_undoable(path, &line, 0o600)
+}
+
+/// Keeps the snapshots of the newest completed runs, drops the rest.
+fn prune_snapshots(store: &TaskStore, diag: &Diag) {
+    let Ok((records, _)) = store.list() else {
+        return;
+    };
+    let with_snapshot = records
+        .into_iter()
+        .filter(|r| r.status == "completed" && r.snapshot.is_some());
+    for mut old in with_snapshot.skip(snapshot::KEEP_COMPLETED) {
+        if let Some(dir) = old.snapshot.take() {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    diag.warn(&format!("cannot remove the old snapshot {dir}: {e}"));
+                    continue;
+                }
+            }
+            let _ = store.save(&old);
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+/// Resolves when SIGINT or SIGTERM has been caught.
+async fn until_signal() -> i32 {
+    loop {
+        if let Some(signal) = signals::received() {
+            return signal;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What a person watching sees: a bar on a terminal, JSON Lines with `--events`, else nothing.
+struct Progress {
+    events: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(args: &RunArgs, common: &CommonArgs) -> Progress {
+        let bar = (!args.events && !common.quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(u64::from(args.max_turns));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("dream-run {bar:30} turn {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Progress {
+            events: args.events,
+            bar,
+        }
+    }
+
+    fn event(&self, value: Value) {
+        if self.events {
+            let _ = writeln!(std::io::stderr().lock(), "{value}");
+        }
+    }
+
+    fn turn(&self, n: u32, text: &str, tool_uses: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(u64::from(n));
+        }
+        self.event(json!({"type": "turn", "turn": n, "text": cut_chars(text.trim(), TURN_TEXT_CHARS), "tool_use_count": tool_uses}));
+    }
+
+    fn tool(&self, name: &str, input: &Value, is_error: bool) {
+        let what = crate::claude::transcript::describe_tool_call(name, Some(input));
+        if let Some(bar) = &self.bar {
+            bar.set_message(cut_chars(&what, 40));
+        }
+        self.event(json!({"type": "tool", "name": name, "call": what, "is_error": is_error}));
+    }
+
+    fn file_touched(&self, path: &Path, change: Change) {
+        let change = match change {
+            Change::Created => "created",
+            Change::Modified => "modified",
+            Change::Deleted => "deleted",
+        };
+        self.event(json!({"type": "file_touched", "path": path.to_string_lossy(), "change": change}));
+    }
+
+    fn done(&self, status: &str, files: &[String]) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        self.event(json!({"type": "done", "status": status, "files_touched": files}));
+    }
+}

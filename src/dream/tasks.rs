@@ -1,0 +1,315 @@
+//! Task records (`<state_dir>/tasks/<task_id>.json`, rewritten atomically as a run goes) and
+//! the pending-updates file the next session's hook reads.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cli::time::{parse_rfc3339, rfc3339};
+use crate::files::{create_private_dir, write_atomic};
+use crate::lock::process;
+use crate::model::Usage;
+
+pub const TASKS_DIR: &str = "tasks";
+pub const PENDING_FILE: &str = "pending-updates.jsonl";
+/// A record keeps the last this many assistant turns.
+pub const KEEP_TURNS: usize = 30;
+
+/// One assistant turn as the record shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    pub text: String,
+    pub tool_use_count: usize,
+}
+
+/// The token counters, in a form that can be read back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageRecord {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+}
+
+impl From<Usage> for UsageRecord {
+    fn from(u: Usage) -> Self {
+        UsageRecord {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cache_creation_input_tokens: u.cache_creation_input_tokens,
+            cache_read_input_tokens: u.cache_read_input_tokens,
+        }
+    }
+}
+
+/// SPEC §5's task record, plus where its snapshot is and what the run changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub task_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// running | completed | failed | aborted
+    pub status: String,
+    /// starting | updating | done
+    pub phase: String,
+    pub sessions_reviewing: usize,
+    pub files_touched: Vec<String>,
+    pub turns: Vec<Turn>,
+    pub prior_mtime: i64,
+    pub lock_token: Option<String>,
+    pub pid: u32,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    pub usage: UsageRecord,
+    pub error: Option<String>,
+    /// The snapshot folder, while one is kept (for `undo`, or a manual restore).
+    #[serde(default)]
+    pub snapshot: Option<String>,
+    /// Set when `undo` put the memory dir back.
+    #[serde(default)]
+    pub undone_at: Option<String>,
+}
+
+impl TaskRecord {
+    pub fn new(task_id: &str, sessions: usize, prior_mtime: i64, token: Option<String>) -> Self {
+        TaskRecord {
+            task_id: task_id.to_string(),
+            kind: "dream".into(),
+            status: "running".into(),
+            phase: "starting".into(),
+            sessions_reviewing: sessions,
+            files_touched: Vec::new(),
+            turns: Vec::new(),
+            prior_mtime,
+            lock_token: token,
+            pid: std::process::id(),
+            started_at: rfc3339(SystemTime::now()),
+            ended_at: None,
+            usage: UsageRecord::default(),
+            error: None,
+            snapshot: None,
+            undone_at: None,
+        }
+    }
+
+    pub fn push_turn(&mut self, turn: Turn) {
+        self.turns.push(turn);
+        if self.turns.len() > KEEP_TURNS {
+            let extra = self.turns.len() - KEEP_TURNS;
+            self.turns.drain(..extra);
+        }
+    }
+
+    /// A `running` record whose process is gone (or is a later process with the same PID)
+    /// was orphaned: its run died without recording an end.
+    pub fn is_orphaned(&self) -> bool {
+        if self.status != "running" {
+            return false;
+        }
+        let info = process::probe(self.pid);
+        let started = parse_rfc3339(&self.started_at);
+        match (info.alive, info.started, started) {
+            (false, _, _) => true,
+            (true, Some(proc_start), Some(task_start)) => {
+                proc_start > task_start + crate::lock::START_SLACK
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Where task records live.
+pub struct TaskStore {
+    dir: PathBuf,
+}
+
+impl TaskStore {
+    pub fn new(state_dir: &Path) -> Self {
+        TaskStore {
+            dir: state_dir.join(TASKS_DIR),
+        }
+    }
+
+    pub fn path_of(&self, task_id: &str) -> PathBuf {
+        self.dir.join(format!("{task_id}.json"))
+    }
+
+    pub fn save(&self, record: &TaskRecord) -> std::io::Result<()> {
+        create_private_dir(&self.dir)?;
+        let bytes = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+        write_atomic(&self.path_of(&record.task_id), &bytes, 0o600)
+    }
+
+    pub fn load(&self, task_id: &str) -> std::io::Result<TaskRecord> {
+        let bytes = std::fs::read(self.path_of(task_id))?;
+        serde_json::from_slice(&bytes).map_err(std::io::Error::other)
+    }
+
+    /// Every readable record, newest first. A corrupt record is skipped (and named in the
+    /// second list) rather than hiding the others.
+    pub fn list(&self) -> std::io::Result<(Vec<TaskRecord>, Vec<String>)> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Vec::new(), Vec::new()))
+            }
+            Err(e) => return Err(e),
+        };
+        let mut records = Vec::new();
+        let mut unreadable = Vec::new();
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                continue;
+            };
+            if !entry.file_type()?.is_file() {
+                continue;
+            }
+            match self.load(id) {
+                Ok(record) => records.push(record),
+                Err(_) => unreadable.push(id.to_string()),
+            }
+        }
+        records.sort_by(|a, b| {
+            (b.started_at.as_str(), b.task_id.as_str())
+                .cmp(&(a.started_at.as_str(), a.task_id.as_str()))
+        });
+        Ok((records, unreadable))
+    }
+}
+
+/// One line of `pending-updates.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingUpdate {
+    pub source: String,
+    pub task_id: String,
+    pub files_touched: Vec<String>,
+    pub at: String,
+}
+
+pub fn pending_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(PENDING_FILE)
+}
+
+/// The pending updates, oldest first; lines that do not parse are skipped.
+pub fn read_pending(state_dir: &Path) -> std::io::Result<Vec<PendingUpdate>> {
+    let bytes = match std::fs::read(pending_path(state_dir)) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    Ok(bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect())
+}
+
+/// Appenders and the clearer of the pending file take this lock, so a clear (a rename) never
+/// drops a line appended at the same moment.
+fn lock_pending(state_dir: &Path) -> std::io::Result<std::fs::File> {
+    create_private_dir(state_dir)?;
+    let guard = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(state_dir.join("pending-updates.lock"))?;
+    fs4::FileExt::lock(&guard)?;
+    Ok(guard)
+}
+
+/// Appends one update line (one write; a short write is undone).
+pub fn append_pending(state_dir: &Path, update: &PendingUpdate) -> std::io::Result<()> {
+    let _guard = lock_pending(state_dir)?;
+    let mut line = serde_json::to_vec(update).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    crate::files::append_undoable(&pending_path(state_dir), &line, 0o600)
+}
+
+/// Empties the pending updates, keeping any line appended after `seen` were read (a run that
+/// finished between the read and the clear is not lost).
+pub fn clear_pending(state_dir: &Path, seen: &[PendingUpdate]) -> std::io::Result<()> {
+    let _guard = lock_pending(state_dir)?;
+    let now = read_pending(state_dir)?;
+    let rest: Vec<&PendingUpdate> = now.iter().filter(|u| !seen.contains(u)).collect();
+    let mut text = String::new();
+    for update in rest {
+        text.push_str(&serde_json::to_string(update).map_err(std::io::Error::other)?);
+        text.push('\n');
+    }
+    let path = pending_path(state_dir);
+    match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        _ => write_atomic(&path, text.as_bytes(), 0o600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_list_newest_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(tmp.path());
+        let mut a = TaskRecord::new("a", 2, 0, None);
+        a.started_at = "2026-12-01T00:00:00.000Z".into();
+        let mut b = TaskRecord::new("b", 3, 5, Some("1:5".into()));
+        b.started_at = "2026-12-02T00:00:00.000Z".into();
+        store.save(&a).unwrap();
+        store.save(&b).unwrap();
+        std::fs::write(store.path_of("junk"), "{").unwrap();
+        let (list, bad) = store.list().unwrap();
+        assert_eq!(
+            list.iter().map(|r| r.task_id.as_str()).collect::<Vec<_>>(),
+            ["b", "a"]
+        );
+        assert_eq!(bad, ["junk"]);
+        assert_eq!(store.load("b").unwrap(), b);
+    }
+
+    #[test]
+    fn turns_keep_the_last_thirty() {
+        let mut r = TaskRecord::new("t", 1, 0, None);
+        for n in 0..35 {
+            r.push_turn(Turn {
+                text: n.to_string(),
+                tool_use_count: 0,
+            });
+        }
+        assert_eq!(r.turns.len(), KEEP_TURNS);
+        assert_eq!(r.turns[0].text, "5");
+    }
+
+    #[test]
+    fn a_running_record_of_a_dead_pid_is_orphaned() {
+        let mut r = TaskRecord::new("t", 1, 0, None);
+        assert!(!r.is_orphaned(), "our own live process");
+        r.pid = u32::MAX - 7;
+        assert!(r.is_orphaned());
+        r.status = "completed".into();
+        assert!(!r.is_orphaned());
+    }
+
+    #[test]
+    fn clearing_keeps_updates_that_arrived_later() {
+        let tmp = tempfile::tempdir().unwrap();
+        let u = |id: &str| PendingUpdate {
+            source: "dream".into(),
+            task_id: id.into(),
+            files_touched: vec!["a.md".into()],
+            at: "2026-12-01T00:00:00.000Z".into(),
+        };
+        let line = |p: &PendingUpdate| serde_json::to_string(p).unwrap() + "\n";
+        std::fs::write(pending_path(tmp.path()), line(&u("1"))).unwrap();
+        let seen = read_pending(tmp.path()).unwrap();
+        std::fs::write(
+            pending_path(tmp.path()),
+            line(&u("1")) + &line(&u("2")) + "garbage\n",
+        )
+        .unwrap();
+        clear_pending(tmp.path(), &seen).unwrap();
+        assert_eq!(read_pending(tmp.path()).unwrap(), vec![u("2")]);
+    }
+}
