@@ -2,6 +2,7 @@
 
 mod binaries;
 mod docs;
+mod dream;
 mod feedback;
 mod gate;
 mod lock;

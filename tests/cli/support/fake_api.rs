@@ -68,6 +68,26 @@ impl Reply {
         )
     }
 
+    /// A Messages API answer that calls tools (`stop_reason: tool_use`), with a short text.
+    pub fn anthropic_tools(text: &str, calls: &[(&str, Value)]) -> Reply {
+        static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let mut content = vec![json!({"type": "text", "text": text})];
+        for (name, input) in calls {
+            let id = NEXT_ID.fetch_add(1, Ordering::SeqCst);
+            content.push(json!({"type": "tool_use", "id": format!("toolu_{id:04}"), "name": name, "input": input}));
+        }
+        Reply::json(
+            200,
+            json!({
+                "id": "msg_tools", "type": "message", "role": "assistant", "model": "test",
+                "content": content,
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 900, "output_tokens": 60,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3000}
+            }),
+        )
+    }
+
     /// A chat-completions answer with one message.
     pub fn openai_text(text: &str) -> Reply {
         Reply::json(

@@ -181,6 +181,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
     match bin {
         "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
         "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
+        "dream-run" => PathBuf::from(env!("CARGO_BIN_EXE_dream-run")),
         "recap" => PathBuf::from(env!("CARGO_BIN_EXE_recap")),
         "feedback" => PathBuf::from(env!("CARGO_BIN_EXE_feedback")),
         other => panic!("unknown binary {other}"),
@@ -306,4 +307,30 @@ pub fn slug_of(path: &Path) -> String {
         slug.extend(digits.iter().rev());
     }
     slug
+}
+
+/// Every file and symlink under `root` with its content (a link: its target), for
+/// "nothing else changed" checks. Symlinks are not followed.
+pub fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else { continue };
+            let name = path.to_string_lossy().into_owned();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                found.insert((name, target.to_string_lossy().as_bytes().to_vec()));
+            } else if kind.is_file() {
+                found.insert((name, std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    found
 }

@@ -1,0 +1,681 @@
+//! dream-run driven as a user drives it: real memory files, real locks and processes, the
+//! scripted fake model; every result checked on disk.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::support::{bin_path, hours, session_id, stderr_text, stdout_json, ClaudeHome, LiveProcess};
+
+const KEY: &str = "sk-ant-dream-test-key";
+
+/// A project with memory, five sessions, and a fake model.
+struct Dream {
+    home: ClaudeHome,
+    api: FakeApi,
+}
+
+impl Dream {
+    fn new() -> Dream {
+        let home = ClaudeHome::new();
+        let mem = home.memory_dir();
+        std::fs::create_dir_all(mem.join("topics")).unwrap();
+        std::fs::write(
+            mem.join("MEMORY.md"),
+            "# Memory\n- [Build](topics/build.md): how to build\n- [Stale](stale.md): old notes\n",
+        )
+        .unwrap();
+        std::fs::write(mem.join("topics/build.md"), "Build with make.\n").unwrap();
+        std::fs::write(mem.join("stale.md"), "The deploy uses FTP.\n").unwrap();
+        for n in 1..=5 {
+            let path = home.add_session(&session_id(n), hours(2));
+            std::fs::write(
+                &path,
+                format!(
+                    "{}\n{}\n",
+                    json!({"type":"user","sessionId":session_id(n),"uuid":format!("u{n}"),"timestamp":"2026-12-01T10:00:00.000Z","message":{"role":"user","content":format!("session {n}: we deploy with blue-green now")}}),
+                    json!({"type":"assistant","sessionId":session_id(n),"uuid":format!("a{n}"),"timestamp":"2026-12-01T10:00:05.000Z","message":{"id":format!("msg{n}"),"role":"assistant","content":[{"type":"text","text":"Noted: blue-green deploys."}]}}),
+                ),
+            )
+            .unwrap();
+            crate::support::set_age(&path, hours(2));
+        }
+        home.consolidated(hours(48));
+        Dream {
+            home,
+            api: FakeApi::start(),
+        }
+    }
+
+    fn mem(&self) -> PathBuf {
+        self.home.memory_dir()
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.mem().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
+    fn cmd(&self, bin: &str) -> assert_cmd::Command {
+        let mut cmd = self.home.cmd(bin);
+        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
+            .timeout(Duration::from_secs(60));
+        cmd
+    }
+
+    /// `dream-gate | dream-lock acquire --pid HOLDER`: the envelope dream-run gets.
+    fn acquired_envelope(&self, holder: &LiveProcess) -> String {
+        let gate = self
+            .cmd("dream-gate")
+            .args(["--min-hours", "1", "--min-sessions", "1", "--scan-interval", "0"])
+            .output()
+            .unwrap();
+        assert_eq!(gate.status.code(), Some(0), "{}", stderr_text(&gate));
+        let acquire = self
+            .cmd("dream-lock")
+            .args(["acquire", "--pid", &holder.pid().to_string()])
+            .write_stdin(gate.stdout)
+            .output()
+            .unwrap();
+        assert_eq!(acquire.status.code(), Some(0), "{}", stderr_text(&acquire));
+        String::from_utf8(acquire.stdout).unwrap()
+    }
+
+    /// A process with this home's environment, the fake model and the binaries on PATH.
+    fn process(&self, program: &Path) -> std::process::Command {
+        let bin_dir = bin_path("dream-run").parent().unwrap().to_path_buf();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = std::process::Command::new(program);
+        cmd.env_clear()
+            .env("PATH", path)
+            .env("HOME", &self.home.home)
+            .env("CLAUDE_CONFIG_DIR", &self.home.config)
+            .env("XDG_STATE_HOME", &self.home.state_home)
+            .env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
+            .current_dir(&self.home.project);
+        cmd
+    }
+
+    fn run(&self, envelope: &str, args: &[&str]) -> Output {
+        self.cmd("dream-run").args(args).write_stdin(envelope.to_string()).output().unwrap()
+    }
+
+    fn task(&self, id: &str) -> Value {
+        let path = self.home.state_dir().join("tasks").join(format!("{id}.json"));
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+    }
+}
+
+fn tool_results(request: &Recorded) -> Vec<(String, bool)> {
+    request.body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_result")
+                .map(|b| {
+                    let text = match &b["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (text, b["is_error"] == true)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The consolidation the README describes: list, grep, read, write, edit, delete, summary.
+fn script_full_consolidation(d: &Dream) {
+    let transcripts = d.home.transcripts_dir();
+    d.api
+        .push(Reply::anthropic_tools(
+            "Orienting.",
+            &[
+                ("shell", json!({"command": "ls -R"})),
+                ("read_file", json!({"path": "MEMORY.md"})),
+            ],
+        ))
+        .push(Reply::anthropic_tools(
+            "Gathering.",
+            &[(
+                "shell",
+                json!({"command": format!("grep -rl blue-green {} | wc -l", transcripts.display())}),
+            )],
+        ))
+        .push(Reply::anthropic_tools(
+            "Consolidating.",
+            &[
+                (
+                    "write_file",
+                    json!({"path": "topics/deploy.md", "content": "Deploys are blue-green (since 2026-12-01).\n"}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "MEMORY.md", "old_string": "- [Stale](stale.md): old notes\n", "new_string": "- [Deploy](topics/deploy.md): blue-green deploys\n"}),
+                ),
+                ("delete_file", json!({"path": "stale.md"})),
+            ],
+        ))
+        .push(Reply::anthropic_text(
+            "Merged the deploy facts into topics/deploy.md and dropped the stale FTP note.",
+        ));
+}
+
+#[test]
+fn a_full_consolidation_lists_greps_reads_writes_edits_and_deletes() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    script_full_consolidation(&d);
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    let run = &doc["run"];
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["mode"], "apply");
+    assert_eq!(run["turns"], 4);
+    assert_eq!(run["sessions_reviewed"], 5);
+    assert_eq!(doc["lock"]["acquired"], true, "the envelope flows on");
+    let mem = d.mem();
+    let abs = |rel: &str| mem.join(rel).to_string_lossy().into_owned();
+    assert_eq!(run["diff"]["created"], json!([abs("topics/deploy.md")]));
+    assert_eq!(run["diff"]["modified"], json!([abs("MEMORY.md")]));
+    assert_eq!(run["diff"]["deleted"], json!([abs("stale.md")]));
+    assert_eq!(run["usage"]["input_tokens"], 900 * 3 + 120);
+    assert_eq!(
+        d.read("topics/deploy.md"),
+        "Deploys are blue-green (since 2026-12-01).\n"
+    );
+    assert_eq!(
+        d.read("MEMORY.md"),
+        "# Memory\n- [Build](topics/build.md): how to build\n- [Deploy](topics/deploy.md): blue-green deploys\n"
+    );
+    assert!(!mem.join("stale.md").exists());
+    assert_eq!(d.read("topics/build.md"), "Build with make.\n");
+
+    // What the model saw: the listing, the file, the grep count; no tool refused.
+    let requests = d.api.requests();
+    assert_eq!(requests.len(), 4);
+    let first = &requests[0].body;
+    assert_eq!(requests[0].header("x-api-key"), Some(KEY));
+    assert_eq!(first["system"][0]["cache_control"]["type"], "ephemeral");
+    let task = first["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(task.contains("Sessions since last consolidation (5):"), "{task}");
+    assert!(task.contains(&session_id(3)));
+    assert!(task.contains("digests/"), "{task}");
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["shell", "read_file", "write_file", "edit_file", "delete_file"]);
+    let listing = tool_results(&requests[1]);
+    assert!(listing.iter().all(|(_, err)| !err), "{listing:?}");
+    assert!(listing[0].0.contains("MEMORY.md") && listing[0].0.contains("topics"), "{listing:?}");
+    assert!(listing[1].0.contains("how to build"), "{listing:?}");
+    let grep = tool_results(&requests[2]);
+    assert_eq!(grep[0].0.trim(), "5", "{grep:?}");
+    assert!(tool_results(&requests[3]).iter().all(|(_, err)| !err));
+
+    // The record, the pending update, the digests.
+    let task_id = run["task_id"].as_str().unwrap();
+    let record = d.task(task_id);
+    assert_eq!(record["status"], "completed");
+    assert_eq!(record["type"], "dream");
+    assert_eq!(record["phase"], "done");
+    assert_eq!(record["sessions_reviewing"], 5);
+    assert_eq!(record["turns"].as_array().unwrap().len(), 4);
+    assert_eq!(record["turns"][2]["tool_use_count"], 3);
+    assert_eq!(record["lock_token"], doc["lock"]["token"]);
+    let pending = std::fs::read_to_string(d.home.state_dir().join("pending-updates.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(pending.lines().next().unwrap()).unwrap();
+    assert_eq!(line["source"], "dream");
+    assert_eq!(line["task_id"], task_id);
+    assert_eq!(line["files_touched"].as_array().unwrap().len(), 3);
+    let digest = std::fs::read_to_string(
+        d.home.state_dir().join("digests").join(format!("{}.md", session_id(2))),
+    )
+    .unwrap();
+    assert!(digest.contains("User: session 2: we deploy with blue-green now"), "{digest}");
+}
+
+#[test]
+fn the_pipeline_and_the_exec_form_end_to_end() {
+    for form in ["pipeline", "exec"] {
+        let d = Dream::new();
+        script_full_consolidation(&d);
+        let line = match form {
+            "pipeline" => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock acquire | dream-run | dream-lock release",
+            _ => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock exec -- dream-run",
+        };
+        let before = crate::support::mtime(&d.home.lock_file());
+        let out = d
+            .process(Path::new("sh"))
+            .args(["-c", line])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{form}: {}", stderr_text(&out));
+        let doc = stdout_json(&out);
+        assert_eq!(doc["run"]["status"], "completed", "{form}");
+        if form == "pipeline" {
+            assert_eq!(doc["lock"]["released"], true);
+            assert_eq!(doc["lock"]["outcome"], "completed");
+        }
+        assert!(!d.mem().join("stale.md").exists(), "{form}");
+        assert!(d.mem().join("topics/deploy.md").exists(), "{form}");
+        // Released as completed: the lock is free and its time moved to now.
+        assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"", "{form}");
+        assert!(crate::support::mtime(&d.home.lock_file()) > before, "{form}");
+    }
+}
+
+#[test]
+fn a_model_failure_restores_the_memory_dir_and_exits_4() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let before_index = d.read("MEMORY.md");
+    d.api.push(Reply::anthropic_tools(
+        "Writing.",
+        &[
+            ("write_file", json!({"path": "new.md", "content": "half a thought\n"})),
+            ("write_file", json!({"path": "MEMORY.md", "content": "clobbered\n"})),
+            ("delete_file", json!({"path": "stale.md"})),
+        ],
+    ));
+    for _ in 0..4 {
+        d.api.push(Reply::error(500, "api_error", "boom"));
+    }
+    let out = d.run(&envelope, &["--retries", "3"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], "model");
+    assert!(run["message"].as_str().unwrap().starts_with("server"), "{run}");
+    assert_eq!(d.read("MEMORY.md"), before_index);
+    assert_eq!(d.read("stale.md"), "The deploy uses FTP.\n");
+    assert!(!d.mem().join("new.md").exists());
+    let record = d.task(run["task_id"].as_str().unwrap());
+    assert_eq!(record["status"], "failed");
+    assert_eq!(record["snapshot"], Value::Null, "restored, so the snapshot is gone");
+}
+
+#[test]
+fn keep_partial_keeps_what_a_failed_run_wrote() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api.push(Reply::anthropic_tools(
+        "Writing.",
+        &[("write_file", json!({"path": "new.md", "content": "kept\n"}))],
+    ));
+    d.api.push(Reply::error(400, "invalid_request_error", "bad"));
+    let out = d.run(&envelope, &["--keep-partial"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(d.read("new.md"), "kept\n");
+}
+
+#[test]
+fn max_turns_ends_the_run_failed_and_restored() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    for n in 0..3 {
+        d.api.push(Reply::anthropic_tools(
+            "More.",
+            &[("write_file", json!({"path": format!("n{n}.md"), "content": "x\n"}))],
+        ));
+    }
+    let out = d.run(&envelope, &["--max-turns", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], "max_turns");
+    assert!(stderr_text(&out).contains("max_turns") || stderr_text(&out).contains("--max-turns"));
+    assert!(!d.mem().join("n0.md").exists() && !d.mem().join("n1.md").exists());
+    assert_eq!(d.api.requests().len(), 2);
+}
+
+#[test]
+fn sigterm_mid_run_aborts_and_restores() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let before = d.read("MEMORY.md");
+    d.api.push(Reply::anthropic_tools(
+        "Writing.",
+        &[("write_file", json!({"path": "MEMORY.md", "content": "half done\n"}))],
+    ));
+    d.api.push(Reply::Hang(Duration::from_secs(30)));
+    let mut child = d
+        .process(&bin_path("dream-run"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(envelope.as_bytes()).unwrap();
+    }
+    // Wait until the write landed and the second request is hanging.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while d.api.requests().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the run never asked twice");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(d.read("MEMORY.md"), "half done\n");
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "aborted");
+    assert_eq!(d.read("MEMORY.md"), before);
+    assert_eq!(d.task(run["task_id"].as_str().unwrap())["status"], "aborted");
+}
+
+#[test]
+fn a_lost_lock_stops_the_run_without_restoring() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let thief = LiveProcess::start();
+    let lock = d.home.lock_file();
+    let thief_pid = thief.pid();
+    d.api.push(Reply::anthropic_tools(
+        "First.",
+        &[("write_file", json!({"path": "first.md", "content": "one\n"}))],
+    ));
+    // Between the two turns another process takes the lock over.
+    d.api.push(Reply::After(
+        Box::new(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            std::fs::write(&lock, thief_pid.to_string()).unwrap();
+        }),
+        Box::new(Reply::anthropic_tools(
+            "Second.",
+            &[("write_file", json!({"path": "second.md", "content": "two\n"}))],
+        )),
+    ));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], "lock_lost");
+    assert_eq!(d.read("first.md"), "one\n", "not restored: that would be an unfenced write");
+    assert!(!d.mem().join("second.md").exists(), "the fenced write never landed");
+    let record = d.task(run["task_id"].as_str().unwrap());
+    assert_eq!(record["error"], "lock_lost");
+    assert!(record["snapshot"].as_str().unwrap().contains("snapshots"));
+    assert_eq!(std::fs::read_to_string(d.home.lock_file()).unwrap(), thief_pid.to_string());
+}
+
+#[test]
+fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
+    let d = Dream::new();
+    let original_index = d.read("MEMORY.md");
+    for attempt in ["clean", "edited"] {
+        let holder = LiveProcess::start();
+        let envelope = d.acquired_envelope(&holder);
+        script_full_consolidation(&d);
+        let out = d.run(&envelope, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        let task_id = stdout_json(&out)["run"]["task_id"].as_str().unwrap().to_string();
+        d.cmd("dream-lock")
+            .args(["release", "--outcome", "completed"])
+            .write_stdin(out.stdout.clone())
+            .assert()
+            .code(0);
+        drop(holder);
+        if attempt == "edited" {
+            std::fs::write(d.mem().join("topics/deploy.md"), "a person's edit\n").unwrap();
+            let out = d.cmd("dream-run").args(["undo", &task_id]).output().unwrap();
+            assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+            let doc = stdout_json(&out);
+            assert_eq!(doc["undone"], false);
+            assert_eq!(doc["reason"], "changed_since");
+            assert_eq!(
+                doc["files"],
+                json!([d.mem().join("topics/deploy.md").to_string_lossy()])
+            );
+            assert!(stderr_text(&out).contains("topics/deploy.md"));
+            assert_eq!(d.read("topics/deploy.md"), "a person's edit\n");
+            assert!(!d.mem().join("stale.md").exists(), "nothing changed");
+            return;
+        }
+        let lock_before = crate::support::mtime(&d.home.lock_file());
+        let out = d.cmd("dream-run").args(["undo"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        let doc = stdout_json(&out);
+        assert_eq!(doc["undone"], true);
+        assert_eq!(doc["task_id"], task_id.as_str());
+        assert_eq!(d.read("MEMORY.md"), original_index);
+        assert_eq!(d.read("stale.md"), "The deploy uses FTP.\n");
+        assert!(!d.mem().join("topics/deploy.md").exists());
+        // The file backend keeps the time to the millisecond.
+        assert_eq!(
+            crate::support::epoch_ms(crate::support::mtime(&d.home.lock_file())),
+            crate::support::epoch_ms(lock_before),
+            "undo moved the last-consolidated time"
+        );
+        assert!(d.task(&task_id)["undone_at"].is_string());
+        // Undoing twice is refused.
+        d.cmd("dream-run").args(["undo", &task_id]).assert().code(1);
+    }
+}
+
+#[test]
+fn dry_run_needs_no_credentials_and_sends_nothing() {
+    let d = Dream::new();
+    let out = d
+        .cmd("dream-run")
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["--dry-run", "-n"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    let prompt = doc["prompt"].as_str().unwrap();
+    assert!(prompt.contains("1. Orient") && prompt.contains("4. Prune"));
+    assert!(prompt.contains("Sessions since last consolidation (5):"));
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 5);
+    assert_eq!(doc["tools"].as_array().unwrap().len(), 5);
+    assert!(d.api.requests().is_empty());
+    assert!(!d.home.state_dir().join("tasks").exists(), "no task recorded");
+}
+
+#[test]
+fn no_lock_is_refused_and_a_declined_envelope_passes_through() {
+    let d = Dream::new();
+    let out = d.run(r#"{"gate":{"due":true,"sessions":[]}}"#, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
+    let declined = r#"{"gate":{"due":false,"reason":"too_soon"}}"#;
+    let out = d.run(declined, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout_json(&out), serde_json::from_str::<Value>(declined).unwrap());
+    assert!(!stderr_text(&out).is_empty(), "exit 1 says why");
+    for bad in [
+        r#"{"lock":{"acquired":"true","token":"1:2"}}"#,
+        r#"{"lock":{"acquired":true,"token":5}}"#,
+        r#"{"lock":{"acquired":true,"token":"1:2","prior_mtime":"x"}}"#,
+        r#"{"gate":{"sessions":[{"id":"../../etc/passwd"}]},"lock":{"acquired":true,"token":"1:2"}}"#,
+    ] {
+        let out = d.run(bad, &[]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert_eq!(stdout_json(&out)["error"]["kind"], "bad_input", "{bad}");
+    }
+    assert!(d.api.requests().is_empty());
+    assert!(!d.home.state_dir().join("tasks").exists());
+}
+
+#[test]
+fn refused_tool_calls_are_errors_the_run_survives() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let outside = d.home.root.join("outside.md");
+    std::fs::write(&outside, "canary\n").unwrap();
+    std::os::unix::fs::symlink(&outside, d.mem().join("link.md")).unwrap();
+    let attacks = [
+        ("shell", json!({"command": "cat MEMORY.md > /tmp/x"})),
+        ("shell", json!({"command": "ls; rm -rf ."})),
+        ("shell", json!({"command": "cat MEMORY.md | sh"})),
+        ("shell", json!({"command": "echo $(id)"})),
+        ("shell", json!({"command": "find . -delete"})),
+        ("shell", json!({"command": "grep -r root /etc"})),
+        ("shell", json!({"command": format!("cat {}", outside.display())})),
+        ("write_file", json!({"path": "../escape.md", "content": "x"})),
+        ("write_file", json!({"path": outside.to_string_lossy(), "content": "x"})),
+        ("write_file", json!({"path": "link.md", "content": "x"})),
+        ("write_file", json!({"path": ".git/hooks/pre-commit.md", "content": "x"})),
+        ("write_file", json!({"path": "Agents/evil.md", "content": "x"})),
+        ("write_file", json!({"path": "notes.txt", "content": "x"})),
+        ("delete_file", json!({"path": "link.md"})),
+        ("edit_file", json!({"path": "MEMORY.md", "old_string": "not there", "new_string": "x"})),
+        ("write_file", json!({"path": 5, "content": "x"})),
+        ("no_such_tool", json!({})),
+    ];
+    d.api.push(Reply::anthropic_tools("Trying things.", &attacks));
+    d.api.push(Reply::anthropic_text("Nothing to change."));
+    let before = crate::support::tree(&d.home.root);
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["run"]["status"], "completed");
+    let results = tool_results(&d.api.requests()[1]);
+    assert_eq!(results.len(), attacks.len());
+    for ((text, is_error), (name, input)) in results.iter().zip(&attacks) {
+        assert!(is_error, "{name} {input} was not refused: {text}");
+        assert!(!text.trim().is_empty(), "{name} {input}: no reason given");
+    }
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "canary\n");
+    // Only dreamkit's own state changed (task record, digests).
+    let after = crate::support::tree(&d.home.root);
+    let state = d.home.state_home.to_string_lossy().into_owned();
+    let changed: Vec<_> = after
+        .symmetric_difference(&before)
+        .filter(|(p, _)| !p.starts_with(&state))
+        .collect();
+    assert!(changed.is_empty(), "{changed:?}");
+    assert!(!Path::new("/tmp/x").exists() || std::fs::read("/tmp/x").map(|b| b.is_empty()).unwrap_or(true));
+}
+
+#[test]
+fn tasks_pending_and_the_memory_saved_notice() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    script_full_consolidation(&d);
+    let transcript = d.home.transcripts_dir().join(format!("{}.jsonl", session_id(5)));
+    let len_before = std::fs::metadata(&transcript).unwrap().len();
+    let out = d.run(
+        &envelope,
+        &["--notify-transcript", &transcript.to_string_lossy(), "--events"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let task_id = stdout_json(&out)["run"]["task_id"].as_str().unwrap().to_string();
+    let events: Vec<Value> = stderr_text(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"turn"));
+    assert_eq!(kinds.last(), Some(&"done"));
+    assert!(kinds.contains(&"tool") && kinds.contains(&"file_touched"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "file_touched").count(), 3);
+
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    assert!(text.len() as u64 > len_before);
+    let record: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(record["type"], "system");
+    assert_eq!(record["subtype"], "memory_saved");
+    assert_eq!(record["verb"], "Improved");
+    assert_eq!(record["isMeta"], false);
+    assert_eq!(record["parentUuid"], "a5");
+    assert_eq!(record["sessionId"], session_id(5).as_str());
+    assert_eq!(record["writtenPaths"].as_array().unwrap().len(), 2);
+
+    let out = d.cmd("dream-run").args(["pending", "--clear"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["updates"][0]["task_id"], task_id.as_str());
+    assert_eq!(doc["cleared"], true);
+    let again = stdout_json(&d.cmd("dream-run").args(["pending"]).output().unwrap());
+    assert_eq!(again["updates"], json!([]));
+
+    // An orphaned record: running, but its process is gone.
+    let store = d.home.state_dir().join("tasks");
+    let mut orphan = d.task(&task_id);
+    orphan["task_id"] = json!("20991231T000000Z-deadbeef");
+    orphan["status"] = json!("running");
+    orphan["pid"] = json!(u32::MAX - 3);
+    orphan["started_at"] = json!("2099-12-31T00:00:00.000Z");
+    std::fs::write(store.join("20991231T000000Z-deadbeef.json"), orphan.to_string()).unwrap();
+    let list = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
+    let tasks = list["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    assert_eq!(tasks[0]["task_id"], "20991231T000000Z-deadbeef", "newest first");
+    assert_eq!(tasks[0]["status"], "failed");
+    assert_eq!(tasks[0]["error"], "orphaned");
+    assert_eq!(tasks[1]["status"], "completed");
+}
+
+#[test]
+fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
+    let d = Dream::new();
+    d.api.push(Reply::anthropic_tools(
+        "Writing.",
+        &[("write_file", json!({"path": "MEMORY.md", "content": "new index\n".repeat(1000)}))],
+    ));
+    d.api.push(Reply::Hang(Duration::from_secs(30)));
+    let mut child = d
+        .process(&bin_path("dream-lock"))
+        .args(["exec", "--", "dream-run"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while d.api.requests().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the run never asked twice");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let tasks = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
+    let run_pid = tasks["tasks"][0]["pid"].as_u64().unwrap() as i32;
+    // The holder first (the lock's PID), then the run, mid-conversation.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    let _ = child.wait();
+    unsafe {
+        libc::kill(run_pid, libc::SIGKILL);
+    }
+    let gone = std::time::Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{run_pid}")).exists() && std::time::Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(d.read("MEMORY.md"), "new index\n".repeat(1000), "whole, never torn");
+    let status = d.cmd("dream-lock").args(["status"]).output().unwrap();
+    assert_eq!(status.status.code(), Some(0), "free by liveness: {}", stderr_text(&status));
+    let tasks = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
+    assert_eq!(tasks["tasks"][0]["error"], "orphaned");
+}
