@@ -14,6 +14,7 @@ mod fake_api;
 
 const GATE: &str = env!("CARGO_BIN_EXE_dream-gate");
 const RECAP: &str = env!("CARGO_BIN_EXE_recap");
+const DREAM_RUN: &str = env!("CARGO_BIN_EXE_dream-run");
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -214,10 +215,129 @@ fn recap_benchmarks() {
     );
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; nothing to filter here.
-    println!("dreamkit benchmarks (medians of interleaved runs)");
+/// dream-run's context economy: digest size against the raw transcripts, the cost of building
+/// digests for 1 GB against reading it with `cat`, and the second run (digests reused)
+/// against `find -newer` over the same files.
+fn dream_benchmarks() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code-2.1.332");
+    let (mut raw, mut digested) = (0u64, 0u64);
+    for entry in std::fs::read_dir(&fixtures).expect("fixtures") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            raw += std::fs::metadata(&path).expect("stat").len();
+            digested += dreamkit::dream::digest::digest_text("fixture", &path)
+                .expect("digest")
+                .len() as u64;
+        }
+    }
+    println!(
+        "dream-run digests of the Claude Code fixtures: {digested} of {raw} bytes -> {:.1}% (target <= 10%, {})",
+        100.0 * digested as f64 / raw as f64,
+        if digested * 10 <= raw { "met" } else { "MISSED" }
+    );
 
+    let f = fixture(0, Duration::from_secs(48 * 3600));
+    let files = 16u64;
+    for n in 0..files {
+        let path = f
+            .transcripts
+            .join(format!("00000000-0000-4000-8000-{n:012x}.jsonl"));
+        transcript(&path, (1u64 << 30) / files);
+    }
+    let state = f.home.join("state");
+    let dry_run = || {
+        let mut cmd = Command::new(DREAM_RUN);
+        cmd.args(["--dry-run", "-n", "--cwd"])
+            .arg(&f.project)
+            .env_clear()
+            .env("HOME", &f.home)
+            .env("CLAUDE_CONFIG_DIR", &f.config)
+            .env("XDG_STATE_HOME", &state);
+        cmd
+    };
+    let mut cat = Command::new("sh");
+    cat.args([
+        "-c",
+        &format!("cat '{}'/*.jsonl > /dev/null", f.transcripts.display()),
+    ]);
+    assert_eq!(exit_code(dry_run()), 0, "dream-run --dry-run failed");
+    let digests_dir = std::fs::read_dir(state.join("dreamkit/projects"))
+        .expect("state dir")
+        .next()
+        .expect("project state")
+        .expect("entry")
+        .path()
+        .join("digests");
+    let digest_bytes: u64 = std::fs::read_dir(&digests_dir)
+        .expect("digests")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+        .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+        .sum();
+    println!(
+        "dream-run digests of a generated 1 GB corpus: {:.2}% of the raw bytes (target <= 10%, {})",
+        100.0 * digest_bytes as f64 / (1u64 << 30) as f64,
+        if digest_bytes * 10 <= 1 << 30 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    // First runs: the digests are rebuilt each time.
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        std::fs::remove_dir_all(&digests_dir).expect("remove digests");
+        let start = Instant::now();
+        assert_eq!(exit_code(dry_run()), 0);
+        ours.push(start.elapsed());
+        let start = Instant::now();
+        assert!(cat.status().expect("cat").success());
+        theirs.push(start.elapsed());
+    }
+    ours.sort();
+    theirs.sort();
+    report(
+        "dream-run building digests for 1 GB of transcripts",
+        ours[2],
+        theirs[2],
+        "`cat` of the same files to /dev/null",
+        Some(4.0),
+    );
+    let mut find = Command::new("find");
+    find.arg(&f.transcripts)
+        .args(["-maxdepth", "1", "-name", "*.jsonl", "-newer"])
+        .arg(&f.lock);
+    let m = medians(&mut [("dream-run", dry_run()), ("find", find)], 40);
+    report(
+        "dream-run second run (digests reused)",
+        m[0],
+        m[1],
+        "`find -newer` over the transcripts",
+        Some(1.5),
+    );
+}
+
+fn main() {
+    // `cargo bench --bench bench -- dream` runs only the groups named (gate, recap, dream);
+    // cargo itself passes `--bench`.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wanted = |group: &str| only.is_empty() || only.iter().any(|o| group.contains(o.as_str()));
+    println!("dreamkit benchmarks (medians of interleaved runs)");
+    if wanted("gate") {
+        gate_benchmarks();
+    }
+    if wanted("recap") {
+        recap_benchmarks();
+    }
+    if wanted("dream") {
+        dream_benchmarks();
+    }
+}
+
+fn gate_benchmarks() {
     // 1. The "not due" path a Stop hook takes after every turn: process start, settings, one
     //    stat of the lock file.
     let f = fixture(0, Duration::from_secs(3600));
@@ -277,6 +397,4 @@ fn main() {
         "`find -newer` alone",
         None,
     );
-
-    recap_benchmarks();
 }

@@ -274,6 +274,8 @@ impl<I: Iterator<Item = io::Result<Entry>>> Records for I {}
 pub struct ForwardReader<R> {
     reader: R,
     max_line: u64,
+    /// Lines for which this says false are skipped unparsed (a cheap byte-level prefilter).
+    keep: Option<fn(&[u8]) -> bool>,
     offset: u64,
     line: Vec<u8>,
     done: bool,
@@ -293,6 +295,7 @@ impl<R: BufRead> ForwardReader<R> {
         ForwardReader {
             reader,
             max_line: DEFAULT_MAX_LINE_BYTES,
+            keep: None,
             offset: 0,
             line: Vec::new(),
             done: false,
@@ -301,6 +304,14 @@ impl<R: BufRead> ForwardReader<R> {
 
     pub fn max_line_bytes(mut self, max: u64) -> Self {
         self.max_line = max;
+        self
+    }
+
+    /// Skips, without parsing, every line for which `keep` says false: JSON parsing is the
+    /// whole cost of a forward read, and most of a transcript's bytes are in records a
+    /// reader drops (tool output).
+    pub fn only_lines(mut self, keep: fn(&[u8]) -> bool) -> Self {
+        self.keep = Some(keep);
         self
     }
 
@@ -360,6 +371,9 @@ impl<R: BufRead> Iterator for ForwardReader<R> {
                     }))
                 }
                 Ok(Some((offset, _, false, terminated))) => {
+                    if self.keep.is_some_and(|keep| !keep(&self.line)) {
+                        continue;
+                    }
                     if let Some(entry) = Entry::classify(offset, &self.line, terminated) {
                         return Some(Ok(entry));
                     }

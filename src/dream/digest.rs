@@ -41,8 +41,9 @@ pub struct Digest {
     pub reused: bool,
 }
 
-/// Builds (or reuses) the digest of every session, in the given order. A transcript that
-/// cannot be read gets no digest; the agent can still grep it.
+/// Builds (or reuses) the digest of every session, in the given order, on all cores (reading
+/// and filtering JSON Lines is the cost, and transcripts are independent). A transcript that
+/// cannot be read gets no digest and is named in the second list; the agent can still grep it.
 pub fn build_all(
     state_dir: &Path,
     sessions: &[(String, PathBuf)],
@@ -50,63 +51,90 @@ pub fn build_all(
     let dir = state_dir.join(DIGESTS_DIR);
     create_private_dir(&dir)?;
     let index_path = dir.join(INDEX_FILE);
-    let mut index: BTreeMap<String, Source> = std::fs::read(&index_path)
+    let index: BTreeMap<String, Source> = std::fs::read(&index_path)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(sessions.len().max(1));
+    let chunk = sessions.len().div_ceil(workers).max(1);
+    let results: Vec<Result<(Digest, Option<Source>), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sessions
+            .chunks(chunk)
+            .map(|part| {
+                let (dir, index) = (&dir, &index);
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(id, transcript)| build_one(dir, index, id, transcript))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec![Err("digest worker failed".to_string())])
+            })
+            .collect()
+    });
+    let mut index = index;
     let mut digests = Vec::new();
     let mut problems = Vec::new();
     let mut changed = false;
-    for (id, transcript) in sessions {
-        let path = dir.join(format!("{id}.md"));
-        let meta = match std::fs::metadata(transcript) {
-            Ok(meta) if meta.is_file() => meta,
-            Ok(_) => {
-                problems.push(format!("{}: not a regular file", transcript.display()));
-                continue;
+    for result in results {
+        match result {
+            Ok((digest, Some(source))) => {
+                index.insert(digest.session_id.clone(), source);
+                changed = true;
+                digests.push(digest);
             }
-            Err(e) => {
-                problems.push(format!("{}: {e}", transcript.display()));
-                continue;
-            }
-        };
-        let source = Source {
-            bytes: meta.len(),
-            mtime_ms: epoch_ms(meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)),
-        };
-        let current = index.get(id) == Some(&source);
-        let reused_bytes = current
-            .then(|| std::fs::metadata(&path).ok().map(|m| m.len()))
-            .flatten();
-        let (digest_bytes, reused) = match reused_bytes {
-            Some(bytes) => (bytes, true),
-            None => match digest_text(id, transcript) {
-                Ok(text) => {
-                    write_atomic(&path, text.as_bytes(), 0o600)?;
-                    index.insert(id.clone(), source);
-                    changed = true;
-                    (text.len() as u64, false)
-                }
-                Err(e) => {
-                    problems.push(format!("{}: {e}", transcript.display()));
-                    continue;
-                }
-            },
-        };
-        digests.push(Digest {
-            session_id: id.clone(),
-            transcript: transcript.clone(),
-            path,
-            raw_bytes: source.bytes,
-            digest_bytes,
-            reused,
-        });
+            Ok((digest, None)) => digests.push(digest),
+            Err(problem) => problems.push(problem),
+        }
     }
     if changed {
         let bytes = serde_json::to_vec(&index).map_err(std::io::Error::other)?;
         write_atomic(&index_path, &bytes, 0o600)?;
     }
     Ok((digests, problems))
+}
+
+/// One session's digest: reused when the index says the transcript is unchanged, else
+/// rebuilt (then the new index entry comes back with it).
+fn build_one(
+    dir: &Path,
+    index: &BTreeMap<String, Source>,
+    id: &str,
+    transcript: &Path,
+) -> Result<(Digest, Option<Source>), String> {
+    let problem = |e: &dyn std::fmt::Display| format!("{}: {e}", transcript.display());
+    let meta = std::fs::metadata(transcript).map_err(|e| problem(&e))?;
+    if !meta.is_file() {
+        return Err(problem(&"not a regular file"));
+    }
+    let source = Source {
+        bytes: meta.len(),
+        mtime_ms: epoch_ms(meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)),
+    };
+    let path = dir.join(format!("{id}.md"));
+    let digest = |digest_bytes, reused| Digest {
+        session_id: id.to_string(),
+        transcript: transcript.to_path_buf(),
+        path: path.clone(),
+        raw_bytes: source.bytes,
+        digest_bytes,
+        reused,
+    };
+    if index.get(id) == Some(&source) {
+        if let Ok(meta) = std::fs::metadata(&path) {
+            return Ok((digest(meta.len(), true), None));
+        }
+    }
+    let text = digest_text(id, transcript).map_err(|e| problem(&e))?;
+    write_atomic(&path, text.as_bytes(), 0o600).map_err(|e| problem(&e))?;
+    Ok((digest(text.len() as u64, false), Some(source)))
 }
 
 /// The digest of one transcript: a header, then one line per real user turn, assistant text
@@ -116,7 +144,10 @@ pub fn digest_text(session_id: &str, transcript: &Path) -> std::io::Result<Strin
     writeln!(out, "# Session {session_id}")?;
     writeln!(out, "transcript: {}", transcript.display())?;
     let mut day = String::new();
-    for record in ForwardReader::open(transcript)?.records() {
+    for record in ForwardReader::open(transcript)?
+        .only_lines(may_hold_conversation)
+        .records()
+    {
         let record = record?;
         let lines = record_lines(&record);
         if lines.is_empty() {
@@ -140,6 +171,21 @@ pub fn digest_text(session_id: &str, transcript: &Path) -> std::io::Result<Strin
         }
     }
     String::from_utf8(out).map_err(std::io::Error::other)
+}
+
+/// A byte-level test that keeps every user and assistant record and drops most of the rest
+/// unparsed. A tool result's record carries the `"toolUseResult":` key (inside a JSON string
+/// those quotes would be escaped, so the bytes only match the key); a conversation record
+/// holds `"user"` or `"assistant"` as its type or role.
+fn may_hold_conversation(line: &[u8]) -> bool {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    static TOOL_RESULT: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"\"toolUseResult\":"));
+    static USER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"user\""));
+    static ASSISTANT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"assistant\""));
+    TOOL_RESULT.find(line).is_none()
+        && (USER.find(line).is_some() || ASSISTANT.find(line).is_some())
 }
 
 /// What one record contributes: nothing for everything but conversation.
@@ -171,7 +217,10 @@ fn record_lines(record: &Record) -> Vec<String> {
                 .map(|t| format!("Assistant: {}", one_line(t))),
             "tool_use" => Some(format!(
                 "Tool: {}",
-                describe_tool_call(block.name.as_deref().unwrap_or("tool"), block.input.as_ref())
+                describe_tool_call(
+                    block.name.as_deref().unwrap_or("tool"),
+                    block.input.as_ref()
+                )
             )),
             _ => None,
         })
@@ -209,6 +258,25 @@ mod tests {
     }
 
     #[test]
+    fn the_prefilter_keeps_conversation_and_drops_tool_output() {
+        assert!(may_hold_conversation(
+            br#"{"type":"user","message":{"role":"user","content":"hi"}}"#
+        ));
+        assert!(may_hold_conversation(
+            br#"{"type": "assistant", "message": {}}"#
+        ));
+        assert!(may_hold_conversation(
+            br#"{"type":"user","message":{"content":"I typed \"toolUseResult\": here"}}"#
+        ));
+        assert!(!may_hold_conversation(
+            br#"{"type":"user","toolUseResult":{"stdout":"x"},"message":{"role":"user"}}"#
+        ));
+        assert!(!may_hold_conversation(
+            br#"{"type":"cost-state","totalCostUSD":1}"#
+        ));
+    }
+
+    #[test]
     fn digests_are_reused_while_the_transcript_is_unchanged() {
         let tmp = tempfile::tempdir().unwrap();
         let transcript = tmp.path().join("t.jsonl");
@@ -224,8 +292,11 @@ mod tests {
             .append(true)
             .open(&transcript)
             .unwrap();
-        writeln!(f, r#"{{"type":"user","message":{{"role":"user","content":"one more"}}}}"#)
-            .unwrap();
+        writeln!(
+            f,
+            r#"{{"type":"user","message":{{"role":"user","content":"one more"}}}}"#
+        )
+        .unwrap();
         let (third, _) = build_all(tmp.path(), &sessions).unwrap();
         assert!(!third[0].reused);
         let text = std::fs::read_to_string(&third[0].path).unwrap();

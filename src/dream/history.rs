@@ -112,12 +112,19 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         } else {
             format!("it is {}", record.status)
         };
-        return refuse("not_undoable", format!("task {} cannot be undone: {why}", record.task_id), vec![]);
+        return refuse(
+            "not_undoable",
+            format!("task {} cannot be undone: {why}", record.task_id),
+            vec![],
+        );
     }
     let Some(snapshot_dir) = record.snapshot.clone() else {
         return refuse(
             "no_snapshot",
-            format!("task {} changed nothing or its snapshot was pruned", record.task_id),
+            format!(
+                "task {} changed nothing or its snapshot was pruned",
+                record.task_id
+            ),
             vec![],
         );
     };
@@ -139,10 +146,12 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
     };
     // Undo is not a consolidation: the release rolls the last-consolidated time back.
-    let release = |diag: &Diag| match backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
-        Ok(_) => {}
-        Err(failure) => diag.warn(&format!("cannot release the lock: {failure}")),
-    };
+    let release =
+        |diag: &Diag| match backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed)
+        {
+            Ok(_) => {}
+            Err(failure) => diag.warn(&format!("cannot release the lock: {failure}")),
+        };
     let memory_dir = &project.memory_dir;
     let changed = match snapshot.changed_since(memory_dir) {
         Ok(changed) => changed,
@@ -159,10 +168,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
             .collect();
         return refuse(
             "changed_since",
-            format!(
-                "not undone: changed since the run: {}",
-                files.join(", ")
-            ),
+            format!("not undone: changed since the run: {}", files.join(", ")),
             files,
         );
     }
@@ -178,7 +184,11 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .iter()
         .map(|rel| memory_dir.join(rel).to_string_lossy().into_owned())
         .collect();
-    diag.info(&format!("undid task {}: {} files restored", record.task_id, files.len()));
+    diag.info(&format!(
+        "undid task {}: {} files restored",
+        record.task_id,
+        files.len()
+    ));
     Ok(Outcome::new(
         Exit::Yes,
         &json!({"undone": true, "task_id": record.task_id, "files": files}),

@@ -100,7 +100,9 @@ pub fn task_prompt(
 /// The index is over Claude Code's loading limits: a warning for the run's result.
 pub fn index_over_limit(memory_dir: &Path) -> bool {
     match std::fs::read_to_string(memory_dir.join(INDEX_FILE)) {
-        Ok(text) => text.lines().count() > INDEX_MAX_LINES || text.chars().count() > INDEX_MAX_CHARS,
+        Ok(text) => {
+            text.lines().count() > INDEX_MAX_LINES || text.chars().count() > INDEX_MAX_CHARS
+        }
         Err(_) => false,
     }
 }
@@ -113,7 +115,14 @@ mod tests {
     #[test]
     fn the_system_prompt_names_the_phases_and_limits() {
         let p = system_prompt();
-        for needle in ["1. Orient", "2. Gather", "3. Consolidate", "4. Prune", "200 lines", "25000"] {
+        for needle in [
+            "1. Orient",
+            "2. Gather",
+            "3. Consolidate",
+            "4. Prune",
+            "200 lines",
+            "25000",
+        ] {
             assert!(p.contains(needle), "{needle} missing");
         }
     }

@@ -211,7 +211,9 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
 
     let mut deadline = args.model.deadline;
     if backend.name() == "file" && deadline > FILE_LOCK_MAX_DEADLINE {
-        diag.warn("--deadline is capped at 50m with the file lock (its claim lapses after an hour)");
+        diag.warn(
+            "--deadline is capped at 50m with the file lock (its claim lapses after an hour)",
+        );
         deadline = FILE_LOCK_MAX_DEADLINE;
     }
     // Credentials and flags are checked before anything is recorded.
@@ -243,7 +245,12 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
 
     let store = TaskStore::new(&project.state_dir);
     let task_id = new_task_id();
-    let mut record = TaskRecord::new(&task_id, sessions.len(), claim.prior_mtime, claim.token.clone());
+    let mut record = TaskRecord::new(
+        &task_id,
+        sessions.len(),
+        claim.prior_mtime,
+        claim.token.clone(),
+    );
     store
         .save(&record)
         .map_err(|e| Failure::io("write the task record in", &project.state_dir, &e))?;
@@ -298,10 +305,20 @@ fn new_task_id() -> String {
 /// How the conversation ended.
 #[derive(Debug)]
 enum End {
-    Completed { summary: String },
-    Failed { error: &'static str, message: String, exit: Exit },
-    LockLost { message: String },
-    Aborted { signal: i32 },
+    Completed {
+        summary: String,
+    },
+    Failed {
+        error: &'static str,
+        message: String,
+        exit: Exit,
+    },
+    LockLost {
+        message: String,
+    },
+    Aborted {
+        signal: i32,
+    },
 }
 
 struct Finished {
@@ -345,8 +362,12 @@ impl WriteGuard for Fence<'_> {
         if let Some(token) = self.token {
             let lost = match self.backend.holds(token) {
                 Ok(true) => None,
-                Ok(false) => Some("the consolidation lock was taken by another process".to_string()),
-                Err(failure) => Some(format!("the consolidation lock cannot be checked: {failure}")),
+                Ok(false) => {
+                    Some("the consolidation lock was taken by another process".to_string())
+                }
+                Err(failure) => Some(format!(
+                    "the consolidation lock cannot be checked: {failure}"
+                )),
             };
             if let Some(message) = lost {
                 self.stop = Some((true, message.clone()));
@@ -560,7 +581,10 @@ impl Agent<'_> {
             self.save_record();
         }
         if result.is_error {
-            self.diag.info(&format!("tool {name} refused: {}", first_line(&result.content)));
+            self.diag.info(&format!(
+                "tool {name} refused: {}",
+                first_line(&result.content)
+            ));
         }
         (result.content, result.is_error)
     }
@@ -568,7 +592,13 @@ impl Agent<'_> {
     fn absolute_touched(&self) -> Vec<String> {
         self.touched
             .iter()
-            .map(|rel| self.project.memory_dir.join(rel).to_string_lossy().into_owned())
+            .map(|rel| {
+                self.project
+                    .memory_dir
+                    .join(rel)
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect()
     }
 
@@ -576,7 +606,8 @@ impl Agent<'_> {
     /// final save is reported.
     fn save_record(&self) {
         if let Err(e) = self.store.save(self.record) {
-            self.diag.warn(&format!("cannot update the task record: {e}"));
+            self.diag
+                .warn(&format!("cannot update the task record: {e}"));
         }
     }
 
@@ -586,13 +617,22 @@ impl Agent<'_> {
         let mut warnings = Vec::new();
         let mut diff = Diff::default();
         let (status, error, mut message, summary, exit, restore) = match end {
-            End::Completed { summary } => ("completed", None, None, Some(summary), Exit::Yes, false),
+            End::Completed { summary } => {
+                ("completed", None, None, Some(summary), Exit::Yes, false)
+            }
             End::Failed {
                 error,
                 message,
                 exit,
             } => ("failed", Some(error), Some(message), None, exit, true),
-            End::LockLost { message } => ("failed", Some("lock_lost"), Some(message), None, Exit::No, false),
+            End::LockLost { message } => (
+                "failed",
+                Some("lock_lost"),
+                Some(message),
+                None,
+                Exit::No,
+                false,
+            ),
             End::Aborted { signal } => (
                 "aborted",
                 Some("interrupted"),
@@ -610,7 +650,9 @@ impl Agent<'_> {
                     .and_then(|d| snapshot.record_after(&memory_dir, &self.touched).map(|_| d))
                 {
                     Ok(d) => diff = d,
-                    Err(e) => self.diag.warn(&format!("cannot record the run's changes: {e}")),
+                    Err(e) => self
+                        .diag
+                        .warn(&format!("cannot record the run's changes: {e}")),
                 }
             }
             if prompt::index_over_limit(&memory_dir) {
@@ -708,7 +750,13 @@ impl Agent<'_> {
                 .created
                 .iter()
                 .chain(&diff.modified)
-                .map(|rel| self.project.memory_dir.join(rel).to_string_lossy().into_owned())
+                .map(|rel| {
+                    self.project
+                        .memory_dir
+                        .join(rel)
+                        .to_string_lossy()
+                        .into_owned()
+                })
                 .collect();
             notify_transcript(transcript, &written, &at)
                 .map_err(|e| format!("cannot append to {}: {e}", transcript.display()))?;
@@ -810,8 +858,10 @@ impl Progress {
         let bar = (!args.events && !common.quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = indicatif::ProgressBar::new(u64::from(args.max_turns));
             bar.set_style(
-                indicatif::ProgressStyle::with_template("dream-run {bar:30} turn {pos}/{len} {msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                indicatif::ProgressStyle::with_template(
+                    "dream-run {bar:30} turn {pos}/{len} {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
             bar
         });
@@ -848,7 +898,9 @@ impl Progress {
             Change::Modified => "modified",
             Change::Deleted => "deleted",
         };
-        self.event(json!({"type": "file_touched", "path": path.to_string_lossy(), "change": change}));
+        self.event(
+            json!({"type": "file_touched", "path": path.to_string_lossy(), "change": change}),
+        );
     }
 
     fn done(&self, status: &str, files: &[String]) {

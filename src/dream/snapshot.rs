@@ -257,7 +257,10 @@ mod tests {
             std::fs::read_to_string(mem.join("MEMORY.md")).unwrap(),
             "index\n"
         );
-        assert_eq!(std::fs::read_to_string(mem.join("gone.md")).unwrap(), "old\n");
+        assert_eq!(
+            std::fs::read_to_string(mem.join("gone.md")).unwrap(),
+            "old\n"
+        );
         assert!(!mem.join("new.md").exists());
         // Not touched by the run: left alone.
         assert!(mem.join("person.md").exists());

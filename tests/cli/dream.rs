@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::support::{bin_path, hours, session_id, stderr_text, stdout_json, ClaudeHome, LiveProcess};
+use crate::support::{
+    bin_path, hours, session_id, stderr_text, stdout_json, ClaudeHome, LiveProcess,
+};
 
 const KEY: &str = "sk-ant-dream-test-key";
 
@@ -71,7 +73,14 @@ impl Dream {
     fn acquired_envelope(&self, holder: &LiveProcess) -> String {
         let gate = self
             .cmd("dream-gate")
-            .args(["--min-hours", "1", "--min-sessions", "1", "--scan-interval", "0"])
+            .args([
+                "--min-hours",
+                "1",
+                "--min-sessions",
+                "1",
+                "--scan-interval",
+                "0",
+            ])
             .output()
             .unwrap();
         assert_eq!(gate.status.code(), Some(0), "{}", stderr_text(&gate));
@@ -107,11 +116,19 @@ impl Dream {
     }
 
     fn run(&self, envelope: &str, args: &[&str]) -> Output {
-        self.cmd("dream-run").args(args).write_stdin(envelope.to_string()).output().unwrap()
+        self.cmd("dream-run")
+            .args(args)
+            .write_stdin(envelope.to_string())
+            .output()
+            .unwrap()
     }
 
     fn task(&self, id: &str) -> Value {
-        let path = self.home.state_dir().join("tasks").join(format!("{id}.json"));
+        let path = self
+            .home
+            .state_dir()
+            .join("tasks")
+            .join(format!("{id}.json"));
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
     }
 }
@@ -213,7 +230,10 @@ fn a_full_consolidation_lists_greps_reads_writes_edits_and_deletes() {
     assert_eq!(requests[0].header("x-api-key"), Some(KEY));
     assert_eq!(first["system"][0]["cache_control"]["type"], "ephemeral");
     let task = first["messages"][0]["content"][0]["text"].as_str().unwrap();
-    assert!(task.contains("Sessions since last consolidation (5):"), "{task}");
+    assert!(
+        task.contains("Sessions since last consolidation (5):"),
+        "{task}"
+    );
     assert!(task.contains(&session_id(3)));
     assert!(task.contains("digests/"), "{task}");
     let tools: Vec<&str> = first["tools"]
@@ -222,10 +242,22 @@ fn a_full_consolidation_lists_greps_reads_writes_edits_and_deletes() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["shell", "read_file", "write_file", "edit_file", "delete_file"]);
+    assert_eq!(
+        tools,
+        [
+            "shell",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "delete_file"
+        ]
+    );
     let listing = tool_results(&requests[1]);
     assert!(listing.iter().all(|(_, err)| !err), "{listing:?}");
-    assert!(listing[0].0.contains("MEMORY.md") && listing[0].0.contains("topics"), "{listing:?}");
+    assert!(
+        listing[0].0.contains("MEMORY.md") && listing[0].0.contains("topics"),
+        "{listing:?}"
+    );
     assert!(listing[1].0.contains("how to build"), "{listing:?}");
     let grep = tool_results(&requests[2]);
     assert_eq!(grep[0].0.trim(), "5", "{grep:?}");
@@ -241,16 +273,23 @@ fn a_full_consolidation_lists_greps_reads_writes_edits_and_deletes() {
     assert_eq!(record["turns"].as_array().unwrap().len(), 4);
     assert_eq!(record["turns"][2]["tool_use_count"], 3);
     assert_eq!(record["lock_token"], doc["lock"]["token"]);
-    let pending = std::fs::read_to_string(d.home.state_dir().join("pending-updates.jsonl")).unwrap();
+    let pending =
+        std::fs::read_to_string(d.home.state_dir().join("pending-updates.jsonl")).unwrap();
     let line: Value = serde_json::from_str(pending.lines().next().unwrap()).unwrap();
     assert_eq!(line["source"], "dream");
     assert_eq!(line["task_id"], task_id);
     assert_eq!(line["files_touched"].as_array().unwrap().len(), 3);
     let digest = std::fs::read_to_string(
-        d.home.state_dir().join("digests").join(format!("{}.md", session_id(2))),
+        d.home
+            .state_dir()
+            .join("digests")
+            .join(format!("{}.md", session_id(2))),
     )
     .unwrap();
-    assert!(digest.contains("User: session 2: we deploy with blue-green now"), "{digest}");
+    assert!(
+        digest.contains("User: session 2: we deploy with blue-green now"),
+        "{digest}"
+    );
 }
 
 #[test]
@@ -280,7 +319,10 @@ fn the_pipeline_and_the_exec_form_end_to_end() {
         assert!(d.mem().join("topics/deploy.md").exists(), "{form}");
         // Released as completed: the lock is free and its time moved to now.
         assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"", "{form}");
-        assert!(crate::support::mtime(&d.home.lock_file()) > before, "{form}");
+        assert!(
+            crate::support::mtime(&d.home.lock_file()) > before,
+            "{form}"
+        );
     }
 }
 
@@ -293,8 +335,14 @@ fn a_model_failure_restores_the_memory_dir_and_exits_4() {
     d.api.push(Reply::anthropic_tools(
         "Writing.",
         &[
-            ("write_file", json!({"path": "new.md", "content": "half a thought\n"})),
-            ("write_file", json!({"path": "MEMORY.md", "content": "clobbered\n"})),
+            (
+                "write_file",
+                json!({"path": "new.md", "content": "half a thought\n"}),
+            ),
+            (
+                "write_file",
+                json!({"path": "MEMORY.md", "content": "clobbered\n"}),
+            ),
             ("delete_file", json!({"path": "stale.md"})),
         ],
     ));
@@ -306,13 +354,20 @@ fn a_model_failure_restores_the_memory_dir_and_exits_4() {
     let run = &stdout_json(&out)["run"];
     assert_eq!(run["status"], "failed");
     assert_eq!(run["error"], "model");
-    assert!(run["message"].as_str().unwrap().starts_with("server"), "{run}");
+    assert!(
+        run["message"].as_str().unwrap().starts_with("server"),
+        "{run}"
+    );
     assert_eq!(d.read("MEMORY.md"), before_index);
     assert_eq!(d.read("stale.md"), "The deploy uses FTP.\n");
     assert!(!d.mem().join("new.md").exists());
     let record = d.task(run["task_id"].as_str().unwrap());
     assert_eq!(record["status"], "failed");
-    assert_eq!(record["snapshot"], Value::Null, "restored, so the snapshot is gone");
+    assert_eq!(
+        record["snapshot"],
+        Value::Null,
+        "restored, so the snapshot is gone"
+    );
 }
 
 #[test]
@@ -324,7 +379,8 @@ fn keep_partial_keeps_what_a_failed_run_wrote() {
         "Writing.",
         &[("write_file", json!({"path": "new.md", "content": "kept\n"}))],
     ));
-    d.api.push(Reply::error(400, "invalid_request_error", "bad"));
+    d.api
+        .push(Reply::error(400, "invalid_request_error", "bad"));
     let out = d.run(&envelope, &["--keep-partial"]);
     assert_eq!(out.status.code(), Some(4));
     assert_eq!(d.read("new.md"), "kept\n");
@@ -338,7 +394,10 @@ fn max_turns_ends_the_run_failed_and_restored() {
     for n in 0..3 {
         d.api.push(Reply::anthropic_tools(
             "More.",
-            &[("write_file", json!({"path": format!("n{n}.md"), "content": "x\n"}))],
+            &[(
+                "write_file",
+                json!({"path": format!("n{n}.md"), "content": "x\n"}),
+            )],
         ));
     }
     let out = d.run(&envelope, &["--max-turns", "2"]);
@@ -359,7 +418,10 @@ fn sigterm_mid_run_aborts_and_restores() {
     let before = d.read("MEMORY.md");
     d.api.push(Reply::anthropic_tools(
         "Writing.",
-        &[("write_file", json!({"path": "MEMORY.md", "content": "half done\n"}))],
+        &[(
+            "write_file",
+            json!({"path": "MEMORY.md", "content": "half done\n"}),
+        )],
     ));
     d.api.push(Reply::Hang(Duration::from_secs(30)));
     let mut child = d
@@ -377,7 +439,10 @@ fn sigterm_mid_run_aborts_and_restores() {
     // Wait until the write landed and the second request is hanging.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while d.api.requests().len() < 2 {
-        assert!(std::time::Instant::now() < deadline, "the run never asked twice");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never asked twice"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(d.read("MEMORY.md"), "half done\n");
@@ -385,11 +450,19 @@ fn sigterm_mid_run_aborts_and_restores() {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(143), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run = &stdout_json(&out)["run"];
     assert_eq!(run["status"], "aborted");
     assert_eq!(d.read("MEMORY.md"), before);
-    assert_eq!(d.task(run["task_id"].as_str().unwrap())["status"], "aborted");
+    assert_eq!(
+        d.task(run["task_id"].as_str().unwrap())["status"],
+        "aborted"
+    );
 }
 
 #[test]
@@ -402,7 +475,10 @@ fn a_lost_lock_stops_the_run_without_restoring() {
     let thief_pid = thief.pid();
     d.api.push(Reply::anthropic_tools(
         "First.",
-        &[("write_file", json!({"path": "first.md", "content": "one\n"}))],
+        &[(
+            "write_file",
+            json!({"path": "first.md", "content": "one\n"}),
+        )],
     ));
     // Between the two turns another process takes the lock over.
     d.api.push(Reply::After(
@@ -412,7 +488,10 @@ fn a_lost_lock_stops_the_run_without_restoring() {
         }),
         Box::new(Reply::anthropic_tools(
             "Second.",
-            &[("write_file", json!({"path": "second.md", "content": "two\n"}))],
+            &[(
+                "write_file",
+                json!({"path": "second.md", "content": "two\n"}),
+            )],
         )),
     ));
     let out = d.run(&envelope, &[]);
@@ -420,12 +499,22 @@ fn a_lost_lock_stops_the_run_without_restoring() {
     let run = &stdout_json(&out)["run"];
     assert_eq!(run["status"], "failed");
     assert_eq!(run["error"], "lock_lost");
-    assert_eq!(d.read("first.md"), "one\n", "not restored: that would be an unfenced write");
-    assert!(!d.mem().join("second.md").exists(), "the fenced write never landed");
+    assert_eq!(
+        d.read("first.md"),
+        "one\n",
+        "not restored: that would be an unfenced write"
+    );
+    assert!(
+        !d.mem().join("second.md").exists(),
+        "the fenced write never landed"
+    );
     let record = d.task(run["task_id"].as_str().unwrap());
     assert_eq!(record["error"], "lock_lost");
     assert!(record["snapshot"].as_str().unwrap().contains("snapshots"));
-    assert_eq!(std::fs::read_to_string(d.home.lock_file()).unwrap(), thief_pid.to_string());
+    assert_eq!(
+        std::fs::read_to_string(d.home.lock_file()).unwrap(),
+        thief_pid.to_string()
+    );
 }
 
 #[test]
@@ -438,7 +527,10 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
         script_full_consolidation(&d);
         let out = d.run(&envelope, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        let task_id = stdout_json(&out)["run"]["task_id"].as_str().unwrap().to_string();
+        let task_id = stdout_json(&out)["run"]["task_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
         d.cmd("dream-lock")
             .args(["release", "--outcome", "completed"])
             .write_stdin(out.stdout.clone())
@@ -447,7 +539,11 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
         drop(holder);
         if attempt == "edited" {
             std::fs::write(d.mem().join("topics/deploy.md"), "a person's edit\n").unwrap();
-            let out = d.cmd("dream-run").args(["undo", &task_id]).output().unwrap();
+            let out = d
+                .cmd("dream-run")
+                .args(["undo", &task_id])
+                .output()
+                .unwrap();
             assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
             let doc = stdout_json(&out);
             assert_eq!(doc["undone"], false);
@@ -499,7 +595,10 @@ fn dry_run_needs_no_credentials_and_sends_nothing() {
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 5);
     assert_eq!(doc["tools"].as_array().unwrap().len(), 5);
     assert!(d.api.requests().is_empty());
-    assert!(!d.home.state_dir().join("tasks").exists(), "no task recorded");
+    assert!(
+        !d.home.state_dir().join("tasks").exists(),
+        "no task recorded"
+    );
 }
 
 #[test]
@@ -511,7 +610,10 @@ fn no_lock_is_refused_and_a_declined_envelope_passes_through() {
     let declined = r#"{"gate":{"due":false,"reason":"too_soon"}}"#;
     let out = d.run(declined, &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stdout_json(&out), serde_json::from_str::<Value>(declined).unwrap());
+    assert_eq!(
+        stdout_json(&out),
+        serde_json::from_str::<Value>(declined).unwrap()
+    );
     assert!(!stderr_text(&out).is_empty(), "exit 1 says why");
     for bad in [
         r#"{"lock":{"acquired":"true","token":"1:2"}}"#,
@@ -542,19 +644,38 @@ fn refused_tool_calls_are_errors_the_run_survives() {
         ("shell", json!({"command": "echo $(id)"})),
         ("shell", json!({"command": "find . -delete"})),
         ("shell", json!({"command": "grep -r root /etc"})),
-        ("shell", json!({"command": format!("cat {}", outside.display())})),
-        ("write_file", json!({"path": "../escape.md", "content": "x"})),
-        ("write_file", json!({"path": outside.to_string_lossy(), "content": "x"})),
+        (
+            "shell",
+            json!({"command": format!("cat {}", outside.display())}),
+        ),
+        (
+            "write_file",
+            json!({"path": "../escape.md", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": outside.to_string_lossy(), "content": "x"}),
+        ),
         ("write_file", json!({"path": "link.md", "content": "x"})),
-        ("write_file", json!({"path": ".git/hooks/pre-commit.md", "content": "x"})),
-        ("write_file", json!({"path": "Agents/evil.md", "content": "x"})),
+        (
+            "write_file",
+            json!({"path": ".git/hooks/pre-commit.md", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "Agents/evil.md", "content": "x"}),
+        ),
         ("write_file", json!({"path": "notes.txt", "content": "x"})),
         ("delete_file", json!({"path": "link.md"})),
-        ("edit_file", json!({"path": "MEMORY.md", "old_string": "not there", "new_string": "x"})),
+        (
+            "edit_file",
+            json!({"path": "MEMORY.md", "old_string": "not there", "new_string": "x"}),
+        ),
         ("write_file", json!({"path": 5, "content": "x"})),
         ("no_such_tool", json!({})),
     ];
-    d.api.push(Reply::anthropic_tools("Trying things.", &attacks));
+    d.api
+        .push(Reply::anthropic_tools("Trying things.", &attacks));
     d.api.push(Reply::anthropic_text("Nothing to change."));
     let before = crate::support::tree(&d.home.root);
     let out = d.run(&envelope, &[]);
@@ -575,7 +696,12 @@ fn refused_tool_calls_are_errors_the_run_survives() {
         .filter(|(p, _)| !p.starts_with(&state))
         .collect();
     assert!(changed.is_empty(), "{changed:?}");
-    assert!(!Path::new("/tmp/x").exists() || std::fs::read("/tmp/x").map(|b| b.is_empty()).unwrap_or(true));
+    assert!(
+        !Path::new("/tmp/x").exists()
+            || std::fs::read("/tmp/x")
+                .map(|b| b.is_empty())
+                .unwrap_or(true)
+    );
 }
 
 #[test]
@@ -584,14 +710,24 @@ fn tasks_pending_and_the_memory_saved_notice() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let transcript = d.home.transcripts_dir().join(format!("{}.jsonl", session_id(5)));
+    let transcript = d
+        .home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", session_id(5)));
     let len_before = std::fs::metadata(&transcript).unwrap().len();
     let out = d.run(
         &envelope,
-        &["--notify-transcript", &transcript.to_string_lossy(), "--events"],
+        &[
+            "--notify-transcript",
+            &transcript.to_string_lossy(),
+            "--events",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let task_id = stdout_json(&out)["run"]["task_id"].as_str().unwrap().to_string();
+    let task_id = stdout_json(&out)["run"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let events: Vec<Value> = stderr_text(&out)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -599,7 +735,10 @@ fn tasks_pending_and_the_memory_saved_notice() {
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(kinds.first(), Some(&"turn"));
     assert_eq!(kinds.last(), Some(&"done"));
-    assert!(kinds.contains(&"tool") && kinds.contains(&"file_touched"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"tool") && kinds.contains(&"file_touched"),
+        "{kinds:?}"
+    );
     assert_eq!(kinds.iter().filter(|k| **k == "file_touched").count(), 3);
 
     let text = std::fs::read_to_string(&transcript).unwrap();
@@ -613,7 +752,11 @@ fn tasks_pending_and_the_memory_saved_notice() {
     assert_eq!(record["sessionId"], session_id(5).as_str());
     assert_eq!(record["writtenPaths"].as_array().unwrap().len(), 2);
 
-    let out = d.cmd("dream-run").args(["pending", "--clear"]).output().unwrap();
+    let out = d
+        .cmd("dream-run")
+        .args(["pending", "--clear"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let doc = stdout_json(&out);
     assert_eq!(doc["updates"][0]["task_id"], task_id.as_str());
@@ -628,11 +771,18 @@ fn tasks_pending_and_the_memory_saved_notice() {
     orphan["status"] = json!("running");
     orphan["pid"] = json!(u32::MAX - 3);
     orphan["started_at"] = json!("2099-12-31T00:00:00.000Z");
-    std::fs::write(store.join("20991231T000000Z-deadbeef.json"), orphan.to_string()).unwrap();
+    std::fs::write(
+        store.join("20991231T000000Z-deadbeef.json"),
+        orphan.to_string(),
+    )
+    .unwrap();
     let list = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
     let tasks = list["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 2);
-    assert_eq!(tasks[0]["task_id"], "20991231T000000Z-deadbeef", "newest first");
+    assert_eq!(
+        tasks[0]["task_id"], "20991231T000000Z-deadbeef",
+        "newest first"
+    );
     assert_eq!(tasks[0]["status"], "failed");
     assert_eq!(tasks[0]["error"], "orphaned");
     assert_eq!(tasks[1]["status"], "completed");
@@ -643,7 +793,10 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
     let d = Dream::new();
     d.api.push(Reply::anthropic_tools(
         "Writing.",
-        &[("write_file", json!({"path": "MEMORY.md", "content": "new index\n".repeat(1000)}))],
+        &[(
+            "write_file",
+            json!({"path": "MEMORY.md", "content": "new index\n".repeat(1000)}),
+        )],
     ));
     d.api.push(Reply::Hang(Duration::from_secs(30)));
     let mut child = d
@@ -656,7 +809,10 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while d.api.requests().len() < 2 {
-        assert!(std::time::Instant::now() < deadline, "the run never asked twice");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never asked twice"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let tasks = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
@@ -670,12 +826,23 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
         libc::kill(run_pid, libc::SIGKILL);
     }
     let gone = std::time::Instant::now() + Duration::from_secs(10);
-    while std::path::Path::new(&format!("/proc/{run_pid}")).exists() && std::time::Instant::now() < gone {
+    while std::path::Path::new(&format!("/proc/{run_pid}")).exists()
+        && std::time::Instant::now() < gone
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(d.read("MEMORY.md"), "new index\n".repeat(1000), "whole, never torn");
+    assert_eq!(
+        d.read("MEMORY.md"),
+        "new index\n".repeat(1000),
+        "whole, never torn"
+    );
     let status = d.cmd("dream-lock").args(["status"]).output().unwrap();
-    assert_eq!(status.status.code(), Some(0), "free by liveness: {}", stderr_text(&status));
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "free by liveness: {}",
+        stderr_text(&status)
+    );
     let tasks = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
     assert_eq!(tasks["tasks"][0]["error"], "orphaned");
 }

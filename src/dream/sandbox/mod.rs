@@ -10,7 +10,12 @@ pub struct Limits {
 }
 impl Default for Limits {
     fn default() -> Self {
-        Limits { shell_timeout: Duration::from_secs(10), output_cap: 65536, max_file_bytes: 262144, read_default_lines: 2000 }
+        Limits {
+            shell_timeout: Duration::from_secs(10),
+            output_cap: 65536,
+            max_file_bytes: 262144,
+            read_default_lines: 2000,
+        }
     }
 }
 pub trait WriteGuard {
@@ -37,22 +42,53 @@ pub struct Sandbox {
 }
 impl Sandbox {
     pub fn new(memory_dir: &Path, _roots: &[PathBuf], _limits: Limits) -> std::io::Result<Sandbox> {
-        Ok(Sandbox { memory_dir: memory_dir.canonicalize()? })
+        Ok(Sandbox {
+            memory_dir: memory_dir.canonicalize()?,
+        })
     }
     pub fn tool_specs() -> Vec<crate::model::ToolSpec> {
         Vec::new()
     }
-    pub fn call(&mut self, name: &str, input: &serde_json::Value, guard: &mut dyn WriteGuard) -> ToolResult {
+    pub fn call(
+        &mut self,
+        name: &str,
+        input: &serde_json::Value,
+        guard: &mut dyn WriteGuard,
+    ) -> ToolResult {
         if name == "write_file" {
-            let path = self.memory_dir.join(input["path"].as_str().unwrap_or("x.md"));
+            let path = self
+                .memory_dir
+                .join(input["path"].as_str().unwrap_or("x.md"));
             let existed = path.exists();
             if let Err(r) = guard.before_write(&path) {
-                return ToolResult { content: r.message, is_error: true, touched: None, stop_run: r.stop_run };
+                return ToolResult {
+                    content: r.message,
+                    is_error: true,
+                    touched: None,
+                    stop_run: r.stop_run,
+                };
             }
             let _ = std::fs::write(&path, input["content"].as_str().unwrap_or(""));
-            return ToolResult { content: "ok".into(), is_error: false, touched: Some((path, if existed { Change::Modified } else { Change::Created })), stop_run: false };
+            return ToolResult {
+                content: "ok".into(),
+                is_error: false,
+                touched: Some((
+                    path,
+                    if existed {
+                        Change::Modified
+                    } else {
+                        Change::Created
+                    },
+                )),
+                stop_run: false,
+            };
         }
-        ToolResult { content: format!("stub {name}"), is_error: true, touched: None, stop_run: false }
+        ToolResult {
+            content: format!("stub {name}"),
+            is_error: true,
+            touched: None,
+            stop_run: false,
+        }
     }
     pub fn landlock_active(&self) -> bool {
         false

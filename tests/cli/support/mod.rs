@@ -320,7 +320,9 @@ pub fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             let name = path.to_string_lossy().into_owned();
             if kind.is_dir() {
                 stack.push(path);
