@@ -23,7 +23,8 @@ use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released, RunOutcome};
 #[command(
     name = "dream-lock",
     version,
-    disable_help_subcommand = true,
+    // `dream-lock` alone is a usage error naming the subcommands, not the help text.
+    arg_required_else_help = false,
     about = "The cross-process consolidation lock",
     long_about = "The cross-process consolidation lock of a project's memory, shared with \
 Claude Code: <memory_dir>/.consolidate-lock holds the holder's PID and its mtime is the \

@@ -76,7 +76,7 @@ pub fn main<T: Tool>() -> ExitCode {
     let name = T::command().get_name().to_string();
     let args = match T::try_parse() {
         Ok(args) => args,
-        Err(err) => return clap_exit(&name, err),
+        Err(err) => return clap_exit(err),
     };
     let common = args.common().clone();
     super::input::set_null_input(common.null_input);
@@ -99,31 +99,68 @@ pub fn main<T: Tool>() -> ExitCode {
     outcome.exit.into()
 }
 
-/// `--help` and `--version` print as usual; every other clap error is a usage error in our
-/// JSON form, with one line on stderr.
-fn clap_exit(name: &str, err: clap::Error) -> ExitCode {
+/// `--help` and `--version` (and `help SUBCOMMAND`) print as usual; every other clap error is a
+/// usage error: clap's whole message on stderr (the missing argument, the "did you mean" tip,
+/// the `Usage:` line), and the same text, plain, in our JSON on stdout.
+fn clap_exit(err: clap::Error) -> ExitCode {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = err.print();
             Exit::Yes.into()
         }
         _ => {
-            let failure = Failure::Usage(first_line_of(&err));
+            let failure = Failure::Usage(plain_message(&err));
             // The flags did not parse, but a `-q` among them is still honoured.
             let quiet = std::env::args_os().any(|a| a == "-q" || a == "--quiet");
-            Diag::new(name, quiet, false).warn(&failure.to_string());
+            if !quiet {
+                // As clap renders it (coloured on a terminal); a lost stderr cannot be reported.
+                let _ = err.print();
+            }
             let _ = write_stdout(&failure.to_document().to_string(), false);
             Exit::Usage.into()
         }
     }
 }
 
-fn first_line_of(err: &clap::Error) -> String {
+/// clap's message without colours, without the `error: ` label and without the closing
+/// "For more information, try '--help'." hint, which a JSON reader cannot follow.
+fn plain_message(err: &clap::Error) -> String {
+    // `render()` keeps the styles apart; its `Display` is the plain text.
     let text = err.render().to_string();
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("invalid command line");
-    line.strip_prefix("error: ").unwrap_or(line).to_string()
+    let text = text.trim();
+    let text = text.strip_prefix("error: ").unwrap_or(text);
+    let text = match text.rfind("For more information, try") {
+        Some(at) if !text[at..].contains('\n') => &text[..at],
+        _ => text,
+    };
+    match text.trim_end() {
+        "" => "invalid command line".to_string(),
+        message => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Arg, Command};
+
+    fn error_for(args: &[&str]) -> clap::Error {
+        Command::new("tool")
+            .arg(Arg::new("name").long("name").required(true))
+            .try_get_matches_from(args)
+            .err()
+            .unwrap()
+    }
+
+    #[test]
+    fn usage_message_keeps_the_whole_text_but_the_help_hint() {
+        let message = plain_message(&error_for(&["tool"]));
+        assert!(message.starts_with("the following required arguments"), "{message}");
+        assert!(message.contains("--name <name>"), "{message}");
+        assert!(message.contains("Usage: tool --name <name>"), "{message}");
+        assert!(!message.contains("For more information"), "{message}");
+        assert!(!message.contains('\u{1b}'), "{message}");
+        let message = plain_message(&error_for(&["tool", "--nme", "x"]));
+        assert!(message.contains("tip: a similar argument exists: '--name'"), "{message}");
+    }
 }
