@@ -155,12 +155,18 @@ mod tests {
     #[test]
     fn usage_message_keeps_the_whole_text_but_the_help_hint() {
         let message = plain_message(&error_for(&["tool"]));
-        assert!(message.starts_with("the following required arguments"), "{message}");
+        assert!(
+            message.starts_with("the following required arguments"),
+            "{message}"
+        );
         assert!(message.contains("--name <name>"), "{message}");
         assert!(message.contains("Usage: tool --name <name>"), "{message}");
         assert!(!message.contains("For more information"), "{message}");
         assert!(!message.contains('\u{1b}'), "{message}");
         let message = plain_message(&error_for(&["tool", "--nme", "x"]));
-        assert!(message.contains("tip: a similar argument exists: '--name'"), "{message}");
+        assert!(
+            message.contains("tip: a similar argument exists: '--name'"),
+            "{message}"
+        );
     }
 }

@@ -35,7 +35,10 @@ fn help_version_and_usage_errors() {
             message.starts_with("unexpected argument '--no-such-flg' found"),
             "{bin}: {message}"
         );
-        assert!(message.contains(&format!("Usage: {bin}")), "{bin}: {message}");
+        assert!(
+            message.contains(&format!("Usage: {bin}")),
+            "{bin}: {message}"
+        );
         assert!(!message.contains("For more information"), "{message}");
         let stderr = stderr_text(&out);
         assert!(
@@ -69,7 +72,10 @@ fn usage_errors_name_what_is_missing_and_suggest_the_near_miss() {
             "{message}"
         );
         assert!(message.contains("[subcommands: "), "{message}");
-        assert!(message.contains(&format!("Usage: {bin} [OPTIONS] <COMMAND>")), "{message}");
+        assert!(
+            message.contains(&format!("Usage: {bin} [OPTIONS] <COMMAND>")),
+            "{message}"
+        );
         assert!(stderr_text(&out).contains("requires a subcommand"));
     }
     let out = home.cmd("dream-lock").arg("releas").output().unwrap();
@@ -100,14 +106,10 @@ fn help_subcommand_shows_a_subcommands_help() {
         ("dream-lock", "release", "--outcome"),
         ("feedback", "send", "--endpoint"),
     ] {
-        home.cmd(bin)
-            .args(["help", sub])
-            .assert()
-            .success()
-            .stdout(
-                predicate::str::contains(format!("Usage: {bin} {sub}"))
-                    .and(predicate::str::contains(flag)),
-            );
+        home.cmd(bin).args(["help", sub]).assert().success().stdout(
+            predicate::str::contains(format!("Usage: {bin} {sub}"))
+                .and(predicate::str::contains(flag)),
+        );
     }
 }
 

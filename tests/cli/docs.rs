@@ -17,3 +17,165 @@ fn committed_man_pages_and_completions_are_up_to_date() {
         "out of date: {stale:?}; run `make man completions`"
     );
 }
+
+/// Directories and a file to complete against, in a fresh working directory.
+fn completion_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("somedir")).unwrap();
+    std::fs::write(dir.path().join("somefile"), "").unwrap();
+    dir
+}
+
+/// What bash offers for the last word of `line`, using the committed completion script the
+/// way bash's programmable completion calls it: COMP_WORDS, COMP_CWORD and the function
+/// registered with `complete -F`, reading COMPREPLY. `compopt -o plusdirs` (directories
+/// added by bash itself) is honoured; it only works inside a real completion, so it is
+/// stood in for by a function.
+fn bash_complete(line: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let words: Vec<&str> = if line.ends_with(' ') {
+        line.split_whitespace().chain([""]).collect()
+    } else {
+        line.split_whitespace().collect()
+    };
+    let bin = words[0];
+    let cword = words.len() - 1;
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let script = format!(
+        r#"set -u
+plusdirs=
+compopt() {{ [[ " $* " == *" -o plusdirs "* ]] && plusdirs=1; return 0; }}
+source '{script}' || exit 90
+spec=$(complete -p {bin}) || exit 91
+fn=$(sed -E 's/.* -F ([^ ]+) .*/\1/' <<<"$spec")
+COMP_WORDS=({words})
+COMP_CWORD={cword}
+COMPREPLY=()
+"$fn" {bin} "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
+[ -n "$plusdirs" ] && COMPREPLY+=($(compgen -d -- "${{COMP_WORDS[COMP_CWORD]}}"))
+printf '%s\n' "${{COMPREPLY[@]}}"
+"#,
+        script = root.join(format!("completions/{bin}.bash")).display(),
+        words = quoted.join(" "),
+    );
+    let dir = completion_dir();
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{line:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut candidates: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    candidates.sort();
+    candidates
+}
+
+#[test]
+fn bash_completion_completes_subcommands_flags_and_values() {
+    assert_eq!(
+        bash_complete("dream-lock release --outcome "),
+        ["aborted", "completed", "failed"]
+    );
+    assert!(bash_complete("dream-lock release --o").contains(&"--outcome".to_string()));
+    assert_eq!(bash_complete("dream-lock acq"), ["acquire"]);
+    assert!(bash_complete("dream-lock exec --").contains(&"--cwd".to_string()));
+    assert!(bash_complete("feedback send --").contains(&"--endpoint".to_string()));
+    assert!(bash_complete("dream-gate --min").contains(&"--min-hours".to_string()));
+    assert!(bash_complete("recap --").contains(&"--transcript".to_string()));
+    // Directory flags offer directories only; path flags offer files too.
+    assert_eq!(bash_complete("dream-gate --cwd some"), ["somedir"]);
+    assert_eq!(
+        bash_complete("dream-lock status --memory-dir some"),
+        ["somedir"]
+    );
+    assert_eq!(
+        bash_complete("recap --transcript some"),
+        ["somedir", "somefile"]
+    );
+}
+
+/// `Some(path)` of a shell, or None with a note (CI installs them: see .ci/run).
+fn shell(name: &str) -> Option<String> {
+    let found = std::process::Command::new(name)
+        .arg("-c")
+        .arg("exit 0")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("note: {name} is not installed; its completions were not checked");
+    }
+    found.then(|| name.to_string())
+}
+
+#[test]
+fn zsh_completions_load_without_errors() {
+    let Some(zsh) = shell("zsh") else { return };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for bin in ["dream-gate", "dream-lock", "recap", "feedback"] {
+        let script = root.join(format!("completions/_{bin}"));
+        let out = std::process::Command::new(&zsh)
+            .args(["-f", "-c"])
+            .arg(format!(
+                "autoload -U compinit && compinit -u -D && source '{}' && \
+                 [[ $_comps[{bin}] == _{bin} ]]",
+                script.display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{bin}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// What fish offers for `line` (`complete -C`), with the committed script loaded.
+fn fish_complete(fish: &str, line: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = line.split_whitespace().next().unwrap();
+    let dir = completion_dir();
+    let out = std::process::Command::new(fish)
+        .args(["--no-config", "-c"])
+        .arg(format!(
+            "source '{}'; and complete -C '{line}'",
+            root.join(format!("completions/{bin}.fish")).display()
+        ))
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{line:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut candidates: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .collect();
+    candidates.sort();
+    candidates
+}
+
+#[test]
+fn fish_completions_load_and_complete() {
+    let Some(fish) = shell("fish") else { return };
+    assert_eq!(
+        fish_complete(&fish, "dream-lock release --outcome "),
+        ["aborted", "completed", "failed"]
+    );
+    assert!(fish_complete(&fish, "feedback send --").contains(&"--endpoint".to_string()));
+    assert_eq!(fish_complete(&fish, "dream-gate --cwd some"), ["somedir/"]);
+    for bin in ["dream-gate", "recap"] {
+        assert!(!fish_complete(&fish, &format!("{bin} --")).is_empty());
+    }
+}
