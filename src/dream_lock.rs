@@ -421,45 +421,113 @@ while a run goes on (that would move the last-consolidated time), so runs must e
 hour.",
     ),
     (
-        "SUBCOMMANDS",
-        "acquire [--pid PID]: the default PID is the parent process (the hook's shell). Exit 0 \
-with lock = {acquired: true, backend, path, pid, prior_mtime, token}; exit 1 with lock = \
-{acquired: false, reason: \"held\", backend, path, holder_pid, held_since}.
-
-release [--outcome completed|failed|aborted]: the default outcome is the envelope's \
-run.status. completed empties the content (the lock is free; now is the new last-consolidated \
-time). failed and aborted roll back: delete the file when prior_mtime was 0, else empty it and \
-set its mtime back to prior_mtime, so the next gate can retry. Both exit 0 and add released, \
-outcome and last_consolidated_at to lock. Releasing a lock that is no longer ours changes \
-nothing and exits 1 with reason \"not_holder\". Without an envelope, pass --token and \
---prior-mtime.
-
-status: prints {held, holder_pid, holder_alive, since, stale, last_consolidated_at, backend, \
-path} at the top level; exit 0 when free, 1 when held.
-
-exec [--] CMD [ARGS...]: acquires with exec's own PID, runs CMD with the envelope (with lock) \
-on its stdin and DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own \
-process group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits \
-0, failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD's \
-stdout is exec's stdout (the one exception to one JSON object); the exit code is CMD's (128 + N \
-when CMD died of signal N; 127 when CMD was not found and 126 when it could not be run, after a \
-roll-back). When the lock is busy CMD is not run and exec prints the envelope and exits 1. \
-Problems releasing after CMD are reported on stderr.",
-    ),
-    (
         "PIPELINES",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
 through. An envelope from a stage that said no (gate.due false, lock.acquired false, or a \
 top-level error) is passed through untouched with exit 1, so a pipeline never consolidates by \
 accident. On an environment failure (exit 3) the envelope still flows, with lock.error = \
-{kind, message}.
+{kind, message}. stdin is read only when it is not a terminal and -n is not given; an empty \
+stdin is no input.
 
-  dream-gate | dream-lock acquire | dream-run | dream-lock release
+dream-run, the consolidation agent, is not released yet. Until it is, any command can stand \
+in for it: it gets the envelope on stdin. This stand-in prints the sessions a run would \
+consolidate, then fails on purpose, so the lock is rolled back and the last-consolidated time \
+does not move:
 
-  dream-gate | dream-lock exec -- dream-run
+  dream-gate | dream-lock exec -- sh -c 'jq -c .gate.sessions; exit 1'
 
-The second form is safer: the lock is released, or rolled back, however dream-run ends, even \
-on a signal.",
+The acquire | run | release form, with a stand-in that sets run.status for release:
+
+  dream-gate | dream-lock acquire | jq -c '.run = {status: \"failed\"}' | dream-lock release
+
+exec is the safer form: the lock is released, or rolled back, however the command ends, even \
+on a signal. Each subcommand has its own page with its exit codes.",
+    ),
+    (
+        "acquire/OUTPUT",
+        "The default PID is the parent process (the hook's shell). On success lock = {acquired: \
+true, backend, path, pid, prior_mtime, token}; when another live process holds the lock, lock \
+= {acquired: false, reason: \"held\", backend, path, holder_pid, held_since}.",
+    ),
+    (
+        "acquire/EXIT STATUS",
+        "0 acquired.
+
+1 held by another live process, or an envelope from a stage that said no, passed through.
+
+2 usage error or bad input (stdin that is not a JSON object).
+
+3 the lock cannot be read or written: fails closed; the envelope flows with lock.error.",
+    ),
+    (
+        "release/OUTCOMES",
+        "The outcome is --outcome, else the envelope's run.status. completed empties the \
+content (the lock is free; now is the new last-consolidated time). failed and aborted roll \
+back: delete the file when prior_mtime was 0, else empty it and set its mtime back to \
+prior_mtime, so the next gate can retry. With no outcome at all, release rolls back as \
+failed, with a warning on stderr and lock.warning in the JSON: a pass-through stage such as \
+cat never leaves the lock held nor moves the last-consolidated time. Both add released, \
+outcome and last_consolidated_at to lock.
+
+The lease comes from the envelope's lock section (acquire's output), or from status's output \
+on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
+changes nothing and exits 1 with reason \"not_holder\"; releasing a live holder that is not \
+the caller needs --force.",
+    ),
+    (
+        "release/EXIT STATUS",
+        "0 freed (completed) or rolled back (failed, aborted, or no outcome).
+
+1 not ours any more (another process holds or changed the lock; nothing changed), or an \
+envelope from a stage that said no, passed through.
+
+2 usage error or bad input: no lease to release, or an unknown outcome.
+
+3 the lock cannot be read or written.",
+    ),
+    (
+        "status/OUTPUT",
+        "Prints {held, holder_pid, holder_alive, since, stale, last_consolidated_at, backend, \
+path} at the top level, and the token of a live holder, which release accepts on stdin. It \
+reads no envelope.",
+    ),
+    (
+        "status/EXIT STATUS",
+        "0 free.
+
+1 held by a live process.
+
+2 usage error.
+
+3 the lock cannot be read: fails closed.",
+    ),
+    (
+        "exec/RUNNING CMD",
+        "exec acquires with its own PID, runs CMD with the envelope (with lock) on its stdin and \
+DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own process \
+group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits 0, \
+failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD's stdout \
+is exec's stdout (the one exception to one JSON object). When the lock is busy, or the \
+envelope said no, CMD is not run and exec prints the envelope and exits 1. Problems releasing \
+after CMD are reported on stderr.",
+    ),
+    (
+        "exec/EXIT STATUS",
+        "0 CMD exited 0; the lock was released as completed.
+
+1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
+range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \
+is on stdout), 2 for a usage error, 3 when the lock cannot be read (CMD not run).
+
+126 CMD was found but could not be run; the lock was rolled back.
+
+127 CMD was not found; the lock was rolled back.
+
+128+N CMD died of signal N; the lock was rolled back.
+
+130 exec was interrupted by SIGINT while acquiring; the lock was rolled back.
+
+143 exec was terminated by SIGTERM while acquiring; the lock was rolled back.",
     ),
     (
         "ENVIRONMENT",

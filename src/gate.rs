@@ -315,7 +315,7 @@ gate.last_scan_at shows it. A stamp in the future does not throttle.
 
 too_few_sessions: fewer than --min-sessions transcripts <uuid>.jsonl directly in the \
 transcripts dir changed after the last consolidation, not counting the current session \
-(--current-session, else the hook payload's session_id). Decided from directory entries and \
+(--session, else the hook payload's session_id). Decided from directory entries and \
 stat alone; no transcript is opened. A missing transcripts dir holds no sessions; an \
 unreadable one is exit 3.",
     ),
@@ -349,13 +349,27 @@ CLAUDE_CODE_REMOTE_MEMORY_DIR, CLAUDE_CODE_DISABLE_AUTO_MEMORY, CLAUDE_CODE_SIMP
 CLAUDE_CODE_REMOTE, DREAMKIT_MIN_HOURS, DREAMKIT_MIN_SESSIONS.",
     ),
     (
+        "STDIN",
+        "stdin is read only when it is not a terminal and -n is not given; an empty stdin is no \
+input. A hook gives its payload there; a pipeline gives an envelope. In loops and cron jobs, \
+whose stdin is not for dream-gate, pass -n: without it the first dream-gate would read the \
+rest of the loop's input.",
+    ),
+    (
         "EXAMPLES",
-        "Is a dream due for this project?
+        "Is a dream due for this project? (exit 0 yes, 1 no, with gate.reason saying why)
 
   dream-gate --cwd ~/code/project | jq .gate
 
-As a Claude Code Stop hook, with the hook payload on stdin:
+Every project listed in dirs.txt, one directory a line, from cron:
 
-  dream-gate -q | dream-lock exec -- dream-run",
+  while read -r d; do dream-gate -n --cwd \"$d\" | jq -c 'select(.gate.due)'; done < dirs.txt
+
+As a Claude Code Stop hook, with the hook payload on stdin (end hook commands with exit 0: \
+Claude Code reads exit 2 as \"block\"):
+
+  dream-gate -q | jq -c 'select(.gate.due)' >> ~/due.jsonl; exit 0
+
+dream-lock(1) shows the whole dream pipeline.",
     ),
 ];

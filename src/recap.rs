@@ -671,9 +671,12 @@ DREAMKIT_RETRY_BASE_MS sets the first backoff step (default 500).",
     ),
     (
         "EXAMPLES",
-        "  recap --transcript ~/.claude/projects/-home-me-proj/SESSION.jsonl | jq -r .text
+        "Where the most recently active session stands:
 
-As a Notification or Stop hook, with the payload on stdin:
+  recap --transcript \"$(ls -t ~/.claude/projects/*/*.jsonl | head -n 1)\" | jq -r .text
+
+As a Notification or Stop hook, with the payload on stdin (it returns at once when a gate \
+says no; end hook commands with exit 0):
 
   recap --auto -q >/dev/null; exit 0",
     ),

@@ -575,7 +575,7 @@ minimal reproduction and traceable evidence; no invented feelings, secrets or un
 causes.",
     ),
     (
-        "SUBCOMMANDS",
+        "QUEUE, LIST, SHOW, DISCARD",
         "queue: the draft fields as one JSON object on stdin (unknown fields are refused), or \
 flags, which win; with a hook payload on stdin, its session_id, cwd and transcript_path fill \
 source_session_id, cwd and transcript_ref. type, title and details are required; os defaults \
@@ -621,6 +621,16 @@ counting the records read.
 --to github:OWNER/REPO creates a GitHub issue instead (POST $GITHUB_API_URL/repos/OWNER/REPO/issues, \
 default https://api.github.com, with GITHUB_TOKEN); the transcript is never attached there, \
 and feedback_id is the issue number.",
+    ),
+    (
+        "EXAMPLES",
+        "Queue a draft, review it, then discard it:
+
+  id=$(echo '{\"type\":\"bug\",\"title\":\"gate crashes on a FIFO\",\"details\":\"Steps: ...\"}' | feedback queue | jq -r .draft_id); feedback show \"$id\" && feedback discard \"$id\"
+
+List the drafts' ids and titles:
+
+  feedback list | jq -c '.drafts[] | {draft_id, title}'",
     ),
 ];
 
