@@ -179,3 +179,68 @@ fn fish_completions_load_and_complete() {
         assert!(!fish_complete(&fish, &format!("{bin} --")).is_empty());
     }
 }
+
+/// `sudo make install` must not compile as root: install uses what `make` built, and says so
+/// when it is missing instead of running cargo.
+#[test]
+fn make_install_installs_what_was_built_and_never_builds() {
+    use crate::support::{bin_path, mode};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::copy(root.join("Makefile"), tree.path().join("Makefile")).unwrap();
+    for dir in ["man", "completions"] {
+        std::fs::create_dir(tree.path().join(dir)).unwrap();
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), tree.path().join(dir).join(entry.file_name())).unwrap();
+        }
+    }
+    // A cargo that leaves a mark if anything calls it.
+    let cargo = tree.path().join("fake-cargo");
+    let mark = tree.path().join("cargo-was-run");
+    std::fs::write(
+        &cargo,
+        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", mark.display()),
+    )
+    .unwrap();
+    crate::support::chmod(&cargo, 0o755);
+    let prefix = tree.path().join("prefix");
+    let make = |tree: &std::path::Path| {
+        std::process::Command::new("make")
+            .arg("install")
+            .arg(format!("PREFIX={}", prefix.display()))
+            .arg(format!("CARGO={}", cargo.display()))
+            .current_dir(tree)
+            .output()
+            .expect("make runs")
+    };
+    let out = make(tree.path());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("run `make` first"), "{stderr}");
+    assert!(!mark.exists(), "install ran cargo");
+    assert!(!prefix.join("bin").exists(), "nothing is installed");
+
+    let release = tree.path().join("target/release");
+    std::fs::create_dir_all(&release).unwrap();
+    for bin in ["dream-gate", "dream-lock", "recap", "feedback"] {
+        std::fs::copy(bin_path(bin), release.join(bin)).unwrap();
+    }
+    let out = make(tree.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!mark.exists(), "install ran cargo");
+    let meta = std::fs::metadata(prefix.join("bin/dream-lock")).unwrap();
+    assert_eq!(mode(&meta), 0o755);
+    assert!(prefix.join("share/man/man1/dream-lock-exec.1").exists());
+    assert!(prefix
+        .join("share/bash-completion/completions/dream-lock")
+        .exists());
+    assert!(prefix.join("share/zsh/site-functions/_feedback").exists());
+    assert!(prefix
+        .join("share/fish/vendor_completions.d/recap.fish")
+        .exists());
+}
