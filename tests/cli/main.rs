@@ -2,6 +2,7 @@
 
 mod binaries;
 mod docs;
+mod examples;
 mod feedback;
 mod gate;
 mod lock;
