@@ -384,6 +384,12 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
         !text.contains("not found") && !text.contains("error"),
         "{text}"
     );
+    // It saw the payload (the project is the payload's cwd, not the hook's working
+    // directory): bash gives a background job an empty stdin unless the hook hands it over.
+    assert!(
+        text.contains(&format!("\"cwd\":\"{}\"", world.project.display())),
+        "{text}"
+    );
 }
 
 #[test]
