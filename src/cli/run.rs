@@ -111,7 +111,7 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         _ => {
             let failure = Failure::Usage(plain_message(&err));
             // The flags did not parse, but a `-q` among them is still honoured.
-            let quiet = std::env::args_os().any(|a| a == "-q" || a == "--quiet");
+            let quiet = asks_quiet(std::env::args_os().skip(1));
             if !quiet {
                 // As clap renders it (coloured on a terminal); a lost stderr cannot be reported.
                 let _ = err.print();
@@ -120,6 +120,19 @@ fn clap_exit(err: clap::Error) -> ExitCode {
             Exit::Usage.into()
         }
     }
+}
+
+/// Whether the command line holds `--quiet`, `-q` or a cluster such as `-qn`, before any `--`
+/// (what follows belongs to a command, as in `dream-lock exec -- grep -q x`).
+fn asks_quiet(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    args.take_while(|a| a != "--").any(|a| {
+        let a = a.to_string_lossy();
+        a == "--quiet"
+            || (a.starts_with('-')
+                && !a.starts_with("--")
+                && a[1..].chars().all(|c| c.is_ascii_alphabetic())
+                && a.contains('q'))
+    })
 }
 
 /// clap's message without colours, without the `error: ` label and without the closing
@@ -150,6 +163,17 @@ mod tests {
             .try_get_matches_from(args)
             .err()
             .unwrap()
+    }
+
+    #[test]
+    fn quiet_is_found_in_clusters_but_not_in_a_commands_arguments() {
+        let quiet = |args: &[&str]| asks_quiet(args.iter().map(std::ffi::OsString::from));
+        assert!(quiet(&["-q", "--bad"]));
+        assert!(quiet(&["--quiet"]));
+        assert!(quiet(&["-nq", "--bad"]));
+        assert!(!quiet(&["--bad"]));
+        assert!(!quiet(&["--pid", "x", "--", "grep", "-q"]));
+        assert!(!quiet(&["--quietly"]));
     }
 
     #[test]

@@ -244,3 +244,135 @@ fn make_install_installs_what_was_built_and_never_builds() {
         .join("share/fish/vendor_completions.d/recap.fish")
         .exists());
 }
+
+/// What a reader of the generated man pages relies on.
+#[test]
+fn man_pages_have_one_subcommands_section_values_in_synopsis_and_see_also() {
+    let files = dreamkit::cli::docs::render_all(dreamkit::doc_pages());
+    let pages: Vec<(String, String)> = files
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("man"))
+        .map(|(path, text)| (path.display().to_string(), String::from_utf8(text).unwrap()))
+        .collect();
+    assert!(pages.len() >= 13, "{}", pages.len());
+    for (path, text) in &pages {
+        let headings: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(".SH "))
+            .map(|h| h.trim_matches('"'))
+            .collect();
+        for heading in &headings {
+            assert_eq!(
+                headings.iter().filter(|h| *h == heading).count(),
+                1,
+                "{path}: section {heading} twice"
+            );
+        }
+        assert!(headings.contains(&"SEE ALSO"), "{path}: {headings:?}");
+        assert!(headings.contains(&"EXIT STATUS"), "{path}");
+        let synopsis = text
+            .split(".SH SYNOPSIS\n")
+            .nth(1)
+            .and_then(|t| t.lines().next())
+            .unwrap_or_default();
+        // Every option that takes a value shows it: `--cwd DIR`, not `--cwd`.
+        for flag in ["cwd", "memory\\-dir", "transcripts\\-dir", "backend"] {
+            if let Some(at) = synopsis.find(&format!("\\fB\\-\\-{flag}\\fR")) {
+                assert!(
+                    synopsis[at..].contains(&format!("\\-\\-{flag}\\fR \\fI")),
+                    "{path}: {synopsis}"
+                );
+            }
+        }
+    }
+    let page = |name: &str| {
+        pages
+            .iter()
+            .find(|(p, _)| p == name)
+            .map(|(_, t)| t.as_str())
+            .unwrap()
+    };
+    let exec = page("man/dream-lock-exec.1");
+    for code in ["126", "127", "128+N"] {
+        assert!(
+            exec.contains(&format!(".TP\n\\fB{code}\\fR\n")),
+            "{code}: {exec}"
+        );
+    }
+    assert!(exec.contains("[\\fB\\-\\-\\fR] \\fICMD\\fR..."), "{exec}");
+    assert!(page("man/dream-gate.1").contains("\\fBdream\\-lock\\fR(1)"));
+    assert!(page("man/dream-lock-release.1").contains("\\fB\\-\\-outcome\\fR \\fIOUTCOME\\fR"));
+    assert!(page("man/dream-lock.1").contains("\\fBdream\\-lock\\-exec\\fR(1)"));
+}
+
+/// The README cites only what the repository holds, the licences `Cargo.toml` declares exist,
+/// and the minimum Rust version is the highest any locked dependency declares.
+#[test]
+fn readme_licenses_and_rust_version_hold() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let words: Vec<String> = readme
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+        .map(|w| w.trim_matches('.').to_ascii_lowercase())
+        .collect();
+    for outside in ["spec", "spec.md", "architecture.md"] {
+        assert!(
+            !words.iter().any(|w| w == outside),
+            "README cites {outside}, which is not in the repository"
+        );
+    }
+    // Relative links point at files that exist.
+    for link in readme.split("](").skip(1) {
+        let target = link.split(')').next().unwrap_or_default();
+        if !target.contains("://") && !target.starts_with('#') {
+            assert!(root.join(target).exists(), "README links to {target}");
+        }
+    }
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("license = \"MIT OR Apache-2.0\""));
+    let mit = std::fs::read_to_string(root.join("LICENSE-MIT")).unwrap();
+    assert!(
+        mit.starts_with("Copyright (c) the dreamkit authors\n"),
+        "{mit}"
+    );
+    assert!(mit.contains("Permission is hereby granted, free of charge"));
+    let apache = std::fs::read_to_string(root.join("LICENSE-APACHE")).unwrap();
+    assert!(apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+
+    let declared = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("rust-version in Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let version = |v: &str| -> Vec<u32> { v.split('.').map(|n| n.parse().unwrap_or(0)).collect() };
+    let (floor, by) = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] != "dreamkit")
+        .filter_map(|p| Some((p["rust_version"].as_str()?, p["name"].as_str()?)))
+        .max_by_key(|(v, _)| version(v))
+        .unwrap();
+    assert_eq!(
+        version(declared)[..2],
+        version(floor)[..2],
+        "rust-version {declared}, but {by} needs {floor}"
+    );
+    assert!(
+        readme.contains(&format!("{declared} or newer")),
+        "the README states the minimum Rust version"
+    );
+}
