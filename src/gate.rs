@@ -304,7 +304,8 @@ disabled: auto memory or auto dream is off. gate.detail says which: auto_memory_
 CLAUDE_CODE_REMOTE_MEMORY_DIR). An explicitly falsy CLAUDE_CODE_DISABLE_AUTO_MEMORY turns auto \
 memory on against simple mode, remote mode and the settings, as in Claude Code.
 
-too_soon: fewer than --min-hours hours since the last consolidation, the mtime of \
+too_soon: less than --min-hours since the last consolidation (a plain number is hours; \
+units work too: 24, 24h, 90m), the mtime of \
 <memory_dir>/.consolidate-lock. No lock file means never consolidated. A lock file whose state \
 cannot be read (permissions, I/O) fails closed: exit 3.
 
