@@ -25,7 +25,7 @@ use store::{Draft, Listed, NewDraft, Store, TranscriptRef, MAX_QUEUES_PER_SESSIO
 #[command(
     name = "feedback",
     version,
-    // `dream-lock` alone is a usage error naming the subcommands, not the help text.
+    // `feedback` alone is a usage error naming the subcommands, not the help text.
     arg_required_else_help = false,
     about = "Queue, list, show, send and discard feedback drafts",
     long_about = "Feedback drafts kept where Claude Code keeps them \
