@@ -158,7 +158,9 @@ mod tests {
     use clap::{Arg, Command};
 
     fn error_for(args: &[&str]) -> clap::Error {
+        // Colours on, as on a terminal: the JSON text must still be plain.
         Command::new("tool")
+            .color(clap::ColorChoice::Always)
             .arg(Arg::new("name").long("name").required(true))
             .try_get_matches_from(args)
             .err()
@@ -178,7 +180,9 @@ mod tests {
 
     #[test]
     fn usage_message_keeps_the_whole_text_but_the_help_hint() {
-        let message = plain_message(&error_for(&["tool"]));
+        let err = error_for(&["tool"]);
+        assert!(err.render().ansi().to_string().contains('\u{1b}'), "styled");
+        let message = plain_message(&err);
         assert!(
             message.starts_with("the following required arguments"),
             "{message}"
