@@ -596,6 +596,12 @@ show ID prints the draft; discard ID deletes it ({discarded: true}). An unknown 
     ),
     (
         "SENDING",
+        "send shows what will be sent and asks (or needs --yes), posts the draft to an endpoint \
+or opens a GitHub issue, and deletes the draft only when the server took it; feedback-send(1) \
+has the details and its exit codes.",
+    ),
+    (
+        "send/SENDING",
         "send ID --endpoint URL never sends without a person's consent: on a terminal it shows \
 what will be sent (the transcript by size, message count and first lines) and asks; \
 otherwise --yes is required, and without it send exits 2 (reason consent_required) with the \
@@ -621,6 +627,20 @@ counting the records read.
 --to github:OWNER/REPO creates a GitHub issue instead (POST $GITHUB_API_URL/repos/OWNER/REPO/issues, \
 default https://api.github.com, with GITHUB_TOKEN); the transcript is never attached there, \
 and feedback_id is the issue number.",
+    ),
+    (
+        "send/EXIT STATUS",
+        "0 sent: the server answered 2xx and the draft was deleted.
+
+1 declined at the prompt (the draft is kept), or no draft has that ID (reason not_found).
+
+2 usage error or bad input; also no consent: stdin is not a terminal and --yes was not given \
+(reason consent_required, the draft kept).
+
+3 local environment failure, such as a drafts directory that cannot be read or written.
+
+4 the send failed after retries (network, timeout, auth, too_large, rejected, rate_limited, \
+overloaded, server): sent false, queued true, the draft kept.",
     ),
     (
         "EXAMPLES",
