@@ -246,6 +246,8 @@ struct ReleaseSource {
     prior_mtime: i64,
     /// The envelope to print: the one read, or a new one when stdin held `status` output.
     envelope: Envelope,
+    /// From `--token` or `status` output, not from the acquirer's envelope.
+    by_hand: bool,
 }
 
 /// The lease to release: `--token` (with `--prior-mtime`, else the stdin's when it names
@@ -313,6 +315,7 @@ fn release_source(
         token,
         prior_mtime,
         envelope,
+        by_hand: args.token.is_some() || from_status,
     }))
 }
 
@@ -322,6 +325,7 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
         token,
         prior_mtime,
         mut envelope,
+        by_hand,
     } = match release_source(args, envelope)? {
         Ok(source) => source,
         Err(passed) => return Ok(passed),
@@ -372,9 +376,10 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
         envelope.set("lock", Value::Object(lock));
         Outcome::new(Exit::No, &envelope).with_note(note)
     };
-    // A live holder that is not the caller (this shell or a parent of it) is somebody else's
-    // run: releasing it by hand lets a second run start beside it, so it takes --force.
-    if !args.force {
+    // By hand, a live holder that is not the caller (this shell or a parent of it) is
+    // somebody else's run: releasing it lets a second run start beside it, so it takes
+    // --force. (The acquirer's envelope is the lease itself, handed down the pipe.)
+    if by_hand && !args.force {
         match ctx.backend.status(SystemTime::now()) {
             Ok(status) if status.token.as_deref() == Some(token.as_str()) => {
                 let caller = status.holder_pid.is_some_and(is_self_or_ancestor);
