@@ -331,6 +331,14 @@ impl Summary {
         }
     }
 
+    /// The one line that says why (`skipped: disabled: away summaries are turned off`).
+    fn note(&self) -> Option<String> {
+        let mut parts = vec![self.status];
+        parts.extend(self.reason);
+        parts.extend(self.message.as_deref());
+        (self.status != "ok").then(|| parts.join(": "))
+    }
+
     fn skipped(reason: &'static str, message: String) -> (Exit, Summary) {
         let mut s = Summary::new("skipped");
         s.reason = Some(reason);
@@ -508,7 +516,11 @@ impl Tool for Args {
             config,
             diag,
         )?;
-        Ok(Outcome::new(exit, &summary))
+        let outcome = Outcome::new(exit, &summary);
+        Ok(match summary.note() {
+            Some(note) if exit == Exit::No => outcome.with_note(note),
+            _ => outcome,
+        })
     }
 }
 
@@ -546,7 +558,6 @@ impl Args {
             if let Some((reason, message)) =
                 away_gate(self, &recent, &settings, env, SystemTime::now())
             {
-                diag.info(&format!("skipped: {message}"));
                 return Ok(Summary::skipped(reason, message));
             }
         }

@@ -543,4 +543,76 @@ mod tests {
             Acquired::Yes(_)
         ));
     }
+
+    #[test]
+    fn a_future_mtime_is_taken_as_now_and_never_holds_for_hours() {
+        let (_tmp, b) = backend();
+        std::fs::create_dir_all(b.path().parent().unwrap()).unwrap();
+        let now = SystemTime::now();
+        let ahead = now + Duration::from_secs(5 * 3600);
+        std::fs::write(b.path(), "").unwrap();
+        set_mtime(b.path(), ahead);
+        let last = b.last_consolidated().unwrap().unwrap();
+        assert!(
+            last <= SystemTime::now(),
+            "the last consolidation is in the future"
+        );
+        assert!(b.status(now).unwrap().last_consolidated.unwrap() <= now);
+
+        // A live holder (this test process, started moments ago) holds it for now...
+        std::fs::write(b.path(), std::process::id().to_string()).unwrap();
+        set_mtime(b.path(), ahead);
+        let status = b.status(now).unwrap();
+        assert!(status.held);
+        assert_eq!(status.since, Some(now));
+        // ...but not for hours: at most an hour after the holder started.
+        let later = now + Duration::from_secs(61 * 60);
+        let status = b.status(later).unwrap();
+        assert!(!status.held && status.stale, "{status:?}");
+        let Acquired::Yes(lease) = b.acquire(std::process::id(), later).unwrap() else {
+            panic!("a future mtime held the lock for hours")
+        };
+        assert_eq!(
+            lease.prior_mtime_ms,
+            epoch_ms(later),
+            "the future time came back"
+        );
+    }
+
+    #[test]
+    fn a_pinned_lease_stays_held_after_its_pid_dies() {
+        let (_tmp, b) = backend();
+        let mut exec = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let Acquired::Yes(lease) = b.acquire(exec.id(), SystemTime::now()).unwrap() else {
+            panic!()
+        };
+        let pin = b.pin(&lease).unwrap().expect("the file backend pins");
+        assert_eq!(
+            std::fs::read_to_string(b.path().with_file_name(HOLDER_FILE_NAME)).unwrap(),
+            exec.id().to_string()
+        );
+        exec.kill().unwrap();
+        exec.wait().unwrap();
+        let status = b.status(SystemTime::now()).unwrap();
+        assert!(status.held && status.command_running, "{status:?}");
+        assert_eq!(status.holder_alive, Some(false));
+        assert_eq!(status.token.as_deref(), Some(lease.token.as_str()));
+        assert!(matches!(
+            b.acquire(std::process::id(), SystemTime::now()).unwrap(),
+            Acquired::Held { .. }
+        ));
+        // The last process with the holder open is gone: the lock is free to take over.
+        drop(pin);
+        let status = b.status(SystemTime::now()).unwrap();
+        assert!(!status.held && status.stale && !status.command_running);
+        assert_eq!(status.token, None);
+        assert!(matches!(
+            b.acquire(std::process::id(), SystemTime::now()).unwrap(),
+            Acquired::Yes(_)
+        ));
+        assert!(!b.path().with_file_name(HOLDER_FILE_NAME).exists());
+    }
 }

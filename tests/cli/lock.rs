@@ -346,7 +346,10 @@ fn the_outcome_flag_wins_and_release_needs_a_lease() {
         stderr_text(&out),
         "dream-lock: no run.status and no --outcome: rolled back as failed\n"
     );
-    assert!(!home.lock_file().exists(), "no prior time: rolled back by deleting");
+    assert!(
+        !home.lock_file().exists(),
+        "no prior time: rolled back by deleting"
+    );
     let (_, acquired) = acquire_for(&home, std::process::id());
 
     // Flags instead of an envelope.
