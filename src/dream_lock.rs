@@ -269,17 +269,16 @@ fn release_source(
         let section: LockSection = envelope.section("lock")?.unwrap_or_default();
         (section.token, section.prior_mtime)
     };
+    // A stage that said no is passed through, unless a token on the command line says what
+    // to release.
+    if let (None, Upstream::Declined(why)) = (&args.token, upstream) {
+        return Ok(Err(Outcome::new(Exit::No, &envelope).with_note(why)));
+    }
     let (token, prior_mtime) = match (&args.token, token) {
         (Some(flag), from_stdin) => {
             let same = from_stdin.as_deref() == Some(flag.as_str());
             let prior = args.prior_mtime.or(prior.filter(|_| same)).unwrap_or(0);
             (flag.clone(), prior)
-        }
-        (None, _) if upstream != Upstream::Proceed => {
-            let Upstream::Declined(why) = upstream else {
-                unreachable!("checked above")
-            };
-            return Ok(Err(Outcome::new(Exit::No, &envelope).with_note(why)));
         }
         (None, Some(token)) if from_status => (token, prior.unwrap_or(0)),
         (None, Some(token)) => match prior {
@@ -508,12 +507,12 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            // We may have died before the prctl: then no signal would ever come.
+            // We may have died before the prctl: then no signal would ever come. (No
+            // allocation here: another thread may have held the allocator's lock at fork.)
             if libc::getppid() != parent {
-                return Err(std::io::Error::other(
-                    "dream-lock exec died before its command started",
-                ));
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
+
             if let Some(fd) = pin_fd {
                 if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
