@@ -645,55 +645,87 @@ It is held when the mtime is within the last hour, that PID is alive, and that p
 no later than 2 s after the mtime (a recycled PID holds nothing). Empty or non-numeric content \
 names no holder (an empty file is what a completed release leaves). A lock file that cannot be \
 read (permissions, I/O) fails closed: exit 3, never treated as stale. A lock file that exists \
-but may not be written (read-only) is refused with exit 3, as Claude Code would be.
+but may not be written (read-only) is refused with exit 3, as Claude Code would be. A mtime in \
+the future (a clock set back, a writer whose clock is ahead) is taken as written now: the gate \
+never sees a negative age, a roll-back restores now rather than the future time, and a live \
+holder keeps such a lock at most an hour after its process started, never for hours.
 
 dreamkit processes serialise on an exclusive lock of the sidecar \
 <memory_dir>/.consolidate-lock.dreamkit; against Claude Code, which does not know it, acquire \
 writes the PID (atomically, by rename) and reads it back to confirm. The fencing token is \
 <pid>:<mtime_ms>: any other writer changes it. The file backend never refreshes the mtime \
 while a run goes on (that would move the last-consolidated time), so runs must end within the \
-hour.",
+hour.
+
+exec also writes <memory_dir>/.consolidate-lock.dreamkit-holder (its PID, under an exclusive \
+flock) and its command inherits that descriptor: while any process keeps it open, a lock \
+naming that PID stays held for dreamkit even after the PID died (within the hour). Claude Code \
+does not read it; for Claude Code the parent-death signal below is what keeps the command from \
+outliving exec.",
     ),
     (
         "SUBCOMMANDS",
         "acquire [--pid PID]: the default PID is the parent process (the hook's shell). Exit 0 \
 with lock = {acquired: true, backend, path, pid, prior_mtime, token}; exit 1 with lock = \
-{acquired: false, reason: \"held\", backend, path, holder_pid, held_since}.
+{acquired: false, reason: \"held\", backend, path, holder_pid, held_since} and the line \
+\"busy: the lock is held by PID N since TIME\" on stderr. The token exists only in the printed \
+envelope: when stdout cannot be written (a full disk, a closed pipe), acquire says so on \
+stderr, rolls the lock back and exits 3.
 
-release [--outcome completed|failed|aborted]: the default outcome is the envelope's \
-run.status. completed empties the content (the lock is free; now is the new last-consolidated \
-time). failed and aborted roll back: delete the file when prior_mtime was 0, else empty it and \
-set its mtime back to prior_mtime, so the next gate can retry. Both exit 0 and add released, \
-outcome and last_consolidated_at to lock. Releasing a lock that is no longer ours changes \
-nothing and exits 1 with reason \"not_holder\". Without an envelope, pass --token and \
---prior-mtime.
+release [--outcome completed|failed|aborted] [--token TOKEN [--prior-mtime MS]] [--force]: \
+the lease is --token, else the envelope's lock.token and lock.prior_mtime, else the token of \
+`dream-lock status` output on stdin. The outcome is --outcome, else the envelope's run.status; \
+with neither (the command in the middle was not dream-run, e.g. cat) the lock is rolled back \
+as failed, with a warning on stderr and lock.warning in the JSON, so a pass-through command \
+never leaves the lock held nor moves the last-consolidated time. completed empties the \
+content (the lock is free; now is the new last-consolidated time). failed and aborted roll \
+back: delete the file when prior_mtime is 0 or unknown (a release by hand without \
+--prior-mtime), else empty it and set its mtime back to prior_mtime, so the next gate can \
+retry. Both exit 0 and add released, outcome, token and last_consolidated_at to lock. \
+Releasing a lock that is no longer ours changes nothing and exits 1 with reason \
+\"not_holder\". By hand (--token or status output), a holder that is alive (or whose command \
+still runs) and is neither this process nor one of its parents is somebody else's run: \
+release refuses with exit 1, reason \"live_holder\", unless --force. To free a lock by hand: \
+`dream-lock status | dream-lock release --force` (rolls back) or `dream-lock release --token \
+TOKEN --outcome completed`.
 
-status: prints {held, holder_pid, holder_alive, since, stale, last_consolidated_at, backend, \
-path} at the top level; exit 0 when free, 1 when held.
+status: prints {held, holder_pid, holder_alive, command_running, since, stale, \
+last_consolidated_at, token, backend, path, project} at the top level; token is the live \
+holder's (null when free), which is what a release by hand needs; command_running is true when \
+the holder (a killed exec) is gone but its command still runs. Exit 0 when free, 1 when held.
 
 exec [--] CMD [ARGS...]: acquires with exec's own PID, runs CMD with the envelope (with lock) \
 on its stdin and DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own \
 process group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits \
-0, failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD's \
-stdout is exec's stdout (the one exception to one JSON object); the exit code is CMD's (128 + N \
-when CMD died of signal N; 127 when CMD was not found and 126 when it could not be run, after a \
-roll-back). When the lock is busy CMD is not run and exec prints the envelope and exits 1. \
-Problems releasing after CMD are reported on stderr.",
+0, failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
+outlive exec: it gets SIGKILL when exec dies, even of SIGKILL (Linux parent-death signal), and \
+whatever CMD leaves running in its process group is killed before the release. CMD's stdout \
+is exec's stdout (the one exception to one JSON object); the exit code is CMD's (128 + N when \
+CMD died of signal N; 130 or 143 when exec was interrupted or terminated, whatever CMD then \
+exited with, since the run was recorded as aborted; 127 when CMD was not found and 126 when it \
+could not be run, after a roll-back). When the lock is busy CMD is not run and exec prints the \
+envelope and exits 1. Problems releasing after CMD are reported on stderr.",
     ),
     (
         "PIPELINES",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
-through. An envelope from a stage that said no (gate.due false, lock.acquired false, or a \
-top-level error) is passed through untouched with exit 1, so a pipeline never consolidates by \
-accident. On an environment failure (exit 3) the envelope still flows, with lock.error = \
-{kind, message}.
+through. A stage proceeds only on an explicit yes of the right JSON type: gate.due and \
+lock.acquired must be true or false, and run.status one of \"completed\", \"failed\", \
+\"aborted\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
+an object) is bad input: exit 2, nothing changed. An envelope from a stage that said no \
+(gate.due false, lock.acquired false, or a top-level error) is passed through untouched with \
+exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. On an \
+environment failure (exit 3) the envelope still flows, with lock.error = {kind, message}.
 
   dream-gate | dream-lock acquire | dream-run | dream-lock release
 
   dream-gate | dream-lock exec -- dream-run
 
 The second form is safer: the lock is released, or rolled back, however dream-run ends, even \
-on a signal.",
+on a signal.
+
+Every exit 1 prints one line on stderr saying why (busy, passed through, not released); -q \
+silences it.",
     ),
     (
         "ENVIRONMENT",
