@@ -226,12 +226,21 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
             // The token lives only in the printed envelope: a lease nobody received would
             // stay held with nobody to release it.
             let backend = ctx.backend;
-            Ok(
-                Outcome::new(Exit::Yes, &envelope).undo_unless_printed(move |diag| {
-                    diag.warn("the lock is rolled back: its token was not delivered");
-                    finish(backend.as_ref(), &lease, RunOutcome::Failed, diag);
-                }),
-            )
+            let undo = move |diag: &Diag| {
+                let line = match backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+                    Ok(Released::Yes { .. }) => {
+                        "the lock was rolled back: its token was not delivered".to_string()
+                    }
+                    Ok(Released::NotHolder { .. }) => {
+                        "the token was not delivered, and the lock is no longer ours: nothing was rolled back".to_string()
+                    }
+                    Err(failure) => format!(
+                        "the token was not delivered, and rolling the lock back failed: {failure}"
+                    ),
+                };
+                diag.warn(&line);
+            };
+            Ok(Outcome::new(Exit::Yes, &envelope).undo_unless_printed(undo))
         }
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
             Ok(held(&mut envelope, ctx.backend.as_ref(), holder_pid, since))
@@ -338,9 +347,7 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
         (None, Some(RunStatus::Failed)) => RunOutcome::Failed,
         (None, Some(RunStatus::Aborted)) => RunOutcome::Aborted,
         (None, None) => {
-            let text = "no run.status and no --outcome: rolled back as failed";
-            diag.warn(text);
-            warning = Some(text);
+            warning = Some("no run.status and no --outcome: rolled back as failed");
             RunOutcome::Failed
         }
     };
@@ -405,6 +412,9 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
     }
     match ctx.backend.release(&token, prior_mtime, outcome) {
         Ok(Released::Yes { last_consolidated }) => {
+            if let Some(text) = warning {
+                diag.warn(text);
+            }
             lock.insert("released".into(), json!(true));
             lock.insert(
                 "last_consolidated_at".into(),

@@ -30,14 +30,9 @@ pub enum RunStatus {
 
 /// A JSON value as a message shows it: the value itself, with its type.
 fn describe(value: &Value) -> String {
-    let kind = match value {
-        Value::Null => return "null".into(),
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
+    if value.is_null() {
+        return "null".into();
+    }
     let mut text = value.to_string();
     if text.len() > 40 {
         let cut = (0..=40)
@@ -47,7 +42,7 @@ fn describe(value: &Value) -> String {
         text.truncate(cut);
         text.push_str("...");
     }
-    format!("{text} ({kind})")
+    format!("{text} ({})", super::input::json_type_name(value))
 }
 
 impl Envelope {

@@ -349,6 +349,10 @@ impl Backend for FileBackend {
             .prefix(".consolidate-lock.dreamkit-holder.")
             .tempfile_in(&self.dir)
             .map_err(fail)?;
+        // Readable by all, like the lock file: any user's status may need to check it.
+        tmp.as_file()
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(LOCK_MODE))
+            .map_err(fail)?;
         std::io::Write::write_all(&mut tmp, lease.pid.to_string().as_bytes()).map_err(fail)?;
         fs4::FileExt::try_lock(tmp.as_file()).map_err(|e| fail(e.into()))?;
         tmp.persist(&path).map(Some).map_err(|e| fail(e.error))

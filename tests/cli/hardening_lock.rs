@@ -384,7 +384,7 @@ fn an_acquire_whose_token_cannot_be_printed_rolls_back() {
         "{err}"
     );
     assert!(
-        err.ends_with("dream-lock: the lock is rolled back: its token was not delivered\n"),
+        err.ends_with("dream-lock: the lock was rolled back: its token was not delivered\n"),
         "{err}"
     );
     assert_eq!(content(&home), "", "the lock was left held");
