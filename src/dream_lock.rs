@@ -341,15 +341,18 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
     // Without an outcome the command in the middle said nothing (`cat`, a script that died):
     // roll back, so the next gate retries and the lock is never left held.
     let mut warning = None;
-    let outcome = match (args.outcome, envelope.run_status()?) {
-        (Some(outcome), _) => outcome,
-        (None, Some(RunStatus::Completed)) => RunOutcome::Completed,
-        (None, Some(RunStatus::Failed)) => RunOutcome::Failed,
-        (None, Some(RunStatus::Aborted)) => RunOutcome::Aborted,
-        (None, None) => {
-            warning = Some("no run.status and no --outcome: rolled back as failed");
-            RunOutcome::Failed
-        }
+    let outcome = match args.outcome {
+        // The flag wins: run.status is not read.
+        Some(outcome) => outcome,
+        None => match envelope.run_status()? {
+            Some(RunStatus::Completed) => RunOutcome::Completed,
+            Some(RunStatus::Failed) => RunOutcome::Failed,
+            Some(RunStatus::Aborted) => RunOutcome::Aborted,
+            None => {
+                warning = Some("no run.status and no --outcome: rolled back as failed");
+                RunOutcome::Failed
+            }
+        },
     };
     let mut lock = match envelope.get("lock") {
         Some(Value::Object(map)) => map.clone(),
