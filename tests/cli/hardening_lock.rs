@@ -256,6 +256,25 @@ fn the_lock_stays_held_while_anything_the_command_started_still_runs() {
     );
 }
 
+#[test]
+fn nothing_the_command_left_running_outlives_exec() {
+    for (how, script) in [
+        ("exited", "sh -c 'echo $$ > bg.pid; exec sleep 600' & while [ ! -s bg.pid ]; do sleep 0.01; done; exit 0"),
+        ("terminated", "sh -c 'echo $$ > bg.pid; exec sleep 600' & trap 'exit 143' TERM; while :; do sleep 0.05; done"),
+    ] {
+        let home = ClaudeHome::new();
+        let mut exec = spawn_exec(&home, script);
+        let left = pid_in(&home.project.join("bg.pid"));
+        let _stray = KillOnDrop(left);
+        if how == "terminated" {
+            unsafe { libc::kill(exec.id() as i32, libc::SIGTERM) };
+        }
+        let status = exec.wait().unwrap();
+        assert_eq!(status.code(), Some(if how == "exited" { 0 } else { 143 }), "{how}");
+        assert!(within_10s(|| gone(left)), "{how}: the command's background process outlived exec");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. Lower items.
 
