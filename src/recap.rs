@@ -695,6 +695,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_result_but_ok_has_its_one_line() {
+        let mut stale = Summary::new("aborted");
+        stale.reason = Some("stale");
+        stale.message = Some("the transcript changed while the summary was written".into());
+        assert_eq!(
+            stale.note().as_deref(),
+            Some("aborted: stale: the transcript changed while the summary was written")
+        );
+        let (_, skipped) = Summary::skipped("too_soon", "away 2 minutes of 5".into());
+        assert_eq!(
+            skipped.note().as_deref(),
+            Some("skipped: too_soon: away 2 minutes of 5")
+        );
+        assert_eq!(Summary::new("ok").note(), None);
+    }
+
+    #[test]
     fn cleaning_removes_markdown_and_labels() {
         assert_eq!(
             clean("## Recap\n**You were** fixing `gate.rs`.\n\n- Next: run `make test`."),
