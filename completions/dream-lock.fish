@@ -48,14 +48,15 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l compac
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s h -l help -d 'Print help'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l outcome -d 'How the run ended [default: the envelope\'s run.status]' -r -f -a "completed\t'Free the lock; now is the new last-consolidated time'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l outcome -d 'How the run ended [default: the envelope\'s run.status, else failed (roll back)]' -r -f -a "completed\t'Free the lock; now is the new last-consolidated time'
 failed\t'Roll back to the prior last-consolidated time, so the next gate can retry'
 aborted\t'Like `failed`: roll back'"
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l token -d 'Fencing token from acquire [default: the envelope\'s lock.token]' -r
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l prior-mtime -d 'Prior last-consolidated time in epoch ms, 0 for none [default: lock.prior_mtime]' -r
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l token -d 'Fencing token from acquire or status [default: the envelope\'s lock.token, or the token of `dream-lock status` output on stdin]' -r
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l prior-mtime -d 'Prior last-consolidated time in epoch ms, 0 for none [default: lock.prior_mtime, else 0]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l force -d 'Release even though the holder is alive and is not this shell or one of its parents'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'

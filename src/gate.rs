@@ -163,7 +163,8 @@ pub fn decide(
 
     decision.last_consolidated = backend.last_consolidated()?;
     if let Some(last) = decision.last_consolidated {
-        let hours = epoch_ms(now).saturating_sub(epoch_ms(last)) as f64 / 3_600_000.0;
+        // Never negative: a future mtime counts as written now.
+        let hours = epoch_ms(now).saturating_sub(epoch_ms(last)).max(0) as f64 / 3_600_000.0;
         decision.hours_since = Some(hours);
         if hours < policy.min_hours {
             decision.reason = Some(Reason::TooSoon);

@@ -331,6 +331,14 @@ impl Summary {
         }
     }
 
+    /// The one line that says why (`skipped: disabled: away summaries are turned off`).
+    fn note(&self) -> Option<String> {
+        let mut parts = vec![self.status];
+        parts.extend(self.reason);
+        parts.extend(self.message.as_deref());
+        (self.status != "ok").then(|| parts.join(": "))
+    }
+
     fn skipped(reason: &'static str, message: String) -> (Exit, Summary) {
         let mut s = Summary::new("skipped");
         s.reason = Some(reason);
@@ -508,7 +516,11 @@ impl Tool for Args {
             config,
             diag,
         )?;
-        Ok(Outcome::new(exit, &summary))
+        let outcome = Outcome::new(exit, &summary);
+        Ok(match summary.note() {
+            Some(note) if exit == Exit::No => outcome.with_note(note),
+            _ => outcome,
+        })
     }
 }
 
@@ -546,7 +558,6 @@ impl Args {
             if let Some((reason, message)) =
                 away_gate(self, &recent, &settings, env, SystemTime::now())
             {
-                diag.info(&format!("skipped: {message}"));
                 return Ok(Summary::skipped(reason, message));
             }
         }
@@ -692,6 +703,23 @@ says no; end hook commands with exit 0):
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_result_but_ok_has_its_one_line() {
+        let mut stale = Summary::new("aborted");
+        stale.reason = Some("stale");
+        stale.message = Some("the transcript changed while the summary was written".into());
+        assert_eq!(
+            stale.note().as_deref(),
+            Some("aborted: stale: the transcript changed while the summary was written")
+        );
+        let (_, skipped) = Summary::skipped("too_soon", "away 2 minutes of 5".into());
+        assert_eq!(
+            skipped.note().as_deref(),
+            Some("skipped: too_soon: away 2 minutes of 5")
+        );
+        assert_eq!(Summary::new("ok").note(), None);
+    }
 
     #[test]
     fn cleaning_removes_markdown_and_labels() {

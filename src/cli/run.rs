@@ -1,11 +1,12 @@
 //! The shared `main`: parse flags, run the tool, print its one JSON document, exit.
 
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use clap::error::ErrorKind;
 use serde::Serialize;
 
-use super::output::write_stdout;
+use super::output::{write_document, write_stdout};
 use super::{CommonArgs, Diag, Exit, Failure};
 
 /// What a tool produced: how the process ends and the stdout document, already serialised
@@ -18,6 +19,25 @@ pub struct Outcome {
     /// Why the answer is a clean "no": printed as one line on stderr (unless `-q`) when the
     /// exit code is 1, so a person sees why without reading the JSON.
     pub note: Option<String>,
+    /// What to undo when the document could not be delivered (stdout full, closed or
+    /// broken): work whose only record is the document, such as a lock token, is taken back.
+    pub undo: Option<Undo>,
+}
+
+/// See [`Outcome::undo_unless_printed`].
+#[derive(Clone)]
+pub struct Undo(Rc<dyn Fn(&Diag)>);
+
+impl std::fmt::Debug for Undo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Undo")
+    }
+}
+
+impl PartialEq for Undo {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Outcome {
@@ -27,6 +47,7 @@ impl Outcome {
                 exit,
                 json: Some(json),
                 note: None,
+                undo: None,
             },
             Err(e) => {
                 let failure = Failure::environment(format!("cannot serialise the output: {e}"));
@@ -34,6 +55,7 @@ impl Outcome {
                     exit: failure.exit(),
                     json: Some(failure.to_document().to_string()),
                     note: None,
+                    undo: None,
                 }
             }
         }
@@ -45,12 +67,20 @@ impl Outcome {
             exit,
             json: None,
             note: None,
+            undo: None,
         }
     }
 
     /// The one human line that says why (shown for exit 1).
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.note = Some(note.into());
+        self
+    }
+
+    /// `undo` runs (after the "cannot write stdout" line) when the document could not be
+    /// written in full, a closed pipe included: the reader never got it.
+    pub fn undo_unless_printed(mut self, undo: impl Fn(&Diag) + 'static) -> Self {
+        self.undo = Some(Undo(Rc::new(undo)));
         self
     }
 }
@@ -91,9 +121,17 @@ pub fn main<T: Tool>() -> ExitCode {
         }
     }
     if let Some(json) = &outcome.json {
-        if let Err(e) = write_stdout(json, common.pretty_output()) {
-            diag.warn(&format!("cannot write stdout: {e}"));
-            return Exit::Environment.into();
+        match write_document(json, common.pretty_output()) {
+            Ok(()) => {}
+            // A reader that went away (`| head`) is not worth a word, unless work hangs on it.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && outcome.undo.is_none() => {}
+            Err(e) => {
+                diag.warn(&format!("cannot write stdout: {e}"));
+                if let Some(Undo(undo)) = &outcome.undo {
+                    undo(&diag);
+                }
+                return Exit::Environment.into();
+            }
         }
     }
     outcome.exit.into()

@@ -143,7 +143,8 @@ impl Tool for Args {
                     Ok(Outcome::new(
                         Exit::No,
                         &json!({"discarded": false, "draft_id": id, "reason": "not_found"}),
-                    ))
+                    )
+                    .with_note(format!("no draft {id} (`feedback list` shows the drafts)")))
                 }
             }
             Subcommand::Send(args) => send_draft(args, &store, &config, &env, diag),
@@ -156,6 +157,7 @@ fn not_found(id: &str) -> Outcome {
         Exit::No,
         &json!({"found": false, "draft_id": id, "reason": "not_found"}),
     )
+    .with_note(format!("no draft {id} (`feedback list` shows the drafts)"))
 }
 
 fn queue(

@@ -5,6 +5,7 @@ mod docs;
 mod examples;
 mod feedback;
 mod gate;
+mod hardening_lock;
 mod lock;
 mod recap;
 mod support;
