@@ -38,7 +38,14 @@ bench:
 stress:
 	$(CARGO) bench --locked -j $(JOBS) --bench stress
 
-install: build
+# No `build` prerequisite: `sudo make install` must not compile as root (a root-owned target/
+# and a toolchain run with root's rights). Build first as yourself with `make`.
+install:
+	@for b in $(BINS); do \
+		test -x target/release/$$b || { \
+			echo "make install: target/release/$$b is missing: run \`make\` first (as yourself, not root)" >&2; \
+			exit 1; }; \
+	done
 	install -d $(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR)
 	for b in $(BINS); do \
 		install -m 0755 target/release/$$b $(BINDIR)/$$b && \

@@ -23,24 +23,12 @@ _dream__gate() {
 
     case "${cmd}" in
         dream__gate)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --cwd --memory-dir --transcripts-dir --backend --current-session --min-hours --min-sessions --scan-interval --help --version"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --current-session --min-hours --min-sessions --scan-interval --cwd --memory-dir --transcripts-dir --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --cwd)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --memory-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --transcripts-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --backend)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -59,6 +47,27 @@ _dream__gate() {
                     ;;
                 --scan-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --memory-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --transcripts-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
                     return 0
                     ;;
                 *)

@@ -1,11 +1,11 @@
-complete -c dream-gate -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -F
-complete -c dream-gate -l memory-dir -d 'Memory directory, overriding every other rule' -r -F
-complete -c dream-gate -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -F
 complete -c dream-gate -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
 complete -c dream-gate -l current-session -d 'Session to leave out, the one still running [default: the hook payload\'s session_id]' -r
 complete -c dream-gate -l min-hours -d 'Hours that must pass after the last consolidation' -r
 complete -c dream-gate -l min-sessions -d 'Sessions that must have changed since the last consolidation' -r
 complete -c dream-gate -l scan-interval -d 'Least time between two scans of the transcripts dir (0 turns throttling off)' -r
+complete -c dream-gate -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-gate -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-gate -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
 complete -c dream-gate -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-gate -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-gate -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'

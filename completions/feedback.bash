@@ -19,6 +19,9 @@ _feedback() {
             feedback,discard)
                 cmd="feedback__subcmd__discard"
                 ;;
+            feedback,help)
+                cmd="feedback__subcmd__help"
+                ;;
             feedback,list)
                 cmd="feedback__subcmd__list"
                 ;;
@@ -31,6 +34,24 @@ _feedback() {
             feedback,show)
                 cmd="feedback__subcmd__show"
                 ;;
+            feedback__subcmd__help,discard)
+                cmd="feedback__subcmd__help__subcmd__discard"
+                ;;
+            feedback__subcmd__help,help)
+                cmd="feedback__subcmd__help__subcmd__help"
+                ;;
+            feedback__subcmd__help,list)
+                cmd="feedback__subcmd__help__subcmd__list"
+                ;;
+            feedback__subcmd__help,queue)
+                cmd="feedback__subcmd__help__subcmd__queue"
+                ;;
+            feedback__subcmd__help,send)
+                cmd="feedback__subcmd__help__subcmd__send"
+                ;;
+            feedback__subcmd__help,show)
+                cmd="feedback__subcmd__help__subcmd__show"
+                ;;
             *)
                 ;;
         esac
@@ -38,7 +59,7 @@ _feedback() {
 
     case "${cmd}" in
         feedback)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --help --version queue list show send discard"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --help --version queue list show send discard help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -54,6 +75,104 @@ _feedback() {
         feedback__subcmd__discard)
             opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        feedback__subcmd__help)
+            opts="queue list show send discard help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        feedback__subcmd__help__subcmd__discard)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        feedback__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        feedback__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        feedback__subcmd__help__subcmd__queue)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        feedback__subcmd__help__subcmd__send)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        feedback__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -122,7 +241,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__send)
-            opts="-q -v -n -h --endpoint --to --with-transcript --transcript --yes --timeout --retries --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --endpoint --to --with-transcript --yes --timeout --retries --transcript --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,16 +255,27 @@ _feedback() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --transcript)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --retries)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transcript)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)

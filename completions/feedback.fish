@@ -36,6 +36,7 @@ complete -c feedback -n "__fish_feedback_needs_command" -f -a "list" -d 'List dr
 complete -c feedback -n "__fish_feedback_needs_command" -f -a "show" -d 'Print one draft'
 complete -c feedback -n "__fish_feedback_needs_command" -f -a "send" -d 'Send a draft to an endpoint or as a GitHub issue, after consent'
 complete -c feedback -n "__fish_feedback_needs_command" -f -a "discard" -d 'Delete a draft'
+complete -c feedback -n "__fish_feedback_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l type -d 'bug, idea or missing_capability' -r
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l title -d 'One line, at most 200 characters' -r
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l details -d 'Facts, the user\'s own words, a minimal reproduction (at most 10,240 characters)' -r
@@ -63,9 +64,9 @@ complete -c feedback -n "__fish_feedback_using_subcommand show" -s n -l null-inp
 complete -c feedback -n "__fish_feedback_using_subcommand show" -s h -l help -d 'Print help'
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l endpoint -d 'Where to POST the feedback JSON' -r
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l to -d 'Create a GitHub issue instead: github:OWNER/REPO (GITHUB_TOKEN; GITHUB_API_URL)' -r
-complete -c feedback -n "__fish_feedback_using_subcommand send" -l transcript -d 'The transcript file [default: the draft\'s transcript_ref]' -r -F
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l timeout -d 'Timeout of one request' -r
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l retries -d 'Retries after 429, 5xx, resets and timeouts' -r
+complete -c feedback -n "__fish_feedback_using_subcommand send" -l transcript -d 'The transcript file [default: the draft\'s transcript_ref]' -r -F
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l with-transcript -d 'Attach the draft\'s session transcript (its newest messages)'
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l yes -d 'Consent given: send without asking (required when stdin is not a terminal)'
 complete -c feedback -n "__fish_feedback_using_subcommand send" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
@@ -80,3 +81,9 @@ complete -c feedback -n "__fish_feedback_using_subcommand discard" -l pretty -d 
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -s h -l help -d 'Print help'
+complete -c feedback -n "__fish_feedback_using_subcommand help; and not __fish_seen_subcommand_from queue list show send discard help" -f -a "queue" -d 'Queue a draft from JSON fields on stdin, or from flags (flags win)'
+complete -c feedback -n "__fish_feedback_using_subcommand help; and not __fish_seen_subcommand_from queue list show send discard help" -f -a "list" -d 'List drafts, newest first, after deleting those older than 30 days'
+complete -c feedback -n "__fish_feedback_using_subcommand help; and not __fish_seen_subcommand_from queue list show send discard help" -f -a "show" -d 'Print one draft'
+complete -c feedback -n "__fish_feedback_using_subcommand help; and not __fish_seen_subcommand_from queue list show send discard help" -f -a "send" -d 'Send a draft to an endpoint or as a GitHub issue, after consent'
+complete -c feedback -n "__fish_feedback_using_subcommand help; and not __fish_seen_subcommand_from queue list show send discard help" -f -a "discard" -d 'Delete a draft'
+complete -c feedback -n "__fish_feedback_using_subcommand help; and not __fish_seen_subcommand_from queue list show send discard help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,7 +1,3 @@
-complete -c recap -l transcript -d 'Transcript to summarise [default: the hook payload\'s transcript_path]' -r -F
-complete -c recap -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -F
-complete -c recap -l memory-dir -d 'Memory directory, overriding every other rule' -r -F
-complete -c recap -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -F
 complete -c recap -l away-ms -d 'How long the user has been away [default: since the transcript\'s last record]' -r
 complete -c recap -l delay-ms -d 'Least time away before a summary (raised to at least 30,000)' -r
 complete -c recap -l cache-ttl-ms -d 'Prompt-cache lifetime: the delay is at most 0.8 of it' -r
@@ -13,6 +9,10 @@ complete -c recap -l model -d 'Model id [default: from ANTHROPIC_* variables, or
 complete -c recap -l timeout -d 'Timeout of one model request' -r
 complete -c recap -l deadline -d 'Deadline for the whole exchange, retries included' -r
 complete -c recap -l retries -d 'Retries after 429, 529, 5xx, resets and timeouts' -r
+complete -c recap -l transcript -d 'Transcript to summarise [default: the hook payload\'s transcript_path]' -r -F
+complete -c recap -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c recap -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c recap -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
 complete -c recap -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c recap -s v -l verbose -d 'Explain decisions on stderr'
 complete -c recap -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'

@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 use std::time::SystemTime;
@@ -14,8 +15,10 @@ use crate::claude::paths::ProjectHints;
 use crate::claude::{Env, Project};
 use crate::cli::time::rfc3339;
 use crate::cli::{
-    signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, LocationArgs, Outcome, Tool,
+    signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, LocationArgs, Outcome, RunStatus,
+    Tool, Upstream,
 };
+use crate::lock::process::is_self_or_ancestor;
 use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released, RunOutcome};
 
 /// The cross-process consolidation lock.
@@ -23,7 +26,8 @@ use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released, RunOutcome};
 #[command(
     name = "dream-lock",
     version,
-    disable_help_subcommand = true,
+    // `dream-lock` alone is a usage error naming the subcommands, not the help text.
+    arg_required_else_help = false,
     about = "The cross-process consolidation lock",
     long_about = "The cross-process consolidation lock of a project's memory, shared with \
 Claude Code: <memory_dir>/.consolidate-lock holds the holder's PID and its mtime is the \
@@ -70,15 +74,19 @@ pub struct AcquireArgs {
 pub struct ReleaseArgs {
     #[command(flatten)]
     pub at: LockLocation,
-    /// How the run ended [default: the envelope's run.status]
+    /// How the run ended [default: the envelope's run.status, else failed (roll back)]
     #[arg(long, value_enum)]
     pub outcome: Option<RunOutcome>,
-    /// Fencing token from acquire [default: the envelope's lock.token]
-    #[arg(long, value_name = "TOKEN", requires = "prior_mtime")]
+    /// Fencing token from acquire or status [default: the envelope's lock.token, or the token
+    /// of `dream-lock status` output on stdin]
+    #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// Prior last-consolidated time in epoch ms, 0 for none [default: lock.prior_mtime]
+    /// Prior last-consolidated time in epoch ms, 0 for none [default: lock.prior_mtime, else 0]
     #[arg(long, value_name = "MS", requires = "token", value_parser = clap::value_parser!(i64).range(0..))]
     pub prior_mtime: Option<i64>,
+    /// Release even though the holder is alive and is not this shell or one of its parents
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -101,17 +109,11 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
-/// The fields of an envelope's `lock` and `run` sections that a release uses.
+/// The fields of an envelope's `lock` section that a release uses.
 #[derive(Debug, Default, Deserialize)]
 struct LockSection {
-    acquired: Option<bool>,
     token: Option<String>,
     prior_mtime: Option<i64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct RunSection {
-    status: Option<String>,
 }
 
 /// The project and backend a subcommand works on, with the envelope read from stdin.
@@ -159,14 +161,39 @@ fn acquired_json(backend: &dyn Backend, lease: &Lease) -> Value {
     Value::Object(lock)
 }
 
-fn held_json(backend: &dyn Backend, holder_pid: Option<u32>, since: Option<SystemTime>) -> Value {
+/// A busy lock: the envelope's `lock` section, and the one line that says so.
+fn held(
+    envelope: &mut Envelope,
+    backend: &dyn Backend,
+    holder_pid: Option<u32>,
+    since: Option<SystemTime>,
+) -> Outcome {
     let mut lock = serde_json::Map::new();
     lock.insert("acquired".into(), json!(false));
     lock.insert("reason".into(), json!("held"));
     lock.extend(lock_base(backend));
     lock.insert("holder_pid".into(), json!(holder_pid));
     lock.insert("held_since".into(), json!(since.map(rfc3339)));
-    Value::Object(lock)
+    envelope.set("lock", Value::Object(lock));
+    Outcome::new(Exit::No, envelope).with_note(format!("busy: {}", holder_line(holder_pid, since)))
+}
+
+/// `held by PID 4242 since 2026-12-03T10:00:00.000Z`.
+fn holder_line(holder_pid: Option<u32>, since: Option<SystemTime>) -> String {
+    let who = holder_pid.map_or_else(|| "an unknown process".to_string(), |p| format!("PID {p}"));
+    match since {
+        Some(since) => format!("the lock is held by {who} since {}", rfc3339(since)),
+        None => format!("the lock is held by {who}"),
+    }
+}
+
+/// An envelope from a stage that said no is passed through untouched; a mistyped one is bad
+/// input (returned as the error).
+fn declined(envelope: &Envelope) -> Result<Option<Outcome>, Failure> {
+    Ok(match envelope.upstream()? {
+        Upstream::Proceed => None,
+        Upstream::Declined(why) => Some(Outcome::new(Exit::No, envelope).with_note(why)),
+    })
 }
 
 /// Resolves the project, records it in the envelope, and tries to take the lock for `pid`.
@@ -190,72 +217,208 @@ fn acquire_failed(envelope: Envelope, failure: Failure, diag: &Diag) -> Result<O
 fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let (hints, _hook, mut envelope) =
         ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
-    if envelope.upstream_declined() {
-        return Ok(Outcome::new(Exit::No, &envelope));
+    if let Some(passed) = declined(&envelope)? {
+        return Ok(passed);
     }
     let pid = args.pid.unwrap_or_else(std::os::unix::process::parent_id);
-    let (exit, lock) = match take_lock(&args.at, &hints, pid, &mut envelope) {
-        Ok((ctx, Acquired::Yes(lease))) => (Exit::Yes, acquired_json(ctx.backend.as_ref(), &lease)),
-        Ok((ctx, Acquired::Held { holder_pid, since })) => {
-            (Exit::No, held_json(ctx.backend.as_ref(), holder_pid, since))
+    match take_lock(&args.at, &hints, pid, &mut envelope) {
+        Ok((ctx, Acquired::Yes(lease))) => {
+            envelope.set("lock", acquired_json(ctx.backend.as_ref(), &lease));
+            // The token lives only in the printed envelope: a lease nobody received would
+            // stay held with nobody to release it.
+            let backend = ctx.backend;
+            let undo = move |diag: &Diag| {
+                let line = match backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+                    Ok(Released::Yes { .. }) => {
+                        "the lock was rolled back: its token was not delivered".to_string()
+                    }
+                    Ok(Released::NotHolder { .. }) => {
+                        "the token was not delivered, and the lock is no longer ours: nothing was rolled back".to_string()
+                    }
+                    Err(failure) => format!(
+                        "the token was not delivered, and rolling the lock back failed: {failure}"
+                    ),
+                };
+                diag.warn(&line);
+            };
+            Ok(Outcome::new(Exit::Yes, &envelope).undo_unless_printed(undo))
         }
-        Err(failure) => return acquire_failed(envelope, failure, diag),
-    };
-    envelope.set("lock", lock);
-    Ok(Outcome::new(exit, &envelope))
+        Ok((ctx, Acquired::Held { holder_pid, since })) => {
+            Ok(held(&mut envelope, ctx.backend.as_ref(), holder_pid, since))
+        }
+        Err(failure) => acquire_failed(envelope, failure, diag),
+    }
 }
 
-fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
-    let (hints, _hook, mut envelope) =
-        ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
-    let section: LockSection = envelope.section("lock")?.unwrap_or_default();
-    let (token, prior_mtime) = match (&args.token, args.prior_mtime) {
-        (Some(token), Some(prior)) => (token.clone(), prior),
-        _ => match (section.acquired, section.token, section.prior_mtime) {
-            (Some(true), Some(token), Some(prior)) => (token, prior),
-            _ if envelope.upstream_declined() => return Ok(Outcome::new(Exit::No, &envelope)),
-            _ => {
-                return Err(Failure::Usage(
-                    "nothing to release: pipe in the envelope from `dream-lock acquire`, or pass --token and --prior-mtime".into(),
+/// What a release works from: the lease, and where it came from.
+struct ReleaseSource {
+    token: String,
+    prior_mtime: i64,
+    /// The envelope to print: the one read, or a new one when stdin held `status` output.
+    envelope: Envelope,
+    /// From `--token` or `status` output, not from the acquirer's envelope.
+    by_hand: bool,
+}
+
+/// The lease to release: `--token` (with `--prior-mtime`, else the stdin's when it names
+/// the same token, else 0), else the envelope's `lock`, else `dream-lock status` output.
+/// `Err(Ok(outcome))` is a pass-through of a declined envelope.
+fn release_source(
+    args: &ReleaseArgs,
+    envelope: Envelope,
+) -> Result<Result<ReleaseSource, Outcome>, Failure> {
+    let upstream = envelope.upstream()?;
+    // `dream-lock status` prints `held` at the top level, which no envelope has.
+    let from_status =
+        envelope.get("held").is_some_and(Value::is_boolean) && envelope.get("lock").is_none();
+    let (token, prior) = if from_status {
+        let token = envelope.get("token").and_then(Value::as_str);
+        let prior = envelope.get("prior_mtime").and_then(Value::as_i64);
+        (token.map(str::to_string), prior)
+    } else {
+        let section: LockSection = envelope.section("lock")?.unwrap_or_default();
+        (section.token, section.prior_mtime)
+    };
+    // A stage that said no is passed through, unless a token on the command line says what
+    // to release.
+    if let (None, Upstream::Declined(why)) = (&args.token, upstream) {
+        return Ok(Err(Outcome::new(Exit::No, &envelope).with_note(why)));
+    }
+    let (token, prior_mtime) = match (&args.token, token) {
+        (Some(flag), from_stdin) => {
+            let same = from_stdin.as_deref() == Some(flag.as_str());
+            let prior = args.prior_mtime.or(prior.filter(|_| same)).unwrap_or(0);
+            (flag.clone(), prior)
+        }
+        (None, Some(token)) if from_status => (token, prior.unwrap_or(0)),
+        (None, Some(token)) => match prior {
+            Some(prior) => (token, prior),
+            None => {
+                return Err(Failure::bad_input(
+                    "envelope field `lock.prior_mtime` is missing: pass --token and --prior-mtime",
                 ))
             }
         },
-    };
-    let outcome = match args.outcome {
-        Some(outcome) => outcome,
-        None => {
-            let run: RunSection = envelope.section("run")?.unwrap_or_default();
-            match run.status.as_deref() {
-                Some("completed") => RunOutcome::Completed,
-                Some("failed") => RunOutcome::Failed,
-                Some("aborted") => RunOutcome::Aborted,
-                Some(other) => {
-                    return Err(Failure::bad_input(format!(
-                        "run.status is {other:?}; pass --outcome completed|failed|aborted"
-                    )))
-                }
-                None => {
-                    return Err(Failure::Usage(
-                        "no outcome: pass --outcome completed|failed|aborted, or an envelope with run.status".into(),
-                    ))
-                }
-            }
+        (None, None) if from_status => {
+            return Err(Failure::Usage(
+                "nothing to release: status shows no live holder (it printed no token)".into(),
+            ))
         }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "nothing to release: pipe in the envelope from `dream-lock acquire` or the output of `dream-lock status`, or pass --token".into(),
+            ))
+        }
+    };
+    let envelope = if from_status {
+        // Only the project is kept: the rest describes the lock as it was.
+        let mut fresh = Envelope::new();
+        if let Some(project) = envelope.get("project") {
+            fresh.set("project", project.clone());
+        }
+        fresh
+    } else {
+        envelope
+    };
+    Ok(Ok(ReleaseSource {
+        token,
+        prior_mtime,
+        envelope,
+        by_hand: args.token.is_some() || from_status,
+    }))
+}
+
+fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
+    let (hints, _hook, envelope) = ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
+    let ReleaseSource {
+        token,
+        prior_mtime,
+        mut envelope,
+        by_hand,
+    } = match release_source(args, envelope)? {
+        Ok(source) => source,
+        Err(passed) => return Ok(passed),
+    };
+    // Without an outcome the command in the middle said nothing (`cat`, a script that died):
+    // roll back, so the next gate retries and the lock is never left held.
+    let mut warning = None;
+    let outcome = match args.outcome {
+        // The flag wins: run.status is not read.
+        Some(outcome) => outcome,
+        None => match envelope.run_status()? {
+            Some(RunStatus::Completed) => RunOutcome::Completed,
+            Some(RunStatus::Failed) => RunOutcome::Failed,
+            Some(RunStatus::Aborted) => RunOutcome::Aborted,
+            None => {
+                warning = Some("no run.status and no --outcome: rolled back as failed");
+                RunOutcome::Failed
+            }
+        },
     };
     let mut lock = match envelope.get("lock") {
         Some(Value::Object(map)) => map.clone(),
         _ => serde_json::Map::new(),
     };
-    let result = context(&args.at, &hints).and_then(|ctx| {
-        if !envelope.get("project").is_some_and(Value::is_object) {
-            envelope.set("project", ctx.project.to_json()?);
+    let ctx = match context(&args.at, &hints) {
+        Ok(ctx) => ctx,
+        Err(failure) => {
+            lock.insert("released".into(), json!(false));
+            return envelope.fail_stage("lock", Value::Object(lock), failure, diag);
         }
-        lock.extend(lock_base(ctx.backend.as_ref()));
-        ctx.backend.release(&token, prior_mtime, outcome)
-    });
+    };
+    if !envelope.get("project").is_some_and(Value::is_object) {
+        envelope.set("project", ctx.project.to_json()?);
+    }
+    lock.extend(lock_base(ctx.backend.as_ref()));
+    lock.insert("token".into(), json!(token));
     lock.insert("outcome".into(), json!(outcome.as_str()));
-    match result {
+    if let Some(text) = warning {
+        lock.insert("warning".into(), json!(text));
+    }
+    let refused = |mut lock: serde_json::Map<String, Value>,
+                   mut envelope: Envelope,
+                   reason: &str,
+                   holder_pid: Option<u32>,
+                   note: String| {
+        lock.insert("released".into(), json!(false));
+        lock.insert("reason".into(), json!(reason));
+        lock.insert("holder_pid".into(), json!(holder_pid));
+        envelope.set("lock", Value::Object(lock));
+        Outcome::new(Exit::No, &envelope).with_note(note)
+    };
+    // By hand, a live holder that is not the caller (this shell or a parent of it) is
+    // somebody else's run: releasing it lets a second run start beside it, so it takes
+    // --force. (The acquirer's envelope is the lease itself, handed down the pipe.)
+    if by_hand && !args.force {
+        match ctx.backend.status(SystemTime::now()) {
+            Ok(status) if status.token.as_deref() == Some(token.as_str()) => {
+                let caller = status.holder_pid.is_some_and(is_self_or_ancestor);
+                if !caller {
+                    let note = format!(
+                        "not released: {} and it is not this shell or a parent of it; pass --force to release it anyway",
+                        holder_line(status.holder_pid, status.since)
+                    );
+                    return Ok(refused(
+                        lock,
+                        envelope,
+                        "live_holder",
+                        status.holder_pid,
+                        note,
+                    ));
+                }
+            }
+            Ok(_) => {}
+            Err(failure) => {
+                lock.insert("released".into(), json!(false));
+                return envelope.fail_stage("lock", Value::Object(lock), failure, diag);
+            }
+        }
+    }
+    match ctx.backend.release(&token, prior_mtime, outcome) {
         Ok(Released::Yes { last_consolidated }) => {
+            if let Some(text) = warning {
+                diag.warn(text);
+            }
             lock.insert("released".into(), json!(true));
             lock.insert(
                 "last_consolidated_at".into(),
@@ -264,14 +427,13 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             envelope.set("lock", Value::Object(lock));
             Ok(Outcome::new(Exit::Yes, &envelope))
         }
-        Ok(Released::NotHolder { holder_pid }) => {
-            diag.warn("the lock is no longer ours: nothing was changed");
-            lock.insert("released".into(), json!(false));
-            lock.insert("reason".into(), json!("not_holder"));
-            lock.insert("holder_pid".into(), json!(holder_pid));
-            envelope.set("lock", Value::Object(lock));
-            Ok(Outcome::new(Exit::No, &envelope))
-        }
+        Ok(Released::NotHolder { holder_pid }) => Ok(refused(
+            lock,
+            envelope,
+            "not_holder",
+            holder_pid,
+            "not released: the lock is no longer ours (taken over, or released already); nothing was changed".into(),
+        )),
         Err(failure) => {
             lock.insert("released".into(), json!(false));
             envelope.fail_stage("lock", Value::Object(lock), failure, diag)
@@ -288,16 +450,23 @@ fn status(args: &StatusArgs) -> Result<Outcome, Failure> {
         "held": s.held,
         "holder_pid": s.holder_pid,
         "holder_alive": s.holder_alive,
+        "command_running": s.command_running,
         "since": s.since.map(rfc3339),
         "stale": s.stale,
         "last_consolidated_at": s.last_consolidated.map(rfc3339),
+        "token": s.token,
         "backend": ctx.backend.name(),
         kind: place,
+        "project": ctx.project.to_json()?,
     });
-    Ok(Outcome::new(
-        if s.held { Exit::No } else { Exit::Yes },
-        &document,
-    ))
+    if !s.held {
+        return Ok(Outcome::new(Exit::Yes, &document));
+    }
+    let mut note = holder_line(s.holder_pid, s.since);
+    if s.command_running {
+        note.push_str(" (that process is gone; the command it ran still runs)");
+    }
+    Ok(Outcome::new(Exit::No, &document).with_note(note))
 }
 
 fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
@@ -306,14 +475,13 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::environment(format!("cannot install signal handlers: {e}")))?;
     let (hints, _hook, mut envelope) =
         ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
-    if envelope.upstream_declined() {
-        return Ok(Outcome::new(Exit::No, &envelope));
+    if let Some(passed) = declined(&envelope)? {
+        return Ok(passed);
     }
     let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope) {
         Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
-            envelope.set("lock", held_json(ctx.backend.as_ref(), holder_pid, since));
-            return Ok(Outcome::new(Exit::No, &envelope));
+            return Ok(held(&mut envelope, ctx.backend.as_ref(), holder_pid, since));
         }
         Err(failure) => return acquire_failed(envelope, failure, diag),
     };
@@ -323,15 +491,51 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         return Ok(Outcome::without_document(signals::exit_for(signal)));
     }
     envelope.set("lock", acquired_json(backend, &lease));
+    // The command inherits the pin: the lock stays held while it runs, even if we are killed.
+    let pin = match backend.pin(&lease) {
+        Ok(pin) => pin,
+        Err(failure) => {
+            finish(backend, &lease, RunOutcome::Failed, diag);
+            return acquire_failed(envelope, failure, diag);
+        }
+    };
 
-    let mut child = match Command::new(&args.command[0])
+    let mut command = Command::new(&args.command[0]);
+    command
         .args(&args.command[1..])
         .env("DREAMKIT_LOCK_TOKEN", &lease.token)
         .stdin(Stdio::piped())
-        // Its own process group: a terminal's Ctrl-C reaches it once, through us.
-        .process_group(0)
-        .spawn()
-    {
+        // Its own process group: a terminal's Ctrl-C reaches it once, through us, and what
+        // it leaves behind can be ended with it.
+        .process_group(0);
+    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    let pin_fd = pin.as_ref().map(AsRawFd::as_raw_fd);
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, fcntl).
+    unsafe {
+        command.pre_exec(move || {
+            // The command must not outlive us: if we are killed (even with SIGKILL) the kernel
+            // kills it too.
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // We may have died before the prctl: then no signal would ever come. (No
+            // allocation here: another thread may have held the allocator's lock at fork.)
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+
+            if let Some(fd) = pin_fd {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             finish(backend, &lease, RunOutcome::Failed, diag);
@@ -359,8 +563,14 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
                 .and_then(|_| stdin.write_all(b"\n"));
         })
     });
-    let status = child.wait();
+    // Nothing of the command may outlive the lock: once it has exited (still unreaped, so
+    // its group ID cannot be reused), whatever it left running in its group is killed.
+    let ended = wait_unreaped(child.id());
     signals::stop_forwarding();
+    if ended.is_ok() {
+        kill_group(child.id());
+    }
+    let status = child.wait();
     if let Some(writer) = writer {
         let _ = writer.join();
     }
@@ -373,7 +583,8 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
             )));
         }
     };
-    let outcome = if status.signal().is_some() || signals::received().is_some() {
+    let signalled = signals::received();
+    let outcome = if status.signal().is_some() || signalled.is_some() {
         RunOutcome::Aborted
     } else if status.success() {
         RunOutcome::Completed
@@ -381,12 +592,50 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         RunOutcome::Failed
     };
     finish(backend, &lease, outcome, diag);
+    drop(pin);
+    // Our exit code says what the lock recorded: a run we were told to stop is aborted, even
+    // when the command ignored the signal and exited 0.
+    if let Some(signal) = signalled {
+        return Ok(Outcome::without_document(signals::exit_for(signal)));
+    }
     let code = status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1);
     Ok(Outcome::without_document(Exit::Child(code)))
+}
+
+/// Waits until the child `pid` has exited, leaving it unreaped.
+fn wait_unreaped(pid: u32) -> std::io::Result<()> {
+    let id = libc::id_t::from(pid);
+    loop {
+        // SAFETY: waitid fills a zeroed siginfo_t; WNOWAIT leaves the child to Child::wait.
+        let rc = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// SIGKILL to the process group `pgid` (the command's own), if anything is left in it.
+fn kill_group(pgid: u32) {
+    if let Ok(pgid) = libc::pid_t::try_from(pgid) {
+        if pgid > 1 {
+            // SAFETY: kill has no memory-safety preconditions; the group is the command's,
+            // whose leader is not yet reaped.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 /// Releases after `exec`; problems are reported on stderr, since stdout is the command's.
@@ -410,55 +659,149 @@ It is held when the mtime is within the last hour, that PID is alive, and that p
 no later than 2 s after the mtime (a recycled PID holds nothing). Empty or non-numeric content \
 names no holder (an empty file is what a completed release leaves). A lock file that cannot be \
 read (permissions, I/O) fails closed: exit 3, never treated as stale. A lock file that exists \
-but may not be written (read-only) is refused with exit 3, as Claude Code would be.
+but may not be written (read-only) is refused with exit 3, as Claude Code would be. A mtime in \
+the future (a clock set back, a writer whose clock is ahead) is taken as written now: the gate \
+never sees a negative age, a roll-back restores now rather than the future time, and a live \
+holder keeps such a lock at most an hour after its process started, never for hours.
 
 dreamkit processes serialise on an exclusive lock of the sidecar \
 <memory_dir>/.consolidate-lock.dreamkit; against Claude Code, which does not know it, acquire \
 writes the PID (atomically, by rename) and reads it back to confirm. The fencing token is \
 <pid>:<mtime_ms>: any other writer changes it. The file backend never refreshes the mtime \
 while a run goes on (that would move the last-consolidated time), so runs must end within the \
-hour.",
-    ),
-    (
-        "SUBCOMMANDS",
-        "acquire [--pid PID]: the default PID is the parent process (the hook's shell). Exit 0 \
-with lock = {acquired: true, backend, path, pid, prior_mtime, token}; exit 1 with lock = \
-{acquired: false, reason: \"held\", backend, path, holder_pid, held_since}.
+hour.
 
-release [--outcome completed|failed|aborted]: the default outcome is the envelope's \
-run.status. completed empties the content (the lock is free; now is the new last-consolidated \
-time). failed and aborted roll back: delete the file when prior_mtime was 0, else empty it and \
-set its mtime back to prior_mtime, so the next gate can retry. Both exit 0 and add released, \
-outcome and last_consolidated_at to lock. Releasing a lock that is no longer ours changes \
-nothing and exits 1 with reason \"not_holder\". Without an envelope, pass --token and \
---prior-mtime.
-
-status: prints {held, holder_pid, holder_alive, since, stale, last_consolidated_at, backend, \
-path} at the top level; exit 0 when free, 1 when held.
-
-exec [--] CMD [ARGS...]: acquires with exec's own PID, runs CMD with the envelope (with lock) \
-on its stdin and DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own \
-process group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits \
-0, failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD's \
-stdout is exec's stdout (the one exception to one JSON object); the exit code is CMD's (128 + N \
-when CMD died of signal N; 127 when CMD was not found and 126 when it could not be run, after a \
-roll-back). When the lock is busy CMD is not run and exec prints the envelope and exits 1. \
-Problems releasing after CMD are reported on stderr.",
+exec also writes <memory_dir>/.consolidate-lock.dreamkit-holder (its PID, under an exclusive \
+flock) and its command inherits that descriptor: while any process keeps it open, a lock \
+naming that PID stays held for dreamkit even after the PID died (within the hour). Claude Code \
+does not read it; for Claude Code the parent-death signal below is what keeps the command from \
+outliving exec.",
     ),
     (
         "PIPELINES",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
-through. An envelope from a stage that said no (gate.due false, lock.acquired false, or a \
-top-level error) is passed through untouched with exit 1, so a pipeline never consolidates by \
-accident. On an environment failure (exit 3) the envelope still flows, with lock.error = \
-{kind, message}.
+through. A stage proceeds only on an explicit yes of the right JSON type: gate.due and \
+lock.acquired must be true or false, and run.status one of \"completed\", \"failed\", \
+\"aborted\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
+an object) is bad input: exit 2, nothing changed. An envelope from a stage that said no \
+(gate.due false, lock.acquired false, or a top-level error) is passed through untouched with \
+exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. On an \
+environment failure (exit 3) the envelope still flows, with lock.error = {kind, message}. \
+stdin is read only when it is not a terminal and -n is not given; an empty stdin is no input.
 
-  dream-gate | dream-lock acquire | dream-run | dream-lock release
+dream-run, the consolidation agent, is not released yet. Until it is, any command can stand \
+in for it: it gets the envelope on stdin. This stand-in prints the sessions a run would \
+consolidate, then fails on purpose, so the lock is rolled back and the last-consolidated time \
+does not move:
 
-  dream-gate | dream-lock exec -- dream-run
+  dream-gate | dream-lock exec -- sh -c 'jq -c .gate.sessions; exit 1'
 
-The second form is safer: the lock is released, or rolled back, however dream-run ends, even \
-on a signal.",
+The acquire | run | release form, with a stand-in that sets run.status for release:
+
+  dream-gate | dream-lock acquire | jq -c '.run = {status: \"failed\"}' | dream-lock release
+
+exec is the safer form: the lock is released, or rolled back, however the command ends, even \
+on a signal. Each subcommand has its own page with its exit codes.",
+    ),
+    (
+        "acquire/OUTPUT",
+        "The default PID is the parent process (the hook's shell). On success lock = {acquired: \
+true, backend, path, pid, prior_mtime, token}; when another live process holds the lock, lock \
+= {acquired: false, reason: \"held\", backend, path, holder_pid, held_since} and the line \
+\"busy: the lock is held by PID N since TIME\" on stderr. The token exists only in the printed \
+envelope: when stdout cannot be written (a full disk, a closed pipe), acquire says so on \
+stderr, rolls the lock back and exits 3.",
+    ),
+    (
+        "acquire/EXIT STATUS",
+        "0 acquired.
+
+1 held by another live process, or an envelope from a stage that said no, passed through.
+
+2 usage error or bad input (stdin that is not a JSON object).
+
+3 the lock cannot be read or written: fails closed; the envelope flows with lock.error; or \
+the token could not be printed (the lock was rolled back).",
+    ),
+    (
+        "release/OUTCOMES",
+        "The outcome is --outcome, else the envelope's run.status. completed empties the \
+content (the lock is free; now is the new last-consolidated time). failed and aborted roll \
+back: delete the file when prior_mtime is 0 or unknown (a release by hand without \
+--prior-mtime), else empty it and set its mtime back to prior_mtime, so the next gate can \
+retry. With no outcome at all, release rolls back as \
+failed, with a warning on stderr and lock.warning in the JSON: a pass-through stage such as \
+cat never leaves the lock held nor moves the last-consolidated time. Both add released, \
+outcome and last_consolidated_at to lock.
+
+The lease comes from the envelope's lock section (acquire's output), or from status's output \
+on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
+changes nothing and exits 1 with reason \"not_holder\". By hand (--token or status output), \
+a holder that is alive (or whose command still runs) and is neither this process nor one of \
+its parents is somebody else's run: release refuses with exit 1, reason \"live_holder\", \
+unless --force. --outcome wins over run.status. To free a lock by hand: `dream-lock status | \
+dream-lock release --force` (rolls back) or `dream-lock release --token TOKEN --outcome \
+completed`.",
+    ),
+    (
+        "release/EXIT STATUS",
+        "0 freed (completed) or rolled back (failed, aborted, or no outcome).
+
+1 not ours any more (another process holds or changed the lock; nothing changed), a live \
+holder released by hand without --force, or an envelope from a stage that said no, passed \
+through.
+
+2 usage error or bad input: no lease to release, or an unknown outcome.
+
+3 the lock cannot be read or written.",
+    ),
+    (
+        "status/OUTPUT",
+        "Prints {held, holder_pid, holder_alive, command_running, since, stale, \
+last_consolidated_at, token, backend, path, project} at the top level. token is the live \
+holder's (null when free), which release accepts on stdin; command_running is true when the \
+holder (a killed exec) is gone but its command still runs. It reads no envelope.",
+    ),
+    (
+        "status/EXIT STATUS",
+        "0 free.
+
+1 held by a live process.
+
+2 usage error.
+
+3 the lock cannot be read: fails closed.",
+    ),
+    (
+        "exec/RUNNING CMD",
+        "exec acquires with its own PID, runs CMD with the envelope (with lock) on its stdin and \
+DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own process \
+group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits 0, \
+failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
+outlive exec: it gets SIGKILL when exec dies, even of SIGKILL (Linux parent-death signal), and \
+whatever CMD leaves running in its process group is killed before the release. CMD's stdout \
+is exec's stdout (the one exception to one JSON object). When the lock is busy, or the \
+envelope said no, CMD is not run and exec prints the envelope and exits 1. Problems releasing \
+after CMD are reported on stderr.",
+    ),
+    (
+        "exec/EXIT STATUS",
+        "0 CMD exited 0; the lock was released as completed.
+
+1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
+range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \
+is on stdout), 2 for a usage error, 3 when the lock cannot be read (CMD not run).
+
+126 CMD was found but could not be run; the lock was rolled back.
+
+127 CMD was not found; the lock was rolled back.
+
+128+N CMD died of signal N; the lock was rolled back.
+
+130 exec was interrupted by SIGINT (while acquiring, or while CMD ran, whatever CMD then \
+exited with); the lock was rolled back.
+
+143 exec was terminated by SIGTERM, likewise; the lock was rolled back.",
     ),
     (
         "ENVIRONMENT",

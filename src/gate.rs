@@ -163,7 +163,8 @@ pub fn decide(
 
     decision.last_consolidated = backend.last_consolidated()?;
     if let Some(last) = decision.last_consolidated {
-        let hours = epoch_ms(now).saturating_sub(epoch_ms(last)) as f64 / 3_600_000.0;
+        // Never negative: a future mtime counts as written now.
+        let hours = epoch_ms(now).saturating_sub(epoch_ms(last)).max(0) as f64 / 3_600_000.0;
         decision.hours_since = Some(hours);
         if hours < policy.min_hours {
             decision.reason = Some(Reason::TooSoon);
@@ -304,7 +305,8 @@ disabled: auto memory or auto dream is off. gate.detail says which: auto_memory_
 CLAUDE_CODE_REMOTE_MEMORY_DIR). An explicitly falsy CLAUDE_CODE_DISABLE_AUTO_MEMORY turns auto \
 memory on against simple mode, remote mode and the settings, as in Claude Code.
 
-too_soon: fewer than --min-hours hours since the last consolidation, the mtime of \
+too_soon: less than --min-hours since the last consolidation (a plain number is hours; \
+units work too: 24, 24h, 90m), the mtime of \
 <memory_dir>/.consolidate-lock. No lock file means never consolidated. A lock file whose state \
 cannot be read (permissions, I/O) fails closed: exit 3.
 
@@ -315,7 +317,7 @@ gate.last_scan_at shows it. A stamp in the future does not throttle.
 
 too_few_sessions: fewer than --min-sessions transcripts <uuid>.jsonl directly in the \
 transcripts dir changed after the last consolidation, not counting the current session \
-(--current-session, else the hook payload's session_id). Decided from directory entries and \
+(--session, else the hook payload's session_id). Decided from directory entries and \
 stat alone; no transcript is opened. A missing transcripts dir holds no sessions; an \
 unreadable one is exit 3.",
     ),
@@ -349,13 +351,27 @@ CLAUDE_CODE_REMOTE_MEMORY_DIR, CLAUDE_CODE_DISABLE_AUTO_MEMORY, CLAUDE_CODE_SIMP
 CLAUDE_CODE_REMOTE, DREAMKIT_MIN_HOURS, DREAMKIT_MIN_SESSIONS.",
     ),
     (
+        "STDIN",
+        "stdin is read only when it is not a terminal and -n is not given; an empty stdin is no \
+input. A hook gives its payload there; a pipeline gives an envelope. In loops and cron jobs, \
+whose stdin is not for dream-gate, pass -n: without it the first dream-gate would read the \
+rest of the loop's input.",
+    ),
+    (
         "EXAMPLES",
-        "Is a dream due for this project?
+        "Is a dream due for this project? (exit 0 yes, 1 no, with gate.reason saying why)
 
   dream-gate --cwd ~/code/project | jq .gate
 
-As a Claude Code Stop hook, with the hook payload on stdin:
+Every project listed in dirs.txt, one directory a line, from cron:
 
-  dream-gate -q | dream-lock exec -- dream-run",
+  while read -r d; do dream-gate -n --cwd \"$d\" | jq -c 'select(.gate.due)'; done < dirs.txt
+
+As a Claude Code Stop hook, with the hook payload on stdin (end hook commands with exit 0: \
+Claude Code reads exit 2 as \"block\"):
+
+  dream-gate -q | jq -c 'select(.gate.due)' >> ~/due.jsonl; exit 0
+
+dream-lock(1) shows the whole dream pipeline.",
     ),
 ];

@@ -331,6 +331,14 @@ impl Summary {
         }
     }
 
+    /// The one line that says why (`skipped: disabled: away summaries are turned off`).
+    fn note(&self) -> Option<String> {
+        let mut parts = vec![self.status];
+        parts.extend(self.reason);
+        parts.extend(self.message.as_deref());
+        (self.status != "ok").then(|| parts.join(": "))
+    }
+
     fn skipped(reason: &'static str, message: String) -> (Exit, Summary) {
         let mut s = Summary::new("skipped");
         s.reason = Some(reason);
@@ -508,7 +516,11 @@ impl Tool for Args {
             config,
             diag,
         )?;
-        Ok(Outcome::new(exit, &summary))
+        let outcome = Outcome::new(exit, &summary);
+        Ok(match summary.note() {
+            Some(note) if exit == Exit::No => outcome.with_note(note),
+            _ => outcome,
+        })
     }
 }
 
@@ -546,7 +558,6 @@ impl Args {
             if let Some((reason, message)) =
                 away_gate(self, &recent, &settings, env, SystemTime::now())
             {
-                diag.info(&format!("skipped: {message}"));
                 return Ok(Summary::skipped(reason, message));
             }
         }
@@ -647,7 +658,9 @@ before 3 turns are found, the conversation counts as long enough); \
 not_away_long_enough (--away-ms below the delay, delay = min(max(--delay-ms, 30000), 0.8 x \
 --cache-ttl-ms); --away-ms defaults to the time since the transcript's last record); cache_cold \
 (--cache-age-ms above 0.9 x --cache-ttl-ms; it defaults to the time since the last assistant \
-record); draft_pending (--draft not empty); pending_work; rate_limited.
+record); draft_pending (--draft not empty); pending_work; rate_limited. Each -ms flag has a \
+duration twin taking units (--delay, --away, --cache-ttl, --cache-age; a plain number is \
+seconds); give one of a pair.
 
 Then the summary is generated. If the transcript grew while it was generated, or its last line \
 was incomplete when read, the summary is dropped (aborted, stale). Otherwise one record \
@@ -660,20 +673,28 @@ the uuid of the last record that has one. The default mode never writes.",
         "--provider anthropic (default; DREAMKIT_PROVIDER): POST $ANTHROPIC_BASE_URL/v1/messages \
 with x-api-key: $ANTHROPIC_API_KEY, else Authorization: Bearer $ANTHROPIC_AUTH_TOKEN, and \
 anthropic-version: 2023-06-01. --provider openai: POST $OPENAI_BASE_URL/chat/completions \
-(default https://api.openai.com/v1) with Authorization: Bearer $OPENAI_API_KEY when set, for \
+(default https://api.openai.com/v1) with Authorization: Bearer $OPENAI_API_KEY, for \
 llama.cpp, vLLM, Ollama and other compatible servers; the model is --model or OPENAI_MODEL. \
+With no credential for the provider, recap fails before any network I/O (exit 4, error kind \
+auth, the message naming the variables); a server that needs none is declared by setting the \
+variable to the empty string (OPENAI_API_KEY= or ANTHROPIC_API_KEY=): set but empty means no \
+credential, unset is the auth error. \
 429, 529, 5xx, connection failures and timeouts are retried (--retries, default 3) with \
 exponential backoff and jitter, honouring retry-after and retry-after-ms, within --deadline; \
-each request is limited by --timeout. 400, 401, 403 and malformed answers are not retried. \
+each request is limited by --timeout (0: no per-request limit, the deadline still holds). \
+400, 401, 403 and malformed answers are not retried. \
 Error kinds: auth, rate_limited, overloaded, invalid_request, timeout, network, \
 malformed_response, server. Keys are never printed, not even with -v. \
 DREAMKIT_RETRY_BASE_MS sets the first backoff step (default 500).",
     ),
     (
         "EXAMPLES",
-        "  recap --transcript ~/.claude/projects/-home-me-proj/SESSION.jsonl | jq -r .text
+        "Where the most recently active session stands:
 
-As a Notification or Stop hook, with the payload on stdin:
+  recap --transcript \"$(ls -t ~/.claude/projects/*/*.jsonl | head -n 1)\" | jq -r .text
+
+As a Notification or Stop hook, with the payload on stdin (it returns at once when a gate \
+says no; end hook commands with exit 0):
 
   recap --auto -q >/dev/null; exit 0",
     ),
@@ -682,6 +703,23 @@ As a Notification or Stop hook, with the payload on stdin:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_result_but_ok_has_its_one_line() {
+        let mut stale = Summary::new("aborted");
+        stale.reason = Some("stale");
+        stale.message = Some("the transcript changed while the summary was written".into());
+        assert_eq!(
+            stale.note().as_deref(),
+            Some("aborted: stale: the transcript changed while the summary was written")
+        );
+        let (_, skipped) = Summary::skipped("too_soon", "away 2 minutes of 5".into());
+        assert_eq!(
+            skipped.note().as_deref(),
+            Some("skipped: too_soon: away 2 minutes of 5")
+        );
+        assert_eq!(Summary::new("ok").note(), None);
+    }
 
     #[test]
     fn cleaning_removes_markdown_and_labels() {

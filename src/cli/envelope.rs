@@ -10,6 +10,41 @@ use super::{Diag, Failure, Outcome};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Envelope(Map<String, Value>);
 
+/// What the earlier stages of a pipeline said (see [`Envelope::upstream`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Upstream {
+    /// Every stage that ran said yes (or none ran): do this stage's work.
+    Proceed,
+    /// A stage said no or failed: pass the envelope through untouched and exit 1. The text is
+    /// the one human line saying why.
+    Declined(String),
+}
+
+/// How a run ended, as `run.status` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Completed,
+    Failed,
+    Aborted,
+}
+
+/// A JSON value as a message shows it: the value itself, with its type.
+fn describe(value: &Value) -> String {
+    if value.is_null() {
+        return "null".into();
+    }
+    let mut text = value.to_string();
+    if text.len() > 40 {
+        let cut = (0..=40)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    format!("{text} ({})", super::input::json_type_name(value))
+}
+
 impl Envelope {
     pub fn new() -> Self {
         Self::default()
@@ -33,14 +68,85 @@ impl Envelope {
         }
     }
 
-    /// An earlier stage said no or failed: a top-level `error`, `gate.due == false` or
-    /// `lock.acquired == false`. Such an envelope is passed through untouched (exit 1), so a
-    /// pipeline never consolidates by accident.
-    pub fn upstream_declined(&self) -> bool {
-        let is_false = |section: &str, key: &str| {
-            self.0.get(section).and_then(|s| s.get(key)) == Some(&Value::Bool(false))
+    /// What the earlier stages said, read strictly: a stage proceeds only on an explicit yes
+    /// of the right JSON type (`gate.due == true`, `lock.acquired == true`). A top-level
+    /// `error`, `gate.due == false` or `lock.acquired == false` declines (the envelope is passed
+    /// through untouched, exit 1); any other value there (`"false"`, `0`, `null`, a missing
+    /// field, a section that is not an object) is bad input, so a malformed envelope can never
+    /// start a consolidation. A stage that did not run (no section) says nothing.
+    pub fn upstream(&self) -> Result<Upstream, Failure> {
+        if let Some(error) = self.0.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message");
+            return Ok(Upstream::Declined(format!(
+                "passed through: an earlier stage failed: {message}"
+            )));
+        }
+        for (section, field, said_no) in [
+            ("gate", "due", "the gate said not due"),
+            ("lock", "acquired", "the lock was not acquired"),
+        ] {
+            match self.flag(section, field)? {
+                None | Some(true) => {}
+                Some(false) => {
+                    let why = self
+                        .0
+                        .get(section)
+                        .and_then(|s| s.get("reason"))
+                        .and_then(Value::as_str);
+                    return Ok(Upstream::Declined(match why {
+                        Some(why) => format!("passed through: {said_no} ({why})"),
+                        None => format!("passed through: {said_no}"),
+                    }));
+                }
+            }
+        }
+        Ok(Upstream::Proceed)
+    }
+
+    /// `section.field` when the section is present: it must be an object whose `field` is a
+    /// boolean.
+    fn flag(&self, section: &str, field: &str) -> Result<Option<bool>, Failure> {
+        let Some(value) = self.0.get(section) else {
+            return Ok(None);
         };
-        self.0.contains_key("error") || is_false("gate", "due") || is_false("lock", "acquired")
+        match value.get(field) {
+            Some(Value::Bool(flag)) if value.is_object() => Ok(Some(*flag)),
+            other => Err(Failure::bad_input(format!(
+                "envelope field `{section}.{field}` must be true or false, not {}",
+                match other {
+                    Some(v) => describe(v),
+                    None if value.is_object() => "missing".to_string(),
+                    None => format!("missing (`{section}` is {})", describe(value)),
+                }
+            ))),
+        }
+    }
+
+    /// The envelope's `run.status`, read strictly: `None` when there is no `run` section; a
+    /// present section must hold one of the known statuses as a string.
+    pub fn run_status(&self) -> Result<Option<RunStatus>, Failure> {
+        let Some(run) = self.0.get("run") else {
+            return Ok(None);
+        };
+        match run.get("status").filter(|_| run.is_object()) {
+            Some(Value::String(s)) if s == "completed" => Ok(Some(RunStatus::Completed)),
+            Some(Value::String(s)) if s == "failed" => Ok(Some(RunStatus::Failed)),
+            Some(Value::String(s)) if s == "aborted" => Ok(Some(RunStatus::Aborted)),
+            other => Err(Failure::bad_input(format!(
+                "envelope field `run.status` must be \"completed\", \"failed\" or \"aborted\", not {}",
+                other.map_or_else(|| "missing".to_string(), describe)
+            ))),
+        }
+    }
+
+    /// Compatibility with callers that only need a yes/no: anything but an explicit yes
+    /// (including a mistyped envelope) declines. Prefer [`Envelope::upstream`], which tells
+    /// bad input apart.
+    pub fn upstream_declined(&self) -> bool {
+        !matches!(self.upstream(), Ok(Upstream::Proceed))
     }
 
     /// Adds or replaces one section, keeping the position of a replaced key.
@@ -185,17 +291,95 @@ mod tests {
         assert_eq!(usage.unwrap_err().kind(), "usage");
     }
 
-    #[test]
-    fn declined_stages() {
-        let env = |v: Value| match v {
+    fn env(v: Value) -> Envelope {
+        match v {
             Value::Object(m) => Envelope::from_map(m),
             _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn declined_stages() {
+        let proceed = |v: Value| env(v).upstream().unwrap() == Upstream::Proceed;
+        assert!(proceed(json!({})));
+        assert!(proceed(json!({"gate": {"due": true}})));
+        assert!(proceed(
+            json!({"gate": {"due": true}, "lock": {"acquired": true}})
+        ));
+        let declined = |v: Value| match env(v).upstream().unwrap() {
+            Upstream::Declined(why) => why,
+            Upstream::Proceed => panic!("proceeded"),
         };
-        assert!(!env(json!({})).upstream_declined());
-        assert!(!env(json!({"gate": {"due": true}})).upstream_declined());
+        assert_eq!(
+            declined(json!({"gate": {"due": false, "reason": "too_soon"}})),
+            "passed through: the gate said not due (too_soon)"
+        );
+        assert_eq!(
+            declined(json!({"lock": {"acquired": false}})),
+            "passed through: the lock was not acquired"
+        );
+        assert_eq!(
+            declined(json!({"error": {"kind": "usage", "message": "m"}})),
+            "passed through: an earlier stage failed: m"
+        );
         assert!(env(json!({"gate": {"due": false}})).upstream_declined());
-        assert!(env(json!({"lock": {"acquired": false}})).upstream_declined());
-        assert!(env(json!({"error": {"kind": "usage"}})).upstream_declined());
+    }
+
+    #[test]
+    fn only_an_explicit_yes_of_the_right_type_proceeds() {
+        for bad in [
+            json!({"gate": {"due": "false"}}),
+            json!({"gate": {"due": "true"}}),
+            json!({"gate": {"due": 0}}),
+            json!({"gate": {"due": 1}}),
+            json!({"gate": {"due": null}}),
+            json!({"gate": {}}),
+            json!({"gate": []}),
+            json!({"gate": true}),
+            json!({"gate": null}),
+            json!({"gate": {"due": true}, "lock": {"acquired": "yes"}}),
+            json!({"lock": {}}),
+            json!({"lock": [true]}),
+        ] {
+            let err = env(bad.clone()).upstream().unwrap_err();
+            assert_eq!(err.kind(), "bad_input", "{bad}");
+            assert!(env(bad.clone()).upstream_declined(), "{bad}");
+        }
+        let err = env(json!({"gate": {"due": "false"}}))
+            .upstream()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "envelope field `gate.due` must be true or false, not \"false\" (a string)"
+        );
+    }
+
+    #[test]
+    fn run_status_is_read_strictly() {
+        assert_eq!(env(json!({})).run_status().unwrap(), None);
+        assert_eq!(
+            env(json!({"run": {"status": "completed"}}))
+                .run_status()
+                .unwrap(),
+            Some(RunStatus::Completed)
+        );
+        assert_eq!(
+            env(json!({"run": {"status": "aborted"}}))
+                .run_status()
+                .unwrap(),
+            Some(RunStatus::Aborted)
+        );
+        for bad in [
+            json!({"run": {"status": "running"}}),
+            json!({"run": {"status": 0}}),
+            json!({"run": {"status": null}}),
+            json!({"run": {}}),
+            json!({"run": "completed"}),
+            json!({"run": null}),
+        ] {
+            let err = env(bad.clone()).run_status().unwrap_err();
+            assert_eq!(err.kind(), "bad_input", "{bad}");
+        }
     }
 
     #[test]

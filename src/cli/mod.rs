@@ -14,7 +14,7 @@ pub mod signals;
 pub mod time;
 
 pub use args::{CommonArgs, LocationArgs};
-pub use envelope::Envelope;
+pub use envelope::{Envelope, RunStatus, Upstream};
 pub use exit::Exit;
 pub use failure::Failure;
 pub use input::Input;

@@ -64,16 +64,20 @@ pub fn render(json: &str, pretty: bool) -> Cow<'_, [u8]> {
 /// Writes the document to stdout, indented when `pretty`. A closed pipe (`| head`) is not an
 /// error worth reporting.
 pub fn write_stdout(json: &str, pretty: bool) -> std::io::Result<()> {
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    let result = lock
-        .write_all(&render(json, pretty))
-        .and_then(|_| lock.write_all(b"\n"))
-        .and_then(|_| lock.flush());
-    match result {
+    match write_document(json, pretty) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
+}
+
+/// As [`write_stdout`], but a closed pipe is an error too: for callers that must know
+/// whether the reader got the document.
+pub fn write_document(json: &str, pretty: bool) -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    lock.write_all(&render(json, pretty))
+        .and_then(|_| lock.write_all(b"\n"))
+        .and_then(|_| lock.flush())
 }
 
 #[cfg(test)]

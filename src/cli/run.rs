@@ -1,11 +1,12 @@
 //! The shared `main`: parse flags, run the tool, print its one JSON document, exit.
 
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use clap::error::ErrorKind;
 use serde::Serialize;
 
-use super::output::write_stdout;
+use super::output::{write_document, write_stdout};
 use super::{CommonArgs, Diag, Exit, Failure};
 
 /// What a tool produced: how the process ends and the stdout document, already serialised
@@ -18,6 +19,25 @@ pub struct Outcome {
     /// Why the answer is a clean "no": printed as one line on stderr (unless `-q`) when the
     /// exit code is 1, so a person sees why without reading the JSON.
     pub note: Option<String>,
+    /// What to undo when the document could not be delivered (stdout full, closed or
+    /// broken): work whose only record is the document, such as a lock token, is taken back.
+    pub undo: Option<Undo>,
+}
+
+/// See [`Outcome::undo_unless_printed`].
+#[derive(Clone)]
+pub struct Undo(Rc<dyn Fn(&Diag)>);
+
+impl std::fmt::Debug for Undo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Undo")
+    }
+}
+
+impl PartialEq for Undo {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Outcome {
@@ -27,6 +47,7 @@ impl Outcome {
                 exit,
                 json: Some(json),
                 note: None,
+                undo: None,
             },
             Err(e) => {
                 let failure = Failure::environment(format!("cannot serialise the output: {e}"));
@@ -34,6 +55,7 @@ impl Outcome {
                     exit: failure.exit(),
                     json: Some(failure.to_document().to_string()),
                     note: None,
+                    undo: None,
                 }
             }
         }
@@ -45,12 +67,20 @@ impl Outcome {
             exit,
             json: None,
             note: None,
+            undo: None,
         }
     }
 
     /// The one human line that says why (shown for exit 1).
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.note = Some(note.into());
+        self
+    }
+
+    /// `undo` runs (after the "cannot write stdout" line) when the document could not be
+    /// written in full, a closed pipe included: the reader never got it.
+    pub fn undo_unless_printed(mut self, undo: impl Fn(&Diag) + 'static) -> Self {
+        self.undo = Some(Undo(Rc::new(undo)));
         self
     }
 }
@@ -76,7 +106,7 @@ pub fn main<T: Tool>() -> ExitCode {
     let name = T::command().get_name().to_string();
     let args = match T::try_parse() {
         Ok(args) => args,
-        Err(err) => return clap_exit(&name, err),
+        Err(err) => return clap_exit(err),
     };
     let common = args.common().clone();
     super::input::set_null_input(common.null_input);
@@ -91,39 +121,118 @@ pub fn main<T: Tool>() -> ExitCode {
         }
     }
     if let Some(json) = &outcome.json {
-        if let Err(e) = write_stdout(json, common.pretty_output()) {
-            diag.warn(&format!("cannot write stdout: {e}"));
-            return Exit::Environment.into();
+        match write_document(json, common.pretty_output()) {
+            Ok(()) => {}
+            // A reader that went away (`| head`) is not worth a word, unless work hangs on it.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && outcome.undo.is_none() => {}
+            Err(e) => {
+                diag.warn(&format!("cannot write stdout: {e}"));
+                if let Some(Undo(undo)) = &outcome.undo {
+                    undo(&diag);
+                }
+                return Exit::Environment.into();
+            }
         }
     }
     outcome.exit.into()
 }
 
-/// `--help` and `--version` print as usual; every other clap error is a usage error in our
-/// JSON form, with one line on stderr.
-fn clap_exit(name: &str, err: clap::Error) -> ExitCode {
+/// `--help` and `--version` (and `help SUBCOMMAND`) print as usual; every other clap error is a
+/// usage error: clap's whole message on stderr (the missing argument, the "did you mean" tip,
+/// the `Usage:` line), and the same text, plain, in our JSON on stdout.
+fn clap_exit(err: clap::Error) -> ExitCode {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = err.print();
             Exit::Yes.into()
         }
         _ => {
-            let failure = Failure::Usage(first_line_of(&err));
+            let failure = Failure::Usage(plain_message(&err));
             // The flags did not parse, but a `-q` among them is still honoured.
-            let quiet = std::env::args_os().any(|a| a == "-q" || a == "--quiet");
-            Diag::new(name, quiet, false).warn(&failure.to_string());
+            let quiet = asks_quiet(std::env::args_os().skip(1));
+            if !quiet {
+                // As clap renders it (coloured on a terminal); a lost stderr cannot be reported.
+                let _ = err.print();
+            }
             let _ = write_stdout(&failure.to_document().to_string(), false);
             Exit::Usage.into()
         }
     }
 }
 
-fn first_line_of(err: &clap::Error) -> String {
+/// Whether the command line holds `--quiet`, `-q` or a cluster such as `-qn`, before any `--`
+/// (what follows belongs to a command, as in `dream-lock exec -- grep -q x`).
+fn asks_quiet(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    args.take_while(|a| a != "--").any(|a| {
+        let a = a.to_string_lossy();
+        a == "--quiet"
+            || (a.starts_with('-')
+                && !a.starts_with("--")
+                && a[1..].chars().all(|c| c.is_ascii_alphabetic())
+                && a.contains('q'))
+    })
+}
+
+/// clap's message without colours, without the `error: ` label and without the closing
+/// "For more information, try '--help'." hint, which a JSON reader cannot follow.
+fn plain_message(err: &clap::Error) -> String {
+    // `render()` keeps the styles apart; its `Display` is the plain text.
     let text = err.render().to_string();
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("invalid command line");
-    line.strip_prefix("error: ").unwrap_or(line).to_string()
+    let text = text.trim();
+    let text = text.strip_prefix("error: ").unwrap_or(text);
+    let text = match text.rfind("For more information, try") {
+        Some(at) if !text[at..].contains('\n') => &text[..at],
+        _ => text,
+    };
+    match text.trim_end() {
+        "" => "invalid command line".to_string(),
+        message => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Arg, Command};
+
+    fn error_for(args: &[&str]) -> clap::Error {
+        // Colours on, as on a terminal: the JSON text must still be plain.
+        Command::new("tool")
+            .color(clap::ColorChoice::Always)
+            .arg(Arg::new("name").long("name").required(true))
+            .try_get_matches_from(args)
+            .err()
+            .unwrap()
+    }
+
+    #[test]
+    fn quiet_is_found_in_clusters_but_not_in_a_commands_arguments() {
+        let quiet = |args: &[&str]| asks_quiet(args.iter().map(std::ffi::OsString::from));
+        assert!(quiet(&["-q", "--bad"]));
+        assert!(quiet(&["--quiet"]));
+        assert!(quiet(&["-nq", "--bad"]));
+        assert!(!quiet(&["--bad"]));
+        assert!(!quiet(&["--pid", "x", "--", "grep", "-q"]));
+        assert!(!quiet(&["--quietly"]));
+    }
+
+    #[test]
+    fn usage_message_keeps_the_whole_text_but_the_help_hint() {
+        let err = error_for(&["tool"]);
+        assert!(err.render().ansi().to_string().contains('\u{1b}'), "styled");
+        let message = plain_message(&err);
+        assert!(
+            message.starts_with("the following required arguments"),
+            "{message}"
+        );
+        assert!(message.contains("--name <name>"), "{message}");
+        assert!(message.contains("Usage: tool --name <name>"), "{message}");
+        assert!(!message.contains("For more information"), "{message}");
+        assert!(!message.contains('\u{1b}'), "{message}");
+        let message = plain_message(&error_for(&["tool", "--nme", "x"]));
+        assert!(
+            message.contains("tip: a similar argument exists: '--name'"),
+            "{message}"
+        );
+    }
 }

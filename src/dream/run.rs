@@ -19,6 +19,7 @@ use crate::claude::sessions::{is_session_id, sessions_touched_since};
 use crate::claude::transcript::{cut_chars, BackwardReader};
 use crate::claude::{Env, Project};
 use crate::cli::time::{from_epoch_ms, rfc3339};
+use crate::cli::envelope::Upstream;
 use crate::cli::{signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, Outcome};
 use crate::lock::Backend;
 use crate::model::{Block, Client, Message, Request, Role, SystemBlock, Tier, Usage};
@@ -30,10 +31,10 @@ const TURN_TEXT_CHARS: usize = 500;
 /// The final summary is cut to this.
 const SUMMARY_CHARS: usize = 1000;
 
-/// The envelope's `lock` section as dream-run reads it.
+/// The envelope's `lock` section as dream-run reads it (`acquired` was checked by
+/// [`Envelope::upstream`]: here it is absent or true).
 #[derive(Debug, Default, Deserialize)]
 struct LockSection {
-    acquired: Option<Value>,
     token: Option<Value>,
     prior_mtime: Option<Value>,
 }
@@ -46,48 +47,34 @@ struct Claim {
 }
 
 impl Claim {
-    /// From the envelope's `lock` (an explicit `acquired: true` with a string token) or, under
-    /// `dream-lock exec`, `DREAMKIT_LOCK_TOKEN`. Wrong types are bad input.
+    /// From the envelope's `lock` (a string token) or, under `dream-lock exec`,
+    /// `DREAMKIT_LOCK_TOKEN`. Wrong types are bad input.
     fn read(envelope: &Envelope, env: &Env) -> Result<Claim, Failure> {
         let section: LockSection = envelope.section("lock")?.unwrap_or_default();
-        let mut claim = Claim::default();
-        match &section.acquired {
-            None => {}
-            Some(Value::Bool(true)) => match &section.token {
-                Some(Value::String(token)) if !token.is_empty() => {
-                    claim.token = Some(token.clone())
-                }
-                other => {
-                    return Err(Failure::bad_input(format!(
-                        "envelope field `lock.token` must be a non-empty string, not {}",
-                        other.as_ref().map_or("missing".into(), Value::to_string)
-                    )))
-                }
-            },
+        let token = match &section.token {
+            None | Some(Value::Null) => None,
+            Some(Value::String(token)) if !token.is_empty() => Some(token.clone()),
             Some(other) => {
                 return Err(Failure::bad_input(format!(
-                    "envelope field `lock.acquired` must be true or false, not {other}"
+                    "envelope field `lock.token` must be a non-empty string, not {other}"
                 )))
             }
-        }
-        match &section.prior_mtime {
-            None | Some(Value::Null) => {}
-            Some(value) => {
-                claim.prior_mtime = value.as_i64().filter(|ms| *ms >= 0).ok_or_else(|| {
-                    Failure::bad_input(format!(
-                        "envelope field `lock.prior_mtime` must be epoch milliseconds, not {value}"
-                    ))
-                })?
-            }
-        }
-        if claim.token.is_none() {
-            claim.token = env
-                .get("DREAMKIT_LOCK_TOKEN")
+        };
+        let prior_mtime = match &section.prior_mtime {
+            None | Some(Value::Null) => 0,
+            Some(value) => value.as_i64().filter(|ms| *ms >= 0).ok_or_else(|| {
+                Failure::bad_input(format!(
+                    "envelope field `lock.prior_mtime` must be epoch milliseconds, not {value}"
+                ))
+            })?,
+        };
+        let token = token.or_else(|| {
+            env.get("DREAMKIT_LOCK_TOKEN")
                 .and_then(|t| t.to_str())
                 .filter(|t| !t.is_empty())
-                .map(str::to_string);
-        }
-        Ok(claim)
+                .map(str::to_string)
+        });
+        Ok(Claim { token, prior_mtime })
     }
 }
 
@@ -159,9 +146,8 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     signals::catch_interrupts()
         .map_err(|e| Failure::environment(format!("cannot install signal handlers: {e}")))?;
     let (hints, hook, envelope) = ProjectHints::gather(&args.location, Input::from_stdin()?)?;
-    if envelope.upstream_declined() {
-        return Ok(Outcome::new(Exit::No, &envelope)
-            .with_note("passed through: an earlier stage said no, nothing was consolidated"));
+    if let Upstream::Declined(why) = envelope.upstream()? {
+        return Ok(Outcome::new(Exit::No, &envelope).with_note(why));
     }
     let env = Env::from_process();
     let (project, _settings) = Project::resolve(&hints, &env)?;

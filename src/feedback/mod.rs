@@ -25,7 +25,8 @@ use store::{Draft, Listed, NewDraft, Store, TranscriptRef, MAX_QUEUES_PER_SESSIO
 #[command(
     name = "feedback",
     version,
-    disable_help_subcommand = true,
+    // `feedback` alone is a usage error naming the subcommands, not the help text.
+    arg_required_else_help = false,
     about = "Queue, list, show, send and discard feedback drafts",
     long_about = "Feedback drafts kept where Claude Code keeps them \
 (<config>/feedback/drafts/<draft_id>.json, 0600). Nothing leaves the machine without a \
@@ -142,7 +143,8 @@ impl Tool for Args {
                     Ok(Outcome::new(
                         Exit::No,
                         &json!({"discarded": false, "draft_id": id, "reason": "not_found"}),
-                    ))
+                    )
+                    .with_note(format!("no draft {id} (`feedback list` shows the drafts)")))
                 }
             }
             Subcommand::Send(args) => send_draft(args, &store, &config, &env, diag),
@@ -155,6 +157,7 @@ fn not_found(id: &str) -> Outcome {
         Exit::No,
         &json!({"found": false, "draft_id": id, "reason": "not_found"}),
     )
+    .with_note(format!("no draft {id} (`feedback list` shows the drafts)"))
 }
 
 fn queue(
@@ -574,7 +577,7 @@ minimal reproduction and traceable evidence; no invented feelings, secrets or un
 causes.",
     ),
     (
-        "SUBCOMMANDS",
+        "QUEUE, LIST, SHOW, DISCARD",
         "queue: the draft fields as one JSON object on stdin (unknown fields are refused), or \
 flags, which win; with a hook payload on stdin, its session_id, cwd and transcript_path fill \
 source_session_id, cwd and transcript_ref. type, title and details are required; os defaults \
@@ -595,6 +598,12 @@ show ID prints the draft; discard ID deletes it ({discarded: true}). An unknown 
     ),
     (
         "SENDING",
+        "send shows what will be sent and asks (or needs --yes), posts the draft to an endpoint \
+or opens a GitHub issue, and deletes the draft only when the server took it; feedback-send(1) \
+has the details and its exit codes.",
+    ),
+    (
+        "send/SENDING",
         "send ID --endpoint URL never sends without a person's consent: on a terminal it shows \
 what will be sent (the transcript by size, message count and first lines) and asks; \
 otherwise --yes is required, and without it send exits 2 (reason consent_required) with the \
@@ -620,6 +629,30 @@ counting the records read.
 --to github:OWNER/REPO creates a GitHub issue instead (POST $GITHUB_API_URL/repos/OWNER/REPO/issues, \
 default https://api.github.com, with GITHUB_TOKEN); the transcript is never attached there, \
 and feedback_id is the issue number.",
+    ),
+    (
+        "send/EXIT STATUS",
+        "0 sent: the server answered 2xx and the draft was deleted.
+
+1 declined at the prompt (the draft is kept), or no draft has that ID (reason not_found).
+
+2 usage error or bad input; also no consent: stdin is not a terminal and --yes was not given \
+(reason consent_required, the draft kept).
+
+3 local environment failure, such as a drafts directory that cannot be read or written.
+
+4 the send failed after retries (network, timeout, auth, too_large, rejected, rate_limited, \
+overloaded, server): sent false, queued true, the draft kept.",
+    ),
+    (
+        "EXAMPLES",
+        "Queue a draft, review it, then discard it:
+
+  id=$(echo '{\"type\":\"bug\",\"title\":\"gate crashes on a FIFO\",\"details\":\"Steps: ...\"}' | feedback queue | jq -r .draft_id); feedback show \"$id\" && feedback discard \"$id\"
+
+List the drafts' ids and titles:
+
+  feedback list | jq -c '.drafts[] | {draft_id, title}'",
     ),
 ];
 

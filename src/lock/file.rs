@@ -19,6 +19,10 @@ use crate::files::write_atomic_with_mtime;
 pub const LOCK_FILE_NAME: &str = ".consolidate-lock";
 /// Beside the lock file; only dreamkit uses it, to serialise its own acquirers.
 pub const GUARD_FILE_NAME: &str = ".consolidate-lock.dreamkit";
+/// Beside the lock file, written by `exec`: its PID, under an exclusive `flock` that `exec`'s
+/// command inherits. While any process keeps it open, a lock naming that PID stays held even
+/// after the PID died (a `kill -9` of `exec` does not free the lock while its command runs).
+pub const HOLDER_FILE_NAME: &str = ".consolidate-lock.dreamkit-holder";
 /// Mode of a lock file we create (Claude Code's is 0644 under the usual umask).
 const LOCK_MODE: u32 = 0o644;
 /// A PID is a few digits; anything longer is not a PID.
@@ -99,6 +103,83 @@ impl FileBackend {
         Ok(guard)
     }
 
+    fn holder_path(&self) -> PathBuf {
+        self.dir.join(HOLDER_FILE_NAME)
+    }
+
+    /// Whether some process keeps the holder file of `pid` open (see [`HOLDER_FILE_NAME`]).
+    /// Checked with a shared lock, so two checkers never see each other as the holder.
+    fn pinned(&self, pid: u32) -> Result<bool, Failure> {
+        let path = self.holder_path();
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Failure::io("open the lock holder", &path, &e)),
+        };
+        let mut content = Vec::new();
+        let is_file = file.metadata().is_ok_and(|m| m.is_file());
+        if !is_file
+            || file
+                .by_ref()
+                .take(MAX_CONTENT + 1)
+                .read_to_end(&mut content)
+                .is_err()
+        {
+            return Ok(false);
+        }
+        if parse_pid(&content) != Some(pid) {
+            return Ok(false);
+        }
+        match fs4::FileExt::try_lock_shared(&file) {
+            Ok(()) => Ok(false),
+            Err(fs4::TryLockError::WouldBlock) => Ok(true),
+            Err(fs4::TryLockError::Error(e)) => Err(Failure::io("lock", &path, &e)),
+        }
+    }
+
+    /// Removes the holder file (under the guard, when the lock changes hands).
+    fn unpin(&self) -> Result<(), Failure> {
+        let path = self.holder_path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Failure::io("remove the lock holder", &path, &e)),
+        }
+    }
+
+    /// Held = a PID, written within the hour, alive, and started no later than the write
+    /// (plus slack): a PID recycled by a later process holds nothing. A PID that died while
+    /// the command `exec` ran for it still holds while that command lives.
+    fn holder(&self, observed: &Observed, now: SystemTime) -> Result<Holder, Failure> {
+        let (Some(pid), Some(mtime)) = (observed.pid, observed.mtime) else {
+            return Ok(Holder::default());
+        };
+        let info = probe(pid);
+        let fresh = match now.duration_since(mtime) {
+            Ok(age) => age < HOLD_WINDOW,
+            // A future mtime (a clock set back, a writer whose clock is ahead) is taken as
+            // written now; but nothing is written before its holder started, so it holds at
+            // most an hour after that, never for hours.
+            Err(_) => info
+                .started
+                .is_none_or(|started| now.duration_since(started).is_ok_and(|a| a < HOLD_WINDOW)),
+        };
+        let same_process = info
+            .started
+            .is_none_or(|started| started <= mtime + START_SLACK);
+        let alive = info.alive && same_process;
+        let command_running = fresh && !alive && self.pinned(pid)?;
+        Ok(Holder {
+            held: fresh && (alive || command_running),
+            alive: Some(info.alive),
+            command_running,
+        })
+    }
+
     fn write(
         &self,
         content: &[u8],
@@ -123,20 +204,14 @@ fn parse_pid(content: &[u8]) -> Option<u32> {
     text.parse().ok().filter(|pid| *pid > 0)
 }
 
-/// Held = a PID, written within the hour, alive, and started no later than the write
-/// (plus slack): a PID recycled by a later process holds nothing.
-fn holder(observed: &Observed, now: SystemTime) -> (bool, Option<bool>) {
-    let (Some(pid), Some(mtime)) = (observed.pid, observed.mtime) else {
-        return (false, None);
-    };
-    let info = probe(pid);
-    let fresh = now
-        .duration_since(mtime)
-        .map_or(true, |age| age < HOLD_WINDOW);
-    let same_process = info
-        .started
-        .is_none_or(|started| started <= mtime + START_SLACK);
-    (fresh && info.alive && same_process, Some(info.alive))
+/// What [`FileBackend::holder`] found.
+#[derive(Debug, Default, Clone, Copy)]
+struct Holder {
+    held: bool,
+    /// Whether the recorded PID is alive; `None` when no PID is recorded.
+    alive: Option<bool>,
+    /// The PID is gone but the command `exec` ran for it still runs.
+    command_running: bool,
 }
 
 fn token(pid: u32, mtime: SystemTime) -> String {
@@ -155,9 +230,10 @@ impl Backend for FileBackend {
     fn last_consolidated(&self) -> Result<Option<SystemTime>, Failure> {
         // One stat, no open: this is the hot path of `dream-gate`.
         match std::fs::metadata(&self.path) {
+            // A future mtime is taken as written now (never a negative age).
             Ok(meta) => meta
                 .modified()
-                .map(Some)
+                .map(|mtime| Some(mtime.min(SystemTime::now())))
                 .map_err(|e| Failure::io("read the mtime of", &self.path, &e)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Failure::io("stat the lock file", &self.path, &e)),
@@ -166,21 +242,27 @@ impl Backend for FileBackend {
 
     fn status(&self, now: SystemTime) -> Result<Status, Failure> {
         let observed = self.observe()?;
-        let (held, alive) = holder(&observed, now);
+        let holder = self.holder(&observed, now)?;
+        let written = observed.mtime.map(|mtime| mtime.min(now));
         Ok(Status {
-            held,
+            held: holder.held,
             holder_pid: observed.pid,
-            holder_alive: alive,
-            since: observed.pid.and(observed.mtime),
-            stale: observed.pid.is_some() && !held,
-            last_consolidated: observed.mtime,
+            holder_alive: holder.alive,
+            command_running: holder.command_running,
+            since: observed.pid.and(written),
+            stale: observed.pid.is_some() && !holder.held,
+            last_consolidated: written,
+            token: match (holder.held, observed.pid, observed.mtime) {
+                (true, Some(pid), Some(mtime)) => Some(token(pid, mtime)),
+                _ => None,
+            },
         })
     }
 
     fn acquire(&self, pid: u32, now: SystemTime) -> Result<Acquired, Failure> {
         let _guard = self.guard()?;
         let before = self.observe()?;
-        if holder(&before, now).0 {
+        if self.holder(&before, now)?.held {
             return Ok(Acquired::Held {
                 holder_pid: before.pid,
                 since: before.mtime,
@@ -194,12 +276,15 @@ impl Backend for FileBackend {
                 .open(&self.path)
                 .map_err(|e| Failure::io("write the lock file", &self.path, &e))?;
         }
+        // A holder file left by an earlier `exec` names a holder that no longer holds.
+        self.unpin()?;
         self.write(pid.to_string().as_bytes(), before.mode, None)?;
         let after = self.observe()?;
         match (after.pid, after.mtime) {
             (Some(p), Some(mtime)) if p == pid => Ok(Acquired::Yes(Lease {
                 pid,
-                prior_mtime_ms: before.mtime.map_or(0, epoch_ms),
+                // A future mtime is taken as written now, so a roll-back cannot restore it.
+                prior_mtime_ms: before.mtime.map_or(0, |prior| epoch_ms(prior.min(now))),
                 token: token(pid, mtime),
             })),
             // Claude Code wrote between our write and the read-back: it holds the lock.
@@ -223,6 +308,7 @@ impl Backend for FileBackend {
                 holder_pid: observed.pid,
             });
         }
+        self.unpin()?;
         let last_consolidated = match outcome {
             RunOutcome::Completed => {
                 self.write(b"", observed.mode, None)?;
@@ -246,6 +332,30 @@ impl Backend for FileBackend {
 
     fn holds(&self, token: &str) -> Result<bool, Failure> {
         Ok(matches_token(&self.observe()?, token))
+    }
+
+    fn pin(&self, lease: &Lease) -> Result<Option<File>, Failure> {
+        let _guard = self.guard()?;
+        if !matches_token(&self.observe()?, &lease.token) {
+            return Err(Failure::environment(
+                "the lock was taken over before its command started",
+            ));
+        }
+        let path = self.holder_path();
+        let fail = |e: std::io::Error| Failure::io("write the lock holder", &path, &e);
+        // A new file each time: a process left over from an earlier run may still hold the
+        // old one open (and locked).
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".consolidate-lock.dreamkit-holder.")
+            .tempfile_in(&self.dir)
+            .map_err(fail)?;
+        // Readable by all, like the lock file: any user's status may need to check it.
+        tmp.as_file()
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(LOCK_MODE))
+            .map_err(fail)?;
+        std::io::Write::write_all(&mut tmp, lease.pid.to_string().as_bytes()).map_err(fail)?;
+        fs4::FileExt::try_lock(tmp.as_file()).map_err(|e| fail(e.into()))?;
+        tmp.persist(&path).map(Some).map_err(|e| fail(e.error))
     }
 }
 
@@ -436,5 +546,77 @@ mod tests {
             b.acquire(std::process::id(), SystemTime::now()).unwrap(),
             Acquired::Yes(_)
         ));
+    }
+
+    #[test]
+    fn a_future_mtime_is_taken_as_now_and_never_holds_for_hours() {
+        let (_tmp, b) = backend();
+        std::fs::create_dir_all(b.path().parent().unwrap()).unwrap();
+        let now = SystemTime::now();
+        let ahead = now + Duration::from_secs(5 * 3600);
+        std::fs::write(b.path(), "").unwrap();
+        set_mtime(b.path(), ahead);
+        let last = b.last_consolidated().unwrap().unwrap();
+        assert!(
+            last <= SystemTime::now(),
+            "the last consolidation is in the future"
+        );
+        assert!(b.status(now).unwrap().last_consolidated.unwrap() <= now);
+
+        // A live holder (this test process, started moments ago) holds it for now...
+        std::fs::write(b.path(), std::process::id().to_string()).unwrap();
+        set_mtime(b.path(), ahead);
+        let status = b.status(now).unwrap();
+        assert!(status.held);
+        assert_eq!(status.since, Some(now));
+        // ...but not for hours: at most an hour after the holder started.
+        let later = now + Duration::from_secs(61 * 60);
+        let status = b.status(later).unwrap();
+        assert!(!status.held && status.stale, "{status:?}");
+        let Acquired::Yes(lease) = b.acquire(std::process::id(), later).unwrap() else {
+            panic!("a future mtime held the lock for hours")
+        };
+        assert_eq!(
+            lease.prior_mtime_ms,
+            epoch_ms(later),
+            "the future time came back"
+        );
+    }
+
+    #[test]
+    fn a_pinned_lease_stays_held_after_its_pid_dies() {
+        let (_tmp, b) = backend();
+        let mut exec = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let Acquired::Yes(lease) = b.acquire(exec.id(), SystemTime::now()).unwrap() else {
+            panic!()
+        };
+        let pin = b.pin(&lease).unwrap().expect("the file backend pins");
+        assert_eq!(
+            std::fs::read_to_string(b.path().with_file_name(HOLDER_FILE_NAME)).unwrap(),
+            exec.id().to_string()
+        );
+        exec.kill().unwrap();
+        exec.wait().unwrap();
+        let status = b.status(SystemTime::now()).unwrap();
+        assert!(status.held && status.command_running, "{status:?}");
+        assert_eq!(status.holder_alive, Some(false));
+        assert_eq!(status.token.as_deref(), Some(lease.token.as_str()));
+        assert!(matches!(
+            b.acquire(std::process::id(), SystemTime::now()).unwrap(),
+            Acquired::Held { .. }
+        ));
+        // The last process with the holder open is gone: the lock is free to take over.
+        drop(pin);
+        let status = b.status(SystemTime::now()).unwrap();
+        assert!(!status.held && status.stale && !status.command_running);
+        assert_eq!(status.token, None);
+        assert!(matches!(
+            b.acquire(std::process::id(), SystemTime::now()).unwrap(),
+            Acquired::Yes(_)
+        ));
+        assert!(!b.path().with_file_name(HOLDER_FILE_NAME).exists());
     }
 }

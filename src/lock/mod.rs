@@ -78,10 +78,14 @@ pub struct Status {
     pub held: bool,
     pub holder_pid: Option<u32>,
     pub holder_alive: Option<bool>,
+    /// The holder PID is gone but the command `exec` ran for it still runs (and holds).
+    pub command_running: bool,
     pub since: Option<SystemTime>,
     /// A PID is recorded but does not hold the lock (dead, recycled, or over an hour old).
     pub stale: bool,
     pub last_consolidated: Option<SystemTime>,
+    /// The live holder's fencing token (what a release by hand needs); `None` when free.
+    pub token: Option<String>,
 }
 
 /// A store of the last-consolidated time and the lock's holder.
@@ -111,6 +115,13 @@ pub trait Backend {
 
     /// Whether `token` still holds the lock (checked before every fenced write).
     fn holds(&self, token: &str) -> Result<bool, Failure>;
+
+    /// Keeps `lease` held, even after its PID dies, for as long as any process has the
+    /// returned file open: `exec` hands it to its command, so a killed `exec` does not free
+    /// the lock while the command still runs. `None`: this backend has no such thing.
+    fn pin(&self, _lease: &Lease) -> Result<Option<std::fs::File>, Failure> {
+        Ok(None)
+    }
 }
 
 /// `--backend URL` (or `DREAMKIT_LOCK_URL`), shared by the tools that read the lock.

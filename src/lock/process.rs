@@ -50,6 +50,30 @@ pub fn probe(pid: u32) -> ProcessInfo {
     }
 }
 
+/// Whether `pid` is this process or one of its ancestors (the shell that ran us, its
+/// parent, ...): a lock held by one of them is held by "the caller".
+pub fn is_self_or_ancestor(pid: u32) -> bool {
+    let mut current = std::process::id();
+    // The depth bound guards against a /proc that reports a cycle.
+    for _ in 0..256 {
+        if current == pid {
+            return true;
+        }
+        match parent_of(current) {
+            Some(parent) if parent != 0 && parent != current => current = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The parent PID of `pid` (field 4 of `/proc/<pid>/stat`), if it can be read.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// `(state, starttime in clock ticks since boot)` from `/proc/<pid>/stat`. The command name
 /// is in parentheses and may itself hold spaces and parentheses, so fields are counted from
 /// the last `)`.
@@ -115,6 +139,19 @@ mod tests {
         assert!(!info.alive || info.started.is_some());
         assert!(!probe(0).alive);
         assert!(!probe(u32::MAX).alive);
+    }
+
+    #[test]
+    fn ancestors_are_the_caller() {
+        assert!(is_self_or_ancestor(std::process::id()));
+        assert!(is_self_or_ancestor(std::os::unix::process::parent_id()));
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert!(!is_self_or_ancestor(child.id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

@@ -17,3 +17,362 @@ fn committed_man_pages_and_completions_are_up_to_date() {
         "out of date: {stale:?}; run `make man completions`"
     );
 }
+
+/// Directories and a file to complete against, in a fresh working directory.
+fn completion_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("somedir")).unwrap();
+    std::fs::write(dir.path().join("somefile"), "").unwrap();
+    dir
+}
+
+/// What bash offers for the last word of `line`, using the committed completion script the
+/// way bash's programmable completion calls it: COMP_WORDS, COMP_CWORD and the function
+/// registered with `complete -F`, reading COMPREPLY. `compopt -o plusdirs` (directories
+/// added by bash itself) is honoured; it only works inside a real completion, so it is
+/// stood in for by a function.
+fn bash_complete(line: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let words: Vec<&str> = if line.ends_with(' ') {
+        line.split_whitespace().chain([""]).collect()
+    } else {
+        line.split_whitespace().collect()
+    };
+    let bin = words[0];
+    let cword = words.len() - 1;
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let script = format!(
+        r#"set -u
+plusdirs=
+compopt() {{ [[ " $* " == *" -o plusdirs "* ]] && plusdirs=1; return 0; }}
+source '{script}' || exit 90
+spec=$(complete -p {bin}) || exit 91
+fn=$(sed -E 's/.* -F ([^ ]+) .*/\1/' <<<"$spec")
+COMP_WORDS=({words})
+COMP_CWORD={cword}
+COMPREPLY=()
+"$fn" {bin} "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
+[ -n "$plusdirs" ] && COMPREPLY+=($(compgen -d -- "${{COMP_WORDS[COMP_CWORD]}}"))
+printf '%s\n' "${{COMPREPLY[@]}}"
+"#,
+        script = root.join(format!("completions/{bin}.bash")).display(),
+        words = quoted.join(" "),
+    );
+    let dir = completion_dir();
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{line:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut candidates: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    candidates.sort();
+    candidates
+}
+
+#[test]
+fn bash_completion_completes_subcommands_flags_and_values() {
+    assert_eq!(
+        bash_complete("dream-lock release --outcome "),
+        ["aborted", "completed", "failed"]
+    );
+    assert!(bash_complete("dream-lock release --o").contains(&"--outcome".to_string()));
+    assert_eq!(bash_complete("dream-lock acq"), ["acquire"]);
+    assert!(bash_complete("dream-lock exec --").contains(&"--cwd".to_string()));
+    assert!(bash_complete("feedback send --").contains(&"--endpoint".to_string()));
+    assert!(bash_complete("dream-gate --min").contains(&"--min-hours".to_string()));
+    assert!(bash_complete("recap --").contains(&"--transcript".to_string()));
+    // Directory flags offer directories only; path flags offer files too.
+    assert_eq!(bash_complete("dream-gate --cwd some"), ["somedir"]);
+    assert_eq!(
+        bash_complete("dream-lock status --memory-dir some"),
+        ["somedir"]
+    );
+    assert_eq!(
+        bash_complete("recap --transcript some"),
+        ["somedir", "somefile"]
+    );
+}
+
+/// `Some(path)` of a shell, or None with a note (CI installs them: see .ci/run).
+fn shell(name: &str) -> Option<String> {
+    let found = std::process::Command::new(name)
+        .arg("-c")
+        .arg("exit 0")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("note: {name} is not installed; its completions were not checked");
+    }
+    found.then(|| name.to_string())
+}
+
+#[test]
+fn zsh_completions_load_without_errors() {
+    let Some(zsh) = shell("zsh") else { return };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for bin in ["dream-gate", "dream-lock", "recap", "feedback"] {
+        let script = root.join(format!("completions/_{bin}"));
+        let out = std::process::Command::new(&zsh)
+            .args(["-f", "-c"])
+            .arg(format!(
+                "autoload -U compinit && compinit -u -D && source '{}' && \
+                 [[ $_comps[{bin}] == _{bin} ]]",
+                script.display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{bin}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// What fish offers for `line` (`complete -C`), with the committed script loaded.
+fn fish_complete(fish: &str, line: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = line.split_whitespace().next().unwrap();
+    let dir = completion_dir();
+    let out = std::process::Command::new(fish)
+        .args(["--no-config", "-c"])
+        .arg(format!(
+            "source '{}'; and complete -C '{line}'",
+            root.join(format!("completions/{bin}.fish")).display()
+        ))
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{line:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut candidates: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .collect();
+    candidates.sort();
+    candidates
+}
+
+#[test]
+fn fish_completions_load_and_complete() {
+    let Some(fish) = shell("fish") else { return };
+    assert_eq!(
+        fish_complete(&fish, "dream-lock release --outcome "),
+        ["aborted", "completed", "failed"]
+    );
+    assert!(fish_complete(&fish, "feedback send --").contains(&"--endpoint".to_string()));
+    assert_eq!(fish_complete(&fish, "dream-gate --cwd some"), ["somedir/"]);
+    for bin in ["dream-gate", "recap"] {
+        assert!(!fish_complete(&fish, &format!("{bin} --")).is_empty());
+    }
+}
+
+/// `sudo make install` must not compile as root: install uses what `make` built, and says so
+/// when it is missing instead of running cargo.
+#[test]
+fn make_install_installs_what_was_built_and_never_builds() {
+    use crate::support::{bin_path, mode};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::copy(root.join("Makefile"), tree.path().join("Makefile")).unwrap();
+    for dir in ["man", "completions"] {
+        std::fs::create_dir(tree.path().join(dir)).unwrap();
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), tree.path().join(dir).join(entry.file_name())).unwrap();
+        }
+    }
+    // A cargo that leaves a mark if anything calls it.
+    let cargo = tree.path().join("fake-cargo");
+    let mark = tree.path().join("cargo-was-run");
+    std::fs::write(
+        &cargo,
+        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", mark.display()),
+    )
+    .unwrap();
+    crate::support::chmod(&cargo, 0o755);
+    let prefix = tree.path().join("prefix");
+    let make = |tree: &std::path::Path| {
+        std::process::Command::new("make")
+            .arg("install")
+            .arg(format!("PREFIX={}", prefix.display()))
+            .arg(format!("CARGO={}", cargo.display()))
+            .current_dir(tree)
+            .output()
+            .expect("make runs")
+    };
+    let out = make(tree.path());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("run `make` first"), "{stderr}");
+    assert!(!mark.exists(), "install ran cargo");
+    assert!(!prefix.join("bin").exists(), "nothing is installed");
+
+    let release = tree.path().join("target/release");
+    std::fs::create_dir_all(&release).unwrap();
+    for bin in ["dream-gate", "dream-lock", "recap", "feedback"] {
+        std::fs::copy(bin_path(bin), release.join(bin)).unwrap();
+    }
+    let out = make(tree.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!mark.exists(), "install ran cargo");
+    let meta = std::fs::metadata(prefix.join("bin/dream-lock")).unwrap();
+    assert_eq!(mode(&meta), 0o755);
+    assert!(prefix.join("share/man/man1/dream-lock-exec.1").exists());
+    assert!(prefix
+        .join("share/bash-completion/completions/dream-lock")
+        .exists());
+    assert!(prefix.join("share/zsh/site-functions/_feedback").exists());
+    assert!(prefix
+        .join("share/fish/vendor_completions.d/recap.fish")
+        .exists());
+}
+
+/// What a reader of the generated man pages relies on.
+#[test]
+fn man_pages_have_one_subcommands_section_values_in_synopsis_and_see_also() {
+    let files = dreamkit::cli::docs::render_all(dreamkit::doc_pages());
+    let pages: Vec<(String, String)> = files
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("man"))
+        .map(|(path, text)| (path.display().to_string(), String::from_utf8(text).unwrap()))
+        .collect();
+    assert!(pages.len() >= 13, "{}", pages.len());
+    for (path, text) in &pages {
+        let headings: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(".SH "))
+            .map(|h| h.trim_matches('"'))
+            .collect();
+        for heading in &headings {
+            assert_eq!(
+                headings.iter().filter(|h| *h == heading).count(),
+                1,
+                "{path}: section {heading} twice"
+            );
+        }
+        assert!(headings.contains(&"SEE ALSO"), "{path}: {headings:?}");
+        assert!(headings.contains(&"EXIT STATUS"), "{path}");
+        let synopsis = text
+            .split(".SH SYNOPSIS\n")
+            .nth(1)
+            .and_then(|t| t.lines().next())
+            .unwrap_or_default();
+        // Every option that takes a value shows it: `--cwd DIR`, not `--cwd`.
+        for flag in ["cwd", "memory\\-dir", "transcripts\\-dir", "backend"] {
+            if let Some(at) = synopsis.find(&format!("\\fB\\-\\-{flag}\\fR")) {
+                assert!(
+                    synopsis[at..].contains(&format!("\\-\\-{flag}\\fR \\fI")),
+                    "{path}: {synopsis}"
+                );
+            }
+        }
+    }
+    let page = |name: &str| {
+        pages
+            .iter()
+            .find(|(p, _)| p == name)
+            .map(|(_, t)| t.as_str())
+            .unwrap()
+    };
+    let exec = page("man/dream-lock-exec.1");
+    for code in ["126", "127", "128+N"] {
+        assert!(
+            exec.contains(&format!(".TP\n\\fB{code}\\fR\n")),
+            "{code}: {exec}"
+        );
+    }
+    assert!(exec.contains("[\\fB\\-\\-\\fR] \\fICMD\\fR..."), "{exec}");
+    assert!(page("man/dream-gate.1").contains("\\fBdream\\-lock\\fR(1)"));
+    assert!(page("man/dream-lock-release.1").contains("\\fB\\-\\-outcome\\fR \\fIOUTCOME\\fR"));
+    assert!(page("man/dream-lock.1").contains("\\fBdream\\-lock\\-exec\\fR(1)"));
+}
+
+/// The README cites only what the repository holds, the licences `Cargo.toml` declares exist,
+/// and the minimum Rust version is the highest any locked dependency declares.
+#[test]
+fn readme_licenses_and_rust_version_hold() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let words: Vec<String> = readme
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+        .map(|w| w.trim_matches('.').to_ascii_lowercase())
+        .collect();
+    for outside in ["spec", "spec.md", "architecture.md"] {
+        assert!(
+            !words.iter().any(|w| w == outside),
+            "README cites {outside}, which is not in the repository"
+        );
+    }
+    // Relative links point at files that exist.
+    for link in readme.split("](").skip(1) {
+        let target = link.split(')').next().unwrap_or_default();
+        if !target.contains("://") && !target.starts_with('#') {
+            assert!(root.join(target).exists(), "README links to {target}");
+        }
+    }
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("license = \"MIT OR Apache-2.0\""));
+    let mit = std::fs::read_to_string(root.join("LICENSE-MIT")).unwrap();
+    assert!(
+        mit.starts_with("Copyright (c) the dreamkit authors\n"),
+        "{mit}"
+    );
+    assert!(mit.contains("Permission is hereby granted, free of charge"));
+    let apache = std::fs::read_to_string(root.join("LICENSE-APACHE")).unwrap();
+    assert!(apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+
+    let declared = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("rust-version in Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let version = |v: &str| -> Vec<u32> { v.split('.').map(|n| n.parse().unwrap_or(0)).collect() };
+    let (floor, by) = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] != "dreamkit")
+        .filter_map(|p| Some((p["rust_version"].as_str()?, p["name"].as_str()?)))
+        .max_by_key(|(v, _)| version(v))
+        .unwrap();
+    assert_eq!(
+        version(declared)[..2],
+        version(floor)[..2],
+        "rust-version {declared}, but {by} needs {floor}"
+    );
+    assert!(
+        readme.contains(&format!("{declared} or newer")),
+        "the README states the minimum Rust version"
+    );
+}

@@ -315,9 +315,6 @@ fn the_outcome_flag_wins_and_release_needs_a_lease() {
     assert_eq!(code, 2);
     assert_eq!(out["error"]["kind"], "usage");
     let (_, acquired) = acquire_for(&home, std::process::id());
-    let (code, out) = lock(&home, &["release"], &acquired.to_string());
-    assert_eq!(code, 2, "no outcome anywhere");
-    assert_eq!(out["error"]["kind"], "usage");
     let mut running = acquired.clone();
     running["run"] = json!({"status": "running"});
     let (code, out) = lock(&home, &["release"], &running.to_string());
@@ -330,6 +327,30 @@ fn the_outcome_flag_wins_and_release_needs_a_lease() {
         std::process::id().to_string(),
         "a refused release wrote"
     );
+    // No outcome anywhere (the command in the middle was `cat`): rolled back, with a warning.
+    let out = home
+        .cmd("dream-lock")
+        .arg("release")
+        .write_stdin(acquired.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "no outcome anywhere");
+    let doc = stdout_json(&out);
+    assert_eq!(doc["lock"]["outcome"], "failed");
+    assert_eq!(doc["lock"]["released"], true);
+    assert_eq!(
+        doc["lock"]["warning"],
+        "no run.status and no --outcome: rolled back as failed"
+    );
+    assert_eq!(
+        stderr_text(&out),
+        "dream-lock: no run.status and no --outcome: rolled back as failed\n"
+    );
+    assert!(
+        !home.lock_file().exists(),
+        "no prior time: rolled back by deleting"
+    );
+    let (_, acquired) = acquire_for(&home, std::process::id());
 
     // Flags instead of an envelope.
     let token = acquired["lock"]["token"].as_str().unwrap();

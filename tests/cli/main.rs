@@ -3,8 +3,10 @@
 mod binaries;
 mod docs;
 mod dream;
+mod examples;
 mod feedback;
 mod gate;
+mod hardening_lock;
 mod lock;
 mod recap;
 mod support;

@@ -1,0 +1,664 @@
+//! `dream-lock` hardening: only an explicit yes proceeds, no orphaned holder, release rules,
+//! and the one stderr line of every exit 1. Real processes, real files, real signals.
+
+use std::fs::File;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{json, Value};
+
+use crate::support::transcript::Transcript;
+use crate::support::*;
+
+/// Runs dream-lock with `stdin`; (code, stdout JSON, stderr).
+fn run(home: &ClaudeHome, args: &[&str], stdin: &str) -> (i32, Value, String) {
+    let out = home
+        .cmd("dream-lock")
+        .args(args)
+        .write_stdin(stdin)
+        .output()
+        .expect("run dream-lock");
+    let doc = stdout_json(&out);
+    (
+        out.status.code().expect("exit code"),
+        doc,
+        stderr_text(&out),
+    )
+}
+
+fn content(home: &ClaudeHome) -> String {
+    std::fs::read_to_string(home.lock_file()).expect("lock file")
+}
+
+/// `dream-lock exec -- sh -c SCRIPT` in the background, from the project directory.
+fn spawn_exec(home: &ClaudeHome, script: &str) -> Child {
+    Command::new(bin_path("dream-lock"))
+        .args(["exec", "--", "sh", "-c", script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home.home)
+        .env("CLAUDE_CONFIG_DIR", &home.config)
+        .env("XDG_STATE_HOME", &home.state_home)
+        .current_dir(&home.project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dream-lock exec")
+}
+
+/// Polls `done` every 25 ms for up to 10 s.
+fn within_10s(mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    done()
+}
+
+/// The PID a command wrote into `file` (once it has).
+fn pid_in(file: &Path) -> i32 {
+    assert!(
+        within_10s(|| std::fs::read_to_string(file).is_ok_and(|t| t.ends_with('\n'))),
+        "{} was never written",
+        file.display()
+    );
+    std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Dead or a zombie: it runs no more.
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let rest = &stat[stat.rfind(')').unwrap() + 1..];
+            matches!(rest.split_whitespace().next(), Some("Z" | "X"))
+        }
+        Err(_) => true,
+    }
+}
+
+fn sigkill(pid: i32) {
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Kills a stray command when a test fails before it is gone.
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        sigkill(self.0);
+    }
+}
+
+fn len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Only an explicit yes proceeds.
+
+#[test]
+fn only_an_explicit_yes_of_the_right_type_proceeds() {
+    let home = ClaudeHome::new();
+    let not_yes = [
+        json!({"gate": {"due": "false"}}),
+        json!({"gate": {"due": 0}}),
+        json!({"gate": {"due": null}}),
+        json!({"gate": {"due": {}}}),
+        json!({"gate": {"due": []}}),
+        json!({"gate": {}}),
+        json!({"gate": true}),
+        json!({"gate": {"due": true}, "lock": {"acquired": "true"}}),
+    ];
+    for envelope in &not_yes {
+        for args in [
+            &["acquire"][..],
+            &["exec", "--", "touch", "ran"],
+            &["release", "--outcome", "completed"],
+        ] {
+            let (code, out, err) = run(&home, args, &envelope.to_string());
+            assert_eq!(code, 2, "{args:?} {envelope}: {out}");
+            assert_eq!(out["error"]["kind"], "bad_input", "{args:?} {envelope}");
+            let message = out["error"]["message"].as_str().unwrap();
+            assert!(message.starts_with("envelope field `"), "{message}");
+            assert_eq!(err, format!("dream-lock: {message}\n"));
+        }
+    }
+    assert!(
+        !home.memory_dir().exists(),
+        "a mistyped envelope touched the memory dir"
+    );
+    assert!(!home.project.join("ran").exists(), "exec ran its command");
+    let (code, out, _) = run(&home, &["acquire"], r#"{"gate":{"due":"false"}}"#);
+    assert_eq!(code, 2);
+    assert_eq!(
+        out["error"]["message"],
+        "envelope field `gate.due` must be true or false, not \"false\" (a string)"
+    );
+
+    // The same rule for lock.acquired and run.status in release: nothing is changed.
+    let holder = LiveProcess::start();
+    let (code, acquired, _) = run(&home, &["acquire", "--pid", &holder.pid().to_string()], "");
+    assert_eq!(code, 0);
+    let before = mtime(&home.lock_file());
+    for (key, value) in [
+        (
+            "lock",
+            json!({"acquired": 1, "token": acquired["lock"]["token"], "prior_mtime": 0}),
+        ),
+        ("run", json!({"status": 0})),
+        ("run", json!({"status": null})),
+        ("run", json!({})),
+        ("run", json!("completed")),
+    ] {
+        let mut envelope = acquired.clone();
+        envelope[key] = value.clone();
+        let (code, out, _) = run(&home, &["release"], &envelope.to_string());
+        assert_eq!(code, 2, "{key}: {value}: {out}");
+        assert_eq!(out["error"]["kind"], "bad_input");
+        assert_eq!(content(&home), holder.pid().to_string());
+        assert_eq!(mtime(&home.lock_file()), before);
+    }
+    // An explicit yes still works.
+    let mut envelope = acquired.clone();
+    envelope["gate"] = json!({"due": true});
+    envelope["run"] = json!({"status": "completed"});
+    let (code, out, _) = run(&home, &["release"], &envelope.to_string());
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(content(&home), "");
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. No orphaned holder.
+
+#[test]
+fn a_killed_exec_leaves_no_command_running_beside_the_next_acquire() {
+    let home = ClaudeHome::new();
+    let mut exec = spawn_exec(
+        &home,
+        "echo $$ > cmd.pid; while :; do echo . >> beat; sleep 0.05; done",
+    );
+    let command = pid_in(&home.project.join("cmd.pid"));
+    let _stray = KillOnDrop(command);
+    let beat = home.project.join("beat");
+    assert!(within_10s(|| len(&beat) > 0), "the command never ran");
+    sigkill(exec.id() as i32);
+    exec.wait().unwrap();
+
+    let next = LiveProcess::start();
+    let mut last = Value::Null;
+    assert!(
+        within_10s(|| {
+            let (code, out, _) = run(&home, &["acquire", "--pid", &next.pid().to_string()], "");
+            last = out;
+            code == 0
+        }),
+        "a second acquire never succeeded: {last}"
+    );
+    // Once a second consolidation may start, the first one's command is gone...
+    assert!(within_10s(|| gone(command)), "the command outlived exec");
+    // ...and nothing of it still writes.
+    let size = len(&beat);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        len(&beat),
+        size,
+        "the command still runs beside the new holder"
+    );
+}
+
+#[test]
+fn the_lock_stays_held_while_anything_the_command_started_still_runs() {
+    let home = ClaudeHome::new();
+    // The inner loop is a grandchild of exec: the parent-death signal does not reach it.
+    let mut exec = spawn_exec(
+        &home,
+        "sh -c 'echo $$ > inner.pid; while :; do echo . >> beat; sleep 0.05; done' & wait",
+    );
+    let inner = pid_in(&home.project.join("inner.pid"));
+    let _stray = KillOnDrop(inner);
+    let exec_pid = exec.id();
+    sigkill(exec_pid as i32);
+    exec.wait().unwrap();
+    let beat = home.project.join("beat");
+    let size = len(&beat);
+    assert!(within_10s(|| len(&beat) > size), "the grandchild died too");
+
+    let other = LiveProcess::start();
+    let (code, out, _) = run(&home, &["acquire", "--pid", &other.pid().to_string()], "");
+    assert_eq!(code, 1, "acquired beside a running command: {out}");
+    assert_eq!(out["lock"]["holder_pid"], exec_pid);
+    let (code, status, err) = run(&home, &["status"], "");
+    assert_eq!(code, 1, "{status}");
+    assert_eq!(status["held"], true);
+    assert_eq!(status["holder_alive"], false);
+    assert_eq!(status["command_running"], true);
+    let token = status["token"].as_str().unwrap();
+    assert!(token.starts_with(&format!("{exec_pid}:")), "{token}");
+    assert!(
+        err.ends_with("(that process is gone; the command it ran still runs)\n"),
+        "{err}"
+    );
+
+    sigkill(inner);
+    assert!(
+        within_10s(|| run(&home, &["acquire", "--pid", &other.pid().to_string()], "").0 == 0),
+        "the lock stayed held after the command ended"
+    );
+}
+
+#[test]
+fn nothing_the_command_left_running_outlives_exec() {
+    for (how, script) in [
+        ("exited", "sh -c 'echo $$ > bg.pid; exec sleep 600' & while [ ! -s bg.pid ]; do sleep 0.01; done; exit 0"),
+        ("terminated", "sh -c 'echo $$ > bg.pid; exec sleep 600' & trap 'exit 143' TERM; while :; do sleep 0.05; done"),
+    ] {
+        let home = ClaudeHome::new();
+        let mut exec = spawn_exec(&home, script);
+        let left = pid_in(&home.project.join("bg.pid"));
+        let _stray = KillOnDrop(left);
+        if how == "terminated" {
+            unsafe { libc::kill(exec.id() as i32, libc::SIGTERM) };
+        }
+        let status = exec.wait().unwrap();
+        assert_eq!(status.code(), Some(if how == "exited" { 0 } else { 143 }), "{how}");
+        assert!(within_10s(|| gone(left)), "{how}: the command's background process outlived exec");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Lower items.
+
+#[test]
+fn releasing_a_live_holder_by_hand_needs_force() {
+    let home = ClaudeHome::new();
+    home.consolidated(hours(30));
+    let prior = epoch_ms(mtime(&home.lock_file()));
+    let holder = LiveProcess::start();
+    let (_, acquired, _) = run(&home, &["acquire", "--pid", &holder.pid().to_string()], "");
+    let token = acquired["lock"]["token"].as_str().unwrap().to_string();
+    let written = mtime(&home.lock_file());
+
+    let hand = ["release", "--token", &token, "--outcome", "failed"];
+    let (code, out, err) = run(&home, &hand, "");
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["lock"]["released"], false);
+    assert_eq!(out["lock"]["reason"], "live_holder");
+    assert_eq!(out["lock"]["holder_pid"], holder.pid());
+    assert!(
+        err.starts_with(&format!(
+            "dream-lock: not released: the lock is held by PID {} since ",
+            holder.pid()
+        )) && err.ends_with("pass --force to release it anyway\n"),
+        "{err}"
+    );
+    assert_eq!(content(&home), holder.pid().to_string());
+    assert_eq!(mtime(&home.lock_file()), written);
+    let (code, _, err) = run(
+        &home,
+        &["-q", hand[0], hand[1], hand[2], hand[3], hand[4]],
+        "",
+    );
+    assert_eq!((code, err.as_str()), (1, ""));
+
+    // `status` prints what a person needs; its output can be piped into release.
+    let (code, status, _) = run(&home, &["status"], "");
+    assert_eq!(code, 1);
+    assert_eq!(status["token"], token);
+    assert_eq!(status["holder_pid"], holder.pid());
+    let (code, out, _) = run(&home, &["release"], &status.to_string());
+    assert_eq!(
+        (code, out["lock"]["reason"].as_str()),
+        (1, Some("live_holder"))
+    );
+    let (code, out, err) = run(
+        &home,
+        &[
+            "release",
+            "--force",
+            "--prior-mtime",
+            &prior.to_string(),
+            "--token",
+            &token,
+        ],
+        &status.to_string(),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["lock"]["released"], true);
+    assert_eq!(out["lock"]["outcome"], "failed");
+    assert_eq!(out["lock"]["token"], token);
+    assert!(out.get("held").is_none(), "status fields copied: {out}");
+    assert!(err.contains("rolled back as failed"), "{err}");
+    assert_eq!(content(&home), "");
+    assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
+}
+
+#[test]
+fn status_piped_into_release_force_frees_a_lock_held_elsewhere() {
+    let home = ClaudeHome::new();
+    let holder = LiveProcess::start();
+    run(&home, &["acquire", "--pid", &holder.pid().to_string()], "");
+    let status = home.cmd("dream-lock").arg("status").output().unwrap();
+    let out = home
+        .cmd("dream-lock")
+        .args(["release", "--force", "--outcome", "completed"])
+        .write_stdin(status.stdout)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["lock"]["released"], true);
+    assert_eq!(content(&home), "");
+    let (code, status, _) = run(&home, &["status"], "");
+    assert_eq!((code, status["held"].clone()), (0, json!(false)));
+    assert_eq!(status["token"], Value::Null);
+
+    // The caller's own lock (held by this test runner, the parent) needs no --force, and
+    // --token alone is enough.
+    let (_, acquired, _) = run(&home, &["acquire"], "");
+    let token = acquired["lock"]["token"].as_str().unwrap();
+    let (code, out, _) = run(
+        &home,
+        &["release", "--token", token, "--outcome", "completed"],
+        "",
+    );
+    assert_eq!(code, 0, "{out}");
+}
+
+/// stdout is `/dev/full`, or a pipe nobody reads: the token never reached anyone.
+fn acquire_into(home: &ClaudeHome, stdout: Stdio) -> Output {
+    Command::new(bin_path("dream-lock"))
+        .arg("acquire")
+        .env_clear()
+        .env("HOME", &home.home)
+        .env("CLAUDE_CONFIG_DIR", &home.config)
+        .env("XDG_STATE_HOME", &home.state_home)
+        .current_dir(&home.project)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_acquire_whose_token_cannot_be_printed_rolls_back() {
+    let home = ClaudeHome::new();
+    home.consolidated(hours(30));
+    let prior = epoch_ms(mtime(&home.lock_file()));
+    let full = File::options().write(true).open("/dev/full").unwrap();
+    let out = acquire_into(&home, Stdio::from(full));
+    assert_eq!(out.status.code(), Some(3));
+    let err = stderr_text(&out);
+    assert!(
+        err.starts_with("dream-lock: cannot write stdout: "),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("dream-lock: the lock was rolled back: its token was not delivered\n"),
+        "{err}"
+    );
+    assert_eq!(content(&home), "", "the lock was left held");
+    assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
+
+    // A pipe whose reader is gone: the same.
+    let fresh = ClaudeHome::new();
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
+    let out = acquire_into(&fresh, Stdio::from(writer));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    assert!(!fresh.lock_file().exists(), "the lock was left held");
+}
+
+#[test]
+fn a_future_mtime_is_taken_as_written_now() {
+    let home = ClaudeHome::new();
+    home.consolidated(Duration::ZERO);
+    let ahead = SystemTime::now() + Duration::from_secs(5 * 3600);
+    File::options()
+        .write(true)
+        .open(home.lock_file())
+        .unwrap()
+        .set_modified(ahead)
+        .unwrap();
+    let out = home.cmd("dream-gate").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let gate = stdout_json(&out);
+    assert_eq!(gate["gate"]["reason"], "too_soon");
+    assert_eq!(gate["gate"]["hours_since"], json!(0.0), "{text}");
+    assert!(!text.contains("-0.0"), "{text}");
+
+    let (code, status, _) = run(&home, &["status"], "");
+    assert_eq!(code, 0);
+    let last = status["last_consolidated_at"].as_str().unwrap().to_string();
+    let now = rfc3339_now();
+    assert!(last <= now, "{last} is after {now}");
+
+    // A live holder with a future mtime holds, as if it wrote now; a roll-back restores
+    // now, not the future.
+    let before = epoch_ms(SystemTime::now());
+    let (code, acquired, _) = run(&home, &["acquire"], "");
+    assert_eq!(code, 0);
+    let prior = acquired["lock"]["prior_mtime"].as_i64().unwrap();
+    assert!(
+        prior >= before && prior <= epoch_ms(SystemTime::now()),
+        "{prior}"
+    );
+}
+
+fn rfc3339_now() -> String {
+    let out = Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%S.999Z"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn exec_whose_command_ignored_sigint_exits_130_as_recorded() {
+    let home = ClaudeHome::new();
+    home.consolidated(hours(30));
+    let prior = epoch_ms(mtime(&home.lock_file()));
+    let mut exec = spawn_exec(
+        &home,
+        "trap '' INT; echo $$ > cmd.pid; while [ ! -e go ]; do sleep 0.05; done; exit 0",
+    );
+    pid_in(&home.project.join("cmd.pid"));
+    unsafe { libc::kill(exec.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(home.project.join("go"), "").unwrap();
+    let status = exec.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "the exit code hides the aborted run"
+    );
+    assert_eq!(content(&home), "");
+    assert_eq!(epoch_ms(mtime(&home.lock_file())), prior, "not rolled back");
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. release when the command in the middle was not dream-run: see lock.rs
+//    (`the_outcome_flag_wins_and_release_needs_a_lease`) and the pipeline below.
+
+#[test]
+fn a_pass_through_command_never_leaves_the_lock_held_nor_moves_the_time() {
+    let home = ClaudeHome::new();
+    home.consolidated(hours(30));
+    let prior = epoch_ms(mtime(&home.lock_file()));
+    let script = format!(
+        "{gate} --min-sessions 0 | {lock} acquire | cat | {lock} release",
+        gate = bin_path("dream-gate").display(),
+        lock = bin_path("dream-lock").display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home.home)
+        .env("CLAUDE_CONFIG_DIR", &home.config)
+        .env("XDG_STATE_HOME", &home.state_home)
+        .current_dir(&home.project)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["lock"]["outcome"], "failed");
+    assert_eq!(doc["lock"]["released"], true);
+    assert!(doc["lock"]["warning"].is_string());
+    assert_eq!(content(&home), "");
+    assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Say why on stderr (unless -q).
+
+/// Runs `bin args` with `stdin`, with and without `-q`: exit 1, one line, then silence.
+fn says_why(home: &ClaudeHome, bin: &str, args: &[&str], stdin: &str) -> String {
+    let out = home
+        .cmd(bin)
+        .args(args)
+        .write_stdin(stdin)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{bin} {args:?}");
+    let err = stderr_text(&out);
+    assert_eq!(err.lines().count(), 1, "{bin} {args:?}: {err:?}");
+    let quiet = home
+        .cmd(bin)
+        .arg("-q")
+        .args(args)
+        .write_stdin(stdin)
+        .output()
+        .unwrap();
+    assert_eq!(quiet.status.code(), Some(1));
+    assert_eq!(stderr_text(&quiet), "", "{bin} -q {args:?}");
+    assert_eq!(quiet.stdout, out.stdout);
+    err
+}
+
+#[test]
+fn every_exit_1_says_why_on_stderr() {
+    let home = ClaudeHome::new();
+    let holder = LiveProcess::start();
+    let (_, acquired, _) = run(&home, &["acquire", "--pid", &holder.pid().to_string()], "");
+    let prefix = format!("the lock is held by PID {} since ", holder.pid());
+
+    let err = says_why(&home, "dream-lock", &["acquire"], "");
+    assert!(
+        err.starts_with(&format!("dream-lock: busy: {prefix}")),
+        "{err}"
+    );
+    let err = says_why(&home, "dream-lock", &["exec", "--", "true"], "");
+    assert!(
+        err.starts_with(&format!("dream-lock: busy: {prefix}")),
+        "{err}"
+    );
+    let err = says_why(&home, "dream-lock", &["status"], "");
+    assert!(err.starts_with(&format!("dream-lock: {prefix}")), "{err}");
+
+    for args in [&["acquire"][..], &["release"], &["exec", "--", "true"]] {
+        let err = says_why(
+            &home,
+            "dream-lock",
+            args,
+            r#"{"gate":{"due":false,"reason":"too_soon"}}"#,
+        );
+        assert_eq!(
+            err,
+            "dream-lock: passed through: the gate said not due (too_soon)\n"
+        );
+        let err = says_why(
+            &home,
+            "dream-lock",
+            args,
+            r#"{"lock":{"acquired":false,"reason":"held"}}"#,
+        );
+        assert_eq!(
+            err,
+            "dream-lock: passed through: the lock was not acquired (held)\n"
+        );
+    }
+
+    // A lease that is no longer ours.
+    let mut stale = acquired.clone();
+    stale["lock"]["token"] = json!("1:1");
+    stale["run"] = json!({"status": "completed"});
+    let err = says_why(&home, "dream-lock", &["release"], &stale.to_string());
+    assert_eq!(
+        err,
+        "dream-lock: not released: the lock is no longer ours (taken over, or released already); nothing was changed\n"
+    );
+
+    let id = "00000000-0000-4000-8000-00000000abcd";
+    for sub in ["show", "discard"] {
+        let err = says_why(&home, "feedback", &[sub, id], "");
+        assert_eq!(
+            err,
+            format!("feedback: no draft {id} (`feedback list` shows the drafts)\n")
+        );
+    }
+}
+
+#[test]
+fn recap_exit_1_results_say_why_on_stderr() {
+    let home = ClaudeHome::new();
+    let transcript = home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", session_id(1)));
+    Transcript::started(Duration::from_secs(600))
+        .slash_command("recap")
+        .write(&transcript);
+    let path = transcript.display().to_string();
+    let env_key = |cmd: &mut assert_cmd::Command| {
+        cmd.env("ANTHROPIC_API_KEY", "k")
+            .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9");
+    };
+    let mut args = vec!["--transcript", path.as_str()];
+    let run_recap = |args: &[&str], extra: &[(&str, &str)]| {
+        let mut cmd = home.cmd("recap");
+        env_key(&mut cmd);
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = cmd.args(args).output().unwrap();
+        let mut quiet = home.cmd("recap");
+        env_key(&mut quiet);
+        for (k, v) in extra {
+            quiet.env(k, v);
+        }
+        let q = quiet.arg("-q").args(args).output().unwrap();
+        assert_eq!(stderr_text(&q), "");
+        (out.status.code(), stderr_text(&out))
+    };
+    assert_eq!(
+        run_recap(&args, &[]),
+        (
+            Some(1),
+            "recap: no-turn: no real user turn in the transcript\n".to_string()
+        )
+    );
+    Transcript::started(Duration::from_secs(600))
+        .user("fix the gate")
+        .assistant("Done.")
+        .write(&transcript);
+    args.push("--auto");
+    assert_eq!(
+        run_recap(&args, &[("CLAUDE_CODE_ENABLE_AWAY_SUMMARY", "0")]),
+        (
+            Some(1),
+            "recap: skipped: disabled: away summaries are turned off\n".to_string()
+        )
+    );
+}
