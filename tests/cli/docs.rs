@@ -119,7 +119,7 @@ fn shell(name: &str) -> Option<String> {
 fn zsh_completions_load_without_errors() {
     let Some(zsh) = shell("zsh") else { return };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for bin in ["dream-gate", "dream-lock", "recap", "feedback"] {
+    for bin in ["dream-gate", "dream-lock", "dream-run", "recap", "feedback"] {
         let script = root.join(format!("completions/_{bin}"));
         let out = std::process::Command::new(&zsh)
             .args(["-f", "-c"])
@@ -223,7 +223,7 @@ fn make_install_installs_what_was_built_and_never_builds() {
 
     let release = tree.path().join("target/release");
     std::fs::create_dir_all(&release).unwrap();
-    for bin in ["dream-gate", "dream-lock", "recap", "feedback"] {
+    for bin in ["dream-gate", "dream-lock", "dream-run", "recap", "feedback"] {
         std::fs::copy(bin_path(bin), release.join(bin)).unwrap();
     }
     let out = make(tree.path());

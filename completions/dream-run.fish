@@ -1,0 +1,89 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_dream_run_global_optspecs
+    string join \n q/quiet v/verbose pretty compact n/null-input backend= provider= model= timeout= retries= max-turns= max-tokens= read-project unlocked dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
+end
+
+function __fish_dream_run_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_dream_run_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_dream_run_using_subcommand
+    set -l cmd (__fish_dream_run_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c dream-run -n "__fish_dream_run_needs_command" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l provider -d 'Model API: the Anthropic Messages API or an OpenAI-compatible server' -r -f -a "anthropic\t''
+openai\t''"
+complete -c dream-run -n "__fish_dream_run_needs_command" -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l timeout -d 'Timeout of one model request' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l retries -d 'Retries after 429, 529, 5xx, resets and timeouts' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l max-turns -d 'Most assistant turns before the run is stopped as failed' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l max-tokens -d 'Most tokens (input, output and cache writes) the run may use' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l shell-timeout -d 'Per-command timeout of the agent\'s shell tool' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l deadline -d 'Deadline for the whole run (at most 50m with the file lock)' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_needs_command" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_needs_command" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_needs_command" -l notify-transcript -d 'Append a memory_saved record to this Claude Code transcript when files changed' -r -F
+complete -c dream-run -n "__fish_dream_run_needs_command" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -s v -l verbose -d 'Explain decisions on stderr'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-run -n "__fish_dream_run_needs_command" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l read-project -d 'Let the shell tool read the project directory too (to check memory against the code)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l unlocked -d 'Run without holding the consolidation lock (no fencing)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l dry-run -d 'Print {prompt, tools, sessions} and stop: no model request, no credentials needed'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l keep-partial -d 'Keep what a failed or aborted run wrote instead of restoring the snapshot'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l events -d 'Progress as JSON Lines events on stderr (turn, tool, file_touched, done)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dream-run -n "__fish_dream_run_needs_command" -s V -l version -d 'Print version'
+complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "pending" -d 'Memory updates not yet announced to a session (`--clear` empties the list)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "undo" -d 'Put the memory dir back as it was before a completed run'
+complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -s v -l verbose -d 'Explain decisions on stderr'
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -s h -l help -d 'Print help'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l clear -d 'Empty the list after printing it (a SessionStart hook does this)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s v -l verbose -d 'Explain decisions on stderr'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s h -l help -d 'Print help'
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s v -l verbose -d 'Explain decisions on stderr'
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s h -l help -d 'Print help'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo help" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo help" -f -a "pending" -d 'Memory updates not yet announced to a session (`--clear` empties the list)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo help" -f -a "undo" -d 'Put the memory dir back as it was before a completed run'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
