@@ -19,7 +19,7 @@ use crate::support::transcript::Transcript;
 use crate::support::*;
 
 /// Tools that are planned but not released: no example may run them.
-const UNRELEASED: &[&str] = &["dream-run", "turn-status", "suggest"];
+const UNRELEASED: &[&str] = &["turn-status", "suggest"];
 
 #[derive(Debug)]
 struct Block {
@@ -172,7 +172,7 @@ impl World {
         // Only dreamkit's binaries are added to the system PATH.
         let bin = root.join("bin");
         std::fs::create_dir(&bin).unwrap();
-        for tool in ["dream-gate", "dream-lock", "recap", "feedback"] {
+        for tool in ["dream-gate", "dream-lock", "dream-run", "recap", "feedback"] {
             std::os::unix::fs::symlink(bin_path(tool), bin.join(tool)).unwrap();
         }
         let api = FakeApi::start();
@@ -421,10 +421,10 @@ fn example_notes_and_commands_are_parsed_as_intended() {
         ["echo a \\\n  | cat", "ls   # trailing"]
     );
     assert_eq!(
-        runs_unreleased("dream-gate | dream-lock exec -- dream-run"),
-        Some("dream-run")
+        runs_unreleased("turn-status -q | jq -c . && suggest check"),
+        Some("turn-status")
     );
-    assert_eq!(runs_unreleased("recap -q  # not dream-run yet"), None);
+    assert_eq!(runs_unreleased("recap -q  # not suggest yet"), None);
     assert_eq!(runs_unreleased("dream-gate --min-sessions 1"), None);
     let blocks = readme_blocks();
     assert!(blocks
