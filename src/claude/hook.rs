@@ -34,8 +34,18 @@ pub struct HookPayload {
 impl HookPayload {
     /// Types the payload; a used field of the wrong type is bad input.
     pub fn from_map(map: Map<String, Value>) -> Result<Self, Failure> {
-        HookPayload::deserialize(Value::Object(map))
-            .map_err(|e| Failure::bad_input(format!("hook payload: {e}")))
+        let value = Value::Object(map);
+        HookPayload::deserialize(&value).map_err(|e| {
+            // serde cannot name the field of a flattened struct: find it.
+            let field = ["hook_event_name"]
+                .iter()
+                .chain(USED_FIELDS)
+                .find(|key| value.get(**key).is_some_and(|v| !field_type_ok(key, v)));
+            match field {
+                Some(key) => Failure::bad_input(format!("hook payload: field `{key}`: {e}")),
+                None => Failure::bad_input(format!("hook payload: {e}")),
+            }
+        })
     }
 
     /// The hook fields at the top level of an object that names no hook event (an envelope, or
@@ -54,6 +64,15 @@ impl HookPayload {
         }
         fields.insert("hook_event_name".into(), Value::String(String::new()));
         Self::from_map(fields).map(Some)
+    }
+}
+
+/// Whether a used field holds the JSON type its [`HookPayload`] field takes.
+fn field_type_ok(key: &str, value: &Value) -> bool {
+    match key {
+        "hook_event_name" => value.is_string(),
+        "stop_hook_active" => value.is_null() || value.is_boolean(),
+        _ => value.is_null() || value.is_string(),
     }
 }
 
@@ -134,6 +153,6 @@ mod tests {
         let err = HookPayload::from_map(map(json!({"hook_event_name":"Stop","session_id":42})))
             .unwrap_err();
         assert_eq!(err.kind(), "bad_input");
-        assert!(err.to_string().contains("hook payload"), "{err}");
+        assert!(err.to_string().contains("field `session_id`"), "{err}");
     }
 }

@@ -4,6 +4,7 @@ mod binaries;
 mod docs;
 mod feedback;
 mod gate;
+mod locations;
 mod lock;
 mod recap;
 mod support;
