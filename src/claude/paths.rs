@@ -475,6 +475,56 @@ mod tests {
         assert_eq!(git_root(&sm), Some(sm.clone()));
     }
 
+    #[test]
+    fn locations_that_cannot_be_used_or_printed_exactly_are_bad_input() {
+        use std::os::unix::ffi::OsStrExt;
+        let ok = format!("/{}/{}", "a".repeat(NAME_MAX), "b".repeat(NAME_MAX));
+        assert!(check_location("x", Path::new(&ok)).is_ok());
+        let cases: [(&[u8], &str); 5] = [
+            (b"", "is empty"),
+            (b"/a\0b", "NUL"),
+            (b"/caf\xe9", "UTF-8"),
+            (&[b'a'; NAME_MAX + 1], "longer than 255"),
+            (&[b'/'; PATH_MAX + 1], "longer than 4095"),
+        ];
+        for (bytes, why) in cases {
+            let path = Path::new(std::ffi::OsStr::from_bytes(bytes));
+            let err = check_location("--cwd", path).unwrap_err();
+            assert_eq!(err.kind(), "bad_input");
+            assert_eq!(err.to_json()["reason"], "bad_path");
+            let message = err.to_string();
+            assert!(
+                message.starts_with("--cwd ") && message.contains(why),
+                "{message}"
+            );
+        }
+        // Not UTF-8 is fine where the path is never printed.
+        assert!(check_path("x", Path::new(std::ffi::OsStr::from_bytes(b"/caf\xe9"))).is_ok());
+    }
+
+    #[test]
+    fn a_project_dir_must_be_an_existing_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = std::fs::canonicalize(tmp.path()).unwrap();
+        let dir = tmp.join("proj");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(tmp.join("file"), "").unwrap();
+        std::os::unix::fs::symlink(&dir, tmp.join("link")).unwrap();
+        std::os::unix::fs::symlink(tmp.join("file"), tmp.join("file-link")).unwrap();
+        assert_eq!(project_dir("x", &dir).unwrap(), dir);
+        assert_eq!(project_dir("x", &tmp.join("link")).unwrap(), dir);
+        assert_eq!(project_dir("x", &tmp.join("link/../proj/.")).unwrap(), dir);
+        for (path, why) in [
+            (tmp.join("missing"), "does not exist"),
+            (tmp.join("file"), "is not a directory"),
+            (tmp.join("file-link"), "is not a directory"),
+        ] {
+            let err = project_dir("--cwd", &path).unwrap_err();
+            assert_eq!(err.kind(), "bad_input", "{err}");
+            assert!(err.to_string().contains(why), "{err}");
+        }
+    }
+
     fn resolve_in(tmp: &Path, pairs: &[(&str, &str)], hints: ProjectHints) -> Project {
         let home = tmp.join("home").display().to_string();
         let mut all = vec![("HOME", home.as_str())];
