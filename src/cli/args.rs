@@ -84,6 +84,13 @@ impl<P: clap::builder::TypedValueParser> clap::builder::TypedValueParser for Env
             )
         })
     }
+
+    /// The wrapped parser's values, for help and completions.
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        self.0.possible_values()
+    }
 }
 
 /// The name of `arg`'s environment variable when `value` came from it.
