@@ -188,14 +188,16 @@ pub fn decide(
         if hours < policy.min_hours {
             decision.reason = Some(Reason::TooSoon);
             decision.note = Some(format!(
-                "not due: too_soon: {hours:.1} h of {} h",
+                "not due: too_soon: {} h of {} h",
+                tenths_down(hours),
                 policy.min_hours
             ));
             return Ok(decision);
         }
         passed(&|| {
             format!(
-                "time: {hours:.1} h of {} h since the last consolidation at {}",
+                "time: {} h of {} h since the last consolidation at {}",
+                tenths_down(hours),
                 policy.min_hours,
                 rfc3339(last)
             )
@@ -264,6 +266,12 @@ pub fn decide(
         passed(&|| format!("due: {found}"));
     }
     Ok(decision)
+}
+
+/// Hours to one decimal, rounded down, so that a gate still closed never reads as
+/// `24.0 h of 24 h`.
+fn tenths_down(hours: f64) -> String {
+    format!("{:.1}", (hours * 10.0).floor() / 10.0)
 }
 
 /// The stamp is a cache: one we cannot read only costs a scan.

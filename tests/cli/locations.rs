@@ -451,6 +451,13 @@ fn a_bad_environment_variable_is_named_as_itself() {
         );
         assert!(r.err.contains(var), "{}", r.err);
     }
+    // The wrapped parsers still list their values for help and completions.
+    let out = home.cmd("recap").arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("[possible values: anthropic, openai]"),
+        "{help}"
+    );
     // The flag wins over a bad variable; an empty variable is unset.
     let r = run({
         let mut cmd = home.cmd("dream-gate");
