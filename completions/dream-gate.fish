@@ -1,6 +1,6 @@
 complete -c dream-gate -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
-complete -c dream-gate -l current-session -d 'Session to leave out, the one still running [default: the hook payload\'s session_id]' -r
-complete -c dream-gate -l min-hours -d 'Hours that must pass after the last consolidation' -r
+complete -c dream-gate -l session -l current-session -d 'Session to leave out, the one still running [default: the hook payload\'s session_id]' -r
+complete -c dream-gate -l min-hours -d 'Time that must pass after the last consolidation: hours, or a duration (24, 24h, 90m)' -r
 complete -c dream-gate -l min-sessions -d 'Sessions that must have changed since the last consolidation' -r
 complete -c dream-gate -l scan-interval -d 'Least time between two scans of the transcripts dir (0 turns throttling off)' -r
 complete -c dream-gate -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"

@@ -23,13 +23,21 @@ _recap() {
 
     case "${cmd}" in
         recap)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --auto --away-ms --delay-ms --cache-ttl-ms --cache-age-ms --draft --pending-work --rate-limited --provider --model --timeout --deadline --retries --transcript --cwd --memory-dir --transcripts-dir --help --version"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --auto --away --away-ms --delay --delay-ms --cache-ttl --cache-ttl-ms --cache-age --cache-age-ms --draft --pending-work --rate-limited --provider --model --timeout --deadline --retries --transcript --cwd --memory-dir --transcripts-dir --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --away)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --away-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -37,7 +45,15 @@ _recap() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --cache-ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cache-ttl-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cache-age)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,12 +1,16 @@
-complete -c recap -l away-ms -d 'How long the user has been away [default: since the transcript\'s last record]' -r
-complete -c recap -l delay-ms -d 'Least time away before a summary (raised to at least 30,000)' -r
-complete -c recap -l cache-ttl-ms -d 'Prompt-cache lifetime: the delay is at most 0.8 of it' -r
-complete -c recap -l cache-age-ms -d 'Age of the prompt cache [default: since the last assistant record]' -r
+complete -c recap -l away -d 'How long the user has been away [default: since the transcript\'s last record]' -r
+complete -c recap -l away-ms -d '--away in milliseconds' -r
+complete -c recap -l delay -d 'Least time away before a summary (raised to at least 30s) [default: 3m]' -r
+complete -c recap -l delay-ms -d '--delay in milliseconds [default: 180000]' -r
+complete -c recap -l cache-ttl -d 'Prompt-cache lifetime: the delay is at most 0.8 of it [default: 1h]' -r
+complete -c recap -l cache-ttl-ms -d '--cache-ttl in milliseconds [default: 3600000]' -r
+complete -c recap -l cache-age -d 'Age of the prompt cache [default: since the last assistant record]' -r
+complete -c recap -l cache-age-ms -d '--cache-age in milliseconds' -r
 complete -c recap -l draft -d 'Text the user has typed but not sent; a non-empty draft skips the summary' -r
 complete -c recap -l provider -d 'Model API: the Anthropic Messages API or an OpenAI-compatible server' -r -f -a "anthropic\t''
 openai\t''"
 complete -c recap -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
-complete -c recap -l timeout -d 'Timeout of one model request' -r
+complete -c recap -l timeout -d 'Timeout of one model request (0: none; --deadline still bounds the exchange)' -r
 complete -c recap -l deadline -d 'Deadline for the whole exchange, retries included' -r
 complete -c recap -l retries -d 'Retries after 429, 529, 5xx, resets and timeouts' -r
 complete -c recap -l transcript -d 'Transcript to summarise [default: the hook payload\'s transcript_path]' -r -F

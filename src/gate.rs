@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::claude::paths::ProjectHints;
 use crate::claude::sessions::{sessions_touched_since, SessionFile};
 use crate::claude::{Env, Project, Settings};
-use crate::cli::duration::{parse_duration, parse_hours};
+use crate::cli::args::EnvNamed;
+use crate::cli::duration::{count, format_duration, format_elapsed, parse_duration, parse_hours};
 use crate::cli::time::{epoch_ms, from_epoch_ms, rfc3339};
 use crate::cli::{CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
 use crate::files::{create_private_dir, write_atomic};
@@ -38,17 +39,24 @@ pub struct Args {
     #[command(flatten)]
     pub backend: BackendArgs,
     /// Session to leave out, the one still running [default: the hook payload's session_id]
-    #[arg(long, value_name = "ID")]
+    #[arg(long = "session", visible_alias = "current-session", value_name = "ID")]
     pub current_session: Option<String>,
-    /// Hours that must pass after the last consolidation
-    #[arg(long, value_name = "HOURS", env = "DREAMKIT_MIN_HOURS", default_value = "24", value_parser = parse_hours)]
+    /// Time that must pass after the last consolidation: hours, or a duration (24, 24h, 90m)
+    #[arg(
+        long,
+        value_name = "HOURS",
+        env = "DREAMKIT_MIN_HOURS",
+        default_value = "24",
+        value_parser = EnvNamed(parse_hours)
+    )]
     pub min_hours: f64,
     /// Sessions that must have changed since the last consolidation
     #[arg(
         long,
         value_name = "N",
         env = "DREAMKIT_MIN_SESSIONS",
-        default_value_t = 5
+        default_value = "5",
+        value_parser = EnvNamed(clap::value_parser!(u32))
     )]
     pub min_sessions: u32,
     /// Least time between two scans of the transcripts dir (0 turns throttling off)
@@ -95,6 +103,8 @@ pub struct Decision {
     /// `None` when the transcripts were not scanned.
     pub sessions: Option<Vec<SessionFile>>,
     pub last_scan: Option<SystemTime>,
+    /// Why not due, for a person: `not due: too_soon: 3.5 h of 24 h`.
+    pub note: Option<String>,
 }
 
 impl Decision {
@@ -138,6 +148,8 @@ pub struct GateSection<'a> {
 }
 
 /// Runs the checks in order. Only the session scan's outcome is persisted (the scan stamp).
+/// A decision that is not due carries its one human line ([`Decision::note`]); with `-v` each
+/// check that passed is reported too. Neither costs a system call beyond the checks'.
 pub fn decide(
     project: &Project,
     settings: &Settings,
@@ -154,12 +166,20 @@ pub fn decide(
         hours_since: None,
         sessions: None,
         last_scan: None,
+        note: None,
     };
     if let Some(off) = settings.dream_disabled(env) {
         decision.reason = Some(Reason::Disabled);
         decision.detail = Some(off.as_str());
+        decision.note = Some(format!("not due: disabled: {}", off.as_str()));
         return Ok(decision);
     }
+    let passed = |text: &dyn Fn() -> String| {
+        if diag.is_verbose() {
+            diag.info(&text());
+        }
+    };
+    passed(&|| "enabled: auto memory and auto dream are on".to_string());
 
     decision.last_consolidated = backend.last_consolidated()?;
     if let Some(last) = decision.last_consolidated {
@@ -168,19 +188,49 @@ pub fn decide(
         decision.hours_since = Some(hours);
         if hours < policy.min_hours {
             decision.reason = Some(Reason::TooSoon);
+            decision.note = Some(format!(
+                "not due: too_soon: {} h of {} h",
+                tenths_down(hours),
+                policy.min_hours
+            ));
             return Ok(decision);
         }
+        passed(&|| {
+            format!(
+                "time: {} h of {} h since the last consolidation at {}",
+                tenths_down(hours),
+                policy.min_hours,
+                rfc3339(last)
+            )
+        });
+    } else {
+        passed(&|| "time: never consolidated".to_string());
     }
 
-    let stamp_path = project.state_dir.join(SCAN_STAMP_FILE);
-    decision.last_scan = read_scan_stamp(&stamp_path, diag);
-    if let Some(last_scan) = decision.last_scan {
-        // A stamp from the future (the clock was set back) does not throttle.
-        if let Ok(elapsed) = now.duration_since(last_scan) {
-            if elapsed < policy.scan_interval {
+    let interval = format_duration(policy.scan_interval);
+    if policy.scan_interval.is_zero() {
+        passed(&|| "throttle: off (--scan-interval 0)".to_string());
+    } else {
+        let stamp_path = project.state_dir.join(SCAN_STAMP_FILE);
+        decision.last_scan = read_scan_stamp(&stamp_path, diag);
+        match decision.last_scan.map(|at| now.duration_since(at)) {
+            None => passed(&|| format!("throttle: no earlier scan, interval {interval}")),
+            // A stamp from the future (the clock was set back) does not throttle.
+            Some(Err(_)) => passed(&|| "throttle: the last scan is in the future".to_string()),
+            Some(Ok(elapsed)) if elapsed < policy.scan_interval => {
                 decision.reason = Some(Reason::Throttled);
+                decision.note = Some(format!(
+                    "not due: throttled: last scan {} ago, interval {interval}",
+                    format_elapsed(elapsed)
+                ));
                 return Ok(decision);
             }
+            Some(Ok(elapsed)) => passed(&|| {
+                format!(
+                    "throttle: last scan {} ago, interval {interval}",
+                    format_elapsed(elapsed)
+                )
+            }),
         }
     }
 
@@ -190,16 +240,39 @@ pub fn decide(
         policy.current_session.as_deref(),
     )
     .map_err(|e| Failure::io("scan the transcripts dir", &project.transcripts_dir, &e))?;
+    let found = format!(
+        "{} of {}{}",
+        sessions.len(),
+        count(policy.min_sessions, "session", "sessions"),
+        match decision.last_consolidated {
+            Some(last) => format!(" since {}", rfc3339(last)),
+            None => " (never consolidated)".to_string(),
+        }
+    );
     let too_few = sessions.len() < policy.min_sessions as usize;
     decision.sessions = Some(sessions);
     if too_few {
         decision.reason = Some(Reason::TooFewSessions);
+        decision.note = Some(format!("not due: too_few_sessions: {found}"));
         if policy.scan_interval > Duration::ZERO {
-            write_scan_stamp(&project.state_dir, &stamp_path, now, diag);
+            write_scan_stamp(
+                &project.state_dir,
+                &project.state_dir.join(SCAN_STAMP_FILE),
+                now,
+                diag,
+            );
             decision.last_scan = Some(now);
         }
+    } else {
+        passed(&|| format!("due: {found}"));
     }
     Ok(decision)
+}
+
+/// Hours to one decimal, rounded down, so that a gate still closed never reads as
+/// `24.0 h of 24 h`.
+fn tenths_down(hours: f64) -> String {
+    format!("{:.1}", (hours * 10.0).floor() / 10.0)
 }
 
 /// The stamp is a cache: one we cannot read only costs a scan.
@@ -280,7 +353,11 @@ impl Tool for Args {
             Ok(decision) => {
                 let exit = if decision.due() { Exit::Yes } else { Exit::No };
                 let section = decision.section(&policy);
-                Ok(Outcome::new(exit, &envelope.with("gate", &section)))
+                let outcome = Outcome::new(exit, &envelope.with("gate", &section));
+                Ok(match decision.note {
+                    Some(note) => outcome.with_note(note),
+                    None => outcome,
+                })
             }
             // The envelope keeps flowing so a later stage sees `gate.due == false`.
             Err(failure) => envelope.fail_stage(

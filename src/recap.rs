@@ -11,9 +11,10 @@ use clap::Parser;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::claude::paths::ProjectHints;
+use crate::claude::paths::{check_path, ProjectHints};
 use crate::claude::transcript::{cut_chars, describe_tool_call, BackwardReader, Item, Record};
 use crate::claude::{Env, Project, Settings};
+use crate::cli::duration::{count, parse_duration};
 use crate::cli::time::{epoch_ms, parse_rfc3339, rfc3339};
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
 use crate::model::{
@@ -54,15 +55,27 @@ pub struct Args {
     #[arg(long)]
     pub auto: bool,
     /// How long the user has been away [default: since the transcript's last record]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "away_ms")]
+    pub away: Option<Duration>,
+    /// --away in milliseconds
     #[arg(long, value_name = "MS")]
     pub away_ms: Option<u64>,
-    /// Least time away before a summary (raised to at least 30,000)
-    #[arg(long, value_name = "MS", default_value_t = 180_000)]
-    pub delay_ms: u64,
-    /// Prompt-cache lifetime: the delay is at most 0.8 of it
-    #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
-    pub cache_ttl_ms: u64,
+    /// Least time away before a summary (raised to at least 30s) [default: 3m]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "delay_ms")]
+    pub delay: Option<Duration>,
+    /// --delay in milliseconds [default: 180000]
+    #[arg(long, value_name = "MS")]
+    pub delay_ms: Option<u64>,
+    /// Prompt-cache lifetime: the delay is at most 0.8 of it [default: 1h]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "cache_ttl_ms")]
+    pub cache_ttl: Option<Duration>,
+    /// --cache-ttl in milliseconds [default: 3600000]
+    #[arg(long, value_name = "MS")]
+    pub cache_ttl_ms: Option<u64>,
     /// Age of the prompt cache [default: since the last assistant record]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "cache_age_ms")]
+    pub cache_age: Option<Duration>,
+    /// --cache-age in milliseconds
     #[arg(long, value_name = "MS")]
     pub cache_age_ms: Option<u64>,
     /// Text the user has typed but not sent; a non-empty draft skips the summary
@@ -76,6 +89,44 @@ pub struct Args {
     pub rate_limited: bool,
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// The default `--delay`: three minutes.
+const DEFAULT_DELAY_MS: u64 = 180_000;
+/// The default `--cache-ttl`: one hour.
+const DEFAULT_CACHE_TTL_MS: u64 = 3_600_000;
+
+/// Milliseconds, saturating.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Args {
+    /// `--away` or `--away-ms` (they conflict), in milliseconds.
+    pub fn away_ms(&self) -> Option<u64> {
+        self.away.map(millis).or(self.away_ms)
+    }
+
+    /// `--delay` or `--delay-ms`, in milliseconds.
+    pub fn delay_ms(&self) -> u64 {
+        self.delay
+            .map(millis)
+            .or(self.delay_ms)
+            .unwrap_or(DEFAULT_DELAY_MS)
+    }
+
+    /// `--cache-ttl` or `--cache-ttl-ms`, in milliseconds.
+    pub fn cache_ttl_ms(&self) -> u64 {
+        self.cache_ttl
+            .map(millis)
+            .or(self.cache_ttl_ms)
+            .unwrap_or(DEFAULT_CACHE_TTL_MS)
+    }
+
+    /// `--cache-age` or `--cache-age-ms`, in milliseconds.
+    pub fn cache_age_ms(&self) -> Option<u64> {
+        self.cache_age.map(millis).or(self.cache_age_ms)
+    }
 }
 
 /// What the end of a transcript says.
@@ -378,8 +429,12 @@ pub fn away_gate(
         return Some((
             "too_few_turns",
             format!(
-                "{} real user turns; the first summary needs 3",
-                recent.real_turns_since_summary
+                "{}; the first summary needs 3",
+                count(
+                    recent.real_turns_since_summary as u64,
+                    "real user turn",
+                    "real user turns"
+                )
             ),
         ));
     }
@@ -387,17 +442,21 @@ pub fn away_gate(
         return Some((
             "too_few_turns",
             format!(
-                "{} real user turns since the last summary; needs 2",
-                recent.real_turns_since_summary
+                "{} since the last summary; needs 2",
+                count(
+                    recent.real_turns_since_summary as u64,
+                    "real user turn",
+                    "real user turns"
+                )
             ),
         ));
     }
     let since = |at: Option<SystemTime>| {
         at.map(|t| epoch_ms(now).saturating_sub(epoch_ms(t)).max(0) as u64)
     };
-    let ttl = args.cache_ttl_ms as f64;
-    let delay = (args.delay_ms.max(30_000) as f64).min(0.8 * ttl);
-    if let Some(away) = args.away_ms.or_else(|| since(recent.last_record_at)) {
+    let ttl = args.cache_ttl_ms() as f64;
+    let delay = (args.delay_ms().max(30_000) as f64).min(0.8 * ttl);
+    if let Some(away) = args.away_ms().or_else(|| since(recent.last_record_at)) {
         if (away as f64) < delay {
             return Some((
                 "not_away_long_enough",
@@ -406,7 +465,7 @@ pub fn away_gate(
         }
     }
     if let Some(age) = args
-        .cache_age_ms
+        .cache_age_ms()
         .or_else(|| since(recent.last_assistant_at))
     {
         if age as f64 > 0.9 * ttl {
@@ -504,6 +563,7 @@ impl Tool for Args {
                         .into(),
                 )
             })?;
+        check_path("the transcript", &transcript)?;
         let session_id = hook.as_ref().and_then(|h| h.session_id.clone());
         let env = Env::from_process();
         // Model settings are checked before any work, so a bad flag is a usage error.
@@ -564,9 +624,9 @@ impl Args {
         let client = Client::new(config)?;
         let request = request(&recent);
         diag.info(&format!(
-            "asking {} about {} messages",
+            "asking {} about {}",
             client.model(),
-            recent.messages.len()
+            count(recent.messages.len() as u64, "message", "messages")
         ));
         let answer = model::block_on(async {
             tokio::select! {

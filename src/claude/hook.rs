@@ -5,7 +5,17 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::cli::Failure;
+use crate::cli::{Envelope, Failure};
+
+/// The fields dreamkit reads from a hook payload, typed below.
+const USED_FIELDS: &[&str] = &[
+    "session_id",
+    "transcript_path",
+    "cwd",
+    "permission_mode",
+    "last_assistant_message",
+    "stop_hook_active",
+];
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct HookPayload {
@@ -24,8 +34,45 @@ pub struct HookPayload {
 impl HookPayload {
     /// Types the payload; a used field of the wrong type is bad input.
     pub fn from_map(map: Map<String, Value>) -> Result<Self, Failure> {
-        HookPayload::deserialize(Value::Object(map))
-            .map_err(|e| Failure::bad_input(format!("hook payload: {e}")))
+        let value = Value::Object(map);
+        HookPayload::deserialize(&value).map_err(|e| {
+            // serde cannot name the field of a flattened struct: find it.
+            let field = ["hook_event_name"]
+                .iter()
+                .chain(USED_FIELDS)
+                .find(|key| value.get(**key).is_some_and(|v| !field_type_ok(key, v)));
+            match field {
+                Some(key) => Failure::bad_input(format!("hook payload: field `{key}`: {e}")),
+                None => Failure::bad_input(format!("hook payload: {e}")),
+            }
+        })
+    }
+
+    /// The hook fields at the top level of an object that names no hook event (an envelope, or
+    /// a payload written by hand): typed and used like a payload's, so `{"cwd": 5}` is bad
+    /// input and `{"cwd": "/p"}` names the project, with or without `hook_event_name`.
+    /// `None` when the object has none of them.
+    pub fn fields_of(envelope: &Envelope) -> Result<Option<Self>, Failure> {
+        let mut fields = Map::new();
+        for key in USED_FIELDS {
+            if let Some(value) = envelope.get(key) {
+                fields.insert((*key).to_string(), value.clone());
+            }
+        }
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        fields.insert("hook_event_name".into(), Value::String(String::new()));
+        Self::from_map(fields).map(Some)
+    }
+}
+
+/// Whether a used field holds the JSON type its [`HookPayload`] field takes.
+fn field_type_ok(key: &str, value: &Value) -> bool {
+    match key {
+        "hook_event_name" => value.is_string(),
+        "stop_hook_active" => value.is_null() || value.is_boolean(),
+        _ => value.is_null() || value.is_string(),
     }
 }
 
@@ -78,10 +125,34 @@ mod tests {
     }
 
     #[test]
+    fn hook_fields_of_any_object_are_typed() {
+        let envelope = |v: Value| Envelope::from_map(map(v));
+        assert_eq!(
+            HookPayload::fields_of(&envelope(json!({"gate": {"due": true}}))).unwrap(),
+            None
+        );
+        let p = HookPayload::fields_of(&envelope(json!({"cwd": "/p", "session_id": "s", "x": 1})))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.cwd, Some(PathBuf::from("/p")));
+        assert_eq!(p.session_id.as_deref(), Some("s"));
+        assert!(p.other.is_empty(), "only the hook fields are taken");
+        for bad in [
+            json!({"cwd": 5}),
+            json!({"session_id": ["a"]}),
+            json!({"transcript_path": {}}),
+            json!({"stop_hook_active": "yes"}),
+        ] {
+            let err = HookPayload::fields_of(&envelope(bad.clone())).unwrap_err();
+            assert_eq!(err.kind(), "bad_input", "{bad}");
+        }
+    }
+
+    #[test]
     fn wrong_type_is_bad_input() {
         let err = HookPayload::from_map(map(json!({"hook_event_name":"Stop","session_id":42})))
             .unwrap_err();
         assert_eq!(err.kind(), "bad_input");
-        assert!(err.to_string().contains("hook payload"), "{err}");
+        assert!(err.to_string().contains("field `session_id`"), "{err}");
     }
 }

@@ -16,6 +16,9 @@ pub const MAX_SLUG_LEN: usize = 200;
 /// What the caller knows about the project; `None` fields are derived.
 #[derive(Debug, Clone, Default)]
 pub struct ProjectHints {
+    /// The project directory. [`ProjectHints::gather`] leaves here only an existing directory,
+    /// absolute and with symbolic links resolved (Claude Code names a project by its physical
+    /// path); [`Project::resolve`] takes it as it is.
     pub cwd: Option<PathBuf>,
     pub memory_dir: Option<PathBuf>,
     pub transcripts_dir: Option<PathBuf>,
@@ -25,34 +28,136 @@ pub struct ProjectHints {
 
 impl ProjectHints {
     /// Flags first, then what stdin said: a hook payload's `cwd` and `transcript_path`, or an
-    /// envelope's `project` section. Returns the hints, the hook payload (if stdin held one) and
-    /// the envelope to build on (empty unless stdin held one).
+    /// envelope's `project` section (then the same hook fields at its top level). Returns the
+    /// hints, the hook fields (if stdin held any) and the envelope to build on (empty unless
+    /// stdin held one). Every location is checked here, before anything is written: a project
+    /// directory that does not exist, or a path dreamkit could not pass on exactly, is bad
+    /// input.
     pub fn gather(
         location: &LocationArgs,
         input: Input,
     ) -> Result<(ProjectHints, Option<HookPayload>, Envelope), Failure> {
-        let mut hints = ProjectHints {
-            cwd: location.cwd.clone(),
-            memory_dir: location.memory_dir.clone(),
-            transcripts_dir: location.transcripts_dir.clone(),
-            transcript_path: None,
-        };
-        match input {
-            Input::Nothing => Ok((hints, None, Envelope::new())),
-            Input::Hook(map) => {
-                let payload = HookPayload::from_map(map)?;
-                hints.cwd = hints.cwd.or_else(|| payload.cwd.clone());
-                hints.transcript_path = payload.transcript_path.clone();
-                Ok((hints, Some(payload), Envelope::new()))
-            }
+        let mut cwd = location.cwd.clone().map(|dir| ("--cwd", dir));
+        let mut memory_dir = location.memory_dir.clone().map(|dir| ("--memory-dir", dir));
+        let mut transcripts_dir = location
+            .transcripts_dir
+            .clone()
+            .map(|dir| ("--transcripts-dir", dir));
+        let (hook, envelope) = match input {
+            Input::Nothing => (None, Envelope::new()),
+            Input::Hook(map) => (Some(HookPayload::from_map(map)?), Envelope::new()),
             Input::Envelope(envelope) => {
                 if let Some(p) = envelope.section::<ProjectSection>("project")? {
-                    hints.cwd = hints.cwd.or(p.cwd);
-                    hints.memory_dir = hints.memory_dir.or(p.memory_dir);
-                    hints.transcripts_dir = hints.transcripts_dir.or(p.transcripts_dir);
+                    cwd = cwd.or(p.cwd.map(|dir| ("the envelope's project.cwd", dir)));
+                    memory_dir = memory_dir.or(p
+                        .memory_dir
+                        .map(|dir| ("the envelope's project.memory_dir", dir)));
+                    transcripts_dir = transcripts_dir.or(p
+                        .transcripts_dir
+                        .map(|dir| ("the envelope's project.transcripts_dir", dir)));
                 }
-                Ok((hints, None, envelope))
+                (HookPayload::fields_of(&envelope)?, envelope)
             }
+        };
+        if let Some(payload) = &hook {
+            cwd = cwd.or(payload
+                .cwd
+                .clone()
+                .map(|dir| ("the hook payload's cwd", dir)));
+        }
+        let transcript_path = hook.as_ref().and_then(|p| p.transcript_path.clone());
+        if let Some(path) = &transcript_path {
+            check_location("the hook payload's transcript_path", path)?;
+        }
+        for (what, dir) in memory_dir.iter().chain(&transcripts_dir) {
+            check_location(what, dir)?;
+        }
+        let hints = ProjectHints {
+            cwd: match cwd {
+                Some((what, dir)) => Some(project_dir(what, &dir)?),
+                None => None,
+            },
+            memory_dir: memory_dir.map(|(_, dir)| dir),
+            transcripts_dir: transcripts_dir.map(|(_, dir)| dir),
+            transcript_path,
+        };
+        Ok((hints, hook, envelope))
+    }
+}
+
+/// The most bytes in one path component: `NAME_MAX` of Linux's file systems.
+pub const NAME_MAX: usize = 255;
+/// The most bytes in a whole path: `PATH_MAX` less its terminating NUL.
+pub const PATH_MAX: usize = 4095;
+
+/// Refuses a location dreamkit could not use or pass on exactly: [`check_path`], and bytes that
+/// are not UTF-8 (the JSON output would have to replace them, and the next stage would then act
+/// on another path). Decided from the text alone, without a system call. `what` names where
+/// the path came from.
+pub fn check_location(what: &str, path: &Path) -> Result<(), Failure> {
+    check_path(what, path)?;
+    if path.to_str().is_none() {
+        let why = "is not valid UTF-8, so the JSON output could not name it exactly";
+        return Err(bad_path(what, path, why));
+    }
+    Ok(())
+}
+
+/// Refuses a path no system call could take: empty, with a NUL byte, with a component longer
+/// than [`NAME_MAX`], or longer than [`PATH_MAX`] in all. Bad input (exit 2), not a failure of
+/// the machine (exit 3), and found before anything is written.
+pub fn check_path(what: &str, path: &Path) -> Result<(), Failure> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let why = if bytes.is_empty() {
+        "is empty".to_string()
+    } else if bytes.contains(&0) {
+        "contains a NUL byte".to_string()
+    } else if bytes.len() > PATH_MAX {
+        format!("is longer than {PATH_MAX} bytes")
+    } else if path.iter().any(|c| c.len() > NAME_MAX) {
+        format!("has a name longer than {NAME_MAX} bytes")
+    } else {
+        return Ok(());
+    };
+    Err(bad_path(what, path, &why))
+}
+
+fn bad_path(what: &str, path: &Path, why: &str) -> Failure {
+    Failure::BadInput {
+        reason: Some("bad_path"),
+        message: format!("{what} {path:?} {why}"),
+    }
+}
+
+/// A project directory named by the caller: it must exist and be a directory. Returns it
+/// absolute, `.` and `..` removed lexically (as a shell's `cd` does), then with symbolic links
+/// resolved. One `realpath(3)`, the one resolving links needs anyway: the trailing `/` makes it
+/// fail for anything but a directory.
+pub fn project_dir(what: &str, dir: &Path) -> Result<PathBuf, Failure> {
+    check_location(what, dir)?;
+    let abs = if dir.is_absolute() {
+        normalize(dir)
+    } else {
+        let process_cwd = std::env::current_dir()
+            .map_err(|e| Failure::environment(format!("cannot read the current directory: {e}")))?;
+        normalize(&process_cwd.join(dir))
+    };
+    match std::fs::canonicalize(abs.join("")) {
+        Ok(real) => {
+            check_location(what, &real)?;
+            Ok(real)
+        }
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::ENOENT) => "does not exist",
+                Some(libc::ENOTDIR) => "is not a directory",
+                Some(libc::ENAMETOOLONG) => "is too long for the file system",
+                Some(libc::ELOOP) => "has a loop of symbolic links",
+                // Permissions or I/O: the directory may well exist.
+                _ => return Err(Failure::io("resolve", dir, &e)),
+            };
+            Err(bad_path(what, dir, why))
         }
     }
 }
@@ -88,20 +193,22 @@ impl Project {
             .map_err(|e| Failure::environment(format!("cannot serialise the project: {e}")))
     }
 
-    /// Applies the location rules (SPEC §2 "Locations") and loads the merged settings.
+    /// Applies the location rules (SPEC §2 "Locations") and loads the merged settings. Every
+    /// location derived here is checked like the hints ([`check_location`]; the variable it
+    /// came from is named), so a path that cannot be printed exactly is refused, not mangled.
     pub fn resolve(hints: &ProjectHints, env: &Env) -> Result<(Project, Settings), Failure> {
         let process_cwd = std::env::current_dir()
             .map_err(|e| Failure::environment(format!("cannot read the current directory: {e}")))?;
         let cwd = match &hints.cwd {
-            Some(dir) => {
-                let abs = normalize(&process_cwd.join(dir));
-                // Claude Code names a project by its physical path (getcwd resolves links).
-                std::fs::canonicalize(&abs).unwrap_or(abs)
+            Some(dir) => normalize(&process_cwd.join(dir)),
+            None => {
+                check_location("the current directory", &process_cwd)?;
+                process_cwd.clone()
             }
-            None => process_cwd.clone(),
         };
         let home = home_dir(env);
         let config_dir = config_dir(env, home.as_deref())?;
+        check_location(config_source(env), &config_dir)?;
         let settings = Settings::load(&config_dir, &cwd)?;
         let slug = slug(&cwd);
 
@@ -112,25 +219,38 @@ impl Project {
             }
             _ => config_dir.join("projects").join(&slug),
         };
+        check_location("the transcripts dir", &transcripts_dir)?;
 
-        let memory_dir = if let Some(dir) = &hints.memory_dir {
-            normalize(&process_cwd.join(dir))
+        let (what, memory_dir) = if let Some(dir) = &hints.memory_dir {
+            ("the memory dir", normalize(&process_cwd.join(dir)))
         } else if let Some(dir) = env.get("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE") {
-            normalize(&process_cwd.join(dir))
+            (
+                "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE",
+                normalize(&process_cwd.join(dir)),
+            )
         } else if let Some(dir) = &settings.auto_memory_directory {
-            normalize(&expand_memory_directory(dir, home.as_deref())?)
+            (
+                "autoMemoryDirectory",
+                normalize(&expand_memory_directory(dir, home.as_deref())?),
+            )
         } else {
-            let base = env
-                .get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| config_dir.clone());
+            let (what, base) = match env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR") {
+                Some(dir) => ("CLAUDE_CODE_REMOTE_MEMORY_DIR", PathBuf::from(dir)),
+                None => ("the memory dir", config_dir.clone()),
+            };
             let root = git_root(&cwd).unwrap_or_else(|| cwd.clone());
-            base.join("projects").join(self::slug(&root)).join("memory")
+            let dir = base.join("projects").join(self::slug(&root)).join("memory");
+            (what, dir)
         };
+        check_location(what, &memory_dir)?;
 
-        let state_dir = state_home(env, home.as_deref())?
-            .join("dreamkit/projects")
-            .join(&slug);
+        let state_home = state_home(env, home.as_deref())?;
+        let what = match env.get("XDG_STATE_HOME").map(Path::new) {
+            Some(dir) if dir.is_absolute() => "XDG_STATE_HOME",
+            _ => "HOME",
+        };
+        check_location(what, &state_home)?;
+        let state_dir = state_home.join("dreamkit/projects").join(&slug);
 
         Ok((
             Project {
@@ -143,6 +263,15 @@ impl Project {
             },
             settings,
         ))
+    }
+}
+
+/// The variable the config dir came from, for messages.
+pub fn config_source(env: &Env) -> &'static str {
+    if env.get("CLAUDE_CONFIG_DIR").is_some() {
+        "CLAUDE_CONFIG_DIR"
+    } else {
+        "HOME"
     }
 }
 
@@ -344,6 +473,56 @@ mod tests {
         std::fs::create_dir_all(&sm).unwrap();
         std::fs::write(sm.join(".git"), "gitdir: ../repo/.git/modules/sm\n").unwrap();
         assert_eq!(git_root(&sm), Some(sm.clone()));
+    }
+
+    #[test]
+    fn locations_that_cannot_be_used_or_printed_exactly_are_bad_input() {
+        use std::os::unix::ffi::OsStrExt;
+        let ok = format!("/{}/{}", "a".repeat(NAME_MAX), "b".repeat(NAME_MAX));
+        assert!(check_location("x", Path::new(&ok)).is_ok());
+        let cases: [(&[u8], &str); 5] = [
+            (b"", "is empty"),
+            (b"/a\0b", "NUL"),
+            (b"/caf\xe9", "UTF-8"),
+            (&[b'a'; NAME_MAX + 1], "longer than 255"),
+            (&[b'/'; PATH_MAX + 1], "longer than 4095"),
+        ];
+        for (bytes, why) in cases {
+            let path = Path::new(std::ffi::OsStr::from_bytes(bytes));
+            let err = check_location("--cwd", path).unwrap_err();
+            assert_eq!(err.kind(), "bad_input");
+            assert_eq!(err.to_json()["reason"], "bad_path");
+            let message = err.to_string();
+            assert!(
+                message.starts_with("--cwd ") && message.contains(why),
+                "{message}"
+            );
+        }
+        // Not UTF-8 is fine where the path is never printed.
+        assert!(check_path("x", Path::new(std::ffi::OsStr::from_bytes(b"/caf\xe9"))).is_ok());
+    }
+
+    #[test]
+    fn a_project_dir_must_be_an_existing_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = std::fs::canonicalize(tmp.path()).unwrap();
+        let dir = tmp.join("proj");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(tmp.join("file"), "").unwrap();
+        std::os::unix::fs::symlink(&dir, tmp.join("link")).unwrap();
+        std::os::unix::fs::symlink(tmp.join("file"), tmp.join("file-link")).unwrap();
+        assert_eq!(project_dir("x", &dir).unwrap(), dir);
+        assert_eq!(project_dir("x", &tmp.join("link")).unwrap(), dir);
+        assert_eq!(project_dir("x", &tmp.join("link/../proj/.")).unwrap(), dir);
+        for (path, why) in [
+            (tmp.join("missing"), "does not exist"),
+            (tmp.join("file"), "is not a directory"),
+            (tmp.join("file-link"), "is not a directory"),
+        ] {
+            let err = project_dir("--cwd", &path).unwrap_err();
+            assert_eq!(err.kind(), "bad_input", "{err}");
+            assert!(err.to_string().contains(why), "{err}");
+        }
     }
 
     fn resolve_in(tmp: &Path, pairs: &[(&str, &str)], hints: ProjectHints) -> Project {

@@ -10,7 +10,9 @@ use std::time::{Duration, SystemTime};
 use clap::Parser;
 use serde_json::{json, Value};
 
-use crate::claude::paths::{config_dir, home_dir, state_home};
+use crate::claude::paths::{
+    check_location, config_dir, config_source, home_dir, project_dir, state_home,
+};
 use crate::claude::settings::FeedbackDrafts;
 use crate::claude::{Env, HookPayload, Settings};
 use crate::cli::duration::parse_duration;
@@ -125,6 +127,9 @@ impl Tool for Args {
         let env = Env::from_process();
         let home = home_dir(&env);
         let config = config_dir(&env, home.as_deref())?;
+        // Draft paths are printed and then used by people and scripts: refuse a config dir
+        // the JSON could not name exactly, before anything is written.
+        check_location(config_source(&env), &config)?;
         let store = Store::new(&config);
         match &self.command {
             Subcommand::Queue(args) => queue(args, &store, &config, &env, home.as_deref(), diag),
@@ -152,6 +157,14 @@ impl Tool for Args {
     }
 }
 
+/// A path for the JSON output. `json!` on a `Path` panics on bytes that are not UTF-8; the
+/// config dir and the hook's paths are checked at input, so only a foreign file dropped into
+/// the drafts dir can have such a name, and `list` shows it with the bytes replaced rather
+/// than fail the whole listing.
+fn path_text(path: &std::path::Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
 fn not_found(id: &str) -> Outcome {
     Outcome::new(
         Exit::No,
@@ -174,11 +187,22 @@ fn queue(
             .map_err(|e| Failure::bad_input(format!("draft fields on stdin: {e}")))?,
         Input::Hook(map) => {
             let hook = HookPayload::from_map(map)?;
+            let cwd = match &hook.cwd {
+                Some(dir) => Some(path_text(&project_dir("the hook payload's cwd", dir)?)),
+                None => None,
+            };
+            let session_file = match &hook.transcript_path {
+                Some(path) => {
+                    check_location("the hook payload's transcript_path", path)?;
+                    Some(path_text(path))
+                }
+                None => None,
+            };
             NewDraft {
                 source_session_id: hook.session_id,
-                cwd: hook.cwd.map(|c| c.to_string_lossy().into_owned()),
-                transcript_ref: hook.transcript_path.map(|p| TranscriptRef {
-                    session_file: Some(p.to_string_lossy().into_owned()),
+                cwd,
+                transcript_ref: session_file.map(|file| TranscriptRef {
+                    session_file: Some(file),
                     ..TranscriptRef::default()
                 }),
                 ..NewDraft::default()
@@ -198,13 +222,15 @@ fn queue(
     flag(&args.session, &mut new.source_session_id);
     flag(&args.model, &mut new.model);
 
-    // The project's settings: the hook payload's cwd when there was one.
-    let cwd = new
-        .cwd
-        .as_ref()
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_default();
+    // The project's settings: the hook payload's cwd when there was one. A draft's own cwd is
+    // a record of where the user was (it may be another machine's), so it need not exist.
+    let cwd = match new.cwd.as_ref().map(PathBuf::from) {
+        Some(dir) => {
+            check_location("the draft's cwd", &dir)?;
+            dir
+        }
+        None => std::env::current_dir().unwrap_or_default(),
+    };
     let settings = Settings::load(config, &cwd)?;
     let mode = settings.feedback_drafts.unwrap_or(FeedbackDrafts::Notify);
     if mode == FeedbackDrafts::Off {
@@ -241,7 +267,7 @@ fn queue(
     }
     Ok(Outcome::new(
         Exit::Yes,
-        &json!({"draft_id": draft.draft_id, "path": path, "evicted": evicted}),
+        &json!({"draft_id": draft.draft_id, "path": path_text(&path), "evicted": evicted}),
     ))
 }
 
@@ -252,14 +278,14 @@ fn list(store: &Store) -> Result<Outcome, Failure> {
         .map(|item| match item {
             Listed::Draft(draft, path) => {
                 let mut value = serde_json::to_value(&*draft).unwrap_or(Value::Null);
-                value["path"] = json!(path);
+                value["path"] = json!(path_text(&path));
                 value
             }
             Listed::Broken {
                 draft_id,
                 path,
                 error,
-            } => json!({"draft_id": draft_id, "path": path, "error": error}),
+            } => json!({"draft_id": draft_id, "path": path_text(&path), "error": error}),
         })
         .collect();
     Ok(Outcome::new(

@@ -128,8 +128,25 @@ pub trait Backend {
 #[derive(Debug, Clone, Default, Args)]
 pub struct BackendArgs {
     /// Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)
-    #[arg(long, value_name = "URL", env = "DREAMKIT_LOCK_URL")]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "DREAMKIT_LOCK_URL",
+        value_parser = crate::cli::args::EnvNamed(known_backend)
+    )]
     pub backend: Option<String>,
+}
+
+/// Refuses an unknown backend while the flags are parsed, so that a bad `DREAMKIT_LOCK_URL`
+/// is reported under its own name; [`BackendArgs::open`] decides the rest.
+fn known_backend(url: &str) -> Result<String, String> {
+    match url.trim() {
+        "" | "file" | "file:" | "file://" => Ok(url.to_string()),
+        other if other.starts_with("etcd://") => Err(format!(
+            "lock backend {other:?}: the etcd backend is not available in this version"
+        )),
+        other => Err(format!("unknown lock backend {other:?} (expected `file`)")),
+    }
 }
 
 impl BackendArgs {

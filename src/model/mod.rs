@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::claude::Env;
+use crate::cli::args::EnvNamed;
 use crate::cli::duration::parse_duration;
 use crate::cli::Failure;
 
@@ -50,13 +51,14 @@ pub struct ModelArgs {
         long,
         value_enum,
         env = "DREAMKIT_PROVIDER",
-        default_value = "anthropic"
+        default_value = "anthropic",
+        value_parser = EnvNamed(clap::builder::EnumValueParser::<Provider>::new())
     )]
     pub provider: Provider,
     /// Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
-    /// Timeout of one model request
+    /// Timeout of one model request (0: none; --deadline still bounds the exchange)
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Deadline for the whole exchange, retries included
@@ -65,6 +67,18 @@ pub struct ModelArgs {
     /// Retries after 429, 529, 5xx, resets and timeouts
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub retries: u32,
+}
+
+impl ModelArgs {
+    /// `--timeout`, where 0 means no timeout of its own: a request may then take what is left
+    /// of `--deadline` (a zero timeout would fail every request at once).
+    pub fn request_timeout(&self) -> Duration {
+        if self.timeout.is_zero() {
+            self.deadline
+        } else {
+            self.timeout
+        }
+    }
 }
 
 /// A credential; its `Debug` never shows it.
@@ -109,7 +123,7 @@ impl ModelArgs {
             env.get(name)
                 .map(|v| v.to_string_lossy().trim().to_string())
         };
-        let retry = RetryPolicy::from_env(self.retries, self.timeout, self.deadline, env);
+        let retry = RetryPolicy::from_env(self.retries, self.request_timeout(), self.deadline, env);
         match self.provider {
             Provider::Anthropic => {
                 let credential = match (var("ANTHROPIC_API_KEY"), var("ANTHROPIC_AUTH_TOKEN")) {

@@ -542,7 +542,7 @@ fn quiet_silences_stderr_but_not_stdout() {
 }
 
 #[test]
-fn a_project_path_that_is_not_utf8_is_printed_lossily() {
+fn a_project_path_that_is_not_utf8_is_refused_not_printed_lossily() {
     use std::os::unix::ffi::OsStrExt;
     let home = ClaudeHome::new();
     let odd = home.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9-proj"));
@@ -554,14 +554,194 @@ fn a_project_path_that_is_not_utf8_is_printed_lossily() {
         .output()
         .unwrap();
     let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(1), "{doc}");
-    let cwd = doc["project"]["cwd"].as_str().unwrap();
-    assert!(cwd.ends_with("caf\u{fffd}-proj"), "{cwd}");
-    // The invalid byte is one non-alphanumeric unit in the slug.
-    assert!(doc["project"]["slug"]
-        .as_str()
-        .unwrap()
-        .ends_with("-caf--proj"));
+    // Printed with U+FFFD, the path would name another directory to the next stage.
+    assert_eq!(out.status.code(), Some(2), "{doc}");
+    assert_eq!(doc["error"]["kind"], "bad_input");
+    assert_eq!(doc["error"]["reason"], "bad_path");
+    assert!(doc["error"]["message"].as_str().unwrap().contains("UTF-8"));
+    assert!(!home.state_home.exists());
+}
+
+/// The one line a not-due run prints on stderr, without the tool's prefix.
+fn note(err: &str) -> &str {
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    err.trim_end()
+        .strip_prefix("dream-gate: ")
+        .unwrap_or_else(|| panic!("{err:?}"))
+}
+
+#[test]
+fn the_quick_start_says_why_the_second_run_is_not_due() {
+    let home = ClaudeHome::new();
+    home.add_session(&session_id(1), hours(1));
+    let cwd = home.project.display().to_string();
+    let (code, _, err) = gate(&home, &["--cwd", &cwd]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        note(&err),
+        "not due: too_few_sessions: 1 of 5 sessions (never consolidated)"
+    );
+    // The first run left a scan stamp: the second is throttled, and says so.
+    let (code, out, err) = gate(&home, &["--cwd", &cwd]);
+    assert_eq!(
+        (code, out["gate"]["reason"].as_str()),
+        (1, Some("throttled"))
+    );
+    let line = note(&err);
+    let secs = line
+        .strip_prefix("not due: throttled: last scan ")
+        .and_then(|rest| rest.strip_suffix(" s ago, interval 10m"))
+        .unwrap_or_else(|| panic!("{line:?}"));
+    assert!(secs.parse::<u64>().is_ok_and(|s| s < 600), "{line}");
+    let (_, _, err) = gate(&home, &["--cwd", &cwd, "--scan-interval", "90m"]);
+    assert!(note(&err).ends_with(", interval 90m"), "{err}");
+    // -q silences it; stdout is unchanged.
+    let (code, out, err) = gate(&home, &["--cwd", &cwd, "-q"]);
+    assert_eq!(
+        (code, out["gate"]["reason"].as_str()),
+        (1, Some("throttled"))
+    );
+    assert_eq!(err, "");
+}
+
+#[test]
+fn every_not_due_reason_has_its_line() {
+    let home = ClaudeHome::new();
+    home.consolidated(hours(2));
+    let (code, _, err) = gate(&home, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(note(&err), "not due: too_soon: 2.0 h of 24 h");
+    let (_, _, err) = gate(&home, &["--min-hours", "150m"]);
+    assert_eq!(note(&err), "not due: too_soon: 2.0 h of 2.5 h");
+
+    let home = ClaudeHome::new();
+    home.consolidated(hours(48));
+    home.add_session(&session_id(1), hours(50));
+    home.add_session(&session_id(2), hours(3));
+    home.add_session(&session_id(3), hours(1));
+    let (code, out, err) = gate(&home, &["--scan-interval", "0"]);
+    assert_eq!(code, 1);
+    let since = out["gate"]["last_consolidated_at"].as_str().unwrap();
+    assert_eq!(
+        note(&err),
+        format!("not due: too_few_sessions: 2 of 5 sessions since {since}")
+    );
+    let (_, _, err) = gate(
+        &home,
+        &[
+            "--scan-interval",
+            "0",
+            "--min-sessions",
+            "3",
+            "--session",
+            &session_id(3),
+        ],
+    );
+    assert_eq!(
+        note(&err),
+        format!("not due: too_few_sessions: 1 of 3 sessions since {since}")
+    );
+    let home = ClaudeHome::new();
+    let (_, _, err) = gate(&home, &["--scan-interval", "0", "--min-sessions", "1"]);
+    assert_eq!(
+        note(&err),
+        "not due: too_few_sessions: 0 of 1 session (never consolidated)"
+    );
+
+    let home = ClaudeHome::new();
+    home.write(
+        "home/.claude/settings.json",
+        r#"{"autoDreamEnabled": false}"#,
+    );
+    let (code, _, err) = gate(&home, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(note(&err), "not due: disabled: auto_dream_off");
+    let (_, _, err) = gate(&home, &["-q"]);
+    assert_eq!(err, "");
+}
+
+#[test]
+fn a_due_gate_is_silent_and_verbose_says_which_checks_passed() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    let (code, _, err) = gate(&home, &[]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, _, err) = gate(&home, &["-v"]);
+    assert_eq!(code, 0);
+    for line in [
+        "dream-gate: enabled: auto memory and auto dream are on",
+        "dream-gate: time: never consolidated",
+        "dream-gate: throttle: no earlier scan, interval 10m",
+        "dream-gate: due: 6 of 5 sessions (never consolidated)",
+    ] {
+        assert!(err.lines().any(|l| l == line), "{line:?} not in {err}");
+    }
+
+    // Not due: the checks that passed, then the reason.
+    home.consolidated(hours(30));
+    let (code, out, err) = gate(&home, &["-v", "--min-sessions", "7"]);
+    assert_eq!(code, 1);
+    let since = out["gate"]["last_consolidated_at"].as_str().unwrap();
+    let lines: Vec<&str> = err.lines().collect();
+    let time = format!("dream-gate: time: 30.0 h of 24 h since the last consolidation at {since}");
+    assert!(lines.contains(&time.as_str()), "{err}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            format!("dream-gate: not due: too_few_sessions: 6 of 7 sessions since {since}")
+                .as_str()
+        ),
+        "{err}"
+    );
+    let (_, _, err) = gate(&home, &["-v", "--min-sessions", "7"]);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("dream-gate: time: 30.0 h of 24 h")),
+        "{err}"
+    );
+    assert!(
+        err.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .contains("not due: throttled"),
+        "{err}"
+    );
+    let (_, _, err) = gate(&home, &["-v", "--scan-interval", "0"]);
+    assert!(
+        err.contains("dream-gate: throttle: off (--scan-interval 0)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn session_is_the_flag_and_current_session_its_alias() {
+    let home = ClaudeHome::new();
+    let sessions = six_sessions(&home);
+    for flag in ["--session", "--current-session"] {
+        let (code, out, _) = gate(
+            &home,
+            &[
+                flag,
+                &sessions[5],
+                "--min-sessions",
+                "6",
+                "--scan-interval",
+                "0",
+            ],
+        );
+        assert_eq!(code, 1, "{flag}");
+        assert_eq!(
+            out["gate"]["current_session"],
+            sessions[5].as_str(),
+            "{flag}"
+        );
+        assert_eq!(out["gate"]["session_count"], 5, "{flag}");
+    }
+    let out = home.cmd("dream-gate").arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("--session <ID>"), "{help}");
+    assert!(help.contains("current-session"), "{help}");
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod examples;
 mod feedback;
 mod gate;
 mod hardening_lock;
+mod locations;
 mod lock;
 mod recap;
 mod support;
