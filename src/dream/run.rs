@@ -86,7 +86,6 @@ struct GateSection {
 #[derive(Debug, Deserialize)]
 struct GateSession {
     id: String,
-    path: Option<PathBuf>,
 }
 
 /// The sessions to review: the gate's list, or (without one) every session changed since the
@@ -113,9 +112,9 @@ fn sessions(
                     s.id
                 )));
             }
-            let path = s
-                .path
-                .unwrap_or_else(|| project.transcripts_dir.join(format!("{}.jsonl", s.id)));
+            // The transcript is always the project's own: an envelope cannot point the agent at
+            // another file.
+            let path = project.transcripts_dir.join(format!("{}.jsonl", s.id));
             Ok((s.id, path))
         })
         .collect()
@@ -677,10 +676,9 @@ impl Agent<'_> {
                 self.record.snapshot.as_deref().unwrap_or("")
             ));
         }
-        if let Some(m) = &message {
-            if status != "completed" {
-                self.diag.warn(&format!("run {status}: {m}"));
-            }
+        // An exit 1 gets its line from the shared main (the outcome's note).
+        if let Some(m) = message.as_ref().filter(|_| status != "completed" && exit != Exit::No) {
+            self.diag.warn(&format!("run {status}: {m}"));
         }
         self.record.status = status.into();
         self.record.phase = "done".into();
