@@ -4,6 +4,7 @@
 
 pub mod claude;
 pub mod cli;
+pub mod dream;
 pub mod dream_lock;
 pub mod feedback;
 pub mod files;
