@@ -164,10 +164,7 @@ fn land(
     }
     paths::create_missing_dirs(target).map_err(ToolResult::error)?;
     crate::files::write_atomic(&target.path, bytes, mode).map_err(|e| {
-        ToolResult::error(format!(
-            "cannot write {}: {e}",
-            target.relative.display()
-        ))
+        ToolResult::error(format!("cannot write {}: {e}", target.relative.display()))
     })?;
     Ok(if target.existing.is_some() {
         Change::Modified
@@ -238,16 +235,16 @@ pub fn edit_file(
         );
     }
     if old == new {
-        return ToolResult::error("edit_file: old_string and new_string are the same; nothing to change");
+        return ToolResult::error(
+            "edit_file: old_string and new_string are the same; nothing to change",
+        );
     }
     let target = match paths::write_target(sandbox, raw) {
         Ok(t) => t,
         Err(e) => return ToolResult::error(e),
     };
     if target.existing.is_none() {
-        return ToolResult::error(format!(
-            "{raw} does not exist; create it with write_file"
-        ));
+        return ToolResult::error(format!("{raw} does not exist; create it with write_file"));
     }
     let current = match load(sandbox, &target, raw) {
         Ok(c) => c,

@@ -92,7 +92,9 @@ fn lexical_relative(sandbox: &Sandbox, raw: &str) -> Result<PathBuf, String> {
         }
     }
     if relative.as_os_str().is_empty() {
-        return Err(format!("{raw} names the memory directory itself, not a .md file"));
+        return Err(format!(
+            "{raw} names the memory directory itself, not a .md file"
+        ));
     }
     Ok(relative)
 }
@@ -145,10 +147,7 @@ pub fn write_target(sandbox: &Sandbox, raw: &str) -> Result<WriteTarget, String>
                 ))
             }
             Ok(meta) if !last && !meta.is_dir() => {
-                return Err(format!(
-                    "{raw}: {} is not a directory",
-                    current.display()
-                ))
+                return Err(format!("{raw}: {} is not a directory", current.display()))
             }
             Ok(meta) if last && !meta.is_file() => {
                 return Err(format!(

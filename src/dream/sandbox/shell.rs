@@ -782,7 +782,10 @@ fn check_find(sandbox: &Sandbox, words: &[Word]) -> Result<(), String> {
         match word.text.as_str() {
             "-P" => index += 1,
             "-L" | "-H" | "-follow" => {
-                return Err(format!("find {} is not allowed: {FOLLOWS_LINKS}", word.text))
+                return Err(format!(
+                    "find {} is not allowed: {FOLLOWS_LINKS}",
+                    word.text
+                ))
             }
             "-D" | "-O" => return Err(format!("find {} is not supported", word.text)),
             text if text.starts_with("-O") || text.starts_with("-D") => {
@@ -807,8 +810,12 @@ fn check_find(sandbox: &Sandbox, words: &[Word]) -> Result<(), String> {
         if FIND_FLAGS.contains(&text) {
             continue;
         }
-        if FIND_ACTIONS.contains(&text) || text.starts_with("-exec") || text.starts_with("-ok")
-            || text.starts_with("-fprint") || text.starts_with("-fls") || text.starts_with("-delete")
+        if FIND_ACTIONS.contains(&text)
+            || text.starts_with("-exec")
+            || text.starts_with("-ok")
+            || text.starts_with("-fprint")
+            || text.starts_with("-fls")
+            || text.starts_with("-delete")
         {
             return Err(format!(
                 "find {text} is not allowed: find may only search and print, not run programs, delete or write files"
@@ -818,7 +825,9 @@ fn check_find(sandbox: &Sandbox, words: &[Word]) -> Result<(), String> {
             return Err(format!("find {text} is not allowed: {FOLLOWS_LINKS}"));
         }
         if text == "-files0-from" {
-            return Err(format!("find -files0-from is not allowed: {NAMES_FROM_FILE}"));
+            return Err(format!(
+                "find -files0-from is not allowed: {NAMES_FROM_FILE}"
+            ));
         }
         let takes_path = FIND_PATH.contains(&text)
             || newer_xy(text).is_some_and(|reference_is_file| reference_is_file);
@@ -869,7 +878,12 @@ fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
             return Err("empty pipeline stage".into());
         };
         let name = head.text.as_str();
-        if name.contains('=') && !name.starts_with('=') && !name.contains('/') {
+        let assigns = name.split_once('=').is_some_and(|(var, _)| {
+            !var.is_empty()
+                && !var.starts_with(|c: char| c.is_ascii_digit())
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if assigns {
             return Err(format!(
                 "environment assignments (`{name}`) are not supported; run the program directly"
             ));
@@ -928,12 +942,7 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 /// Reads up to `cap` bytes; past it, either stops (closing the pipe, so the writer gets
 /// SIGPIPE) and raises `over`, or drains and discards (`drain`).
-fn read_capped(
-    mut source: impl Read,
-    cap: usize,
-    over: Arc<AtomicBool>,
-    drain: bool,
-) -> Vec<u8> {
+fn read_capped(mut source: impl Read, cap: usize, over: Arc<AtomicBool>, drain: bool) -> Vec<u8> {
     let mut kept = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
