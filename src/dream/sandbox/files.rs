@@ -25,6 +25,41 @@ fn count_field(input: &Map<String, Value>, key: &str) -> Result<Option<usize>, S
     }
 }
 
+/// Bytes of one line kept in memory by `read_file` (transcript lines can be megabytes of
+/// base64; only the first [`MAX_LINE_CHARS`] characters are shown anyway).
+const MAX_LINE_BYTES: usize = 4 * MAX_LINE_CHARS;
+
+/// Reads one line (up to and including `\n`) keeping at most `max` bytes of it in `line`
+/// and skipping the rest. Returns the bytes consumed (0 at end of file).
+fn read_line_capped(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(consumed);
+        }
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
+            Some(at) => (at + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(take);
+        consumed += take;
+        if done {
+            return Ok(consumed);
+        }
+    }
+}
+
 /// Opens a file for reading without blocking on FIFOs and without following a final link,
 /// and refuses anything but a regular file.
 fn open_regular(path: &std::path::Path, shown: &str) -> Result<std::fs::File, String> {
@@ -78,11 +113,11 @@ pub fn read_file(sandbox: &Sandbox, input: &Map<String, Value>) -> ToolResult {
     let mut note = None;
     loop {
         line.clear();
-        match reader.read_until(b'\n', &mut line) {
+        let cut_bytes = match read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES) {
             Ok(0) => break,
-            Ok(_) => {}
+            Ok(consumed) => consumed > line.len(),
             Err(e) => return ToolResult::error(format!("{raw}: read error: {e}")),
-        }
+        };
         number += 1;
         if number < offset {
             continue;
@@ -95,7 +130,7 @@ pub fn read_file(sandbox: &Sandbox, input: &Map<String, Value>) -> ToolResult {
         }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches(['\n', '\r']);
-        let text: String = if text.chars().count() > MAX_LINE_CHARS {
+        let text: String = if cut_bytes || text.chars().count() > MAX_LINE_CHARS {
             let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
             format!("{cut} [line cut at {MAX_LINE_CHARS} characters]")
         } else {

@@ -521,6 +521,8 @@ const TAIL: Spec = Spec {
 /// One checked program invocation.
 #[derive(Debug)]
 struct Stage {
+    /// The bare name (argv[0], so messages read `grep: ...`).
+    name: &'static str,
     program: PathBuf,
     args: Vec<String>,
     is_grep: bool,
@@ -919,7 +921,11 @@ fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
         let Some(program) = sandbox.programs.path(name) else {
             return Err(format!("`{name}` is not installed on this system"));
         };
+        let Some(name) = ALLOWED.iter().copied().find(|allowed| *allowed == name) else {
+            return Err(format!("`{name}` is not allowed"));
+        };
         planned.push(Stage {
+            name,
             program: program.to_path_buf(),
             args: args.iter().map(|w| w.text.clone()).collect(),
             is_grep: name == "grep",
@@ -997,6 +1003,7 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
     for (position, stage) in stages.iter().enumerate() {
         let mut command = Command::new(&stage.program);
         command
+            .arg0(&stage.name)
             .args(&stage.args)
             .current_dir(&sandbox.memory_dir)
             .env_clear()

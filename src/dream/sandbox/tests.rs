@@ -299,6 +299,44 @@ fn attack_corpus_is_refused_with_nothing_written() {
             shell("grep x MEMORY.md -- --file=/etc/passwd"),
             "no such file",
         ),
+        // Quoting and escaping do not hide a path.
+        (
+            shell("cat '/etc/passwd'"),
+            "outside the readable directories",
+        ),
+        (
+            shell("cat \"/etc\"/passwd"),
+            "outside the readable directories",
+        ),
+        (
+            shell("cat \\/etc\\/passwd"),
+            "outside the readable directories",
+        ),
+        (shell("grep -rn x . /"), "outside the readable directories"),
+        (
+            shell("find . / -name x"),
+            "outside the readable directories",
+        ),
+        (
+            shell("find . -path x -o -newer /etc/passwd"),
+            "outside the readable directories",
+        ),
+        (
+            shell("grep -e x -f /etc/passwd"),
+            "outside the readable directories",
+        ),
+        (shell("ls -I x /etc"), "outside the readable directories"),
+        (
+            shell("head -c1 /etc/passwd"),
+            "outside the readable directories",
+        ),
+        (
+            shell("cat MEMORY.md | grep -f /etc/passwd"),
+            "outside the readable directories",
+        ),
+        (shell("find . -name x -newer"), "needs a value"),
+        (shell("find -- . -name x"), "not in the allowed set"),
+        (shell("find . -name x /etc"), "unexpected argument"),
         // Unknown or abbreviated options.
         (
             shell("grep --fil=/etc/passwd x MEMORY.md"),
@@ -633,6 +671,20 @@ fn allowed_commands_run_and_never_leave_the_roots() {
     assert_eq!(ok_shell(&mut sb, "grep -c 'repeat$' topic.md"), "2\n");
     assert_eq!(ok_shell(&mut sb, "stat -c %s topic.md"), "27\n");
     assert_eq!(ok_shell(&mut sb, "tail -n 1 sub/deep.md"), "deep alpha\n");
+    assert_eq!(
+        ok_shell(&mut sb, "head -2 MEMORY.md | tail -1"),
+        "- alpha fact\n"
+    );
+    let grouped = ok_shell(
+        &mut sb,
+        "find . -maxdepth 1 \\( -name 'topic*' -o -name MEMORY.md \\) -newer sub -print",
+    );
+    assert!(
+        grouped.contains("./topic.md") || grouped == "[no output]\n",
+        "{grouped}"
+    );
+    let listed = ok_shell(&mut sb, "ls -la --sort=size sub alias");
+    assert!(listed.contains("deep.md"), "{listed}");
     let t = f.transcripts.join("t1.jsonl").display().to_string();
     assert_eq!(
         ok_shell(&mut sb, &format!("grep -o \"deploy\" {t}")),
@@ -751,6 +803,22 @@ fn read_file_numbers_lines_and_pages() {
     );
     assert!(!other.is_error && other.content.contains("deploy the thing"));
     assert_eq!(other.read_path, Some(t));
+    // A huge line (base64 in a transcript) is cut, not loaded whole.
+    let huge = f.transcripts.join("huge.jsonl");
+    std::fs::write(&huge, format!("{}\nsecond\n", "x".repeat(3_000_000))).unwrap();
+    let cut = sb.call(
+        "read_file",
+        &json!({"path": huge.display().to_string()}),
+        &mut AllowAll,
+    );
+    assert!(!cut.is_error);
+    assert!(
+        cut.content
+            .contains("[line cut at 2000 characters]\n     2\tsecond\n"),
+        "{}",
+        cut.content.len()
+    );
+    assert!(cut.content.len() < 2100);
 }
 
 #[test]
