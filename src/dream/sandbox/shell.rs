@@ -1003,7 +1003,7 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
     for (position, stage) in stages.iter().enumerate() {
         let mut command = Command::new(&stage.program);
         command
-            .arg0(&stage.name)
+            .arg0(stage.name)
             .args(&stage.args)
             .current_dir(&sandbox.memory_dir)
             .env_clear()
