@@ -1137,3 +1137,56 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
         ..ToolResult::ok(content)
     })
 }
+
+#[cfg(test)]
+mod tokenizer_tests {
+    use super::*;
+
+    fn words(command: &str) -> Vec<Vec<(String, bool)>> {
+        tokenize(command)
+            .unwrap()
+            .into_iter()
+            .map(|stage| stage.into_iter().map(|w| (w.text, w.glob)).collect())
+            .collect()
+    }
+
+    #[test]
+    fn quoting_follows_sh_and_expands_nothing() {
+        let w = |t: &str, g: bool| (t.to_string(), g);
+        assert_eq!(
+            words(r#"grep 'a b$' "c\"d\\e\x" f\ g *.md '*.md' x\*"#),
+            vec![vec![
+                w("grep", false),
+                w("a b$", false),
+                w("c\"d\\e\\x", false),
+                w("f g", false),
+                w("*.md", true),
+                w("*.md", false),
+                w("x*", false),
+            ]]
+        );
+        assert_eq!(
+            words("cat a|grep -n x |  wc\t-l"),
+            vec![
+                vec![w("cat", false), w("a", false)],
+                vec![w("grep", false), w("-n", false), w("x", false)],
+                vec![w("wc", false), w("-l", false)],
+            ]
+        );
+        // A `#` or `~` inside a word is literal, as in sh.
+        assert_eq!(
+            words("grep a#b~c"),
+            vec![vec![w("grep", false), w("a#b~c", false)]]
+        );
+    }
+
+    #[test]
+    fn newer_xy_classifies_its_reference() {
+        assert_eq!(newer_xy("-newermt"), Some(false));
+        assert_eq!(newer_xy("-neweram"), Some(true));
+        assert_eq!(newer_xy("-newerBc"), Some(true));
+        assert_eq!(newer_xy("-newertm"), None);
+        assert_eq!(newer_xy("-newer"), None);
+        assert_eq!(newer_xy("-newermmm"), None);
+    }
+}

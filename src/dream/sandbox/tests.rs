@@ -990,3 +990,57 @@ fn landlock_confines_spawned_programs_when_active() {
     assert!(!command.output().unwrap().status.success());
     assert!(!out.exists());
 }
+
+#[test]
+fn a_memory_dir_reached_through_a_symlink_works_under_both_spellings() {
+    let f = fixture();
+    let spelled = f.base.join("mem-link");
+    symlink(&f.mem, &spelled).unwrap();
+    let mut sb = Sandbox::new(&spelled, &[], Limits::default()).unwrap();
+    assert_eq!(sb.memory_dir(), f.mem.as_path());
+    assert_eq!(sb.readable_roots(), &[f.mem.clone()]);
+    let via_link = spelled.join("via-link.md").display().to_string();
+    let written = sb.call(
+        "write_file",
+        &json!({"path": via_link, "content": "x\n"}),
+        &mut AllowAll,
+    );
+    assert_eq!(
+        written.touched,
+        Some((f.mem.join("via-link.md"), Change::Created))
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.mem.join("via-link.md")).unwrap(),
+        "x\n"
+    );
+    // The transcripts dir is not a root here.
+    let t = f.transcripts.join("t1.jsonl").display().to_string();
+    let refused = sb.call(
+        "shell",
+        &json!({"command": format!("cat {t}")}),
+        &mut AllowAll,
+    );
+    assert!(refused.is_error && refused.content.contains("outside the readable directories"));
+    // A memory dir that does not exist is an error, not a sandbox over nothing.
+    assert!(Sandbox::new(&f.base.join("missing"), &[], Limits::default()).is_err());
+}
+
+#[test]
+fn tool_specs_name_the_five_tools_with_object_schemas() {
+    let specs = Sandbox::tool_specs();
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "shell",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "delete_file"
+        ]
+    );
+    for spec in &specs {
+        assert_eq!(spec.input_schema["type"], "object");
+        assert!(spec.input_schema["required"].is_array());
+    }
+}
