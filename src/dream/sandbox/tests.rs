@@ -998,7 +998,7 @@ fn a_memory_dir_reached_through_a_symlink_works_under_both_spellings() {
     symlink(&f.mem, &spelled).unwrap();
     let mut sb = Sandbox::new(&spelled, &[], Limits::default()).unwrap();
     assert_eq!(sb.memory_dir(), f.mem.as_path());
-    assert_eq!(sb.readable_roots(), &[f.mem.clone()]);
+    assert_eq!(sb.readable_roots(), std::slice::from_ref(&f.mem));
     let via_link = spelled.join("via-link.md").display().to_string();
     let written = sb.call(
         "write_file",
