@@ -7,8 +7,9 @@
 //! - execute + read file + read dir beneath the system trees the programs and their loader
 //!   need: `/usr`, `/bin`, `/sbin`, `/lib`, `/lib32`, `/lib64`, `/libx32` (those that exist);
 //! - read file: `/etc/ld.so.cache`, `/etc/ld.so.conf`, `/etc/ld.so.conf.d`, `/etc/ld.so.preload`
-//!   (the loader). Nothing else of `/etc` (so `ls -l` prints numeric owners), no `/proc`,
-//!   no `/dev`;
+//!   (the loader) and `/etc/localtime` (times in `ls -l`/`stat` match an unconfined run).
+//!   Nothing else of `/etc` (so `ls -l` and `stat` print numeric or UNKNOWN owners), no
+//!   `/proc`, no `/dev`;
 //! - read file + read dir beneath each readable root (no execute).
 //!
 //! The ruleset is built once in the parent; the child only calls `prctl(PR_SET_NO_NEW_PRIVS)`
@@ -33,6 +34,7 @@ const LOADER_FILES: &[&str] = &[
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
     "/etc/ld.so.preload",
+    "/etc/localtime",
 ];
 
 /// A created Landlock ruleset (its descriptor is close-on-exec).
@@ -55,13 +57,17 @@ impl Confinement {
             .create()
             .ok()?;
         let system = AccessFs::from_read(abi);
-        for tree in SYSTEM_TREES.iter().chain(LOADER_FILES) {
-            // A missing tree is simply not granted; PathFd opens with O_PATH.
-            if let Ok(fd) = PathFd::new(tree) {
-                created = created.add_rule(PathBeneath::new(fd, system)).ok()?;
+        let read_only = AccessFs::ReadFile | AccessFs::ReadDir;
+        let grants = SYSTEM_TREES
+            .iter()
+            .map(|p| (p, system))
+            .chain(LOADER_FILES.iter().map(|p| (p, read_only)));
+        for (path, access) in grants {
+            // A missing path is simply not granted; PathFd opens with O_PATH.
+            if let Ok(fd) = PathFd::new(path) {
+                created = created.add_rule(PathBeneath::new(fd, access)).ok()?;
             }
         }
-        let read_only = AccessFs::ReadFile | AccessFs::ReadDir;
         for root in roots {
             let fd = PathFd::new(root).ok()?;
             created = created.add_rule(PathBeneath::new(fd, read_only)).ok()?;

@@ -84,6 +84,17 @@ pub enum Change {
     Deleted,
 }
 
+impl Change {
+    /// `created`, `modified` or `deleted` (for diffs and events).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Created => "created",
+            Change::Modified => "modified",
+            Change::Deleted => "deleted",
+        }
+    }
+}
+
 /// The outcome of one tool call, ready to become a `tool_result`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolResult {
