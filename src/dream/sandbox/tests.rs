@@ -238,9 +238,10 @@ fn attack_corpus_is_refused_with_nothing_written() {
             shell("grep --file=/etc/passwd MEMORY.md"),
             "outside the readable directories",
         ),
+        (shell("grep --file /etc/passwd MEMORY.md"), "--file=VALUE"),
         (
-            shell("grep --file /etc/passwd MEMORY.md"),
-            "outside the readable directories",
+            shell("grep --context /etc/passwd x MEMORY.md"),
+            "--context=VALUE",
         ),
         (
             shell("grep -f/etc/passwd MEMORY.md"),

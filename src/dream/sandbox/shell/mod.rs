@@ -13,7 +13,9 @@
 //!   `/usr/bin` or `/bin`, with the environment cleared except `PATH=/usr/bin:/bin` and
 //!   `LANG=C`, cwd = the memory dir, stdin of the first stage = /dev/null.
 //! - Options are an allow-list per program; anything else (including GNU's abbreviations of
-//!   long options) is refused rather than guessed. Options that follow symlinks out of the
+//!   long options) is refused rather than guessed. A long option's value must be attached
+//!   (`--file=F`, so no version's optional-argument parsing can turn it into an operand we did
+//!   not check); short ones take it attached or as the next word, as getopt does. Options that follow symlinks out of the
 //!   roots (`grep -R`, `ls -L`, `stat -L`, `find -L -H -follow`), never end (`tail -f`), run
 //!   programs or write files (`find -exec -execdir -ok -okdir -delete -fprint* -fls`) or read
 //!   a list of file names (`--files0-from`, `find -files0-from`) are refused with a reason.

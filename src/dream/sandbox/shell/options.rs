@@ -290,12 +290,12 @@ pub(super) fn check_getopt(sandbox: &Sandbox, spec: &Spec, words: &[Word]) -> Re
                     text: v.to_string(),
                     glob: word.glob,
                 },
+                // Attached only: some versions take certain values optionally, and then the
+                // next word would be an operand the program reads, not a value we skip.
                 None => {
-                    let Some(next) = words.get(index) else {
-                        return Err(format!("{name} --{option} needs a value"));
-                    };
-                    index += 1;
-                    next.clone()
+                    return Err(format!(
+                        "{name} --{option} needs its value attached: --{option}=VALUE"
+                    ))
                 }
             };
             match kind {
