@@ -345,6 +345,8 @@ fn attack_corpus_is_refused_with_nothing_written() {
         ),
         (shell("ls --color=always"), "not in the allowed set"),
         (shell("tail -f MEMORY.md"), "never ends"),
+        (shell("head -5n /etc/passwd"), "a count on its own"),
+        (shell("tail -5f MEMORY.md"), "a count on its own"),
         (shell("tail --follow=name MEMORY.md"), "never ends"),
         (shell("find . -xtype l"), "not in the allowed set"),
         // Other programs, by name or path.
@@ -686,6 +688,8 @@ fn allowed_commands_run_and_never_leave_the_roots() {
     );
     let listed = ok_shell(&mut sb, "ls -la --sort=size sub alias");
     assert!(listed.contains("deep.md"), "{listed}");
+    assert_eq!(ok_shell(&mut sb, "ls -1a sub"), ".\n..\ndeep.md\n");
+    assert_eq!(ok_shell(&mut sb, "grep -m1 fact MEMORY.md"), "- alpha fact\n");
     let t = f.transcripts.join("t1.jsonl").display().to_string();
     assert_eq!(
         ok_shell(&mut sb, &format!("grep -o \"deploy\" {t}")),

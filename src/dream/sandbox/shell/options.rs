@@ -312,12 +312,20 @@ pub(super) fn check_getopt(sandbox: &Sandbox, spec: &Spec, words: &[Word]) -> Re
         }
         // A cluster of short options: `-rn`, `-A3`, `-e pattern`, `-fFILE`.
         let cluster: Vec<char> = text.chars().skip(1).collect();
+        // `-NUM` (a count) stands alone: mixed forms such as `-5n` are parsed differently by
+        // different versions (obsolete syntax), so none is guessed.
+        let all_digits = cluster.iter().all(char::is_ascii_digit);
         let mut at = 0;
         while at < cluster.len() {
             let c = cluster[at];
             at += 1;
             if let Some(why) = refuse(&format!("-{c}")) {
                 return Err(why);
+            }
+            if c.is_ascii_digit() && !all_digits && spec.short_flags.contains('0') {
+                return Err(format!(
+                    "{name} {text}: write a count on its own (e.g. -n 5, or -5), not mixed with other options"
+                ));
             }
             if spec.short_flags.contains(c) {
                 continue;
