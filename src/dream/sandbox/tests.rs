@@ -689,7 +689,10 @@ fn allowed_commands_run_and_never_leave_the_roots() {
     let listed = ok_shell(&mut sb, "ls -la --sort=size sub alias");
     assert!(listed.contains("deep.md"), "{listed}");
     assert_eq!(ok_shell(&mut sb, "ls -1a sub"), ".\n..\ndeep.md\n");
-    assert_eq!(ok_shell(&mut sb, "grep -m1 fact MEMORY.md"), "- alpha fact\n");
+    assert_eq!(
+        ok_shell(&mut sb, "grep -m1 fact MEMORY.md"),
+        "- alpha fact\n"
+    );
     let t = f.transcripts.join("t1.jsonl").display().to_string();
     assert_eq!(
         ok_shell(&mut sb, &format!("grep -o \"deploy\" {t}")),
@@ -1048,4 +1051,13 @@ fn tool_specs_name_the_five_tools_with_object_schemas() {
         assert_eq!(spec.input_schema["type"], "object");
         assert!(spec.input_schema["required"].is_array());
     }
+}
+
+#[test]
+fn default_limits_are_the_specified_ones() {
+    let limits = Limits::default();
+    assert_eq!(limits.shell_timeout, Duration::from_secs(10));
+    assert_eq!(limits.output_cap, 64 * 1024);
+    assert_eq!(limits.max_file_bytes, 256 * 1024);
+    assert_eq!(limits.read_default_lines, 2000);
 }
