@@ -152,16 +152,29 @@ fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
     Ok(planned)
 }
 
-/// A close-on-exec pipe.
+/// A close-on-exec pipe (atomically so on Linux; elsewhere flagged right after creation).
 fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
+    #[cfg(target_os = "linux")]
     // SAFETY: `fds` is a valid two-element array for pipe2 to fill.
     let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    #[cfg(not(target_os = "linux"))]
+    // SAFETY: `fds` is a valid two-element array for pipe to fill.
+    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    // SAFETY: the call succeeded, so both descriptors are open and owned by nobody else.
+    let pair = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    #[cfg(not(target_os = "linux"))]
+    for fd in [&pair.0, &pair.1] {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl on a descriptor we own.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(pair)
 }
 
 /// Reads up to `cap` bytes; past it, either stops (closing the pipe, so the writer gets
