@@ -119,12 +119,12 @@ fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
                 )
             });
         }
-        if !ALLOWED.contains(&name) {
+        let Some(name) = ALLOWED.iter().copied().find(|allowed| *allowed == name) else {
             return Err(format!(
                 "`{name}` is not allowed; the shell tool runs only: {} (joined with |)",
                 allowed_list()
             ));
-        }
+        };
         match name {
             "find" => check_find(sandbox, args)?,
             "ls" => check_getopt(sandbox, &LS, args)?,
@@ -138,9 +138,6 @@ fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
         }
         let Some(program) = sandbox.programs.path(name) else {
             return Err(format!("`{name}` is not installed on this system"));
-        };
-        let Some(name) = ALLOWED.iter().copied().find(|allowed| *allowed == name) else {
-            return Err(format!("`{name}` is not allowed"));
         };
         planned.push(Stage {
             name,
