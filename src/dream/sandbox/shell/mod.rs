@@ -285,10 +285,22 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
     let deadline = Instant::now() + limits.shell_timeout;
     let mut timed_out = false;
     loop {
+        let mut failed = None;
         for (child, status) in children.iter_mut() {
             if status.is_none() {
-                *status = child.try_wait()?;
+                match child.try_wait() {
+                    Ok(now) => *status = now,
+                    Err(e) => failed = Some(e),
+                }
             }
+        }
+        if let Some(e) = failed {
+            // Never leave a pipeline running behind an error.
+            kill_group(pgid, &mut children);
+            for (child, _) in &mut children {
+                let _ = child.wait();
+            }
+            return Err(e);
         }
         if children.iter().all(|(_, s)| s.is_some()) {
             break;
