@@ -747,6 +747,14 @@ fn output_is_capped_with_a_note() {
         &result.content[4000..]
     );
     assert!(result.content.len() < 4096 + 200);
+    // A reader that stops early ends the pipeline (cat gets SIGPIPE); that is no error.
+    let first = sb.call(
+        "shell",
+        &json!({ "command": format!("cat {} | head -n 1", big.display()) }),
+        &mut AllowAll,
+    );
+    assert_eq!(first.content, "0123456789abcdef\n");
+    assert!(!first.is_error);
     let read = sb.call(
         "read_file",
         &json!({ "path": big.display().to_string() }),
