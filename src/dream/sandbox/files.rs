@@ -1,0 +1,341 @@
+//! `read_file`, `write_file`, `edit_file`, `delete_file`.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+
+use serde_json::{Map, Value};
+
+use super::paths::{self, WriteTarget};
+use super::{str_field, Change, Sandbox, ToolResult, WriteGuard};
+
+/// Mode of a memory file this tool creates (an existing file keeps its own).
+const NEW_FILE_MODE: u32 = 0o644;
+/// Longest line `read_file` returns whole; longer ones are cut with a marker.
+const MAX_LINE_CHARS: usize = 2000;
+
+/// An optional positive integer field.
+fn count_field(input: &Map<String, Value>, key: &str) -> Result<Option<usize>, String> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(v) => Ok(Some(usize::try_from(v).unwrap_or(usize::MAX))),
+            None => Err(format!("`{key}` must be a non-negative integer")),
+        },
+        Some(_) => Err(format!("`{key}` must be a non-negative integer")),
+    }
+}
+
+/// Bytes of one line kept in memory by `read_file` (transcript lines can be megabytes of
+/// base64; only the first [`MAX_LINE_CHARS`] characters are shown anyway).
+const MAX_LINE_BYTES: usize = 4 * MAX_LINE_CHARS;
+
+/// Reads one line (up to and including `\n`) keeping at most `max` bytes of it in `line`
+/// and skipping the rest. Returns the bytes consumed (0 at end of file).
+fn read_line_capped(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(consumed);
+        }
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
+            Some(at) => (at + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(take);
+        consumed += take;
+        if done {
+            return Ok(consumed);
+        }
+    }
+}
+
+/// Opens a file for reading without blocking on FIFOs and without following a final link,
+/// and refuses anything but a regular file.
+fn open_regular(path: &std::path::Path, shown: &str) -> Result<std::fs::File, String> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("{shown}: cannot open: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{shown}: cannot inspect: {e}"))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory (list it with the shell tool: ls)"
+        } else {
+            "not a regular file (FIFO, device or socket)"
+        };
+        return Err(format!("{shown} is {what}"));
+    }
+    Ok(file)
+}
+
+pub fn read_file(sandbox: &Sandbox, input: &Map<String, Value>) -> ToolResult {
+    let parsed = (|| {
+        let raw = str_field(input, "path")?;
+        let offset = count_field(input, "offset")?.unwrap_or(1).max(1);
+        let limit = count_field(input, "limit")?.unwrap_or(sandbox.limits.read_default_lines);
+        if limit == 0 {
+            return Err("`limit` must be at least 1".to_string());
+        }
+        Ok((raw, offset, limit))
+    })();
+    let (raw, offset, limit) = match parsed {
+        Ok(p) => p,
+        Err(e) => return ToolResult::error(format!("read_file: {e}")),
+    };
+    let canonical = match paths::read_target(sandbox, raw) {
+        Ok(c) => c,
+        Err(e) => return ToolResult::error(e),
+    };
+    let file = match open_regular(&canonical, raw) {
+        Ok(f) => f,
+        Err(e) => return ToolResult::error(e),
+    };
+    let cap = sandbox.limits.output_cap;
+    let mut reader = BufReader::new(file);
+    let mut out = String::new();
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    let mut shown = 0usize;
+    let mut note = None;
+    loop {
+        line.clear();
+        let cut_bytes = match read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES) {
+            Ok(0) => break,
+            Ok(consumed) => consumed > line.len(),
+            Err(e) => return ToolResult::error(format!("{raw}: read error: {e}")),
+        };
+        number += 1;
+        if number < offset {
+            continue;
+        }
+        if shown == limit {
+            note = Some(format!(
+                "[more lines follow; continue with offset={number}]"
+            ));
+            break;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let text: String = if cut_bytes || text.chars().count() > MAX_LINE_CHARS {
+            let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
+            format!("{cut} [line cut at {MAX_LINE_CHARS} characters]")
+        } else {
+            text.to_string()
+        };
+        let entry = format!("{number:>6}\t{text}\n");
+        if out.len() + entry.len() > cap {
+            note = Some(format!(
+                "[output cap of {cap} bytes reached; continue with offset={number}]"
+            ));
+            break;
+        }
+        out.push_str(&entry);
+        shown += 1;
+    }
+    if number < offset && number > 0 {
+        return ToolResult::error(format!(
+            "{raw} has {number} lines; offset {offset} is past the end"
+        ));
+    }
+    if number == 0 {
+        out.push_str("[empty file]\n");
+    }
+    if let Some(note) = note {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    ToolResult {
+        read_path: Some(canonical),
+        ..ToolResult::ok(out)
+    }
+}
+
+/// Reads the current content of an existing target (regular, capped, UTF-8).
+fn load(sandbox: &Sandbox, target: &WriteTarget, raw: &str) -> Result<String, String> {
+    let file = open_regular(&target.path, raw)?;
+    let cap = sandbox.limits.max_file_bytes;
+    let mut bytes = Vec::new();
+    file.take(cap as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{raw}: read error: {e}"))?;
+    if bytes.len() > cap {
+        return Err(format!(
+            "{raw} is larger than {cap} bytes; memory files are capped at that size"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{raw} is not valid UTF-8 text"))
+}
+
+/// Asks the guard, then writes atomically (keeping an existing file's mode).
+fn land(
+    target: &WriteTarget,
+    bytes: &[u8],
+    guard: &mut dyn WriteGuard,
+) -> Result<Change, ToolResult> {
+    let mode = target
+        .existing
+        .as_ref()
+        .map(|m| m.permissions().mode() & 0o777)
+        .unwrap_or(NEW_FILE_MODE);
+    if let Err(refusal) = guard.before_write(&target.path) {
+        return Err(ToolResult {
+            stop_run: refusal.stop_run,
+            ..ToolResult::error(refusal.message)
+        });
+    }
+    paths::create_missing_dirs(target).map_err(ToolResult::error)?;
+    crate::files::write_atomic(&target.path, bytes, mode).map_err(|e| {
+        ToolResult::error(format!("cannot write {}: {e}", target.relative.display()))
+    })?;
+    Ok(if target.existing.is_some() {
+        Change::Modified
+    } else {
+        Change::Created
+    })
+}
+
+fn done(target: WriteTarget, change: Change, what: &str) -> ToolResult {
+    ToolResult {
+        touched: Some((target.path, change)),
+        ..ToolResult::ok(format!("{what} {}", target.relative.display()))
+    }
+}
+
+pub fn write_file(
+    sandbox: &Sandbox,
+    input: &Map<String, Value>,
+    guard: &mut dyn WriteGuard,
+) -> ToolResult {
+    let (raw, content) = match (str_field(input, "path"), str_field(input, "content")) {
+        (Ok(r), Ok(c)) => (r, c),
+        (Err(e), _) | (_, Err(e)) => return ToolResult::error(format!("write_file: {e}")),
+    };
+    let cap = sandbox.limits.max_file_bytes;
+    if content.len() > cap {
+        return ToolResult::error(format!(
+            "write_file: the content is {} bytes; memory files are capped at {cap} bytes, split it into topic files",
+            content.len()
+        ));
+    }
+    let target = match paths::write_target(sandbox, raw) {
+        Ok(t) => t,
+        Err(e) => return ToolResult::error(e),
+    };
+    match land(&target, content.as_bytes(), guard) {
+        Ok(change) => {
+            let verb = if change == Change::Created {
+                "created"
+            } else {
+                "wrote"
+            };
+            done(target, change, verb)
+        }
+        Err(result) => result,
+    }
+}
+
+pub fn edit_file(
+    sandbox: &Sandbox,
+    input: &Map<String, Value>,
+    guard: &mut dyn WriteGuard,
+) -> ToolResult {
+    let fields = (
+        str_field(input, "path"),
+        str_field(input, "old_string"),
+        str_field(input, "new_string"),
+    );
+    let (raw, old, new) = match fields {
+        (Ok(r), Ok(o), Ok(n)) => (r, o, n),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            return ToolResult::error(format!("edit_file: {e}"))
+        }
+    };
+    if old.is_empty() {
+        return ToolResult::error(
+            "edit_file: old_string is empty; to create or replace a whole file use write_file",
+        );
+    }
+    if old == new {
+        return ToolResult::error(
+            "edit_file: old_string and new_string are the same; nothing to change",
+        );
+    }
+    let target = match paths::write_target(sandbox, raw) {
+        Ok(t) => t,
+        Err(e) => return ToolResult::error(e),
+    };
+    if target.existing.is_none() {
+        return ToolResult::error(format!("{raw} does not exist; create it with write_file"));
+    }
+    let current = match load(sandbox, &target, raw) {
+        Ok(c) => c,
+        Err(e) => return ToolResult::error(e),
+    };
+    match current.matches(old).count() {
+        0 => {
+            return ToolResult::error(format!(
+                "edit_file: old_string was not found in {raw}; read the file and copy the text exactly"
+            ))
+        }
+        1 => {}
+        n => {
+            return ToolResult::error(format!(
+                "edit_file: old_string occurs {n} times in {raw}; include more surrounding text so it matches exactly once"
+            ))
+        }
+    }
+    let updated = current.replacen(old, new, 1);
+    let cap = sandbox.limits.max_file_bytes;
+    if updated.len() > cap {
+        return ToolResult::error(format!(
+            "edit_file: the result would be {} bytes; memory files are capped at {cap} bytes",
+            updated.len()
+        ));
+    }
+    match land(&target, updated.as_bytes(), guard) {
+        Ok(change) => done(target, change, "edited"),
+        Err(result) => result,
+    }
+}
+
+pub fn delete_file(
+    sandbox: &Sandbox,
+    input: &Map<String, Value>,
+    guard: &mut dyn WriteGuard,
+) -> ToolResult {
+    let raw = match str_field(input, "path") {
+        Ok(r) => r,
+        Err(e) => return ToolResult::error(format!("delete_file: {e}")),
+    };
+    let target = match paths::write_target(sandbox, raw) {
+        Ok(t) => t,
+        Err(e) => return ToolResult::error(e),
+    };
+    if target.existing.is_none() {
+        return ToolResult::error(format!("{raw} does not exist; nothing to delete"));
+    }
+    if let Err(refusal) = guard.before_write(&target.path) {
+        return ToolResult {
+            stop_run: refusal.stop_run,
+            ..ToolResult::error(refusal.message)
+        };
+    }
+    if let Err(e) = std::fs::remove_file(&target.path) {
+        return ToolResult::error(format!("cannot delete {raw}: {e}"));
+    }
+    done(target, Change::Deleted, "deleted")
+}
