@@ -75,9 +75,9 @@ impl Dream {
             .cmd("dream-gate")
             .args([
                 "--min-hours",
-                "1",
+                "0",
                 "--min-sessions",
-                "1",
+                "0",
                 "--scan-interval",
                 "0",
             ])
