@@ -194,7 +194,17 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
         return Ok(Outcome::new(Exit::No, &envelope));
     }
     let pid = args.pid.unwrap_or_else(std::os::unix::process::parent_id);
-    let (exit, lock) = match take_lock(&args.at, &hints, pid, &mut envelope) {
+    // A signal while the lock is being written waits; then a lock taken is rolled back, so
+    // the last-consolidated time never moves for a lease nobody will release.
+    let hold = signals::hold();
+    let taken = take_lock(&args.at, &hints, pid, &mut envelope);
+    if let Some(signal) = hold.end() {
+        if let Ok((ctx, Acquired::Yes(lease))) = &taken {
+            finish(ctx.backend.as_ref(), lease, RunOutcome::Aborted, diag);
+        }
+        return Ok(signals::outcome(signal));
+    }
+    let (exit, lock) = match taken {
         Ok((ctx, Acquired::Yes(lease))) => (Exit::Yes, acquired_json(ctx.backend.as_ref(), &lease)),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
             (Exit::No, held_json(ctx.backend.as_ref(), holder_pid, since))
@@ -246,6 +256,8 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
         Some(Value::Object(map)) => map.clone(),
         _ => serde_json::Map::new(),
     };
+    // A release is never cut short by a signal; what it did is still reported.
+    let hold = signals::hold();
     let result = context(&args.at, &hints).and_then(|ctx| {
         if !envelope.get("project").is_some_and(Value::is_object) {
             envelope.set("project", ctx.project.to_json()?);
@@ -253,6 +265,7 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
         lock.extend(lock_base(ctx.backend.as_ref()));
         ctx.backend.release(&token, prior_mtime, outcome)
     });
+    let _late = hold.end();
     lock.insert("outcome".into(), json!(outcome.as_str()));
     match result {
         Ok(Released::Yes { last_consolidated }) => {
@@ -301,14 +314,14 @@ fn status(args: &StatusArgs) -> Result<Outcome, Failure> {
 }
 
 fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
-    // Before the lock is taken, so that no signal can leave it held with a moved mtime.
-    signals::catch_interrupts()
-        .map_err(|e| Failure::environment(format!("cannot install signal handlers: {e}")))?;
     let (hints, _hook, mut envelope) =
         ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
     if envelope.upstream_declined() {
         return Ok(Outcome::new(Exit::No, &envelope));
     }
+    // From before the lock is taken to its release, signals are forwarded to the command and
+    // answered by a rollback, so none can leave the lock held with a moved mtime.
+    let hold = signals::hold();
     let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope) {
         Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
@@ -318,9 +331,10 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         Err(failure) => return acquire_failed(envelope, failure, diag),
     };
     let backend = ctx.backend.as_ref();
-    if let Some(signal) = signals::received() {
+    if let Some(signal) = signals::claim() {
         finish(backend, &lease, RunOutcome::Aborted, diag);
-        return Ok(Outcome::without_document(signals::exit_for(signal)));
+        drop(hold);
+        return Ok(signals::outcome(signal));
     }
     envelope.set("lock", acquired_json(backend, &lease));
 
@@ -373,7 +387,8 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
             )));
         }
     };
-    let outcome = if status.signal().is_some() || signals::received().is_some() {
+    let interrupted = signals::claim();
+    let outcome = if status.signal().is_some() || interrupted.is_some() {
         RunOutcome::Aborted
     } else if status.success() {
         RunOutcome::Completed
@@ -381,6 +396,11 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         RunOutcome::Failed
     };
     finish(backend, &lease, outcome, diag);
+    drop(hold);
+    if let (Some(signal), Some(libc::SIGKILL)) = (interrupted, status.signal()) {
+        // Killed because we were asked twice: the exit says who asked.
+        return Ok(Outcome::without_document(signals::exit_for(signal)));
+    }
     let code = status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))

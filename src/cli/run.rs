@@ -81,6 +81,10 @@ pub fn main<T: Tool>() -> ExitCode {
     let common = args.common().clone();
     super::input::set_null_input(common.null_input);
     let diag = Diag::new(&name, common.quiet, common.verbose);
+    // Before any I/O, so that a signal ends the tool however it is blocked.
+    if let Err(e) = super::signals::install(&name, common.quiet) {
+        diag.warn(&format!("cannot install signal handlers: {e}"));
+    }
     let outcome = args.run(&diag).unwrap_or_else(|failure| {
         diag.warn(&failure.to_string());
         Outcome::new(failure.exit(), &failure.to_document())
@@ -90,12 +94,15 @@ pub fn main<T: Tool>() -> ExitCode {
             diag.warn(note);
         }
     }
+    // The work is done: a signal now would only cut the document short, so it waits.
+    let hold = super::signals::hold();
     if let Some(json) = &outcome.json {
         if let Err(e) = write_stdout(json, common.pretty_output()) {
             diag.warn(&format!("cannot write stdout: {e}"));
             return Exit::Environment.into();
         }
     }
+    let _late = hold.end();
     outcome.exit.into()
 }
 
