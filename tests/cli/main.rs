@@ -4,6 +4,7 @@ mod binaries;
 mod docs;
 mod feedback;
 mod gate;
+mod hardening_files;
 mod lock;
 mod recap;
 mod support;
