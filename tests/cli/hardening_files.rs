@@ -84,6 +84,22 @@ fn wait_for(what: &str, ready: impl Fn() -> bool) {
     }
 }
 
+/// Waits until `child` has its SIGINT and SIGTERM handlers (a signal sent before then would
+/// meet the default action, whatever the tool does).
+fn wait_for_handlers(child: &Child) {
+    let status = format!("/proc/{}/status", child.id());
+    wait_for("the signal handlers", || {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let caught = text
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            .unwrap_or(0);
+        let bit = |sig: i32| 1u64 << (sig - 1);
+        caught & bit(libc::SIGINT) != 0 && caught & bit(libc::SIGTERM) != 0
+    });
+}
+
 fn signal(child: &Child, signal: i32) {
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0, "kill");
 }
@@ -408,7 +424,9 @@ fn a_tool_blocked_reading_stdin_ends_on_sigint_and_sigterm() {
             cmd.args(args).stdin(Stdio::piped());
             let mut child = cmd.spawn().expect("spawn");
             let stdin = child.stdin.take();
-            std::thread::sleep(Duration::from_millis(200));
+            wait_for_handlers(&child);
+            // Not a timing assertion: only a chance to get into read(2) first.
+            std::thread::sleep(Duration::from_millis(100));
             signal(&child, sig);
             let out = wait_bounded(child);
             drop(stdin);
@@ -494,7 +512,16 @@ fn acquire_waiting_for_the_guard_ends_on_sigterm_without_touching_the_lock() {
     let mut cmd = process(&home, "dream-lock");
     cmd.args(["acquire", "--pid", &live.pid().to_string()]);
     let child = cmd.spawn().expect("spawn");
-    std::thread::sleep(Duration::from_millis(300));
+    // It is waiting for the guard once it has the guard file open.
+    let fds = format!("/proc/{}/fd", child.id());
+    wait_for("the guard wait", || {
+        std::fs::read_dir(&fds).is_ok_and(|d| {
+            d.flatten().any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|t| t.ends_with(".consolidate-lock.dreamkit"))
+            })
+        })
+    });
     signal(&child, libc::SIGTERM);
     let out = wait_bounded(child);
     drop(guard);
