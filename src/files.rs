@@ -80,7 +80,7 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Regular files ignore `O_NONBLOCK`, but a reader must never be able to see `EAGAIN`.
+/// Regular files ignore `O_NONBLOCK`, but no read or write of ours may ever see `EAGAIN`.
 fn clear_nonblock(file: &File) -> io::Result<()> {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL take and return plain ints.
@@ -191,6 +191,7 @@ pub fn append_undoable(
     if !meta.is_file() {
         return Err(failed(not_regular(meta.file_type())));
     }
+    clear_nonblock(&file).map_err(failed)?;
     if expect_len.is_some_and(|len| len != meta.len()) {
         return Ok(false);
     }
