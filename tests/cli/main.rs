@@ -5,6 +5,7 @@ mod docs;
 mod examples;
 mod feedback;
 mod gate;
+mod hardening_files;
 mod hardening_lock;
 mod locations;
 mod lock;
