@@ -221,7 +221,17 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
         return Ok(passed);
     }
     let pid = args.pid.unwrap_or_else(std::os::unix::process::parent_id);
-    match take_lock(&args.at, &hints, pid, &mut envelope) {
+    // A signal while the lock is being written waits; then a lock taken is rolled back, so
+    // the last-consolidated time never moves for a lease nobody will release.
+    let hold = signals::hold();
+    let taken = take_lock(&args.at, &hints, pid, &mut envelope);
+    if let Some(signal) = hold.end() {
+        if let Ok((ctx, Acquired::Yes(lease))) = &taken {
+            finish(ctx.backend.as_ref(), lease, RunOutcome::Aborted, diag);
+        }
+        return Ok(signals::outcome(signal));
+    }
+    match taken {
         Ok((ctx, Acquired::Yes(lease))) => {
             envelope.set("lock", acquired_json(ctx.backend.as_ref(), &lease));
             // The token lives only in the printed envelope: a lease nobody received would
@@ -414,7 +424,11 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             }
         }
     }
-    match ctx.backend.release(&token, prior_mtime, outcome) {
+    // A release is never cut short by a signal; what it did is still reported.
+    let hold = signals::hold();
+    let released = ctx.backend.release(&token, prior_mtime, outcome);
+    let _late = hold.end();
+    match released {
         Ok(Released::Yes { last_consolidated }) => {
             if let Some(text) = warning {
                 diag.warn(text);
@@ -470,14 +484,14 @@ fn status(args: &StatusArgs) -> Result<Outcome, Failure> {
 }
 
 fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
-    // Before the lock is taken, so that no signal can leave it held with a moved mtime.
-    signals::catch_interrupts()
-        .map_err(|e| Failure::environment(format!("cannot install signal handlers: {e}")))?;
     let (hints, _hook, mut envelope) =
         ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
     if let Some(passed) = declined(&envelope)? {
         return Ok(passed);
     }
+    // From before the lock is taken to its release, signals are forwarded to the command and
+    // answered by a rollback, so none can leave the lock held with a moved mtime.
+    let hold = signals::hold();
     let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope) {
         Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
@@ -486,9 +500,10 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         Err(failure) => return acquire_failed(envelope, failure, diag),
     };
     let backend = ctx.backend.as_ref();
-    if let Some(signal) = signals::received() {
+    if let Some(signal) = signals::claim() {
         finish(backend, &lease, RunOutcome::Aborted, diag);
-        return Ok(Outcome::without_document(signals::exit_for(signal)));
+        drop(hold);
+        return Ok(signals::outcome(signal));
     }
     envelope.set("lock", acquired_json(backend, &lease));
     // The command inherits the pin: the lock stays held while it runs, even if we are killed.
@@ -583,8 +598,8 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
             )));
         }
     };
-    let signalled = signals::received();
-    let outcome = if status.signal().is_some() || signalled.is_some() {
+    let interrupted = signals::claim();
+    let outcome = if status.signal().is_some() || interrupted.is_some() {
         RunOutcome::Aborted
     } else if status.success() {
         RunOutcome::Completed
@@ -593,9 +608,11 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
     };
     finish(backend, &lease, outcome, diag);
     drop(pin);
+    drop(hold);
     // Our exit code says what the lock recorded: a run we were told to stop is aborted, even
-    // when the command ignored the signal and exited 0.
-    if let Some(signal) = signalled {
+    // when the command ignored the signal and exited 0, or was killed because we were asked
+    // twice.
+    if let Some(signal) = interrupted {
         return Ok(Outcome::without_document(signals::exit_for(signal)));
     }
     let code = status

@@ -1,9 +1,16 @@
-//! File-system primitives every writer shares: private directories and atomic replacement.
+//! File-system primitives every tool shares: private directories, atomic replacement,
+//! regular-file-only opens (nothing dreamkit reads can make it wait forever) and appends that
+//! undo themselves when they fall short.
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::time::SystemTime;
+
+use crate::cli::signals;
 
 /// Creates `dir` and any missing parents with mode 0700 (an existing directory is left as is).
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -11,6 +18,217 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
+}
+
+/// Why [`open_regular`] refused a path that exists: what it is instead.
+#[derive(Debug)]
+pub struct NotRegular(&'static str);
+
+impl fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not a regular file ({})", self.0)
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
+/// The error [`open_regular`] gives for a FIFO, device, socket or directory.
+pub fn not_regular(file_type: std::fs::FileType) -> io::Error {
+    let what = if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    };
+    io::Error::new(io::ErrorKind::InvalidInput, NotRegular(what))
+}
+
+/// True for the error of a path that exists but is not a regular file (see [`open_regular`]).
+pub fn is_not_regular(err: &io::Error) -> bool {
+    err.get_ref().is_some_and(|e| e.is::<NotRegular>())
+}
+
+/// True for an error that means "this name leads nowhere": missing, a dangling link or a
+/// symlink loop. Directory listings skip such entries.
+pub fn is_unresolvable(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Opens `path` for reading, following symlinks, only if it is a regular file. Every reader
+/// of a file it did not create goes through here: `O_NONBLOCK` makes the open of a FIFO
+/// return at once instead of waiting for a writer, and the `fstat` on the open descriptor (no
+/// race with a rename) then refuses FIFOs, devices (`/dev/zero` never ends), sockets and
+/// directories.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        // std adds O_CLOEXEC; O_NOCTTY keeps a terminal device from becoming ours.
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    clear_nonblock(&file)?;
+    Ok(file)
+}
+
+/// Regular files ignore `O_NONBLOCK`, but no read or write of ours may ever see `EAGAIN`.
+fn clear_nonblock(file: &File) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL take and return plain ints.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The whole content of a regular file (see [`open_regular`]).
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    let mut file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read_regular`] as UTF-8 text.
+pub fn read_regular_to_string(path: &Path) -> io::Result<String> {
+    String::from_utf8(read_regular(path)?)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// What happened to the bytes of a short append.
+#[derive(Debug)]
+pub enum Undo {
+    /// Nothing reached the file.
+    NothingWritten,
+    /// The fragment was cut off again: the file is as it was.
+    Truncated,
+    /// The file changed after our fragment (another writer appended), so it was left alone:
+    /// cutting it off would cut their record too.
+    LeftChanged,
+    /// The fragment could not be cut off.
+    Failed(io::Error),
+}
+
+/// A failed [`append_undoable`].
+#[derive(Debug)]
+pub struct AppendError {
+    /// Bytes of the record that reached the file (before any undo).
+    pub written: u64,
+    pub wanted: u64,
+    /// The error of the open or of the write; `None` for a short count without an error.
+    pub cause: Option<io::Error>,
+    pub undo: Undo,
+}
+
+impl AppendError {
+    /// The file is as it was before the append.
+    pub fn is_clean(&self) -> bool {
+        matches!(self.undo, Undo::NothingWritten | Undo::Truncated)
+    }
+}
+
+impl fmt::Display for AppendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.cause, self.written) {
+            (Some(cause), 0) => write!(f, "{cause}")?,
+            (Some(cause), n) => write!(f, "short append ({n} of {} bytes): {cause}", self.wanted)?,
+            (None, n) => write!(f, "short append ({n} of {} bytes)", self.wanted)?,
+        }
+        match &self.undo {
+            Undo::NothingWritten => write!(f, "; nothing was written"),
+            Undo::Truncated => write!(f, "; the partial record was removed, the file is unchanged"),
+            Undo::LeftChanged => write!(
+                f,
+                "; the file grew after the partial record, so it was left in place"
+            ),
+            Undo::Failed(e) => write!(f, "; the partial record could not be removed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for AppendError {}
+
+/// Appends `record` (one whole line, newline included) to the regular file `path` with a
+/// single `O_APPEND` write, so it lands whole after whatever another writer (Claude Code)
+/// appended. With `expect_len`, nothing is written and `Ok(false)` returned when the file's
+/// length is no longer that (someone wrote since it was read).
+///
+/// A short or failed write (a full disk, a file-size limit) is undone: the fragment is
+/// truncated away when nothing was appended after it, so the next writer does not continue
+/// a half line and corrupt its own record. Signals wait until the undo is done. Every append
+/// dreamkit makes goes through here.
+pub fn append_undoable(
+    path: &Path,
+    record: &[u8],
+    expect_len: Option<u64>,
+) -> Result<bool, AppendError> {
+    let wanted = record.len() as u64;
+    let failed = |cause: io::Error| AppendError {
+        written: 0,
+        wanted,
+        cause: Some(cause),
+        undo: Undo::NothingWritten,
+    };
+    let file = OpenOptions::new()
+        .append(true)
+        // A FIFO without a reader fails with ENXIO instead of blocking; a symlink is refused.
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(failed)?;
+    let meta = file.metadata().map_err(failed)?;
+    if !meta.is_file() {
+        return Err(failed(not_regular(meta.file_type())));
+    }
+    clear_nonblock(&file).map_err(failed)?;
+    if expect_len.is_some_and(|len| len != meta.len()) {
+        return Ok(false);
+    }
+    let _hold = signals::hold();
+    let (written, cause) = match (&file).write(record) {
+        Ok(n) if n as u64 == wanted => return Ok(true),
+        Ok(n) => (n as u64, None),
+        Err(e) => (0, Some(e)),
+    };
+    let undo = if written == 0 {
+        Undo::NothingWritten
+    } else {
+        // With O_APPEND the offset after the write is the end of our bytes, wherever another
+        // writer's append put them.
+        match (&file).stream_position() {
+            Ok(end) => undo_fragment(&file, end - written.min(end), end),
+            Err(e) => Undo::Failed(e),
+        }
+    };
+    Err(AppendError {
+        written,
+        wanted,
+        cause,
+        undo,
+    })
+}
+
+/// Cuts the file back to `start` when it still ends at `end` (our fragment is its last part).
+fn undo_fragment(file: &File, start: u64, end: u64) -> Undo {
+    match file.metadata() {
+        Ok(meta) if meta.len() == end => match file.set_len(start) {
+            Ok(()) => Undo::Truncated,
+            Err(e) => Undo::Failed(e),
+        },
+        Ok(_) => Undo::LeftChanged,
+        Err(e) => Undo::Failed(e),
+    }
 }
 
 /// Replaces `path` with `bytes` atomically: a temporary file in the same directory, written,
@@ -32,6 +250,8 @@ pub fn write_atomic_with_mtime(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // A signal waits for the rename (or the failure), so no temporary file is left behind.
+    let _hold = signals::hold();
     let mut tmp = tempfile::Builder::new()
         .prefix(".dreamkit-")
         .suffix(".tmp")
@@ -115,5 +335,86 @@ mod tests {
                 "{d:?}"
             );
         }
+    }
+    #[test]
+    fn open_regular_refuses_fifos_devices_and_directories_without_waiting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let zero = tmp.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        for (path, what) in [
+            (&fifo, "a FIFO"),
+            (&zero, "a character device"),
+            (&tmp.path().to_path_buf(), "a directory"),
+        ] {
+            let err = read_regular(path).unwrap_err();
+            assert!(is_not_regular(&err), "{path:?}: {err}");
+            assert_eq!(err.to_string(), format!("not a regular file ({what})"));
+        }
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "text").unwrap();
+        std::os::unix::fs::symlink(&file, tmp.path().join("link")).unwrap();
+        assert_eq!(read_regular(&tmp.path().join("link")).unwrap(), b"text");
+        let loop_ = tmp.path().join("loop");
+        std::os::unix::fs::symlink(&loop_, &loop_).unwrap();
+        assert!(is_unresolvable(&read_regular(&loop_).unwrap_err()));
+        assert!(is_unresolvable(
+            &read_regular(&tmp.path().join("none")).unwrap_err()
+        ));
+    }
+
+    #[test]
+    fn append_writes_one_record_or_nothing_when_the_length_moved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("t.jsonl");
+        std::fs::write(&path, "a\n").unwrap();
+        assert!(append_undoable(&path, b"b\n", Some(2)).unwrap());
+        assert!(!append_undoable(&path, b"c\n", Some(2)).unwrap());
+        assert!(append_undoable(&path, b"d\n", None).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nd\n");
+        std::os::unix::fs::symlink(&path, tmp.path().join("link")).unwrap();
+        let err = append_undoable(&tmp.path().join("link"), b"e\n", None).unwrap_err();
+        assert!(err.is_clean() && err.written == 0, "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nd\n");
+    }
+
+    #[test]
+    fn a_fragment_is_cut_off_only_while_it_is_the_end_of_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("t.jsonl");
+        std::fs::write(&path, "whole\nfrag").unwrap();
+        let file = OpenOptions::new().append(true).open(&path).unwrap();
+        // Nothing after the fragment: the file goes back to what it was.
+        assert!(matches!(undo_fragment(&file, 6, 10), Undo::Truncated));
+        assert_eq!(std::fs::read(&path).unwrap(), b"whole\n");
+        // Another writer appended after the fragment: cutting would cut their record.
+        std::fs::write(&path, "whole\nfrag{\"theirs\":1}\n").unwrap();
+        assert!(matches!(undo_fragment(&file, 6, 10), Undo::LeftChanged));
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"whole\nfrag{\"theirs\":1}\n"
+        );
+    }
+
+    #[test]
+    fn append_errors_say_what_became_of_the_file() {
+        let e = AppendError {
+            written: 100,
+            wanted: 250,
+            cause: None,
+            undo: Undo::Truncated,
+        };
+        assert!(e.is_clean());
+        assert_eq!(
+            e.to_string(),
+            "short append (100 of 250 bytes); the partial record was removed, the file is unchanged"
+        );
+        let e = AppendError {
+            undo: Undo::LeftChanged,
+            ..e
+        };
+        assert!(!e.is_clean());
     }
 }

@@ -277,7 +277,8 @@ fn tenths_down(hours: f64) -> String {
 
 /// The stamp is a cache: one we cannot read only costs a scan.
 fn read_scan_stamp(path: &std::path::Path, diag: &Diag) -> Option<SystemTime> {
-    match std::fs::read_to_string(path) {
+    // A FIFO in its place is refused, not waited on.
+    match crate::files::read_regular_to_string(path) {
         Ok(text) => match text.trim().parse::<i64>() {
             Ok(ms) => Some(from_epoch_ms(ms)),
             Err(_) => {

@@ -2,8 +2,6 @@
 //! the end of the transcript only (the backward reader), so a 1 GB transcript costs what a
 //! 1 MB one does.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -17,6 +15,7 @@ use crate::claude::{Env, Project, Settings};
 use crate::cli::duration::{count, parse_duration};
 use crate::cli::time::{epoch_ms, parse_rfc3339, rfc3339};
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
+use crate::files::append_undoable;
 use crate::model::{
     self, Block, Client, Message, ModelArgs, ModelError, Request, Role, SystemBlock, Tier, Usage,
 };
@@ -157,7 +156,7 @@ impl Recent {
         let file_len = reader.file_len();
         let mut recent = Recent {
             file_len,
-            complete: file_len == 0 || last_byte_is_newline(path, file_len)?,
+            complete: reader.ends_with_newline()?,
             ..Recent::default()
         };
         let mut newest_first = Vec::new();
@@ -238,13 +237,6 @@ impl Recent {
     pub fn has_real_turn(&self) -> bool {
         self.messages.iter().any(|m| m.starts_with("User: "))
     }
-}
-
-fn last_byte_is_newline(path: &Path, len: u64) -> std::io::Result<bool> {
-    use std::os::unix::fs::FileExt;
-    let mut byte = [0u8];
-    std::fs::File::open(path)?.read_exact_at(&mut byte, len - 1)?;
-    Ok(byte[0] == b'\n')
 }
 
 /// One context line for a record and its `message.id`, or `None` for records that are not
@@ -488,17 +480,15 @@ pub fn away_gate(
 }
 
 /// Appends the `away_summary` record in one `O_APPEND` write, unless the transcript changed
-/// since it was read (then the summary is stale and dropped).
+/// since it was read (then the summary is stale and dropped). A short or failed write is
+/// undone, so the transcript never keeps half a record for Claude Code to append to.
 fn append_summary(
     path: &Path,
     recent: &Recent,
     text: &str,
     session_id: Option<&str>,
 ) -> Result<Option<String>, Failure> {
-    let now_len = std::fs::metadata(path)
-        .map_err(|e| Failure::io("stat", path, &e))?
-        .len();
-    if now_len != recent.file_len || !recent.complete {
+    if !recent.complete {
         return Ok(None);
     }
     let uuid = uuid::Uuid::new_v4().to_string();
@@ -516,29 +506,20 @@ fn append_summary(
     });
     let mut line = serde_json::to_vec(&record).map_err(|e| Failure::environment(e.to_string()))?;
     line.push(b'\n');
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| Failure::io("open for appending", path, &e))?;
-    // One write call: appended whole, after whatever another writer appended.
-    let written = file
-        .write(&line)
-        .map_err(|e| Failure::io("append to", path, &e))?;
-    if written != line.len() {
-        return Err(Failure::environment(format!(
-            "short append to {} ({written} of {} bytes)",
-            path.display(),
-            line.len()
-        )));
+    match append_undoable(path, &line, Some(recent.file_len)) {
+        Ok(true) => Ok(Some(uuid)),
+        Ok(false) => Ok(None),
+        Err(e) => Err(Failure::environment(format!(
+            "cannot append to {}: {e}",
+            path.display()
+        ))),
     }
-    Ok(Some(uuid))
 }
 
-async fn interrupted() -> i32 {
+async fn interrupted() {
     loop {
-        if let Some(signal) = signals::received() {
-            return signal;
+        if signals::received().is_some() {
+            return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -550,8 +531,6 @@ impl Tool for Args {
     }
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
-        signals::catch_interrupts()
-            .map_err(|e| Failure::environment(format!("cannot install signal handlers: {e}")))?;
         let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
         let transcript = self
             .transcript
@@ -628,26 +607,35 @@ impl Args {
             client.model(),
             count(recent.messages.len() as u64, "message", "messages")
         ));
+        // Held, so that a signal during the exchange is answered with an `aborted` result.
+        let hold = signals::hold();
         let answer = model::block_on(async {
             tokio::select! {
-                answer = client.send(&request) => Ok(answer),
-                signal = interrupted() => Err(signal),
+                answer = client.send(&request) => Some(answer),
+                _ = interrupted() => None,
             }
-        })?;
+        });
+        if let Some(signal) = hold.end() {
+            let mut s = Summary::new("aborted");
+            s.reason = Some("interrupted");
+            return Ok((signals::exit_for(signal), s));
+        }
+        let answer = answer?;
         let response = match answer {
-            Err(signal) => {
-                let mut s = Summary::new("aborted");
-                s.reason = Some("interrupted");
-                return Ok((signals::exit_for(signal), s));
+            // Only a signal ends the exchange early, and that was answered above.
+            None => {
+                return Err(Failure::environment(
+                    "the model exchange ended without an answer",
+                ))
             }
-            Ok(Err(error)) => {
+            Some(Err(error)) => {
                 diag.warn(&format!("model request failed: {}", error.message));
                 let mut s = Summary::new("api-error");
                 s.message = Some(error.message.clone());
                 s.error = Some(error);
                 return Ok((Exit::Remote, s));
             }
-            Ok(Ok(response)) => response,
+            Some(Ok(response)) => response,
         };
         let text = clean(&response.text());
         let mut summary = Summary::new("ok");
@@ -658,12 +646,11 @@ impl Args {
             return Ok((Exit::Remote, summary));
         }
         if self.auto {
-            if let Some(signal) = signals::received() {
-                summary.status = "aborted";
-                summary.reason = Some("interrupted");
-                return Ok((signals::exit_for(signal), summary));
-            }
-            match append_summary(transcript, &recent, &text, session_id) {
+            // The record is appended (or undone) whole; the result reports what happened.
+            let hold = signals::hold();
+            let appended = append_summary(transcript, &recent, &text, session_id);
+            let _late = hold.end();
+            match appended {
                 Ok(Some(uuid)) => summary.record_uuid = Some(uuid),
                 Ok(None) => {
                     summary.status = "aborted";

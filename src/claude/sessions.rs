@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::cli::time::rfc3339;
+use crate::files::is_unresolvable;
 
 /// One `<session-uuid>.jsonl` directly in a transcripts dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,8 +111,9 @@ fn stat_newer(
         };
         let meta = match meta {
             Ok(meta) => meta,
-            // Deleted between readdir and stat, or a dangling link.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // Deleted between readdir and stat, a dangling link or a symlink loop: not a
+            // transcript, like a FIFO or a directory below.
+            Err(e) if is_unresolvable(&e) => continue,
             Err(e) => return Err(e),
         };
         if !meta.is_file() {
@@ -190,6 +192,14 @@ mod tests {
         std::os::unix::fs::symlink(
             "/nonexistent",
             dir.join(format!("{}.jsonl", &A.replace('8', "9"))),
+        )
+        .unwrap();
+        // A symlink loop and a link to a device are skipped like the dangling link.
+        let looped = dir.join(format!("{}.jsonl", &A.replace('8', "7")));
+        std::os::unix::fs::symlink(&looped, &looped).unwrap();
+        std::os::unix::fs::symlink(
+            "/dev/zero",
+            dir.join(format!("{}.jsonl", &A.replace('8', "6"))),
         )
         .unwrap();
 

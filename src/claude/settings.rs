@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::Env;
 use crate::cli::Failure;
+use crate::files::read_regular;
 
 /// `feedbackDrafts`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -110,10 +111,11 @@ impl Settings {
     }
 }
 
-/// A missing file is an empty layer; an unreadable or invalid one is an environment failure,
+/// A missing file is an empty layer; an unreadable or invalid one, or one that is not a
+/// regular file (a FIFO would block, `/dev/zero` never ends), is an environment failure,
 /// because silently ignoring it could ignore the user's `autoDreamEnabled: false`.
 fn read_file(path: &Path) -> Result<Settings, Failure> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match read_regular(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(Settings::default()),

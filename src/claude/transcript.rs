@@ -13,6 +13,8 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::files::open_regular;
+
 /// Lines longer than this are reported as [`Item::Oversized`] without being held in memory.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -282,10 +284,11 @@ pub struct ForwardReader<R> {
 }
 
 impl ForwardReader<io::BufReader<File>> {
+    /// Opens a regular file only: a FIFO or a device is refused, never waited on.
     pub fn open(path: &Path) -> io::Result<Self> {
         Ok(ForwardReader::new(io::BufReader::with_capacity(
             256 * 1024,
-            File::open(path)?,
+            open_regular(path)?,
         )))
     }
 }
@@ -412,8 +415,9 @@ pub struct BackwardReader<F> {
 }
 
 impl BackwardReader<File> {
+    /// Opens a regular file only: a FIFO or a device is refused, never waited on.
     pub fn open(path: &Path) -> io::Result<Self> {
-        let file = File::open(path)?;
+        let file = open_regular(path)?;
         let len = file.metadata()?.len();
         Ok(BackwardReader::new(file, len))
     }
@@ -440,6 +444,17 @@ impl<F: ReadAt> BackwardReader<F> {
     /// The file's length when the reader was opened.
     pub fn file_len(&self) -> u64 {
         self.len
+    }
+
+    /// Whether the file, as long as when opened, ends with a newline (an empty one does): if
+    /// not, its last record may still be being written.
+    pub fn ends_with_newline(&self) -> io::Result<bool> {
+        if self.len == 0 {
+            return Ok(true);
+        }
+        let mut byte = [0u8];
+        self.source.read_exact_at(&mut byte, self.len - 1)?;
+        Ok(byte[0] == b'\n')
     }
 
     /// Offset of the last `\n` before `end`, reading chunks backwards as needed.

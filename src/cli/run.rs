@@ -111,6 +111,10 @@ pub fn main<T: Tool>() -> ExitCode {
     let common = args.common().clone();
     super::input::set_null_input(common.null_input);
     let diag = Diag::new(&name, common.quiet, common.verbose);
+    // Before any I/O, so that a signal ends the tool however it is blocked.
+    if let Err(e) = super::signals::install(&name, common.quiet) {
+        diag.warn(&format!("cannot install signal handlers: {e}"));
+    }
     let outcome = args.run(&diag).unwrap_or_else(|failure| {
         diag.warn(&failure.to_string());
         Outcome::new(failure.exit(), &failure.to_document())
@@ -120,6 +124,8 @@ pub fn main<T: Tool>() -> ExitCode {
             diag.warn(note);
         }
     }
+    // The work is done: a signal now would only cut the document short, so it waits.
+    let hold = super::signals::hold();
     if let Some(json) = &outcome.json {
         match write_document(json, common.pretty_output()) {
             Ok(()) => {}
@@ -134,6 +140,7 @@ pub fn main<T: Tool>() -> ExitCode {
             }
         }
     }
+    let _late = hold.end();
     outcome.exit.into()
 }
 

@@ -1,28 +1,132 @@
-//! SIGINT and SIGTERM: remembered, and forwarded to a child process when there is one, so a
-//! tool can finish its bookkeeping (release a lock, restore a snapshot) instead of dying.
+//! SIGINT and SIGTERM end every tool promptly, whatever it is blocked on (a FIFO, stdin, the
+//! network), with exit 130 / 143 and one JSON document, except inside a [`Hold`]: there they
+//! are only recorded (and forwarded to a child process), so a lock write, a rollback, an
+//! append and its undo, or an atomic rename always finishes; the process then ends when the
+//! last hold is dropped, unless the tool [claimed](claim) the signal to report it itself.
+//!
+//! Exiting from the handler is what makes "whatever it is blocked on" true: the standard
+//! library retries system calls that a signal interrupts, so a flag alone is never seen by a
+//! thread blocked in `open` or `read`.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
-use super::Exit;
+use serde_json::json;
+
+use super::{Exit, Outcome};
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static CHILD: AtomicI32 = AtomicI32::new(0);
+static HOLDS: AtomicUsize = AtomicUsize::new(0);
+static CLAIMED: AtomicBool = AtomicBool::new(false);
+/// What the handler writes when it ends the process: leaked once at install, so the handler
+/// only loads pointers and calls write(2) and _exit(2), which are async-signal-safe.
+static INT_LINE: Message = Message::empty();
+static TERM_LINE: Message = Message::empty();
+static INT_DOC: Message = Message::empty();
+static TERM_DOC: Message = Message::empty();
 
-extern "C" fn on_signal(signal: libc::c_int) {
-    RECEIVED.store(signal, Ordering::SeqCst);
-    let child = CHILD.load(Ordering::SeqCst);
-    if child > 0 {
-        // SAFETY: kill is async-signal-safe; the PID is a child we spawned and not yet reaped.
-        unsafe {
-            libc::kill(child, signal);
+struct Message {
+    ptr: AtomicPtr<u8>,
+    len: AtomicUsize,
+}
+
+impl Message {
+    const fn empty() -> Self {
+        Message {
+            ptr: AtomicPtr::new(std::ptr::null_mut()),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    fn set(&self, text: String) {
+        let bytes: &'static mut [u8] = Box::leak(text.into_bytes().into_boxed_slice());
+        self.len.store(bytes.len(), Ordering::SeqCst);
+        self.ptr.store(bytes.as_mut_ptr(), Ordering::SeqCst);
+    }
+
+    /// Async-signal-safe: two atomic loads and one write(2).
+    fn write_to(&self, fd: libc::c_int) {
+        let ptr = self.ptr.load(Ordering::SeqCst);
+        let len = self.len.load(Ordering::SeqCst);
+        if !ptr.is_null() {
+            // SAFETY: ptr/len describe a leaked, immutable allocation.
+            unsafe {
+                libc::write(fd, ptr as *const libc::c_void, len);
+            }
         }
     }
 }
 
-/// Catches SIGINT and SIGTERM from now on (system calls restart after the handler).
-pub fn catch_interrupts() -> std::io::Result<()> {
+/// The document printed on stdout when a signal ends a tool.
+pub fn interrupted_document(signal: i32) -> serde_json::Value {
+    json!({"error": {"kind": "interrupted", "message": format!("interrupted by {}", name(signal))}})
+}
+
+/// The outcome of a tool that stops because of `signal` (exit 130 / 143).
+pub fn outcome(signal: i32) -> Outcome {
+    Outcome::new(exit_for(signal), &interrupted_document(signal))
+}
+
+fn name(signal: i32) -> &'static str {
+    if signal == libc::SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    }
+}
+
+/// Ends the process for `signal` now: one line on stderr (unless `-q`), the interrupted
+/// document on stdout, exit 130 / 143. Only async-signal-safe calls.
+fn exit_now(signal: i32) -> ! {
+    let (line, doc) = if signal == libc::SIGINT {
+        (&INT_LINE, &INT_DOC)
+    } else {
+        (&TERM_LINE, &TERM_DOC)
+    };
+    line.write_to(libc::STDERR_FILENO);
+    doc.write_to(libc::STDOUT_FILENO);
+    // SAFETY: _exit is async-signal-safe and never returns.
+    unsafe { libc::_exit(i32::from(exit_for(signal).code())) }
+}
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    let first = RECEIVED.swap(signal, Ordering::SeqCst) == 0;
+    let child = CHILD.load(Ordering::SeqCst);
+    if child > 0 {
+        // SAFETY: kill is async-signal-safe; the PID is a child we spawned and not yet reaped.
+        unsafe {
+            if first {
+                libc::kill(child, signal);
+            } else {
+                // Asked twice: the command had its chance to stop cleanly. It leads its own
+                // process group (exec), so the group goes with it.
+                libc::kill(-child, libc::SIGKILL);
+                libc::kill(child, libc::SIGKILL);
+            }
+        }
+        return;
+    }
+    if HOLDS.load(Ordering::SeqCst) == 0 && !CLAIMED.load(Ordering::SeqCst) {
+        exit_now(signal);
+    }
+}
+
+/// Installs the handlers for SIGINT and SIGTERM (the shared `main` does, before any I/O).
+/// `tool` and `quiet` shape the stderr line printed when a signal ends the process.
+pub fn install(tool: &str, quiet: bool) -> std::io::Result<()> {
+    for (signal, line, doc) in [
+        (libc::SIGINT, &INT_LINE, &INT_DOC),
+        (libc::SIGTERM, &TERM_LINE, &TERM_DOC),
+    ] {
+        if !quiet {
+            line.set(format!("{tool}: interrupted by {}\n", name(signal)));
+        }
+        doc.set(format!("{}\n", interrupted_document(signal)));
+    }
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction with a handler that only touches atomics and calls kill.
+        // SAFETY: a zeroed sigaction with a handler that only touches atomics, kill, write
+        // and _exit. SA_RESTART: inside a hold the interrupted call (waitpid, flock) simply
+        // goes on; outside one the handler does not return.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
@@ -36,8 +140,48 @@ pub fn catch_interrupts() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Forwards caught signals to `pid` until [`stop_forwarding`]; a signal that arrived before
-/// the child existed is delivered to it now.
+/// While a `Hold` lives, SIGINT and SIGTERM are recorded instead of ending the process. When
+/// the last one is dropped with a signal pending that nobody [claimed](claim), the process
+/// ends then (exit 130 / 143). Holds nest and are meant for short critical sections.
+#[must_use = "a hold protects only while it lives"]
+pub struct Hold(());
+
+pub fn hold() -> Hold {
+    HOLDS.fetch_add(1, Ordering::SeqCst);
+    Hold(())
+}
+
+impl Hold {
+    /// Ends the hold and claims a signal that arrived meanwhile: the caller reports it.
+    pub fn end(self) -> Option<i32> {
+        let signal = claim();
+        drop(self);
+        signal
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if HOLDS.fetch_sub(1, Ordering::SeqCst) == 1 && !CLAIMED.load(Ordering::SeqCst) {
+            if let Some(signal) = received() {
+                exit_now(signal);
+            }
+        }
+    }
+}
+
+/// The signal received, if any, now the caller's to report (with [`exit_for`]): from here on
+/// signals no longer end the process by themselves, because it is on its way out.
+pub fn claim() -> Option<i32> {
+    let signal = received();
+    if signal.is_some() {
+        CLAIMED.store(true, Ordering::SeqCst);
+    }
+    signal
+}
+
+/// Forwards caught signals to `pid` until [`stop_forwarding`] (a second signal kills it);
+/// a signal that arrived before the child existed is delivered to it now.
 pub fn forward_to(pid: u32) {
     let pid = libc::pid_t::try_from(pid).unwrap_or(0);
     CHILD.store(pid, Ordering::SeqCst);

@@ -307,7 +307,7 @@ impl QueueCounts {
     }
 
     fn load(&self) -> Result<serde_json::Map<String, Value>, Failure> {
-        match std::fs::read(&self.path) {
+        match crate::files::read_regular(&self.path) {
             Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_default()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
             Err(e) => Err(Failure::io("read", &self.path, &e)),

@@ -145,7 +145,8 @@ pub fn attach(draft: &Draft, path: Option<&Path>, payload_len: usize) -> Attachm
 
 /// The last [`MAX_TRANSCRIPT_READ`] bytes, and whether they start at the file's start.
 fn read_tail(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
-    let mut file = std::fs::File::open(path)?;
+    // A FIFO or a device as the session file is refused (withheld), never waited on.
+    let mut file = crate::files::open_regular(path)?;
     let len = file.metadata()?.len();
     let start = len.saturating_sub(MAX_TRANSCRIPT_READ);
     file.seek(SeekFrom::Start(start))?;

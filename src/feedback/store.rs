@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use crate::cli::time::{parse_rfc3339, rfc3339};
 use crate::cli::Failure;
-use crate::files::{create_private_dir, write_atomic};
+use crate::files::{
+    create_private_dir, is_not_regular, is_unresolvable, read_regular, write_atomic,
+};
 
 /// A draft file larger than this is refused and nothing is written.
 pub const MAX_DRAFT_BYTES: usize = 32_768;
@@ -220,7 +222,8 @@ impl Store {
 
     pub fn read(&self, draft_id: &str) -> Result<Option<Draft>, Failure> {
         let path = self.path_of(draft_id)?;
-        match std::fs::read(&path) {
+        // A FIFO or a device in place of a draft is refused (exit 3), never waited on.
+        match read_regular(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
                 Failure::environment(format!("{} is not a draft: {e}", path.display()))
             }),
@@ -240,6 +243,8 @@ impl Store {
     }
 
     /// Every `*.json` in the drafts dir, newest first; unreadable ones as [`Listed::Broken`].
+    /// Names that are not regular files (FIFOs, devices, directories, dangling links, symlink
+    /// loops) are skipped: they are not drafts, and reading one could block or never end.
     pub fn list(&self) -> Result<Vec<Listed>, Failure> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
@@ -257,7 +262,11 @@ impl Store {
             if name.starts_with('.') {
                 continue; // a temporary file of an atomic write
             }
-            let parsed = std::fs::read(&path)
+            let bytes = match read_regular(&path) {
+                Err(e) if is_not_regular(&e) || is_unresolvable(&e) => continue,
+                other => other,
+            };
+            let parsed = bytes
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice::<Draft>(&b).map_err(|e| e.to_string()));
             listed.push(match parsed {

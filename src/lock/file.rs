@@ -13,8 +13,8 @@ use std::time::SystemTime;
 use super::process::probe;
 use super::{Acquired, Backend, Lease, Released, RunOutcome, Status, HOLD_WINDOW, START_SLACK};
 use crate::cli::time::{epoch_ms, from_epoch_ms};
-use crate::cli::Failure;
-use crate::files::write_atomic_with_mtime;
+use crate::cli::{signals, Failure};
+use crate::files::{not_regular, open_regular, write_atomic_with_mtime};
 
 pub const LOCK_FILE_NAME: &str = ".consolidate-lock";
 /// Beside the lock file; only dreamkit uses it, to serialise its own acquirers.
@@ -55,9 +55,10 @@ impl FileBackend {
     }
 
     /// Reads content and mtime from one open file, so they belong together. Any error but
-    /// "no such file" fails closed.
+    /// "no such file" fails closed, and so does a lock file that is not a regular file (a
+    /// FIFO would block the read, `/dev/zero` never ends).
     fn observe(&self) -> Result<Observed, Failure> {
-        let mut file = match File::open(&self.path) {
+        let mut file = match open_regular(&self.path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Observed {
@@ -87,7 +88,9 @@ impl FileBackend {
     }
 
     /// Holds the guard for the life of the returned file (closing it releases the lock).
-    fn guard(&self) -> Result<File, Failure> {
+    /// `interruptible`: a SIGINT/SIGTERM ends the wait for another holder (nothing has been
+    /// written yet); a release waits it out, since it is what keeps the lock consistent.
+    fn guard(&self, interruptible: bool) -> Result<File, Failure> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| Failure::io("create the memory dir", &self.dir, &e))?;
         let path = self.dir.join(GUARD_FILE_NAME);
@@ -97,10 +100,36 @@ impl FileBackend {
             .create(true)
             .truncate(false)
             .mode(0o600)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(&path)
             .map_err(|e| Failure::io("open the lock guard", &path, &e))?;
-        fs4::FileExt::lock(&guard).map_err(|e| Failure::io("lock", &path, &e))?;
-        Ok(guard)
+        let meta = guard
+            .metadata()
+            .map_err(|e| Failure::io("stat the lock guard", &path, &e))?;
+        if !meta.is_file() {
+            let e = not_regular(meta.file_type());
+            return Err(Failure::io("open the lock guard", &path, &e));
+        }
+        if !interruptible {
+            fs4::FileExt::lock(&guard).map_err(|e| Failure::io("lock", &path, &e))?;
+            return Ok(guard);
+        }
+        // Polled rather than a blocking flock, which a caught signal would only restart.
+        loop {
+            match fs4::FileExt::try_lock(&guard) {
+                Ok(()) => return Ok(guard),
+                Err(fs4::TryLockError::WouldBlock) if signals::received().is_some() => {
+                    return Err(Failure::environment(format!(
+                        "interrupted while waiting for {}",
+                        path.display()
+                    )))
+                }
+                Err(fs4::TryLockError::WouldBlock) => {
+                    std::thread::sleep(std::time::Duration::from_millis(2))
+                }
+                Err(fs4::TryLockError::Error(e)) => return Err(Failure::io("lock", &path, &e)),
+            }
+        }
     }
 
     fn holder_path(&self) -> PathBuf {
@@ -230,6 +259,11 @@ impl Backend for FileBackend {
     fn last_consolidated(&self) -> Result<Option<SystemTime>, Failure> {
         // One stat, no open: this is the hot path of `dream-gate`.
         match std::fs::metadata(&self.path) {
+            Ok(meta) if !meta.is_file() => Err(Failure::io(
+                "read the lock file",
+                &self.path,
+                &not_regular(meta.file_type()),
+            )),
             // A future mtime is taken as written now (never a negative age).
             Ok(meta) => meta
                 .modified()
@@ -260,7 +294,7 @@ impl Backend for FileBackend {
     }
 
     fn acquire(&self, pid: u32, now: SystemTime) -> Result<Acquired, Failure> {
-        let _guard = self.guard()?;
+        let _guard = self.guard(true)?;
         let before = self.observe()?;
         if self.holder(&before, now)?.held {
             return Ok(Acquired::Held {
@@ -273,6 +307,7 @@ impl Backend for FileBackend {
         if before.mtime.is_some() {
             OpenOptions::new()
                 .write(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
                 .open(&self.path)
                 .map_err(|e| Failure::io("write the lock file", &self.path, &e))?;
         }
@@ -301,7 +336,7 @@ impl Backend for FileBackend {
         prior_mtime_ms: i64,
         outcome: RunOutcome,
     ) -> Result<Released, Failure> {
-        let _guard = self.guard()?;
+        let _guard = self.guard(false)?;
         let observed = self.observe()?;
         if !matches_token(&observed, token) {
             return Ok(Released::NotHolder {
@@ -335,7 +370,7 @@ impl Backend for FileBackend {
     }
 
     fn pin(&self, lease: &Lease) -> Result<Option<File>, Failure> {
-        let _guard = self.guard()?;
+        let _guard = self.guard(false)?;
         if !matches_token(&self.observe()?, &lease.token) {
             return Err(Failure::environment(
                 "the lock was taken over before its command started",

@@ -6,6 +6,7 @@ mod dream;
 mod examples;
 mod feedback;
 mod gate;
+mod hardening_files;
 mod hardening_lock;
 mod locations;
 mod lock;
