@@ -28,7 +28,7 @@ complete -c dream-run -n "__fish_dream_run_needs_command" -l backend -d 'Lock ba
 complete -c dream-run -n "__fish_dream_run_needs_command" -l provider -d 'Model API: the Anthropic Messages API or an OpenAI-compatible server' -r -f -a "anthropic\t''
 openai\t''"
 complete -c dream-run -n "__fish_dream_run_needs_command" -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
-complete -c dream-run -n "__fish_dream_run_needs_command" -l timeout -d 'Timeout of one model request' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l timeout -d 'Timeout of one model request (0: none; --deadline still bounds the exchange)' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l retries -d 'Retries after 429, 529, 5xx, resets and timeouts' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l max-turns -d 'Most assistant turns before the run is stopped as failed' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l max-tokens -d 'Most tokens (input, output and cache writes) the run may use' -r

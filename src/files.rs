@@ -267,33 +267,6 @@ pub fn write_atomic_with_mtime(
     Ok(())
 }
 
-/// Appends `bytes` with one `O_APPEND` write (creating the file with `mode`); a short or
-/// failed write is undone by truncating back, when nobody appended meanwhile.
-pub fn append_undoable(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(mode)
-        .open(path)?;
-    let before = file.metadata()?.len();
-    match file.write(bytes) {
-        Ok(n) if n == bytes.len() => Ok(()),
-        outcome => {
-            if file.metadata()?.len() <= before + bytes.len() as u64 {
-                file.set_len(before)?;
-            }
-            match outcome {
-                Err(e) => Err(e),
-                Ok(n) => Err(std::io::Error::new(
-                    std::io::ErrorKind::WriteZero,
-                    format!("short append ({n} of {} bytes), undone", bytes.len()),
-                )),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -141,9 +141,6 @@ struct RunSection {
 }
 
 pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Outcome, Failure> {
-    // Before anything is written, so no signal can leave a half-done run unrecorded.
-    signals::catch_interrupts()
-        .map_err(|e| Failure::environment(format!("cannot install signal handlers: {e}")))?;
     let (hints, hook, envelope) = ProjectHints::gather(&args.location, Input::from_stdin()?)?;
     if let Upstream::Declined(why) = envelope.upstream()? {
         return Ok(Outcome::new(Exit::No, &envelope).with_note(why));
@@ -228,6 +225,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         }
     ));
 
+    // From the task record on, SIGINT/SIGTERM stop the run instead of the process, so it is
+    // recorded as aborted and the memory dir restored (checked between turns and tool calls,
+    // and by the shell tool while it waits).
+    let hold = signals::hold();
     let store = TaskStore::new(&project.state_dir);
     let task_id = new_task_id();
     let mut record = TaskRecord::new(
@@ -263,7 +264,13 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     };
     let end = agent.converse(&client, &task, deadline);
     let section = agent.finish(end, &digests);
-    let exit = section.exit;
+    // A signal that came after the conversation ended changes nothing recorded; the exit
+    // code still says it came.
+    let late = hold.end();
+    let exit = match (section.exit, late) {
+        (Exit::Yes | Exit::No, Some(signal)) => signals::exit_for(signal),
+        (exit, _) => exit,
+    };
     let mut outcome = Outcome::new(exit, &envelope.with("run", &section.run));
     if exit == Exit::No {
         outcome = outcome.with_note(format!(
@@ -765,10 +772,26 @@ fn absolute_diff(memory_dir: &Path, diff: Diff) -> Diff {
 
 /// Appends Claude Code's `memory_saved` record to a session transcript, after its last record.
 fn notify_transcript(path: &Path, written: &[String], at: &str) -> std::io::Result<()> {
+    // Read and appended in a few tries: Claude Code may append between the two, and the
+    // record must follow the real last record.
+    for _ in 0..3 {
+        if append_memory_saved(path, written, at)? {
+            return Ok(());
+        }
+    }
+    Err(std::io::Error::other(
+        "the transcript kept growing while the record was being appended",
+    ))
+}
+
+/// One try: `Ok(false)` when the transcript grew after it was read (nothing written).
+fn append_memory_saved(path: &Path, written: &[String], at: &str) -> std::io::Result<bool> {
     let mut parent_uuid = None;
     let mut session_id = None;
     let mut cwd = None;
-    for entry in BackwardReader::open(path)?.take(200) {
+    let reader = BackwardReader::open(path)?;
+    let len = reader.file_len();
+    for entry in reader.take(200) {
         if let Some(record) = entry?.into_record() {
             if record.uuid.is_some() {
                 parent_uuid = record.uuid;
@@ -793,7 +816,7 @@ fn notify_transcript(path: &Path, written: &[String], at: &str) -> std::io::Resu
     });
     let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    crate::files::append_undoable(path, &line, 0o600)
+    crate::files::append_undoable(path, &line, Some(len)).map_err(std::io::Error::other)
 }
 
 /// Keeps the snapshots of the newest completed runs, drops the rest.

@@ -1,6 +1,7 @@
 //! Task records (`<state_dir>/tasks/<task_id>.json`, rewritten atomically as a run goes) and
 //! the pending-updates file the next session's hook reads.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -224,7 +225,16 @@ pub fn append_pending(state_dir: &Path, update: &PendingUpdate) -> std::io::Resu
     let _guard = lock_pending(state_dir)?;
     let mut line = serde_json::to_vec(update).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    crate::files::append_undoable(&pending_path(state_dir), &line, 0o600)
+    let path = pending_path(state_dir);
+    // Created (private) if missing; appends never create, so a typo cannot make a file.
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)?;
+    crate::files::append_undoable(&path, &line, None)
+        .map(|_| ())
+        .map_err(std::io::Error::other)
 }
 
 /// Empties the pending updates, keeping any line appended after `seen` were read (a run that

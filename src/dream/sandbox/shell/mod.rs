@@ -284,6 +284,7 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
 
     let deadline = Instant::now() + limits.shell_timeout;
     let mut timed_out = false;
+    let mut interrupted = false;
     loop {
         let mut failed = None;
         for (child, status) in children.iter_mut() {
@@ -311,6 +312,12 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
         }
         if Instant::now() >= deadline {
             timed_out = true;
+            kill_group(pgid, &mut children);
+            break;
+        }
+        // The run was asked to stop (SIGINT/SIGTERM): it must not wait out the timeout.
+        if crate::cli::signals::received().is_some() {
+            interrupted = true;
             kill_group(pgid, &mut children);
             break;
         }
@@ -350,7 +357,10 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
     let last_status = children.last().and_then(|(_, s)| *s);
     let last_is_grep = stages.last().is_some_and(|s| s.is_grep);
     let mut is_error = false;
-    if timed_out {
+    if interrupted {
+        is_error = true;
+        content.push_str("[interrupted: the run is stopping]\n");
+    } else if timed_out {
         is_error = true;
         content.push_str(&format!(
             "[timed out after {} s; the command was killed. Narrow it (a path, -maxdepth, | head)]\n",
