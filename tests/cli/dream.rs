@@ -846,3 +846,118 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
     let tasks = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
     assert_eq!(tasks["tasks"][0]["error"], "orphaned");
 }
+
+#[test]
+fn limits_end_the_run_failed_and_restored() {
+    for (flag, value, error) in [("--deadline", "1s", "deadline"), ("--max-tokens", "100", "max_tokens")] {
+        let d = Dream::new();
+        let holder = LiveProcess::start();
+        let envelope = d.acquired_envelope(&holder);
+        d.api.push(Reply::anthropic_tools(
+            "Writing.",
+            &[("write_file", json!({"path": "MEMORY.md", "content": "partial\n"}))],
+        ));
+        d.api.push(Reply::Hang(Duration::from_secs(20)));
+        let before = std::fs::read_to_string(d.mem().join("MEMORY.md")).unwrap();
+        let out = d.run(&envelope, &[flag, value]);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {}", stderr_text(&out));
+        let run = &stdout_json(&out)["run"];
+        assert_eq!(run["status"], "failed", "{flag}");
+        assert_eq!(run["error"], error, "{flag}");
+        assert_eq!(d.read("MEMORY.md"), before, "{flag}: restored");
+        let note = stderr_text(&out);
+        assert_eq!(note.lines().count(), 1, "one line says why: {note}");
+        assert!(note.contains("run failed"), "{note}");
+    }
+}
+
+#[test]
+fn a_signal_during_a_shell_command_stops_the_run_promptly() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let fifo = d.mem().join("slow.md");
+    let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    d.api.push(Reply::anthropic_tools(
+        "Writing, then reading something slow.",
+        &[
+            ("write_file", json!({"path": "MEMORY.md", "content": "half done\n"})),
+            ("shell", json!({"command": "cat slow.md"})),
+        ],
+    ));
+    let mut child = d
+        .process(&bin_path("dream-run"))
+        .args(["--shell-timeout", "60s"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(envelope.as_bytes()).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while d.read("MEMORY.md") != "half done\n" {
+        assert!(std::time::Instant::now() < deadline, "the write never landed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    // Bounded: a run that waited out the 60 s shell timeout fails here instead of hanging.
+    let waited = std::time::Instant::now();
+    let out = loop {
+        if let Some(_status) = child.try_wait().unwrap() {
+            break child.wait_with_output().unwrap();
+        }
+        if waited.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("dream-run did not stop on SIGINT while the shell tool waited");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "aborted");
+    assert_ne!(d.read("MEMORY.md"), "half done\n", "restored");
+}
+
+#[test]
+fn verbose_says_whether_landlock_confines_the_shell_and_a_pipe_gets_no_bar() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api.push(Reply::anthropic_text("Nothing to change."));
+    d.api.push(Reply::anthropic_text("Nothing to change."));
+    let quiet = d.run(&envelope, &[]);
+    assert_eq!(quiet.status.code(), Some(0));
+    assert_eq!(stderr_text(&quiet), "", "no progress bar or chatter in a pipe");
+    drop(holder);
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let out = d.run(&envelope, &["-v"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let landlock = stdout_json(&out)["run"]["landlock"].as_bool().unwrap();
+    let said = stderr_text(&out);
+    let line = said.lines().find(|l| l.contains("Landlock")).unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(line.contains("Landlock active"), landlock, "{line}");
+}
+
+#[test]
+fn an_index_over_claude_codes_limits_is_a_warning() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api.push(Reply::anthropic_tools(
+        "Indexing.",
+        &[("write_file", json!({"path": "MEMORY.md", "content": "- entry\n".repeat(250)}))],
+    ));
+    d.api.push(Reply::anthropic_text("Indexed everything."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["run"]["warnings"], json!(["index_over_limit"]));
+    assert!(stderr_text(&out).contains("MEMORY.md is over"), "{}", stderr_text(&out));
+}
