@@ -34,6 +34,12 @@ impl Env {
             .filter(|v| !v.is_empty())
     }
 
+    /// Whether the variable is set at all, even to the empty string (which is how a user
+    /// declares "no credential needed").
+    pub fn is_set(&self, name: &str) -> bool {
+        self.vars.contains_key(OsStr::new(name))
+    }
+
     /// `1`, `true`, `yes`, `on` (any case, surrounding blanks ignored).
     pub fn is_truthy(&self, name: &str) -> bool {
         self.word(name)

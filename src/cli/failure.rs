@@ -20,6 +20,10 @@ pub enum Failure {
     /// The local machine let us down: I/O, permissions, a missing directory (exit 3).
     #[error("{0}")]
     Environment(String),
+    /// The model or a remote store cannot be used (exit 4); `kind` is one of the model
+    /// error kinds, such as `auth` for a missing credential.
+    #[error("{message}")]
+    Remote { kind: &'static str, message: String },
 }
 
 impl Failure {
@@ -43,6 +47,7 @@ impl Failure {
         match self {
             Failure::Usage(_) | Failure::BadInput { .. } => Exit::Usage,
             Failure::Environment(_) => Exit::Environment,
+            Failure::Remote { .. } => Exit::Remote,
         }
     }
 
@@ -51,6 +56,7 @@ impl Failure {
             Failure::Usage(_) => "usage",
             Failure::BadInput { .. } => "bad_input",
             Failure::Environment(_) => "environment",
+            Failure::Remote { kind, .. } => kind,
         }
     }
 

@@ -9,6 +9,7 @@ pub mod exit;
 pub mod failure;
 pub mod input;
 pub mod output;
+pub mod redact;
 pub mod run;
 pub mod signals;
 pub mod time;

@@ -5,6 +5,8 @@ use std::io::Write;
 
 use serde_json::Value;
 
+use super::redact::redact;
+
 /// Where human diagnostics go: stderr, silenced by `-q`, more of them with `-v`.
 #[derive(Debug, Clone)]
 pub struct Diag {
@@ -25,16 +27,22 @@ impl Diag {
     /// A diagnostic a user should see (a warning, the one line of an error).
     pub fn warn(&self, message: &str) {
         if !self.quiet {
-            // Nothing useful can be done when stderr itself is gone.
-            let _ = writeln!(std::io::stderr().lock(), "{}: {message}", self.tool);
+            self.line(message);
         }
     }
 
     /// Detail only shown with `-v`.
     pub fn info(&self, message: &str) {
         if self.verbose && !self.quiet {
-            let _ = writeln!(std::io::stderr().lock(), "{}: {message}", self.tool);
+            self.line(message);
         }
+    }
+
+    /// One line, secrets removed, in one write (stderr is unbuffered).
+    fn line(&self, message: &str) {
+        let line = format!("{}: {}\n", self.tool, redact(message));
+        // Nothing useful can be done when stderr itself is gone.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 
     pub fn is_verbose(&self) -> bool {
@@ -73,9 +81,10 @@ pub fn write_stdout(json: &str, pretty: bool) -> std::io::Result<()> {
 /// As [`write_stdout`], but a closed pipe is an error too: for callers that must know
 /// whether the reader got the document.
 pub fn write_document(json: &str, pretty: bool) -> std::io::Result<()> {
+    let json = redact(json);
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();
-    lock.write_all(&render(json, pretty))
+    lock.write_all(&render(&json, pretty))
         .and_then(|_| lock.write_all(b"\n"))
         .and_then(|_| lock.flush())
 }

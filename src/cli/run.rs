@@ -109,6 +109,8 @@ pub fn main<T: Tool>() -> ExitCode {
         Err(err) => return clap_exit(err),
     };
     let common = args.common().clone();
+    // First: nothing printed from here on may show a credential.
+    super::redact::register_environment();
     super::input::set_null_input(common.null_input);
     let diag = Diag::new(&name, common.quiet, common.verbose);
     // Before any I/O, so that a signal ends the tool however it is blocked.

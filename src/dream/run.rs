@@ -18,8 +18,8 @@ use crate::claude::paths::ProjectHints;
 use crate::claude::sessions::{is_session_id, sessions_touched_since};
 use crate::claude::transcript::{cut_chars, BackwardReader};
 use crate::claude::{Env, Project};
-use crate::cli::time::{from_epoch_ms, rfc3339};
 use crate::cli::envelope::Upstream;
+use crate::cli::time::{from_epoch_ms, rfc3339};
 use crate::cli::{signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, Outcome};
 use crate::lock::Backend;
 use crate::model::{Block, Client, Message, Request, Role, SystemBlock, Tier, Usage};
@@ -462,7 +462,8 @@ impl Agent<'_> {
                 .collect();
             let text = response.text();
             self.record.push_turn(Turn {
-                text: cut_chars(text.trim(), TURN_TEXT_CHARS),
+                text: crate::cli::redact::redact(&cut_chars(text.trim(), TURN_TEXT_CHARS))
+                    .into_owned(),
                 tool_use_count: calls.len(),
             });
             self.progress.turn(turn, &text, calls.len());
@@ -684,7 +685,10 @@ impl Agent<'_> {
             ));
         }
         // An exit 1 gets its line from the shared main (the outcome's note).
-        if let Some(m) = message.as_ref().filter(|_| status != "completed" && exit != Exit::No) {
+        if let Some(m) = message
+            .as_ref()
+            .filter(|_| status != "completed" && exit != Exit::No)
+        {
             self.diag.warn(&format!("run {status}: {m}"));
         }
         self.record.status = status.into();
@@ -880,7 +884,9 @@ impl Progress {
 
     fn event(&self, value: Value) {
         if self.events {
-            let _ = writeln!(std::io::stderr().lock(), "{value}");
+            // Events quote the model and the tools: no known secret goes out with them.
+            let line = format!("{}\n", crate::cli::redact::redact(&value.to_string()));
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
     }
 

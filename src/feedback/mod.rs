@@ -378,6 +378,7 @@ fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
             || "https://api.github.com".to_string(),
             |u| u.to_string_lossy().trim_end_matches('/').to_string(),
         );
+        model::checked_url(&api, "GITHUB_API_URL")?;
         return Ok(Target::GitHub {
             api,
             repo: repo.to_string(),
@@ -385,11 +386,8 @@ fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
         });
     }
     let url = args.endpoint.clone().unwrap_or_default();
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(Failure::Usage(format!(
-            "--endpoint {url:?} must be an http(s) URL"
-        )));
-    }
+    // A URL that does not parse is a usage error before any request (never retried).
+    model::checked_url(&url, "--endpoint")?;
     Ok(Target::Endpoint(url))
 }
 

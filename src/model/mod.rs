@@ -127,9 +127,23 @@ impl ModelArgs {
         match self.provider {
             Provider::Anthropic => {
                 let credential = match (var("ANTHROPIC_API_KEY"), var("ANTHROPIC_AUTH_TOKEN")) {
-                    (Some(key), _) if !key.is_empty() => Credential::ApiKey(Secret(key)),
-                    (_, Some(token)) if !token.is_empty() => Credential::Bearer(Secret(token)),
-                    _ => Credential::None,
+                    (Some(key), _) if !key.is_empty() => {
+                        Credential::ApiKey(Secret::checked("ANTHROPIC_API_KEY", key)?)
+                    }
+                    (_, Some(token)) if !token.is_empty() => {
+                        Credential::Bearer(Secret::checked("ANTHROPIC_AUTH_TOKEN", token)?)
+                    }
+                    // Set, but empty: declared as "this server needs none".
+                    _ if env.is_set("ANTHROPIC_API_KEY") || env.is_set("ANTHROPIC_AUTH_TOKEN") => {
+                        Credential::None
+                    }
+                    _ => {
+                        return Err(no_credential(
+                            "the Anthropic API needs a credential: set ANTHROPIC_API_KEY (or \
+ANTHROPIC_AUTH_TOKEN); for a server or proxy that needs none, set ANTHROPIC_API_KEY to the \
+empty string",
+                        ))
+                    }
                 };
                 let model = self.model.clone().or_else(|| match tier {
                     Tier::Main => var("ANTHROPIC_MODEL"),
@@ -159,12 +173,21 @@ impl ModelArgs {
                     .ok_or_else(|| {
                         Failure::Usage("--provider openai needs --model (or OPENAI_MODEL)".into())
                     })?;
+                let credential = match var("OPENAI_API_KEY") {
+                    Some(key) if !key.is_empty() => {
+                        Credential::Bearer(Secret::checked("OPENAI_API_KEY", key)?)
+                    }
+                    // Set, but empty: a local server that needs no key.
+                    _ if env.is_set("OPENAI_API_KEY") => Credential::None,
+                    _ => return Err(no_credential(
+                        "--provider openai needs a credential: set OPENAI_API_KEY; for a local \
+server that needs none (llama.cpp, vLLM, Ollama), set OPENAI_API_KEY to the empty string",
+                    )),
+                };
                 Ok(ModelConfig {
                     provider: Provider::Openai,
                     base_url: base_url(var("OPENAI_BASE_URL"), DEFAULT_OPENAI_BASE_URL)?,
-                    credential: var("OPENAI_API_KEY")
-                        .filter(|k| !k.is_empty())
-                        .map_or(Credential::None, |k| Credential::Bearer(Secret(k))),
+                    credential,
                     model,
                     retry,
                 })
@@ -173,16 +196,59 @@ impl ModelArgs {
     }
 }
 
+/// The `auth` failure of a missing credential: exit 4 before any network I/O.
+fn no_credential(message: &str) -> Failure {
+    Failure::Remote {
+        kind: ErrorKind::Auth.as_str(),
+        message: message.to_string(),
+    }
+}
+
+impl Secret {
+    /// A credential read from `variable`: one that cannot be sent as an HTTP header value (a
+    /// newline, a control character) is an `auth` failure, named without its value.
+    fn checked(variable: &str, value: String) -> Result<Secret, Failure> {
+        let sendable = value.bytes().all(|b| (0x20..0x7f).contains(&b))
+            && reqwest::header::HeaderValue::from_str(&value).is_ok();
+        if !sendable {
+            return Err(Failure::Remote {
+                kind: ErrorKind::Auth.as_str(),
+                message: format!(
+                    "{variable} holds characters that cannot be sent in an HTTP header (a \
+newline or another control character?); its value is not shown"
+                ),
+            });
+        }
+        crate::cli::redact::register(&value);
+        Ok(Secret(value))
+    }
+}
+
+/// A base URL or endpoint: an absolute http(s) URL, else a usage error (exit 2, never a
+/// request). Its password and query values are registered as secrets.
+pub fn checked_url(url: &str, what: &str) -> Result<reqwest::Url, Failure> {
+    let parsed = reqwest::Url::parse(url.trim()).map_err(|e| {
+        Failure::Usage(format!(
+            "{what} {:?} is not a URL: {e}",
+            crate::cli::redact::redact(url)
+        ))
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(Failure::Usage(format!(
+            "{what} {:?} must be an http:// or https:// URL with a host",
+            crate::cli::redact::redact(url)
+        )));
+    }
+    crate::cli::redact::register_url(url);
+    Ok(parsed)
+}
+
 fn base_url(value: Option<String>, default: &str) -> Result<String, Failure> {
     let url = value
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| default.to_string());
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(Failure::Usage(format!(
-            "base URL {url:?} must start with http:// or https://"
-        )));
-    }
-    Ok(url.trim_end_matches('/').to_string())
+    checked_url(&url, "base URL")?;
+    Ok(url.trim().trim_end_matches('/').to_string())
 }
 
 /// A system prompt part; `cache` marks the end of a stable prefix for prompt caching.
@@ -431,8 +497,16 @@ impl Client {
     }
 }
 
+/// The most of an answer that is read: far more than any Messages or chat-completions
+/// answer of ours (at most a few thousand tokens), far less than a hostile server could send.
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+/// Same-origin redirects followed at most (another origin is never followed).
+const MAX_REDIRECTS: usize = 5;
+
 /// One POST within `timeout` (sending and reading the whole answer). A non-2xx status is a
 /// typed error carrying the server's message and `retry-after`; the 2xx body is returned.
+/// A redirect to another origin is not followed (the error names its `Location`), and no
+/// more than [`MAX_RESPONSE_BYTES`] of any answer is read.
 pub async fn post(
     http: &reqwest::Client,
     url: &str,
@@ -445,17 +519,48 @@ pub async fn post(
         builder = builder.header(*name, value);
     }
     let exchange = async {
-        let response = builder
+        let mut response = builder
             .body(body.to_vec())
             .send()
             .await
             .map_err(|e| transport_error(&e, url))?;
         let status = response.status().as_u16();
         let retry_after = retry::retry_after(response.headers());
-        let bytes = response
-            .bytes()
+        if (300..400).contains(&status) {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("(no Location)")
+                .to_string();
+            return Err(ModelError {
+                status: Some(status),
+                ..ModelError::new(
+                    ErrorKind::InvalidRequest,
+                    format!(
+                        "{url} redirected (HTTP {status}) to {location}: not followed, so \
+neither the request nor its credential went there; use the final address instead"
+                    ),
+                )
+            });
+        }
+        if response
+            .content_length()
+            .is_some_and(|len| len > MAX_RESPONSE_BYTES as u64)
+        {
+            return Err(too_large(status));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|e| transport_error(&e, url))?;
+            .map_err(|e| transport_error(&e, url))?
+        {
+            if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err(too_large(status));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         Ok::<_, ModelError>((status, retry_after, bytes))
     };
     let (status, retry_after, bytes) =
@@ -476,14 +581,40 @@ pub async fn post(
             retry_after,
         });
     }
-    Ok((status, bytes.to_vec()))
+    Ok((status, bytes))
 }
 
-/// An HTTP client as every dreamkit network call uses it.
+/// An answer over [`MAX_RESPONSE_BYTES`]: not retried, since a server that sends too much
+/// once will again.
+fn too_large(status: u16) -> ModelError {
+    ModelError {
+        status: Some(status),
+        ..ModelError::new(
+            ErrorKind::MalformedResponse,
+            format!("the answer is larger than {MAX_RESPONSE_BYTES} bytes: stopped reading it"),
+        )
+    }
+}
+
+/// An HTTP client as every dreamkit network call uses it: rustls, and redirects followed
+/// only within the origin first asked (reqwest strips `Authorization` on a cross-host
+/// redirect, but not `x-api-key`, and would re-send the body anywhere).
 pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, Failure> {
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if same_origin && attempt.previous().len() <= MAX_REDIRECTS {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
     reqwest::Client::builder()
         .user_agent(concat!("dreamkit/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(connect_timeout)
+        .redirect(policy)
         .build()
         .map_err(|e| Failure::environment(format!("cannot set up HTTP: {e}")))
 }
@@ -595,6 +726,7 @@ mod tests {
     #[test]
     fn model_choice_order() {
         let env = Env::from_pairs([
+            ("ANTHROPIC_API_KEY", "k-1234"),
             ("ANTHROPIC_MODEL", "main-m"),
             ("ANTHROPIC_SMALL_FAST_MODEL", "small-m"),
             ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "haiku-m"),
@@ -604,12 +736,15 @@ mod tests {
             args().config(&env, Tier::SmallFast).unwrap().model,
             "small-m"
         );
-        let env = Env::from_pairs([("ANTHROPIC_DEFAULT_HAIKU_MODEL", "haiku-m")]);
+        let env = Env::from_pairs([
+            ("ANTHROPIC_API_KEY", "k-1234"),
+            ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "haiku-m"),
+        ]);
         assert_eq!(
             args().config(&env, Tier::SmallFast).unwrap().model,
             "haiku-m"
         );
-        let none = Env::default();
+        let none = Env::from_pairs([("ANTHROPIC_API_KEY", "k-1234")]);
         assert_eq!(
             args().config(&none, Tier::SmallFast).unwrap().model,
             DEFAULT_SMALL_FAST_MODEL
@@ -644,8 +779,48 @@ mod tests {
             args().config(&env, Tier::Main).unwrap().credential,
             Credential::Bearer(_)
         ));
-        let bad = Env::from_pairs([("ANTHROPIC_BASE_URL", "ftp://x")]);
-        assert_eq!(args().config(&bad, Tier::Main).unwrap_err().kind(), "usage");
+        for url in ["ftp://x", "http://", "not a url", "http://[::1"] {
+            let bad =
+                Env::from_pairs([("ANTHROPIC_API_KEY", "k-1234"), ("ANTHROPIC_BASE_URL", url)]);
+            assert_eq!(
+                args().config(&bad, Tier::Main).unwrap_err().kind(),
+                "usage",
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_credential_is_auth_and_an_empty_one_declares_none_needed() {
+        let missing = args().config(&Env::default(), Tier::Main).unwrap_err();
+        assert_eq!((missing.kind(), missing.exit().code()), ("auth", 4));
+        assert!(
+            missing.to_string().contains("ANTHROPIC_API_KEY"),
+            "{missing}"
+        );
+        let declared = Env::from_pairs([("ANTHROPIC_API_KEY", "")]);
+        assert!(matches!(
+            args().config(&declared, Tier::Main).unwrap().credential,
+            Credential::None
+        ));
+        for bad in ["sk-line\nbreak", "sk-tab\there", "sk-\u{7f}del"] {
+            let env = Env::from_pairs([("ANTHROPIC_API_KEY", bad)]);
+            let err = args().config(&env, Tier::Main).unwrap_err();
+            assert_eq!(err.kind(), "auth", "{bad:?}");
+            assert!(!err.to_string().contains("sk-"), "the key is shown: {err}");
+        }
+        let openai = ModelArgs {
+            provider: Provider::Openai,
+            model: Some("m".into()),
+            ..args()
+        };
+        assert_eq!(
+            openai
+                .config(&Env::default(), Tier::Main)
+                .unwrap_err()
+                .kind(),
+            "auth"
+        );
     }
 
     #[test]
@@ -662,6 +837,7 @@ mod tests {
             "usage"
         );
         let env = Env::from_pairs([
+            ("OPENAI_API_KEY", ""),
             ("OPENAI_MODEL", "llama"),
             ("OPENAI_BASE_URL", "http://localhost:8080/v1"),
         ]);

@@ -8,6 +8,7 @@ mod feedback;
 mod gate;
 mod hardening_files;
 mod hardening_lock;
+mod hardening_net;
 mod locations;
 mod lock;
 mod recap;

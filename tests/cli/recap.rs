@@ -219,6 +219,7 @@ fn real_fixture_transcripts_are_summarised() {
         let out = home
             .cmd("recap")
             .env("ANTHROPIC_BASE_URL", api.url())
+            .env("ANTHROPIC_API_KEY", KEY)
             .arg("--transcript")
             .arg(&path)
             .output()
@@ -656,6 +657,7 @@ fn sigterm_during_generation_aborts_without_writing() {
         .env("HOME", &s.home.home)
         .env("CLAUDE_CONFIG_DIR", &s.home.config)
         .env("ANTHROPIC_BASE_URL", s.api.url())
+        .env("ANTHROPIC_API_KEY", KEY)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -691,6 +693,7 @@ fn a_hook_payload_names_the_transcript_and_session() {
         .home
         .cmd("recap")
         .env("ANTHROPIC_BASE_URL", s.api.url())
+        .env("ANTHROPIC_API_KEY", KEY)
         .arg("--auto")
         .write_stdin(payload.to_string())
         .output()
@@ -710,6 +713,7 @@ fn missing_transcripts_and_usage_errors() {
     let out = s
         .home
         .cmd("recap")
+        .env("ANTHROPIC_API_KEY", KEY)
         .args(["--transcript", "/nonexistent/x.jsonl"])
         .output()
         .unwrap();

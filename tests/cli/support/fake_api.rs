@@ -25,6 +25,10 @@ pub enum Reply {
     Truncated { status: u16, body: String },
     /// Runs `before` (e.g. appends to a transcript), then answers with `then`.
     After(Box<dyn FnOnce() + Send>, Box<Reply>),
+    /// A 200 whose body is `bytes` long (a JSON string that never ends in time), streamed
+    /// without holding it in memory; `announce` sends its Content-Length, else it is chunked
+    /// by closing the connection at the end.
+    Huge { bytes: usize, announce: bool },
 }
 
 impl Reply {
@@ -212,6 +216,29 @@ fn respond(mut stream: &TcpStream, reply: Reply) {
             respond(stream, *then);
         }
         Reply::Hang(duration) => std::thread::sleep(duration),
+        Reply::Huge { bytes, announce } => {
+            let mut head =
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                    .to_string();
+            if announce {
+                head.push_str(&format!("content-length: {bytes}\r\n"));
+            }
+            head.push_str("\r\n");
+            if stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let block = vec![b'a'; 64 * 1024];
+            let mut sent = 0;
+            let _ = stream.write_all(b"{\"content\":\"");
+            while sent < bytes {
+                let n = block.len().min(bytes - sent);
+                // The client hanging up (it stopped reading) ends the reply.
+                if stream.write_all(&block[..n]).is_err() {
+                    return;
+                }
+                sent += n;
+            }
+        }
         Reply::Truncated { status, body } => {
             let head = format!(
                 "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
