@@ -164,7 +164,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         release(diag);
         let files: Vec<String> = changed
             .iter()
-            .map(|rel| memory_dir.join(rel).to_string_lossy().into_owned())
+            .map(|rel| super::snapshot::absolute(memory_dir, rel))
             .collect();
         return refuse(
             "changed_since",
@@ -182,7 +182,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::io("write", &store.path_of(&record.task_id), &e))?;
     let files: Vec<String> = touched
         .iter()
-        .map(|rel| memory_dir.join(rel).to_string_lossy().into_owned())
+        .map(|rel| super::snapshot::absolute(memory_dir, rel))
         .collect();
     diag.info(&format!(
         "undid task {}: {} files restored",

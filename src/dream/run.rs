@@ -583,15 +583,10 @@ impl Agent<'_> {
     }
 
     fn absolute_touched(&self) -> Vec<String> {
+        let memory_dir = &self.project.memory_dir;
         self.touched
             .iter()
-            .map(|rel| {
-                self.project
-                    .memory_dir
-                    .join(rel)
-                    .to_string_lossy()
-                    .into_owned()
-            })
+            .map(|rel| snapshot::absolute(memory_dir, rel))
             .collect()
     }
 
@@ -745,13 +740,7 @@ impl Agent<'_> {
                 .created
                 .iter()
                 .chain(&diff.modified)
-                .map(|rel| {
-                    self.project
-                        .memory_dir
-                        .join(rel)
-                        .to_string_lossy()
-                        .into_owned()
-                })
+                .map(|rel| snapshot::absolute(&self.project.memory_dir, rel))
                 .collect();
             notify_transcript(transcript, &written, &at)
                 .map_err(|e| format!("cannot append to {}: {e}", transcript.display()))?;
@@ -763,8 +752,8 @@ impl Agent<'_> {
 /// The diff with absolute paths, as files_touched has them.
 fn absolute_diff(memory_dir: &Path, diff: Diff) -> Diff {
     let abs = |list: Vec<String>| {
-        list.into_iter()
-            .map(|rel| memory_dir.join(rel).to_string_lossy().into_owned())
+        list.iter()
+            .map(|rel| snapshot::absolute(memory_dir, rel))
             .collect()
     };
     Diff {

@@ -59,6 +59,12 @@ impl Diff {
     }
 }
 
+/// A memory file's relative path as printed: absolute, under the memory dir as the project
+/// names it.
+pub fn absolute(memory_dir: &Path, rel: &str) -> String {
+    memory_dir.join(rel).to_string_lossy().into_owned()
+}
+
 /// The snapshot folder of a task.
 pub fn dir_of(state_dir: &Path, task_id: &str) -> PathBuf {
     state_dir.join(SNAPSHOTS_DIR).join(task_id)

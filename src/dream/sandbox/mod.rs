@@ -304,19 +304,8 @@ fn str_field<'a>(input: &'a serde_json::Map<String, Value>, key: &str) -> Result
         Some(Value::String(s)) => Ok(s),
         Some(other) => Err(format!(
             "`{key}` must be a string, not {}",
-            json_type(other)
+            crate::cli::input::json_type_name(other)
         )),
         None => Err(format!("missing required field `{key}`")),
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
