@@ -637,7 +637,9 @@ impl Args {
             }
             Some(Ok(response)) => response,
         };
-        let text = clean(&response.text());
+        // What the summary says is printed and may be written to the transcript: no known
+        // secret goes with it.
+        let text = crate::cli::redact::redact(&clean(&response.text())).into_owned();
         let mut summary = Summary::new("ok");
         summary.usage = response.usage;
         if text.is_empty() {
