@@ -183,6 +183,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
         "recap" => PathBuf::from(env!("CARGO_BIN_EXE_recap")),
         "feedback" => PathBuf::from(env!("CARGO_BIN_EXE_feedback")),
+        "suggest" => PathBuf::from(env!("CARGO_BIN_EXE_suggest")),
         other => panic!("unknown binary {other}"),
     }
 }
