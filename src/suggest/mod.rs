@@ -399,8 +399,11 @@ OPENAI_MODEL. Model flags, retries and error kinds are those of recap(1).",
         "Cleanup first: surrounding blanks, a wrapper tag (<suggestion>...</suggestion>, any \
 tag name), one pair of wrapping quotes and a leading label (Suggestion:, Suggested prompt:, \
 Next prompt:, Prompt:, User:, also in bold) are removed, repeatedly. Then the filters, in \
-order; the first that fails is the reason: empty; done; meta_text (nothing to suggest, no \
-suggestion, stay silent, silence, none, ...); meta_wrapped (all in (), [] or {}); \
+order; the first that fails is the reason: empty; done (just done, any case); meta_text \
+(starts with nothing to suggest, nothing found, no suggestion, no next prompt or no prompt; \
+holds stay silent, stays silent, staying silent, remain silent, remaining silent or silence \
+is; or is just silence, none, nothing, null, n/a or empty); meta_wrapped (all in (), [], {}, \
+（） or 【】); \
 error_message (starts with api error:, prompt is too long, request timed out, invalid api \
 key, image was too large); prefixed_label (^\\w+:\\s, ASCII word); too_few_words (fewer than \
 2 words, except yes, yeah, yep, yea, yup, sure, ok, okay, push, commit, deploy, stop, \

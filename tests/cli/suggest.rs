@@ -792,3 +792,99 @@ fn help_names_the_subcommand_and_its_text() {
     assert!(String::from_utf8_lossy(&out.stdout)
         .starts_with(&format!("suggest {}", env!("CARGO_PKG_VERSION"))));
 }
+
+/// The README's `sh` block that contains `needle`, as its lines.
+fn readme_block(needle: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    readme
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("```").next())
+        .find(|block| block.contains(needle))
+        .unwrap_or_else(|| panic!("no README block with {needle:?}"))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// bash with `suggest` on PATH, in a fresh directory, `stdin` fed to the script.
+fn run_recipe(lines: &[String], dir: &std::path::Path, stdin: &str) -> std::process::Output {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let _ = std::os::unix::fs::symlink(bin_path("suggest"), bin.join("suggest"));
+    let script = format!("set -u -o pipefail\n{}\n", lines.join("\n"));
+    assert_cmd::Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &script])
+        .env_clear()
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("HOME", dir)
+        .env("LANG", "C.UTF-8")
+        .current_dir(dir)
+        .write_stdin(stdin)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn readme_prompt_loop_gives_a_verdict_per_line() {
+    if std::process::Command::new("jq")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: jq is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_recipe(
+        &readme_block("prompt> "),
+        tmp.path(),
+        "run the tests\nThanks!\n-v\n\n<suggestion>push it</suggestion>\n",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "run the tests\nrejected (too_few_words): Thanks!\nrejected (too_few_words): -v\n\
+         rejected (empty): \npush it\n"
+    );
+}
+
+#[test]
+fn readme_ci_lint_fails_on_a_rejected_prompt_and_names_it() {
+    if std::process::Command::new("jq")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: jq is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = readme_block("prompts.txt");
+    // The README's own prompts all pass.
+    let out = run_recipe(&lines, tmp.path(), "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    // Our own file, with two bad prompts among good ones.
+    std::fs::write(
+        tmp.path().join("prompts.txt"),
+        "run the tests\nThanks, looks good!\nyes\nLet me check the logs\n",
+    )
+    .unwrap();
+    let without_printf: Vec<String> = lines
+        .into_iter()
+        .filter(|l| !l.starts_with("printf"))
+        .collect();
+    let out = run_recipe(&without_printf, tmp.path(), "");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("rejected.txt")).unwrap(),
+        "evaluative: Thanks, looks good!\nclaude_voice: Let me check the logs\n"
+    );
+}
