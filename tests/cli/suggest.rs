@@ -405,10 +405,13 @@ fn generation_is_one_request_without_tools_on_the_main_model() {
     assert_eq!(requests[2].body["model"], "flag-model");
 }
 
+/// A reply and what becomes of it: the suggestion, or `(reason, candidate)`.
+type Expected<'a> = Result<&'a str, (&'a str, &'a str)>;
+
 #[test]
 fn replies_are_cleaned_and_filtered() {
     let s = setup(&warm());
-    let cases: &[(&str, Result<&str, (&str, &str)>)] = &[
+    let cases: &[(&str, Expected)] = &[
         ("Suggestion: \"commit and push\"", Ok("commit and push")),
         ("  yes\n", Ok("yes")),
         ("**Suggestion:** /review", Ok("/review")),
@@ -886,5 +889,38 @@ fn readme_ci_lint_fails_on_a_rejected_prompt_and_names_it() {
     assert_eq!(
         std::fs::read_to_string(tmp.path().join("rejected.txt")).unwrap(),
         "evaluative: Thanks, looks good!\nclaude_voice: Let me check the logs\n"
+    );
+}
+
+#[test]
+fn sigint_during_generation_ends_at_once_with_130() {
+    let s = setup(&warm());
+    s.api.push(Reply::Hang(Duration::from_secs(8)));
+    let child = std::process::Command::new(bin_path("suggest"))
+        .arg("--transcript")
+        .arg(&s.transcript)
+        .env("HOME", &s.home.home)
+        .env("CLAUDE_CONFIG_DIR", &s.home.config)
+        .env("ANTHROPIC_BASE_URL", s.api.url())
+        .env("ANTHROPIC_API_KEY", KEY)
+        .current_dir(&s.home.project)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..400 {
+        if !s.api.requests().is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(s.api.requests().len(), 1, "the request never arrived");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(
+        stdout_json(&out),
+        json!({"aborted": "interrupted", "usage": serde_json::from_str::<Value>(NO_USAGE).unwrap()})
     );
 }
