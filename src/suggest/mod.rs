@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::claude::paths::{check_path, ProjectHints};
 use crate::claude::transcript::BackwardReader;
 use crate::claude::{Env, Project};
+use crate::cli::duration::count;
 use crate::cli::input::{null_input, MAX_STDIN_BYTES};
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
 use crate::model::{self, Client, ModelArgs, ModelError, Tier, Usage};
@@ -277,6 +278,10 @@ impl GenerateArgs {
         // Model settings are checked before any work, so a bad flag is a usage error.
         let config = self.model.config(&env, Tier::Main)?;
         let (_project, settings) = Project::resolve(&hints, &env)?;
+        diag.info(&format!(
+            "enabled: {}",
+            suppress::enablement_source(&env, &settings)
+        ));
         if !suppress::enabled(&env, &settings) {
             return Ok(suppressed(
                 "disabled",
@@ -295,6 +300,31 @@ impl GenerateArgs {
             plan_mode: self.plan_mode || in_plan_mode,
             rate_limited: self.rate_limited,
         };
+        diag.info(&format!(
+            "{} read: {} (2 needed), the last {}, {} in it (limit {}), plan mode {}",
+            transcript.display(),
+            count(
+                conversation.assistant_turns as u64,
+                "assistant turn",
+                "assistant turns"
+            ),
+            if conversation.last_is_error {
+                "an API error"
+            } else {
+                "not an error"
+            },
+            count(
+                conversation.last_uncached_tokens(),
+                "uncached token",
+                "uncached tokens"
+            ),
+            suppress::MAX_UNCACHED_TOKENS,
+            match (self.plan_mode, in_plan_mode) {
+                (true, _) => "on (--plan-mode)",
+                (false, true) => "on (the payload's permission_mode)",
+                (false, false) => "off",
+            }
+        ));
         if let Some((reason, detail)) = suppress::suppression(&conversation, live) {
             return Ok(suppressed(reason, &detail));
         }

@@ -45,6 +45,18 @@ pub fn enabled(env: &Env, settings: &Settings) -> bool {
     settings.prompt_suggestion_enabled != Some(false)
 }
 
+/// Which rule decided [`enabled`], for `-v`.
+pub fn enablement_source(env: &Env, settings: &Settings) -> String {
+    let on_off = |on: bool| if on { "on" } else { "off" };
+    if env.is_truthy(SWITCH) || env.is_defined_falsy(SWITCH) {
+        return format!("{} ({SWITCH})", on_off(env.is_truthy(SWITCH)));
+    }
+    match settings.prompt_suggestion_enabled {
+        Some(on) => format!("{} (promptSuggestionEnabled)", on_off(on)),
+        None => "on (the default)".to_string(),
+    }
+}
+
 /// What the end of a transcript says.
 #[derive(Debug, Default)]
 pub struct Conversation {
@@ -314,5 +326,14 @@ mod tests {
         assert!(!enabled(&Env::from_pairs([(SWITCH, "0")]), &on));
         // Neither true nor false: the settings decide.
         assert!(!enabled(&Env::from_pairs([(SWITCH, "maybe")]), &off));
+        assert_eq!(
+            enablement_source(&Env::from_pairs([(SWITCH, "no")]), &on),
+            format!("off ({SWITCH})")
+        );
+        assert_eq!(
+            enablement_source(&Env::default(), &off),
+            "off (promptSuggestionEnabled)"
+        );
+        assert_eq!(enablement_source(&Env::default(), &on), "on (the default)");
     }
 }

@@ -326,6 +326,16 @@ fn the_cache_gate_is_strictly_above_ten_thousand() {
     let (code, out, _) = s.run(&[]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["suggestion"], "commit and push");
+    // -v says what was read and why it went ahead.
+    s.api.push(Reply::anthropic_text("commit and push"));
+    let (code, _, stderr) = s.run(&["-v"]);
+    assert_eq!(code, 0);
+    assert!(stderr.contains("enabled: on (the default)"), "{stderr}");
+    assert!(
+        stderr.contains("2 assistant turns (2 needed), the last not an error, 10000 uncached tokens in it (limit 10000), plan mode off"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("asking claude-sonnet-4-5"), "{stderr}");
     // A project's local settings can turn it off too.
     s.home.write(
         "proj/.claude/settings.local.json",
@@ -333,7 +343,7 @@ fn the_cache_gate_is_strictly_above_ten_thousand() {
     );
     let (code, out, _) = s.run(&[]);
     assert_eq!((code, out["suppressed"].as_str()), (1, Some("disabled")));
-    assert_eq!(s.api.requests().len(), 1);
+    assert_eq!(s.api.requests().len(), 2);
 }
 
 #[test]
