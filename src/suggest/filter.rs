@@ -210,8 +210,15 @@ fn strip_quotes(text: &str) -> &str {
             .strip_prefix(*open)
             .and_then(|t| t.strip_suffix(*close))
         {
-            // A lone `"` is not a pair.
-            if text.chars().count() >= 2 {
+            // A lone `"` is not a pair, and `"a" or "b"` is two quotes, not one wrapping
+            // pair (an apostrophe inside a word, as in `don't`, is no quote).
+            let quotes_inside = open == close
+                && inner.match_indices(*open).any(|(at, q)| {
+                    let before = inner[..at].chars().next_back();
+                    let after = inner[at + q.len()..].chars().next();
+                    before.is_none_or(char::is_whitespace) || after.is_none_or(char::is_whitespace)
+                });
+            if text.chars().count() >= 2 && !quotes_inside {
                 return inner;
             }
         }
@@ -665,6 +672,9 @@ mod tests {
             ("'run the tests'", "run the tests"),
             ("“run the tests”", "run the tests"),
             ("「运行测试」", "运行测试"),
+            ("'don't stop now'", "don't stop now"),
+            ("\"yes\" or \"no\"", "\"yes\" or \"no\""),
+            ("'yes' or 'no'", "'yes' or 'no'"),
             ("Suggestion: run the tests", "run the tests"),
             ("suggestion:run the tests", "suggestion:run the tests"),
             ("SUGGESTION:   run the tests", "run the tests"),
