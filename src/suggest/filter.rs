@@ -297,7 +297,7 @@ fn contains_phrase(text: &str, phrase: &str) -> bool {
         let edge = |c: Option<char>, phrase_edge: Option<char>| {
             // A phrase ending in punctuation (`sure,`) needs no boundary on that side.
             phrase_edge.is_some_and(|p| !p.is_alphanumeric())
-                || !c.is_some_and(|c| c.is_alphanumeric() || c == '\'')
+                || !c.is_some_and(char::is_alphanumeric)
         };
         edge(before, phrase.chars().next()) && edge(after, phrase.chars().next_back())
     })
@@ -307,7 +307,8 @@ fn starts_with_phrase(text: &str, phrase: &str) -> bool {
     let Some(after) = text.strip_prefix(phrase) else {
         return false;
     };
-    // `sure,` ends in punctuation: whatever follows, it is that opening.
+    // `sure,` ends in punctuation: whatever follows, it is that opening. An apostrophe
+    // continues the word: `I can't see it` is the user, not `I can`.
     phrase.ends_with(|c: char| !c.is_alphanumeric())
         || !after
             .chars()
@@ -557,6 +558,7 @@ mod tests {
             ("That’s all for today", "evaluative"),
             ("nice, commit it", "evaluative"),
             ("great, now push", "evaluative"),
+            ("it's 'great' now", "evaluative"),
             ("perfect, merge it", "evaluative"),
             ("makes sense, go ahead", "evaluative"),
             ("awesome work there", "evaluative"),
@@ -648,6 +650,7 @@ mod tests {
             "the nicest option is fine",
             "check http://localhost:8080/health",
             "sure thing, push it",
+            "I can't see the change",
         ] {
             assert_eq!(verdict(text), Ok(text.to_string()), "{text:?}");
         }
