@@ -313,6 +313,56 @@ mod tests {
         );
     }
 
+    /// A huge virtual file: filler lines, then `tail`; counts the bytes read.
+    struct Huge {
+        tail: Vec<u8>,
+        len: u64,
+        read: std::cell::Cell<u64>,
+    }
+
+    impl ReadAt for &Huge {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.read.set(self.read.get() + buf.len() as u64);
+            let tail_start = self.len - self.tail.len() as u64;
+            for (i, b) in buf.iter_mut().enumerate() {
+                let pos = offset + i as u64;
+                *b = match pos.checked_sub(tail_start) {
+                    Some(at) => self.tail[at as usize],
+                    None if pos % 100 == 99 => b'\n',
+                    None => b'x',
+                };
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_huge_transcript_costs_what_its_tail_does() {
+        let mut tail = String::new();
+        for i in 0..30 {
+            tail.push_str(USER);
+            tail.push('\n');
+            tail.push_str(&assistant(&format!("m{i}"), "ok", 5, 5));
+            tail.push('\n');
+        }
+        let len = 4u64 << 30;
+        let source = Huge {
+            tail: tail.into_bytes(),
+            len,
+            read: std::cell::Cell::new(0),
+        };
+        let reader = BackwardReader::new(&source, len);
+        let c = Conversation::from_reader(reader).unwrap();
+        assert_eq!(c.assistant_turns, 2);
+        assert_eq!(c.messages.len(), CONTEXT_MESSAGES);
+        assert!(!c.cut_by_budget);
+        assert!(
+            source.read.get() <= 256 * 1024,
+            "read {} bytes",
+            source.read.get()
+        );
+    }
+
     #[test]
     fn enablement_precedence() {
         let off = Settings {
