@@ -801,6 +801,19 @@ fn help_names_the_subcommand_and_its_text() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("[TEXT]"));
+    for args in [&["--no-such-flg"][..], &["check", "a", "b"][..]] {
+        let (code, out, stderr) = outcome(home.cmd("suggest").args(args).output().unwrap());
+        assert_eq!(code, 2, "{args:?}");
+        assert_eq!(out["error"]["kind"], "usage");
+        assert!(
+            out["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("Usage: suggest"),
+            "{out}"
+        );
+        assert!(stderr.starts_with("error: "), "{stderr}");
+    }
     let out = home.cmd("suggest").arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout)
         .starts_with(&format!("suggest {}", env!("CARGO_PKG_VERSION"))));
