@@ -69,10 +69,10 @@ pub struct GenerateArgs {
     /// Session id for --events [default: the hook payload's session_id, else the transcript's]
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// A permission prompt is waiting: suppress (pending_permission)
+    /// A permission prompt is waiting: suppress (pending_permission; also from a Notification payload)
     #[arg(long)]
     pub pending_permission: bool,
-    /// An MCP elicitation (a question to the user) is waiting: suppress (elicitation_active)
+    /// An MCP elicitation (a question to the user) is waiting: suppress (elicitation_active; also from a Notification payload)
     #[arg(long)]
     pub elicitation: bool,
     /// The session is in plan mode: suppress (plan_mode; also from the payload's permission_mode)
@@ -294,9 +294,15 @@ impl GenerateArgs {
             .as_ref()
             .and_then(|h| h.permission_mode.as_deref())
             .is_some_and(|mode| mode == "plan");
+        // A Notification hook says what is waiting on the user.
+        let notification = hook
+            .as_ref()
+            .and_then(|h| h.other.get("notification_type"))
+            .and_then(|v| v.as_str());
         let live = LiveState {
-            pending_permission: self.pending_permission,
-            elicitation: self.elicitation,
+            pending_permission: self.pending_permission
+                || notification == Some("permission_prompt"),
+            elicitation: self.elicitation || notification == Some("elicitation_dialog"),
             plan_mode: self.plan_mode || in_plan_mode,
             rate_limited: self.rate_limited,
         };
@@ -407,7 +413,9 @@ later wins); on by default.
 Then, in this order, each a suppression reason checked before any model call: disabled; \
 early_conversation (fewer than 2 assistant turns since the start or the last compact boundary, \
 a turn counted once per message.id); last_response_error (the last assistant record is an API \
-error); pending_permission (--pending-permission); elicitation_active (--elicitation); \
+error); pending_permission (--pending-permission, or a Notification hook payload whose \
+notification_type is permission_prompt); elicitation_active (--elicitation, or \
+notification_type elicitation_dialog); \
 plan_mode (--plan-mode, or the hook payload's permission_mode is plan); rate_limit \
 (--rate-limited); cache_cold (the last assistant turn's input_tokens + \
 cache_creation_input_tokens + output_tokens exceed 10,000: the prompt cache is cold and a \

@@ -249,6 +249,34 @@ fn every_suppression_reason_in_order_with_no_request() {
             "plan_mode",
         ),
         (
+            "permission prompt notification",
+            &cold,
+            &["--elicitation"],
+            &[],
+            Some(
+                json!({"hook_event_name": "Notification", "notification_type": "permission_prompt"}),
+            ),
+            "pending_permission",
+        ),
+        (
+            "elicitation notification",
+            &cold,
+            &["--plan-mode"],
+            &[],
+            Some(
+                json!({"hook_event_name": "Notification", "notification_type": "elicitation_dialog"}),
+            ),
+            "elicitation_active",
+        ),
+        (
+            "an idle notification is no reason",
+            &cold,
+            &[],
+            &[],
+            Some(json!({"hook_event_name": "Notification", "notification_type": "idle_prompt"})),
+            "cache_cold",
+        ),
+        (
             "rate limit",
             &cold,
             &["--rate-limited"],
