@@ -12,6 +12,7 @@ pub mod gate;
 pub mod lock;
 pub mod model;
 pub mod recap;
+pub mod suggest;
 
 /// Every binary's documentation, for `make man completions` and the docs test.
 pub fn doc_pages() -> Vec<cli::docs::Page> {
@@ -36,6 +37,10 @@ pub fn doc_pages() -> Vec<cli::docs::Page> {
         cli::docs::Page {
             command: feedback::Args::command(),
             sections: feedback::MAN_SECTIONS,
+        },
+        cli::docs::Page {
+            command: suggest::Args::command(),
+            sections: suggest::MAN_SECTIONS,
         },
     ]
 }

@@ -5,7 +5,7 @@ use predicates::prelude::*;
 
 use crate::support::*;
 
-const ALL: &[&str] = &["dream-gate", "dream-lock", "dream-run", "recap", "feedback"];
+const ALL: &[&str] = crate::support::BINARIES;
 
 #[test]
 fn help_version_and_usage_errors() {

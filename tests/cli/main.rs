@@ -12,4 +12,5 @@ mod hardening_net;
 mod locations;
 mod lock;
 mod recap;
+mod suggest;
 mod support;

@@ -177,6 +177,16 @@ fn unprivileged_copy(bin: &str) -> PathBuf {
     copy
 }
 
+/// Every released binary, as `make install` installs them.
+pub const BINARIES: &[&str] = &[
+    "dream-gate",
+    "dream-lock",
+    "dream-run",
+    "recap",
+    "suggest",
+    "feedback",
+];
+
 pub fn bin_path(bin: &str) -> PathBuf {
     match bin {
         "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
@@ -184,6 +194,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "dream-run" => PathBuf::from(env!("CARGO_BIN_EXE_dream-run")),
         "recap" => PathBuf::from(env!("CARGO_BIN_EXE_recap")),
         "feedback" => PathBuf::from(env!("CARGO_BIN_EXE_feedback")),
+        "suggest" => PathBuf::from(env!("CARGO_BIN_EXE_suggest")),
         other => panic!("unknown binary {other}"),
     }
 }

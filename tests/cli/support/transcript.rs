@@ -67,13 +67,47 @@ impl Transcript {
         )
     }
 
-    fn assistant_block(mut self, id: &str, block: Value) -> Self {
+    fn assistant_block(self, id: &str, block: Value) -> Self {
+        let usage = json!({"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 500});
+        self.assistant_record(id, block, usage)
+    }
+
+    fn assistant_record(mut self, id: &str, block: Value, usage: Value) -> Self {
         let mut r = self.base("assistant");
         r["message"] = json!({
             "id": id, "role": "assistant", "model": "claude-sonnet-4-5", "type": "message",
             "content": [block],
-            "usage": {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 500}
+            "usage": usage
         });
+        self.lines.push(r);
+        self
+    }
+
+    /// An assistant text reply whose `message.usage` is `usage` (for the cache gates).
+    pub fn assistant_with_usage(self, text: &str, usage: Value) -> Self {
+        let id = format!("msg_{}", self.n);
+        self.assistant_record(&id, json!({"type": "text", "text": text}), usage)
+    }
+
+    /// An API error as Claude Code writes it: a synthetic assistant record.
+    pub fn api_error(mut self, text: &str) -> Self {
+        let mut r = self.base("assistant");
+        r["isApiErrorMessage"] = json!(true);
+        r["error"] = json!("overloaded");
+        r["message"] = json!({
+            "id": uuid_like(self.n), "role": "assistant", "model": "<synthetic>", "type": "message",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        });
+        self.lines.push(r);
+        self
+    }
+
+    /// A `/compact` boundary: what came before is summarised away.
+    pub fn compact_boundary(mut self) -> Self {
+        let mut r = self.base("system");
+        r["subtype"] = json!("compact_boundary");
+        r["content"] = json!("Conversation compacted");
         self.lines.push(r);
         self
     }
@@ -138,6 +172,10 @@ impl Transcript {
             .unwrap()
             .to_string()
     }
+}
+
+fn uuid_like(n: u32) -> String {
+    format!("00000000-0000-4000-a000-{n:012}")
 }
 
 /// RFC 3339 with milliseconds, as Claude Code writes it.

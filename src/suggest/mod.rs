@@ -1,0 +1,516 @@
+//! `suggest`: the next-prompt suggestion. Enablement and suppression are decided before any
+//! model call (`suppress`), one request with no tools asks for what the user would type next
+//! (`generate`), and the answer is cleaned and filtered (`filter`). `suggest check` runs the
+//! cleanup and filters alone: no network, no async runtime.
+
+pub mod filter;
+pub mod generate;
+pub mod suppress;
+
+use std::io::{IsTerminal, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Parser;
+use serde::Serialize;
+
+use crate::claude::paths::{check_path, ProjectHints};
+use crate::claude::transcript::BackwardReader;
+use crate::claude::{Env, Project};
+use crate::cli::duration::count;
+use crate::cli::input::{null_input, MAX_STDIN_BYTES};
+use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
+use crate::model::{self, Client, ModelArgs, ModelError, Tier, Usage};
+use suppress::{Conversation, LiveState};
+
+/// Suggest what the user would type next.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "suggest",
+    version,
+    args_conflicts_with_subcommands = true,
+    about = "Next-prompt suggestion with strict filters; `check` runs the filters alone",
+    long_about = "Suggest what the user would naturally type next in a Claude Code session, \
+as Claude Code's prompt suggestion does: first the enablement switch and the suppression \
+reasons (no model call when one applies), then one request with no tools over the recent \
+conversation, then cleanup and strict filters on the answer. `suggest check TEXT` runs the \
+cleanup and the filters alone, with no network."
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(subcommand)]
+    pub command: Option<Subcommand>,
+    #[command(flatten)]
+    pub generate: GenerateArgs,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Subcommand {
+    /// Clean and filter TEXT (else plain text on stdin) as a suggestion; no network
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    /// The candidate suggestion [default: plain text on stdin]
+    #[arg(value_name = "TEXT")]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct GenerateArgs {
+    /// Transcript of the session [default: the hook payload's transcript_path]
+    #[arg(long, value_name = "PATH")]
+    pub transcript: Option<PathBuf>,
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// Session id for --events [default: the hook payload's session_id, else the transcript's]
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// A permission prompt is waiting: suppress (pending_permission; also from a Notification payload)
+    #[arg(long)]
+    pub pending_permission: bool,
+    /// An MCP elicitation (a question to the user) is waiting: suppress (elicitation_active; also from a Notification payload)
+    #[arg(long)]
+    pub elicitation: bool,
+    /// The session is in plan mode: suppress (plan_mode; also from the payload's permission_mode)
+    #[arg(long)]
+    pub plan_mode: bool,
+    /// The account is rate-limited: suppress (rate_limit)
+    #[arg(long)]
+    pub rate_limited: bool,
+    /// Print the suggestion as Claude Code's event {type:"prompt_suggestion", suggestion, uuid, session_id}
+    #[arg(long)]
+    pub events: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// `{suggestion, usage}`, exit 0.
+#[derive(Debug, Serialize)]
+struct Suggested<'a> {
+    suggestion: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+}
+
+/// `--events`: the event Claude Code emits for a suggestion.
+#[derive(Debug, Serialize)]
+struct Event<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    suggestion: &'a str,
+    uuid: String,
+    session_id: Option<String>,
+}
+
+/// `{suppressed, usage}`, exit 1: no model call was made.
+#[derive(Debug, Serialize)]
+struct Suppressed {
+    suppressed: &'static str,
+    usage: Usage,
+}
+
+/// `{rejected, candidate, usage?}`, exit 1 (`candidate` is the cleaned text).
+#[derive(Debug, Serialize)]
+struct Rejected<'a> {
+    rejected: &'static str,
+    candidate: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+}
+
+/// A failed model exchange (exit 4) or an interrupted one (130/143).
+#[derive(Debug, Serialize)]
+struct Failed {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ModelError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aborted: Option<&'static str>,
+    usage: Usage,
+}
+
+impl Tool for Args {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+        match &self.command {
+            Some(Subcommand::Check(check)) => run_check(check),
+            None => self.generate.run(diag),
+        }
+    }
+}
+
+/// Cleanup and filters over a candidate: `{suggestion}` (exit 0) or `{rejected, candidate}`
+/// (exit 1). `usage` is added when the candidate came from a model.
+pub fn verdict(raw: &str, usage: Option<Usage>) -> (Result<String, filter::Rejection>, Outcome) {
+    let cleaned = filter::clean(raw);
+    match filter::check(&cleaned) {
+        None => {
+            let outcome = Outcome::new(
+                Exit::Yes,
+                &Suggested {
+                    suggestion: &cleaned,
+                    usage,
+                },
+            );
+            (Ok(cleaned), outcome)
+        }
+        Some(rejection) => {
+            let outcome = Outcome::new(
+                Exit::No,
+                &Rejected {
+                    rejected: rejection.reason,
+                    candidate: &cleaned,
+                    usage,
+                },
+            )
+            .with_note(format!(
+                "rejected: {}: {}",
+                rejection.reason, rejection.detail
+            ));
+            (Err(rejection), outcome)
+        }
+    }
+}
+
+/// `suggest check`: never reads a transcript, never starts a runtime, never connects.
+fn run_check(args: &CheckArgs) -> Result<Outcome, Failure> {
+    let text = match &args.text {
+        Some(text) => text.clone(),
+        None => plain_stdin()?.ok_or_else(|| {
+            Failure::Usage("no text to check: pass TEXT, or plain text on stdin".into())
+        })?,
+    };
+    Ok(verdict(&text, None).1)
+}
+
+/// stdin as plain text, under the stdin rule: not read when it is a terminal or `-n` was
+/// given; empty or blank is no input.
+fn plain_stdin() -> Result<Option<String>, Failure> {
+    let stdin = std::io::stdin();
+    if null_input() || stdin.is_terminal() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    match stdin
+        .lock()
+        .take(MAX_STDIN_BYTES + 1)
+        .read_to_end(&mut bytes)
+    {
+        Ok(_) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => return Ok(None),
+        Err(e) => return Err(Failure::environment(format!("cannot read stdin: {e}"))),
+    }
+    if bytes.len() as u64 > MAX_STDIN_BYTES {
+        return Err(Failure::BadInput {
+            reason: Some("too_large"),
+            message: format!("stdin holds more than {MAX_STDIN_BYTES} bytes"),
+        });
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| Failure::bad_input(format!("stdin is not UTF-8 text: {e}")))?;
+    Ok((!text.trim().is_empty()).then_some(text))
+}
+
+fn suppressed(reason: &'static str, detail: &str) -> Outcome {
+    Outcome::new(
+        Exit::No,
+        &Suppressed {
+            suppressed: reason,
+            usage: Usage::default(),
+        },
+    )
+    .with_note(format!("suppressed: {reason}: {detail}"))
+}
+
+/// Opens the transcript for reading, refusing anything but a regular file (a FIFO would
+/// block the open, a device never end).
+fn open_transcript(path: &Path) -> Result<Conversation, Failure> {
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Failure::io("open the transcript", path, &e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Failure::io("stat the transcript", path, &e))?;
+    if !meta.is_file() {
+        return Err(Failure::bad_input(format!(
+            "the transcript {} is not a regular file",
+            path.display()
+        )));
+    }
+    Conversation::from_reader(BackwardReader::new(file, meta.len()))
+        .map_err(|e| Failure::io("read the transcript", path, &e))
+}
+
+async fn interrupted() -> i32 {
+    loop {
+        if let Some(signal) = signals::received() {
+            return signal;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+impl GenerateArgs {
+    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+        let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
+        let transcript = self
+            .transcript
+            .clone()
+            .or_else(|| hook.as_ref().and_then(|h| h.transcript_path.clone()))
+            .ok_or_else(|| {
+                Failure::Usage(
+                    "no transcript: pass --transcript PATH or a hook payload with transcript_path"
+                        .into(),
+                )
+            })?;
+        check_path("the transcript", &transcript)?;
+        let env = Env::from_process();
+        let (_project, settings) = Project::resolve(&hints, &env)?;
+        diag.info(&format!(
+            "enabled: {}",
+            suppress::enablement_source(&env, &settings)
+        ));
+        if !suppress::enabled(&env, &settings) {
+            return Ok(suppressed(
+                "disabled",
+                "prompt suggestions are turned off \
+                 (CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION, else promptSuggestionEnabled)",
+            ));
+        }
+        let conversation = open_transcript(&transcript)?;
+        let in_plan_mode = hook
+            .as_ref()
+            .and_then(|h| h.permission_mode.as_deref())
+            .is_some_and(|mode| mode == "plan");
+        // A Notification hook says what is waiting on the user.
+        let notification = hook
+            .as_ref()
+            .and_then(|h| h.other.get("notification_type"))
+            .and_then(|v| v.as_str());
+        let live = LiveState {
+            pending_permission: self.pending_permission
+                || notification == Some("permission_prompt"),
+            elicitation: self.elicitation || notification == Some("elicitation_dialog"),
+            plan_mode: self.plan_mode || in_plan_mode,
+            rate_limited: self.rate_limited,
+        };
+        diag.info(&format!(
+            "{} read: {} (2 needed), the last {}, {} in it (limit {}), plan mode {}",
+            transcript.display(),
+            count(
+                conversation.assistant_turns as u64,
+                "assistant turn",
+                "assistant turns"
+            ),
+            if conversation.last_is_error {
+                "an API error"
+            } else {
+                "not an error"
+            },
+            count(
+                conversation.last_uncached_tokens(),
+                "uncached token",
+                "uncached tokens"
+            ),
+            suppress::MAX_UNCACHED_TOKENS,
+            match (self.plan_mode, in_plan_mode) {
+                (true, _) => "on (--plan-mode)",
+                (false, true) => "on (the payload's permission_mode)",
+                (false, false) => "off",
+            }
+        ));
+        if let Some((reason, detail)) = suppress::suppression(&conversation, live) {
+            return Ok(suppressed(reason, &detail));
+        }
+        let session_id = self
+            .session
+            .clone()
+            .or_else(|| hook.as_ref().and_then(|h| h.session_id.clone()))
+            .or_else(|| conversation.session_id.clone());
+
+        // After the suppression checks: a hook that finds suggestions off or suppressed says
+        // so (exit 1) even where no credential is set.
+        let client = Client::new(self.model.config(&env, Tier::Main)?)?;
+        let request = generate::request(&conversation.messages);
+        diag.info(&format!(
+            "asking {} about the last {} messages",
+            client.model(),
+            conversation.messages.len()
+        ));
+        // While the model is asked, a signal ends the exchange (not the process), so the
+        // answer says it was interrupted.
+        let hold = signals::hold();
+        let answer = model::block_on(async {
+            tokio::select! {
+                answer = client.send(&request) => Ok(answer),
+                signal = interrupted() => Err(signal),
+            }
+        })?;
+        let answer = match hold.end() {
+            Some(signal) => Err(signal),
+            None => answer,
+        };
+        let response = match answer {
+            Err(signal) => {
+                let failed = Failed {
+                    error: None,
+                    aborted: Some("interrupted"),
+                    usage: Usage::default(),
+                };
+                return Ok(Outcome::new(signals::exit_for(signal), &failed));
+            }
+            Ok(Err(error)) => {
+                diag.warn(&format!("model request failed: {}", error.message));
+                let failed = Failed {
+                    error: Some(error),
+                    aborted: None,
+                    usage: Usage::default(),
+                };
+                return Ok(Outcome::new(Exit::Remote, &failed));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let (result, outcome) = verdict(&response.text(), Some(response.usage));
+        match result {
+            Ok(suggestion) if self.events => {
+                let event = Event {
+                    kind: "prompt_suggestion",
+                    suggestion: &suggestion,
+                    uuid: uuid::Uuid::new_v4().to_string(),
+                    session_id,
+                };
+                Ok(Outcome::new(Exit::Yes, &event))
+            }
+            _ => Ok(outcome),
+        }
+    }
+}
+
+/// Prose for the man page.
+pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "RESULT",
+        "One object. {suggestion, usage}: exit 0. {suppressed, usage}: exit 1, no model call \
+was made (usage is all zeros). {rejected, candidate, usage}: exit 1, the model's answer failed a \
+filter; candidate is the cleaned answer. {error: {kind, status, message, attempts}, usage}: \
+exit 4, the model exchange failed after retries. {aborted: \"interrupted\", usage}: exit 130 \
+or 143 on SIGINT or SIGTERM. With --events, a suggestion is printed as Claude Code's event \
+{type: \"prompt_suggestion\", suggestion, uuid, session_id} instead (uuid is new for each \
+event; session_id is --session, else the hook payload's, else the transcript's); the other \
+results print as above, so select the events with jq 'select(.type == \"prompt_suggestion\")'. \
+Exit 1 prints one line on stderr naming the reason (suppressed: cache_cold: ..., rejected: \
+too_many_words: ...), unless -q.",
+    ),
+    (
+        "ENABLEMENT AND SUPPRESSION",
+        "Enablement, first that answers: CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION (true or false) \
+overrides everything; then promptSuggestionEnabled in the settings (user, project, local; \
+later wins); on by default.
+
+Then, in this order, each a suppression reason checked before any model call: disabled; \
+early_conversation (fewer than 2 assistant turns since the start or the last compact boundary, \
+a turn counted once per message.id); last_response_error (the last assistant record is an API \
+error); pending_permission (--pending-permission, or a Notification hook payload whose \
+notification_type is permission_prompt); elicitation_active (--elicitation, or \
+notification_type elicitation_dialog); \
+plan_mode (--plan-mode, or the hook payload's permission_mode is plan); rate_limit \
+(--rate-limited); cache_cold (the last assistant turn's input_tokens + \
+cache_creation_input_tokens + output_tokens exceed 10,000: the prompt cache is cold and a \
+suggestion would cost a full-price request).",
+    ),
+    (
+        "GENERATION",
+        "The transcript (--transcript, else the hook payload's transcript_path) is read \
+backwards from its end, never whole: the last 20 messages (real user turns, assistant text \
+once per API response, tool calls named with their key argument), stopping at a compact \
+boundary and after at most 8 MiB from the end. One request, no tools, max_tokens 64, asks \
+for what the user would naturally type next, 2 to 12 words, in the user's style, or nothing. \
+The model is the main one (--model, else ANTHROPIC_MODEL, else the built-in main model), as \
+Claude Code forks the main conversation for its suggestion; --provider openai uses --model or \
+OPENAI_MODEL. Model flags, retries and error kinds are those of recap(1).",
+    ),
+    (
+        "FILTERS",
+        "Cleanup first: surrounding blanks, a wrapper tag (<suggestion>...</suggestion>, any \
+tag name), one pair of wrapping quotes and a leading label (Suggestion:, Suggested prompt:, \
+Next prompt:, Prompt:, User:, also in bold) are removed, repeatedly. Then the filters, in \
+order; the first that fails is the reason: empty; done (just done, any case); meta_text \
+(starts with nothing to suggest, nothing found, no suggestion, no next prompt or no prompt; \
+holds stay silent, stays silent, staying silent, remain silent, remaining silent or silence \
+is; or is just silence, none, nothing, null, n/a or empty); meta_wrapped (all in (), [], {}, \
+（） or 【】); \
+error_message (starts with api error:, prompt is too long, request timed out, invalid api \
+key, image was too large); prefixed_label (^\\w+:\\s, ASCII word); too_few_words (fewer than \
+2 words, except yes, yeah, yep, yea, yup, sure, ok, okay, push, commit, deploy, stop, \
+continue, check, exit, quit, no, any case, a trailing . ! or ? allowed, or a /command); \
+too_many_words (more than 12); too_long (100 characters or more); multiple_sentences (. ! or ? \
+then blanks and a capital, or 。！？ followed by more text); has_formatting (a line break, *, \
+a backtick, __, ~~, a markdown link, or a heading, list item or quote at the start); \
+evaluative (thanks, thank you, looks good, sounds good, that works, that worked, that's all, \
+nice, great, perfect, makes sense, awesome, excellent, as whole words); claude_voice (starts \
+with let me, i'll, i've, i'm, i can, i would, i think, i notice, here's, here is, here are, \
+that's, this is, this will, you can, you should, you could, sure, (with its comma), of \
+course, certainly).
+
+Words are whitespace-separated, except in scripts written without spaces: 2 Han characters, \
+or 4 kana or Thai characters, make one word (rounded up within each whitespace-separated \
+piece, and each run of other letters or digits in it is one more word).",
+    ),
+    (
+        "check/INPUT",
+        "TEXT, else plain text on stdin (read only when stdin is not a terminal and -n is not \
+given; at most 16 MiB of UTF-8). No text at all (no TEXT, and stdin a terminal, empty or -n) \
+is a usage error (exit 2); an empty TEXT is rejected as empty. Prints {suggestion} (exit 0) or \
+{rejected, candidate} (exit 1), candidate being the cleaned text. No transcript, settings or \
+network is touched and no async runtime is started. Put -- before a TEXT that starts with -.",
+    ),
+    (
+        "check/EXAMPLES",
+        "  suggest check -n 'run the tests'
+
+  suggest check -n -- '<suggestion>Thanks, looks good!</suggestion>' | jq -r .rejected",
+    ),
+    (
+        "EXAMPLES",
+        "A suggestion for the most recently active session:
+
+  suggest --transcript \"$(ls -t ~/.claude/projects/*/*.jsonl | head -n 1)\" | jq -r .suggestion
+
+As a Stop hook, with the payload on stdin, appending Claude Code's events to a file (end hook \
+commands with exit 0): suggest -q --events >> ~/suggestions.jsonl; exit 0",
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_documents() {
+        let (ok, outcome) = verdict("<suggestion>run the tests</suggestion>", None);
+        assert_eq!(ok.as_deref().ok(), Some("run the tests"));
+        assert_eq!(outcome.exit, Exit::Yes);
+        assert_eq!(
+            outcome.json.as_deref(),
+            Some(r#"{"suggestion":"run the tests"}"#)
+        );
+        let (_, outcome) = verdict(" Thanks! ", None);
+        assert_eq!(outcome.exit, Exit::No);
+        assert_eq!(
+            outcome.json.as_deref(),
+            Some(r#"{"rejected":"too_few_words","candidate":"Thanks!"}"#)
+        );
+        assert!(outcome
+            .note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("rejected: too_few_words: ")));
+    }
+}
