@@ -849,13 +849,19 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
 
 #[test]
 fn limits_end_the_run_failed_and_restored() {
-    for (flag, value, error) in [("--deadline", "1s", "deadline"), ("--max-tokens", "100", "max_tokens")] {
+    for (flag, value, error) in [
+        ("--deadline", "1s", "deadline"),
+        ("--max-tokens", "100", "max_tokens"),
+    ] {
         let d = Dream::new();
         let holder = LiveProcess::start();
         let envelope = d.acquired_envelope(&holder);
         d.api.push(Reply::anthropic_tools(
             "Writing.",
-            &[("write_file", json!({"path": "MEMORY.md", "content": "partial\n"}))],
+            &[(
+                "write_file",
+                json!({"path": "MEMORY.md", "content": "partial\n"}),
+            )],
         ));
         d.api.push(Reply::Hang(Duration::from_secs(20)));
         let before = std::fs::read_to_string(d.mem().join("MEMORY.md")).unwrap();
@@ -882,7 +888,10 @@ fn a_signal_during_a_shell_command_stops_the_run_promptly() {
     d.api.push(Reply::anthropic_tools(
         "Writing, then reading something slow.",
         &[
-            ("write_file", json!({"path": "MEMORY.md", "content": "half done\n"})),
+            (
+                "write_file",
+                json!({"path": "MEMORY.md", "content": "half done\n"}),
+            ),
             ("shell", json!({"command": "cat slow.md"})),
         ],
     ));
@@ -896,11 +905,19 @@ fn a_signal_during_a_shell_command_stops_the_run_promptly() {
         .unwrap();
     {
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(envelope.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(envelope.as_bytes())
+            .unwrap();
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while d.read("MEMORY.md") != "half done\n" {
-        assert!(std::time::Instant::now() < deadline, "the write never landed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the write never landed"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -919,7 +936,12 @@ fn a_signal_during_a_shell_command_stops_the_run_promptly() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run = &stdout_json(&out)["run"];
     assert_eq!(run["status"], "aborted");
     assert_ne!(d.read("MEMORY.md"), "half done\n", "restored");
@@ -934,7 +956,11 @@ fn verbose_says_whether_landlock_confines_the_shell_and_a_pipe_gets_no_bar() {
     d.api.push(Reply::anthropic_text("Nothing to change."));
     let quiet = d.run(&envelope, &[]);
     assert_eq!(quiet.status.code(), Some(0));
-    assert_eq!(stderr_text(&quiet), "", "no progress bar or chatter in a pipe");
+    assert_eq!(
+        stderr_text(&quiet),
+        "",
+        "no progress bar or chatter in a pipe"
+    );
     drop(holder);
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
@@ -942,7 +968,10 @@ fn verbose_says_whether_landlock_confines_the_shell_and_a_pipe_gets_no_bar() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     let landlock = stdout_json(&out)["run"]["landlock"].as_bool().unwrap();
     let said = stderr_text(&out);
-    let line = said.lines().find(|l| l.contains("Landlock")).unwrap_or_else(|| panic!("{said}"));
+    let line = said
+        .lines()
+        .find(|l| l.contains("Landlock"))
+        .unwrap_or_else(|| panic!("{said}"));
     assert_eq!(line.contains("Landlock active"), landlock, "{line}");
 }
 
@@ -953,11 +982,21 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
     let envelope = d.acquired_envelope(&holder);
     d.api.push(Reply::anthropic_tools(
         "Indexing.",
-        &[("write_file", json!({"path": "MEMORY.md", "content": "- entry\n".repeat(250)}))],
+        &[(
+            "write_file",
+            json!({"path": "MEMORY.md", "content": "- entry\n".repeat(250)}),
+        )],
     ));
     d.api.push(Reply::anthropic_text("Indexed everything."));
     let out = d.run(&envelope, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["run"]["warnings"], json!(["index_over_limit"]));
-    assert!(stderr_text(&out).contains("MEMORY.md is over"), "{}", stderr_text(&out));
+    assert_eq!(
+        stdout_json(&out)["run"]["warnings"],
+        json!(["index_over_limit"])
+    );
+    assert!(
+        stderr_text(&out).contains("MEMORY.md is over"),
+        "{}",
+        stderr_text(&out)
+    );
 }

@@ -1022,3 +1022,56 @@ fn a_second_run_with_a_token_that_is_not_the_holders_cannot_write() {
         "Build with make.\n"
     );
 }
+
+/// A proxy or gateway that echoes the key in its error message (as some do for a bad key):
+/// dream-run prints the model's message in `run.message` and on stderr, and must redact the
+/// key there.
+#[test]
+fn a_model_error_that_echoes_the_api_key_does_not_print_it() {
+    let lab = Lab::new();
+    lab.api.push(Reply::error(
+        401,
+        "authentication_error",
+        &format!("invalid x-api-key: {KEY}"),
+    ));
+    let out = lab.cmd().args(["-n", "--unlocked"]).output().unwrap();
+    assert_eq!(code(&out), 4, "{}", stderr_text(&out));
+    no_secret(&out);
+}
+
+/// The memory dir itself is a symlink to a folder elsewhere (a synced folder): the run writes
+/// through it as the memory dir, a failure restores there, and nothing else changes.
+#[test]
+fn a_memory_dir_that_is_a_symlink_is_used_as_the_memory_dir() {
+    let lab = Lab::new();
+    let real = lab.home.root.join("synced-memory");
+    std::fs::rename(lab.mem(), &real).unwrap();
+    std::os::unix::fs::symlink(&real, lab.mem()).unwrap();
+    let mem_abs = lab.mem().join("topics/new.md");
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[
+                (
+                    "write_file",
+                    json!({"path": mem_abs.to_str().unwrap(), "content": "a\n"}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+                ),
+            ],
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let before = tree(&real);
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    let results = tool_results(&lab.api.requests()[1]);
+    assert!(results.iter().all(|(_, e)| !e), "{results:?}");
+    assert_eq!(tree(&real), before, "not restored through the link");
+    assert!(std::fs::symlink_metadata(lab.mem())
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
