@@ -1075,3 +1075,98 @@ fn a_memory_dir_that_is_a_symlink_is_used_as_the_memory_dir() {
         .file_type()
         .is_symlink());
 }
+
+fn file_mode(path: &Path) -> u32 {
+    crate::support::mode(&std::fs::metadata(path).unwrap())
+}
+
+/// A private (0600) memory file the run edited: the restore after a failure puts its content
+/// back and must keep it private (it is rewritten 0644 now, readable by every user).
+#[test]
+fn a_failed_runs_restore_keeps_a_private_files_mode() {
+    let lab = Lab::new();
+    let build = lab.mem().join("topics/build.md");
+    crate::support::chmod(&build, 0o600);
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+            )],
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(&build).unwrap(),
+        "Build with make.\n"
+    );
+    assert_eq!(file_mode(&build), 0o600, "the restore widened the mode");
+}
+
+/// The same through `undo` of a completed run.
+#[test]
+fn undo_keeps_a_private_files_mode() {
+    let lab = Lab::new();
+    let build = lab.mem().join("topics/build.md");
+    crate::support::chmod(&build, 0o600);
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = lab.run(&[]);
+    assert_eq!(code(&out), 0, "{}", stderr_text(&out));
+    assert_eq!(file_mode(&build), 0o600, "the edit kept the mode");
+    let out = lab.undo(&[]);
+    let doc = json_of(&out);
+    assert_eq!(doc["undone"], true, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(&build).unwrap(),
+        "Build with make.\n"
+    );
+    assert_eq!(file_mode(&build), 0o600, "undo widened the mode");
+}
+
+/// The run edits MEMORY.md, then Claude Code (which takes no lock for its own memory writes)
+/// adds a line to it, then the run fails: the restore must not throw that line away ("never
+/// lose memory"); undo already refuses in this case, the failure restore overwrites.
+#[test]
+fn a_failed_runs_restore_keeps_an_edit_made_after_the_runs_write() {
+    let lab = Lab::new();
+    let index = lab.mem().join("MEMORY.md");
+    let person = {
+        let index = index.clone();
+        move || {
+            let mut text = std::fs::read_to_string(&index).unwrap();
+            text.push_str("- [Person](person.md): written by the session meanwhile\n");
+            std::fs::write(&index, text).unwrap();
+        }
+    };
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": "MEMORY.md", "old_string": "# Memory\n", "new_string": "# Memory (dreamed)\n"}),
+            )],
+        ))
+        .push(Reply::After(
+            Box::new(person),
+            Box::new(Reply::error(401, "authentication_error", "bad key")),
+        ));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    let now = std::fs::read_to_string(&index).unwrap();
+    assert!(
+        now.contains("written by the session meanwhile"),
+        "the restore dropped a line written after the run's edit: {now:?}"
+    );
+}
