@@ -1170,3 +1170,129 @@ fn a_failed_runs_restore_keeps_an_edit_made_after_the_runs_write() {
         "the restore dropped a line written after the run's edit: {now:?}"
     );
 }
+
+/// A memory file nested deeper than the snapshot walks (topic folders in folders): the run
+/// edits it and fails. The snapshot never copied it, so the restore takes it for a file the run
+/// created and deletes it: memory lost.
+#[test]
+fn a_failed_runs_restore_never_deletes_a_deep_file_it_only_edited() {
+    let lab = Lab::new();
+    let rel = "a/b/c/d/e/f/g/h/i/j/deep.md";
+    let deep = lab.mem().join(rel);
+    std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
+    std::fs::write(&deep, "A deep fact.\n").unwrap();
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": rel, "old_string": "deep", "new_string": "changed"}),
+            )],
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(&deep).ok().as_deref(),
+        Some("A deep fact.\n"),
+        "the restore lost a memory file the run had only edited"
+    );
+}
+
+/// The snapshot is taken before the run's first write; a note Claude Code writes after that,
+/// which the run then edits, is not in it: the restore after a failure deletes the note.
+#[test]
+fn a_failed_runs_restore_never_deletes_a_file_written_after_its_snapshot() {
+    let lab = Lab::new();
+    let note = lab.mem().join("note.md");
+    let person = {
+        let note = note.clone();
+        move || std::fs::write(&note, "A note from the session.\n").unwrap()
+    };
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/new.md", "content": "new\n"}),
+            )],
+        ))
+        .push(Reply::After(
+            Box::new(person),
+            Box::new(Reply::anthropic_tools(
+                "Editing the note.",
+                &[(
+                    "edit_file",
+                    json!({"path": "note.md", "old_string": "A note", "new_string": "An edited note"}),
+                )],
+            )),
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert!(!lab.mem().join("topics/new.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(&note).ok().as_deref(),
+        Some("A note from the session.\n"),
+        "the restore deleted a note that existed before the run touched it"
+    );
+}
+
+/// A failed run that created `brand/new/x.md`: the restore removes the file and the folders the
+/// run created for it, so the memory dir is as it was.
+#[test]
+fn a_failed_runs_restore_removes_the_folders_it_created() {
+    let lab = Lab::new();
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "brand/new/x.md", "content": "x\n"}),
+            )],
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert!(!lab.mem().join("brand/new/x.md").exists());
+    assert!(
+        !lab.mem().join("brand").exists(),
+        "empty folders left in the memory dir"
+    );
+}
+
+/// The same deep file edited by a completed run: the diff calls it created, and undo would
+/// delete it.
+#[test]
+fn a_completed_runs_edit_of_a_deep_file_is_modified_and_undo_restores_it() {
+    let lab = Lab::new();
+    let rel = "a/b/c/d/e/f/g/h/i/j/deep.md";
+    let deep = lab.mem().join(rel);
+    std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
+    std::fs::write(&deep, "A deep fact.\n").unwrap();
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": rel, "old_string": "deep", "new_string": "changed"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{doc}");
+    let abs = deep.to_string_lossy().into_owned();
+    assert_eq!(doc["run"]["diff"]["modified"], json!([abs]), "{doc}");
+    let out = lab.undo(&[]);
+    let undo = json_of(&out);
+    assert_eq!(undo["undone"], true, "{undo}");
+    assert_eq!(
+        std::fs::read_to_string(&deep).ok().as_deref(),
+        Some("A deep fact.\n"),
+        "undo lost a memory file the run had only edited"
+    );
+}
