@@ -1296,3 +1296,49 @@ fn a_completed_runs_edit_of_a_deep_file_is_modified_and_undo_restores_it() {
         "undo lost a memory file the run had only edited"
     );
 }
+
+/// A task record whose `snapshot` names a folder outside the state dir, holding a crafted
+/// manifest and copy: undo must only ever restore from the task's own snapshot folder.
+#[test]
+fn undo_only_restores_from_the_tasks_own_snapshot_folder() {
+    let lab = Lab::new();
+    let task = lab.completed_run_creating_new_md();
+    let crafted = lab.home.root.join("crafted");
+    std::fs::create_dir_all(crafted.join("files")).unwrap();
+    std::fs::write(crafted.join("files/MEMORY.md"), "# Planted\n").unwrap();
+    let manifest = json!({
+        "task_id": task,
+        "before": {"MEMORY.md": sha256_hex(b"# Planted\n")},
+        "after": {"MEMORY.md": sha256_hex(&std::fs::read(lab.mem().join("MEMORY.md")).unwrap())},
+    });
+    std::fs::write(
+        crafted.join("manifest.json"),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    let record_path = lab
+        .home
+        .state_dir()
+        .join("tasks")
+        .join(format!("{task}.json"));
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["snapshot"] = json!(crafted.to_str().unwrap());
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let before = md_tree(&lab.mem());
+
+    let out = lab.undo(&[&task]);
+    let doc = json_of(&out);
+    assert_eq!(
+        tree(&lab.mem()),
+        before,
+        "undo restored from {crafted:?}: {doc}"
+    );
+    assert_ne!(doc["undone"], true, "{doc}");
+}
+
+/// The memory files (undo's lock leaves its own files next to them).
+fn md_tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
+    let mut all = tree(root);
+    all.retain(|(p, _)| p.ends_with(".md"));
+    all
+}
