@@ -1342,3 +1342,44 @@ fn md_tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
     all.retain(|(p, _)| p.ends_with(".md"));
     all
 }
+
+/// A full disk while the snapshot is taken (a 100 KB memory file, a 64 KB file-size limit):
+/// the write is refused, the run stops as an environment failure (exit 3) and the memory dir
+/// is as it was.
+#[test]
+fn a_full_disk_during_the_snapshot_stops_the_run_with_nothing_changed() {
+    let lab = Lab::new();
+    std::fs::write(lab.mem().join("topics/large.md"), "l".repeat(100 * 1024)).unwrap();
+    let before = tree(&lab.mem());
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/new.md", "content": "new\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let mut cmd = lab.process(&["-n", "--unlocked"]);
+    let limit: u64 = 64 * 1024;
+    unsafe {
+        cmd.pre_exec(move || {
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = wait_bounded(cmd.spawn().unwrap());
+    no_secret(&out);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 3, "{doc} {}", stderr_text(&out));
+    assert_eq!(doc["run"]["status"], "failed");
+    assert_eq!(doc["run"]["error"], "environment");
+    assert_eq!(tree(&lab.mem()), before);
+}
