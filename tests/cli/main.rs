@@ -3,6 +3,7 @@
 mod binaries;
 mod docs;
 mod dream;
+mod dream_attacks;
 mod examples;
 mod feedback;
 mod gate;

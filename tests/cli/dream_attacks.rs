@@ -1,0 +1,1385 @@
+//! dream-run attacked through the real binary: the scripted fake model asks for path escapes,
+//! odd inputs and huge answers; special files, symlinks and tampered state sit where files are
+//! expected. Every wait is bounded, so a hang fails instead of stalling the suite. Expected:
+//! never a panic, bad input exit 2 with nothing changed, nothing written outside the memory dir
+//! and the state dir, refused tool calls as `is_error` results with the run going on, the
+//! memory dir restored on failure, the API key never printed.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sha2::Digest as _;
+
+use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::support::{hours, session_id, set_age, stderr_text, stdout_json, tree, ClaudeHome};
+
+const KEY: &str = "sk-ant-attack-SECRET-7d1c";
+/// Generous: each run here answers in well under a second when it does not hang.
+const BOUND: Duration = Duration::from_secs(30);
+const CANARY: &str = "CANARY-51f0-outside";
+
+/// A project with a little memory, one session, an `outside` folder next to it holding a
+/// canary, and a fake model.
+struct Lab {
+    home: ClaudeHome,
+    api: FakeApi,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let home = ClaudeHome::new();
+        let mem = home.memory_dir();
+        std::fs::create_dir_all(mem.join("topics")).unwrap();
+        std::fs::write(
+            mem.join("MEMORY.md"),
+            "# Memory\n- [Build](topics/build.md)\n",
+        )
+        .unwrap();
+        std::fs::write(mem.join("topics/build.md"), "Build with make.\n").unwrap();
+        let session = home.add_session(&session_id(1), hours(2));
+        set_age(&session, hours(2));
+        home.consolidated(hours(48));
+        let outside = home.root.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.md"), format!("{CANARY}\n")).unwrap();
+        Lab {
+            home,
+            api: FakeApi::start(),
+        }
+    }
+
+    fn mem(&self) -> PathBuf {
+        self.home.memory_dir()
+    }
+
+    fn outside(&self) -> PathBuf {
+        self.home.root.join("outside")
+    }
+
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut cmd = self.home.cmd("dream-run");
+        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
+            .timeout(BOUND);
+        cmd
+    }
+
+    /// `dream-run -n --unlocked ARGS`, bounded.
+    fn run(&self, args: &[&str]) -> Output {
+        let out = self
+            .cmd()
+            .args(["-n", "--unlocked"])
+            .args(args)
+            .output()
+            .unwrap();
+        no_secret(&out);
+        out
+    }
+
+    /// dream-run as a plain process (for pre_exec and signals).
+    fn process(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(crate::support::bin_path("dream-run"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home.home)
+            .env("CLAUDE_CONFIG_DIR", &self.home.config)
+            .env("XDG_STATE_HOME", &self.home.state_home)
+            .env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
+            .current_dir(&self.home.project)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// A completed unlocked run that created `topics/new.md`: its task id.
+    fn completed_run_creating_new_md(&self) -> String {
+        self.api
+            .push(Reply::anthropic_tools(
+                "Writing.",
+                &[(
+                    "write_file",
+                    json!({"path": "topics/new.md", "content": "new fact\n"}),
+                )],
+            ))
+            .push(Reply::anthropic_text("Done."));
+        let out = self.run(&[]);
+        let doc = json_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{doc} {}", stderr_text(&out));
+        assert_eq!(doc["run"]["status"], "completed", "{doc}");
+        doc["run"]["task_id"].as_str().unwrap().to_string()
+    }
+
+    fn snapshot_dir(&self, task_id: &str) -> PathBuf {
+        self.home.state_dir().join("snapshots").join(task_id)
+    }
+
+    fn undo(&self, args: &[&str]) -> Output {
+        let out = self.cmd().args(["undo", "-n"]).args(args).output().unwrap();
+        no_secret(&out);
+        out
+    }
+}
+
+fn no_secret(out: &Output) {
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr_text(out)
+    );
+    assert!(!all.contains(KEY), "the API key was printed: {all}");
+}
+
+/// The exit code; a run killed by the bound (a hang) fails here with what it printed.
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or_else(|| {
+        panic!(
+            "no exit code (killed after {BOUND:?}: it hung?): {}",
+            stderr_text(out)
+        )
+    })
+}
+
+/// The printed document, after checking the process ended by itself (a hang reads as one).
+fn json_of(out: &Output) -> Value {
+    code(out);
+    stdout_json(out)
+}
+
+fn wait_bounded(mut child: Child) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > BOUND {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {BOUND:?} (it hung): {}",
+                stderr_text(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The tool results the last request carried back: (text, is_error), in order.
+fn tool_results(request: &Recorded) -> Vec<(String, bool)> {
+    request.body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_result")
+                .map(|b| {
+                    let text = match &b["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (text, b["is_error"] == true)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A Messages API answer with exactly these content blocks (ids chosen by the test).
+fn raw_tool_answer(content: Vec<Value>) -> Reply {
+    Reply::json(
+        200,
+        json!({
+            "id": "msg_raw", "type": "message", "role": "assistant", "model": "test",
+            "content": content, "stop_reason": "tool_use",
+            "usage": {"input_tokens": 10, "output_tokens": 10,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        }),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Findings: these fail until dream-run is fixed.
+
+/// A manifest under the state dir names paths with `..` and an absolute path in `after`: undo
+/// must not delete (or write) files outside the memory dir because of it.
+#[test]
+fn undo_with_a_tampered_manifest_never_touches_files_outside_the_memory_dir() {
+    let lab = Lab::new();
+    let task = lab.completed_run_creating_new_md();
+    let victim_rel = lab.home.root.join("victim-rel.md");
+    let victim_abs = lab.home.root.join("victim-abs.md");
+    std::fs::write(&victim_rel, "keep me\n").unwrap();
+    std::fs::write(&victim_abs, "keep me too\n").unwrap();
+    // From the memory dir up to the temporary root: memory, <slug>, projects, .claude, home.
+    let rel = "../../../../../victim-rel.md";
+    assert!(
+        lab.mem().join(rel).exists(),
+        "the relative path reaches the victim"
+    );
+    let manifest_path = lab.snapshot_dir(&task).join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    // Hashes of what the victims hold now, so "changed since the run" sees nothing changed;
+    // absent from `before`, so a restore "deletes the file the run created".
+    manifest["after"][rel] = json!(sha256_hex(b"keep me\n"));
+    manifest["after"][victim_abs.to_str().unwrap()] = json!(sha256_hex(b"keep me too\n"));
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+
+    let out = lab.undo(&[&task]);
+    let doc = json_of(&out);
+    assert!(
+        victim_rel.exists(),
+        "undo deleted {}: {doc}",
+        victim_rel.display()
+    );
+    assert!(
+        victim_abs.exists(),
+        "undo deleted {}: {doc}",
+        victim_abs.display()
+    );
+    // A corrupt snapshot is a local failure: nothing restored, the run's file left.
+    assert_eq!(code(&out), 3, "{doc}");
+    assert_ne!(doc["undone"], true, "{doc}");
+    assert!(lab.mem().join("topics/new.md").exists());
+}
+
+/// After a completed run, the memory dir's `topics` folder becomes a symlink to a folder
+/// outside (holding the file the run created, as it left it). undo follows the link and
+/// deletes the outside file, though the write tools refuse every link.
+#[test]
+fn undo_does_not_follow_a_symlink_swapped_into_the_memory_dir() {
+    let lab = Lab::new();
+    let task = lab.completed_run_creating_new_md();
+    let elsewhere = lab.home.root.join("elsewhere");
+    std::fs::rename(lab.mem().join("topics"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, lab.mem().join("topics")).unwrap();
+    let before = tree(&elsewhere);
+
+    let out = lab.undo(&[&task]);
+    let doc = json_of(&out);
+    assert_eq!(
+        tree(&elsewhere),
+        before,
+        "undo changed files outside the memory dir through a symlink: {doc}"
+    );
+    assert_ne!(doc["undone"], true, "{doc}");
+}
+
+/// The same swap while a run is going, then the model fails: the restore after the failure
+/// must not delete or rewrite files outside the memory dir through the link.
+#[test]
+fn a_failed_runs_restore_does_not_follow_a_symlink_swapped_in_mid_run() {
+    let lab = Lab::new();
+    let (mem, elsewhere) = (lab.mem(), lab.home.root.join("elsewhere"));
+    let swap = {
+        let (mem, elsewhere) = (mem.clone(), elsewhere.clone());
+        move || {
+            std::fs::rename(mem.join("topics"), &elsewhere).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, mem.join("topics")).unwrap();
+        }
+    };
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[
+                (
+                    "write_file",
+                    json!({"path": "topics/new.md", "content": "new fact\n"}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+                ),
+            ],
+        ))
+        // Swapped before the second answer, which fails for good (401 is not retried).
+        .push(Reply::After(
+            Box::new(swap),
+            Box::new(Reply::error(401, "authentication_error", "bad key")),
+        ));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert_eq!(doc["run"]["status"], "failed", "{doc}");
+    // What the link's target held when the run failed: left as it was.
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("new.md"))
+            .ok()
+            .as_deref(),
+        Some("new fact\n"),
+        "the restore deleted a file outside the memory dir"
+    );
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("build.md")).unwrap(),
+        "Build with cargo.\n",
+        "the restore rewrote a file outside the memory dir"
+    );
+}
+
+/// MEMORY.md is a FIFO (nobody writes it): a run that changes nothing must still end.
+#[test]
+fn a_fifo_as_memory_md_does_not_hang_a_run() {
+    let lab = Lab::new();
+    mkfifo(&lab.mem().join("MEMORY.md"));
+    lab.api
+        .push(Reply::anthropic_text("Nothing to consolidate."));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{doc}");
+    assert_eq!(doc["run"]["status"], "completed");
+}
+
+/// `dream-run pending` (a SessionStart hook) with a FIFO as pending-updates.jsonl.
+#[test]
+fn pending_with_a_fifo_as_the_updates_file_exits_3_without_waiting() {
+    let lab = Lab::new();
+    mkfifo(&lab.home.state_dir().join("pending-updates.jsonl"));
+    let out = lab
+        .cmd()
+        .args(["pending", "-n", "--clear"])
+        .output()
+        .unwrap();
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 3, "{doc}");
+    assert!(doc["error"].is_object(), "{doc}");
+}
+
+/// A completed run that changed files appends to pending-updates.jsonl, here a FIFO: it must
+/// end (exit 3, the file named) instead of waiting for a reader.
+#[test]
+fn a_run_with_a_fifo_as_the_updates_file_ends_with_exit_3() {
+    let lab = Lab::new();
+    let pending = lab.home.state_dir().join("pending-updates.jsonl");
+    mkfifo(&pending);
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/new.md", "content": "new fact\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 3, "{doc}");
+    assert!(
+        doc["run"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("pending-updates.jsonl")),
+        "{doc}"
+    );
+}
+
+/// `undo TASK_ID` whose record is a FIFO.
+#[test]
+fn undo_of_a_task_whose_record_is_a_fifo_exits_3_without_waiting() {
+    let lab = Lab::new();
+    let id = "20261203T120000Z-deadbeef";
+    mkfifo(
+        &lab.home
+            .state_dir()
+            .join("tasks")
+            .join(format!("{id}.json")),
+    );
+    let out = lab.undo(&[id]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 3, "{doc}");
+}
+
+/// `undo` of a real completed run whose snapshot manifest was replaced by a FIFO.
+#[test]
+fn undo_with_a_fifo_as_the_snapshot_manifest_exits_3_without_waiting() {
+    let lab = Lab::new();
+    let task = lab.completed_run_creating_new_md();
+    mkfifo(&lab.snapshot_dir(&task).join("manifest.json"));
+    let out = lab.undo(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 3, "{doc}");
+    assert!(lab.mem().join("topics/new.md").exists());
+}
+
+/// The digest index under the state dir is a FIFO: the run must not wait on it (rebuilding
+/// the digests is fine).
+#[test]
+fn a_fifo_as_the_digest_index_does_not_hang_a_run() {
+    let lab = Lab::new();
+    mkfifo(&lab.home.state_dir().join("digests").join("index.json"));
+    lab.api
+        .push(Reply::anthropic_text("Nothing to consolidate."));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert!(matches!(code(&out), 0 | 3), "{doc}");
+}
+
+/// A 100 MB answer, far over anything `max_tokens` 8192 allows: a model error (exit 4), not
+/// 100 MB (and its copies) taken into memory and sent back in the next request.
+#[test]
+fn a_100_mb_model_answer_is_a_model_error() {
+    let lab = Lab::new();
+    let text = "a".repeat(100 * 1024 * 1024);
+    lab.api.push(Reply::json(
+        200,
+        json!({
+            "id": "msg_huge", "type": "message", "role": "assistant", "model": "test",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 10,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        }),
+    ));
+    drop(text);
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{}", doc["run"]["message"]);
+    assert_eq!(doc["run"]["error"], "model");
+    assert!(
+        out.stdout.len() < 64 * 1024,
+        "printed {} bytes",
+        out.stdout.len()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attacks that held (not covered elsewhere through the binary).
+
+/// Path escapes by every route, through the real binary: each is a tool error, the run goes
+/// on and completes, nothing outside changes, and the canary never reaches the model.
+#[test]
+fn path_escapes_through_the_binary_are_tool_errors_and_the_run_goes_on() {
+    let lab = Lab::new();
+    let (mem, outside) = (lab.mem(), lab.outside());
+    std::os::unix::fs::symlink(outside.join("secret.md"), mem.join("escape.md")).unwrap();
+    std::os::unix::fs::symlink(&outside, mem.join("linked")).unwrap();
+    // A hard link to a file outside: readable (its real path is inside), but a write replaces
+    // the link, never the outside file.
+    std::fs::write(outside.join("hard.md"), "outside hard\n").unwrap();
+    std::fs::hard_link(outside.join("hard.md"), mem.join("hard.md")).unwrap();
+    let abs = outside.join("new.md").to_string_lossy().into_owned();
+    let before = tree(&outside);
+    let calls: Vec<(&str, Value)> = vec![
+        ("write_file", json!({"path": "../x.md", "content": "x"})),
+        (
+            "write_file",
+            json!({"path": "topics/../../x.md", "content": "x"}),
+        ),
+        ("write_file", json!({"path": abs, "content": "x"})),
+        ("write_file", json!({"path": "escape.md", "content": "x"})),
+        (
+            "write_file",
+            json!({"path": "linked/new.md", "content": "x"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": "escape.md", "old_string": "CANARY", "new_string": "x"}),
+        ),
+        ("delete_file", json!({"path": "escape.md"})),
+        ("delete_file", json!({"path": "linked/secret.md"})),
+        ("read_file", json!({"path": "escape.md"})),
+        ("read_file", json!({"path": "linked/secret.md"})),
+        ("read_file", json!({"path": "/proc/self/root/etc/passwd"})),
+        ("shell", json!({"command": "cat escape.md"})),
+        ("shell", json!({"command": "cat linked/secret.md"})),
+        ("shell", json!({"command": "grep -R CANARY ."})),
+        ("shell", json!({"command": "grep -r CANARY linked/"})),
+        (
+            "shell",
+            json!({"command": "cat /proc/self/cwd/linked/secret.md"}),
+        ),
+        (
+            "shell",
+            json!({"command": "cat /proc/self/root/etc/passwd"}),
+        ),
+        ("shell", json!({"command": "cat /dev/stdin"})),
+        ("shell", json!({"command": "tail -f MEMORY.md"})),
+        ("shell", json!({"command": "tail --follow=name MEMORY.md"})),
+        ("shell", json!({"command": "tail -F MEMORY.md"})),
+        (
+            "shell",
+            json!({"command": "wc --files0-from=../../../../../outside/secret.md"}),
+        ),
+        (
+            "shell",
+            json!({"command": "cat $'..\\x2f..\\x2fsecret.md'"}),
+        ),
+        (
+            "shell",
+            json!({"command": "cat MEMORY.md|cat ../../../../../outside/secret.md"}),
+        ),
+        ("shell", json!({"command": "cat MEMORY.md |& cat"})),
+        ("shell", json!({"command": "cat <(cat /etc/passwd)"})),
+        ("shell", json!({"command": "stat -L escape.md"})),
+        ("shell", json!({"command": "find . -lname '*' -printf %l"})),
+        ("shell", json!({"command": "head -c 10 /dev/zero"})),
+        ("shell", json!({"command": "grep -D read -r x ."})),
+        ("shell", json!({"command": "env cat /etc/passwd"})),
+        ("shell", json!({"command": "/usr/bin/env cat /etc/passwd"})),
+        ("shell", json!({"command": "cat MEMORY.md | /bin/sh"})),
+        ("shell", json!({"command": "ls -d /*"})),
+        (
+            "shell",
+            json!({"command": "grep --exclude-from=escape.md -r x ."}),
+        ),
+    ];
+    let count = calls.len();
+    lab.api
+        .push(Reply::anthropic_tools("Escaping.", &calls))
+        .push(Reply::anthropic_tools(
+            "Still here.",
+            &[(
+                "write_file",
+                json!({"path": "hard.md", "content": "inside\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{doc} {}", stderr_text(&out));
+    assert_eq!(doc["run"]["status"], "completed");
+    let requests = lab.api.requests();
+    let results = tool_results(&requests[1]);
+    assert_eq!(results.len(), count);
+    for ((text, _), (name, input)) in results.iter().zip(&calls) {
+        assert!(
+            !text.contains(CANARY) && !text.contains("root:x:0"),
+            "{name} {input} leaked: {text}"
+        );
+    }
+    // Every write-side call and every read that leaves the roots is refused.
+    for (i, (text, is_error)) in results.iter().enumerate().take(11) {
+        assert!(is_error, "call {i} {:?} was allowed: {text}", calls[i]);
+    }
+    let last = tool_results(&requests[2]);
+    assert!(!last[0].1, "a write over a hard link inside: {last:?}");
+    assert_eq!(
+        std::fs::read_to_string(mem.join("hard.md")).unwrap(),
+        "inside\n"
+    );
+    let mut after = tree(&outside);
+    assert_eq!(after.len(), before.len());
+    after.retain(|(p, _)| !p.ends_with("hard.md"));
+    let mut expected = before.clone();
+    expected.retain(|(p, _)| !p.ends_with("hard.md"));
+    assert_eq!(after, expected);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("hard.md")).unwrap(),
+        "outside hard\n",
+        "a write through a hard link changed the outside file"
+    );
+}
+
+/// Inputs of the wrong JSON type, unknown tools and repeated tool_use ids: each answered with
+/// an `is_error` result under its own id, the run goes on.
+#[test]
+fn wrong_types_unknown_tools_and_repeated_ids_are_tool_errors() {
+    let lab = Lab::new();
+    let blocks: Vec<Value> = [
+        ("shell", json!("ls")),
+        ("shell", json!(["ls"])),
+        ("shell", Value::Null),
+        ("shell", json!({"command": ["ls"]})),
+        ("shell", json!({"command": 7})),
+        ("read_file", json!({"path": 5})),
+        ("read_file", json!({"path": "MEMORY.md", "offset": "x"})),
+        ("read_file", json!({"path": "MEMORY.md", "limit": -1})),
+        ("write_file", json!({"path": "a.md", "content": {"x": 1}})),
+        ("write_file", json!({"path": ["a.md"], "content": "x"})),
+        ("edit_file", json!({"path": "MEMORY.md", "old_string": 1, "new_string": 2})),
+        ("delete_file", json!({"path": true})),
+        ("bash", json!({"command": "ls"})),
+        ("", json!({})),
+    ]
+    .into_iter()
+    .map(|(name, input)| json!({"type": "tool_use", "id": "toolu_same", "name": name, "input": input}))
+    .collect();
+    let count = blocks.len();
+    lab.api
+        .push(raw_tool_answer(blocks))
+        .push(Reply::anthropic_text("Done."));
+    let before = tree(&lab.mem());
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{doc}");
+    assert_eq!(doc["run"]["status"], "completed");
+    let results = tool_results(&lab.api.requests()[1]);
+    assert_eq!(results.len(), count);
+    for (text, is_error) in &results {
+        assert!(is_error, "allowed: {text}");
+    }
+    assert_eq!(tree(&lab.mem()), before);
+}
+
+/// One answer with 500 tool calls: 500 results in the next request, in order; the run ends.
+#[test]
+fn a_reply_with_500_tool_calls_is_answered_call_by_call() {
+    let lab = Lab::new();
+    let calls: Vec<(&str, Value)> = (0..500)
+        .map(|n| {
+            if n % 2 == 0 {
+                ("read_file", json!({"path": "MEMORY.md", "limit": 1}))
+            } else {
+                (
+                    "write_file",
+                    json!({"path": format!("many/{n}.md"), "content": format!("{n}\n")}),
+                )
+            }
+        })
+        .collect();
+    lab.api
+        .push(Reply::anthropic_tools("Many.", &calls))
+        .push(Reply::anthropic_text("Done."));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{}", stderr_text(&out));
+    let results = tool_results(&lab.api.requests()[1]);
+    assert_eq!(results.len(), 500);
+    assert!(results.iter().all(|(_, e)| !e));
+    assert_eq!(doc["run"]["files_touched"].as_array().unwrap().len(), 250);
+    assert_eq!(
+        std::fs::read_to_string(lab.mem().join("many/499.md")).unwrap(),
+        "499\n"
+    );
+}
+
+/// A 10 MB write and a path of 10 KB are refused as tool errors, the run goes on; nothing of
+/// them lands in the memory dir.
+#[test]
+fn a_10_mb_write_and_a_10_kb_path_are_tool_errors() {
+    let lab = Lab::new();
+    let before = tree(&lab.mem());
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Huge.",
+            &[
+                (
+                    "write_file",
+                    json!({"path": "big.md", "content": "x".repeat(10 * 1024 * 1024)}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "MEMORY.md", "old_string": "# Memory", "new_string": "y".repeat(10 * 1024 * 1024)}),
+                ),
+                (
+                    "write_file",
+                    json!({"path": format!("{}.md", "d/".repeat(5000)), "content": "x"}),
+                ),
+                ("shell", json!({"command": format!("grep {} .", "a".repeat(200_000))})),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{doc}");
+    let results = tool_results(&lab.api.requests()[1]);
+    assert_eq!(results.len(), 4);
+    for (text, is_error) in &results[..3] {
+        assert!(is_error, "{}", &text[..text.len().min(200)]);
+    }
+    assert_eq!(tree(&lab.mem()), before);
+}
+
+/// Tool input nested 5000 deep: the answer cannot be parsed, the run fails as a model error
+/// (exit 4), restores what it wrote, and does not crash.
+#[test]
+fn deeply_nested_tool_input_fails_the_run_cleanly_and_restores() {
+    let lab = Lab::new();
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let body = format!(
+        r#"{{"id":"m","type":"message","role":"assistant","model":"t","stop_reason":"tool_use","usage":{{"input_tokens":1,"output_tokens":1}},"content":[{{"type":"tool_use","id":"toolu_deep","name":"shell","input":{{"command":{deep}}}}}]}}"#
+    );
+    lab.api.push(Reply::anthropic_tools(
+        "Writing.",
+        &[(
+            "write_file",
+            json!({"path": "topics/build.md", "content": "changed\n"}),
+        )],
+    ));
+    for _ in 0..6 {
+        lab.api.push(Reply::Http {
+            status: 200,
+            headers: Vec::new(),
+            body: body.clone(),
+        });
+    }
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert_eq!(doc["run"]["error"], "model");
+    assert_eq!(
+        std::fs::read_to_string(lab.mem().join("topics/build.md")).unwrap(),
+        "Build with make.\n"
+    );
+}
+
+/// Malformed, empty and truncated answers after a write: exit 4, the write undone.
+#[test]
+fn broken_model_answers_fail_with_exit_4_and_restore() {
+    for broken in ["malformed", "empty", "truncated", "not an object"] {
+        let lab = Lab::new();
+        lab.api.push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/new.md", "content": "x\n"}),
+            )],
+        ));
+        for _ in 0..6 {
+            lab.api.push(match broken {
+                "malformed" => Reply::malformed(),
+                "empty" => Reply::Http {
+                    status: 200,
+                    headers: Vec::new(),
+                    body: String::new(),
+                },
+                "truncated" => Reply::Truncated {
+                    status: 200,
+                    body: json!({"content": [{"type": "text", "text": "x".repeat(1000)}]})
+                        .to_string(),
+                },
+                _ => Reply::json(200, json!([1, 2, 3])),
+            });
+        }
+        let out = lab.run(&[]);
+        let doc = json_of(&out);
+        assert_eq!(code(&out), 4, "{broken}: {doc}");
+        assert_eq!(doc["run"]["status"], "failed", "{broken}");
+        assert!(!lab.mem().join("topics/new.md").exists(), "{broken}");
+    }
+}
+
+/// Envelopes with wrong types anywhere dream-run reads: exit 2, bad_input, nothing written
+/// anywhere, no model request.
+#[test]
+fn envelopes_with_wrong_types_are_bad_input_and_change_nothing() {
+    let lab = Lab::new();
+    let before = tree(&lab.home.root);
+    for envelope in [
+        json!({"gate": {"due": true, "sessions": "all"}, "lock": {"acquired": true, "token": "1:2"}}),
+        json!({"gate": {"due": true, "sessions": [{"id": "../../../etc/passwd"}]}, "lock": {"acquired": true, "token": "1:2"}}),
+        json!({"gate": {"due": true, "sessions": [{"id": "a/b"}]}, "lock": {"acquired": true, "token": "1:2"}}),
+        json!({"gate": {"due": true, "sessions": [{"id": 5}]}, "lock": {"acquired": true, "token": "1:2"}}),
+        json!({"gate": {"due": true, "sessions": [session_id(1)]}, "lock": {"acquired": true, "token": "1:2"}}),
+        json!({"gate": "yes", "lock": {"acquired": true, "token": "1:2"}}),
+        json!({"lock": {"acquired": true, "token": 12345}}),
+        json!({"lock": {"acquired": true, "token": ""}}),
+        json!({"lock": {"acquired": true, "token": ["a"]}}),
+        json!({"lock": {"acquired": true, "token": "1:2", "prior_mtime": "yesterday"}}),
+        json!({"lock": {"acquired": true, "token": "1:2", "prior_mtime": -5}}),
+        json!({"lock": {"acquired": "true", "token": "1:2"}}),
+        json!({"lock": "held"}),
+        json!([1, 2]),
+        json!("envelope"),
+    ] {
+        let out = lab
+            .cmd()
+            .write_stdin(envelope.to_string())
+            .output()
+            .unwrap();
+        no_secret(&out);
+        let doc = json_of(&out);
+        assert_eq!(code(&out), 2, "{envelope}: {doc}");
+        assert_eq!(doc["error"]["kind"], "bad_input", "{envelope}: {doc}");
+        assert_eq!(
+            stderr_text(&out).trim_end().lines().count(),
+            1,
+            "{envelope}"
+        );
+    }
+    for (i, bytes) in [
+        &b"{\"lock\": {\"acquired\": tr"[..],
+        b"\xff\xfe{}",
+        b"{} {}",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = lab.cmd().write_stdin(bytes.to_vec()).output().unwrap();
+        let doc = json_of(&out);
+        assert_eq!(code(&out), 2, "{i}: {doc}");
+    }
+    assert!(lab.api.requests().is_empty());
+    assert_eq!(tree(&lab.home.root), before, "a bad envelope changed files");
+}
+
+/// Task ids that are not ids: exit 2 (or clap's usage 2), nothing read or changed.
+#[test]
+fn undo_refuses_odd_task_ids_with_exit_2() {
+    let lab = Lab::new();
+    let task = lab.completed_run_creating_new_md();
+    let before = tree(&lab.home.root);
+    let long = "a".repeat(65);
+    for id in [
+        "../../etc",
+        "../tasks/x",
+        "/etc/passwd",
+        "a b",
+        "ÿ",
+        "x.json",
+        "",
+        long.as_str(),
+        "-rf",
+        "20261203T120000Z-dead\nbeef",
+    ] {
+        let out = lab.undo(&[id]);
+        let doc = json_of(&out);
+        assert_eq!(code(&out), 2, "{id:?}: {doc}");
+        assert!(
+            matches!(doc["error"]["kind"].as_str(), Some("bad_input" | "usage")),
+            "{id:?}: {doc}"
+        );
+    }
+    assert_eq!(tree(&lab.home.root), before);
+    assert!(lab.mem().join("topics/new.md").exists(), "{task}");
+}
+
+/// FIFOs as a session transcript and as --notify-transcript: nothing waits on them; the run
+/// completes (the notice fails with exit 3 and names the file).
+#[test]
+fn fifo_session_transcript_and_notify_transcript_never_block() {
+    let lab = Lab::new();
+    let fifo_session = lab
+        .home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", session_id(2)));
+    mkfifo(&fifo_session);
+    let notify = lab.home.root.join("notify.jsonl");
+    mkfifo(&notify);
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Reading.",
+            &[
+                ("read_file", json!({"path": fifo_session.to_str().unwrap()})),
+                (
+                    "shell",
+                    json!({"command": format!("wc -l {}", fifo_session.display())}),
+                ),
+                (
+                    "write_file",
+                    json!({"path": "topics/new.md", "content": "x\n"}),
+                ),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let envelope =
+        json!({"gate": {"due": true, "sessions": [{"id": session_id(1)}, {"id": session_id(2)}]}});
+    let out = lab
+        .cmd()
+        .args(["--unlocked", "--shell-timeout", "2s", "--notify-transcript"])
+        .arg(&notify)
+        .write_stdin(envelope.to_string())
+        .output()
+        .unwrap();
+    no_secret(&out);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 3, "{doc} {}", stderr_text(&out));
+    assert_eq!(doc["run"]["status"], "completed");
+    assert!(
+        doc["run"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("notify.jsonl"),
+        "{doc}"
+    );
+    let results = tool_results(&lab.api.requests()[1]);
+    assert!(results[0].1, "read_file of a FIFO: {:?}", results[0]);
+}
+
+/// A full disk (file-size limit, SIGXFSZ ignored) when the model writes a large file: a tool
+/// error, the run goes on; nothing half-written stays in the memory dir.
+#[test]
+fn a_full_disk_during_a_write_is_a_tool_error_and_leaves_no_partial_file() {
+    let lab = Lab::new();
+    let before = tree(&lab.mem());
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/big.md", "content": "z".repeat(200 * 1024)}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let mut cmd = lab.process(&["-n", "--unlocked"]);
+    // Room for the task record, digests and snapshot, not for a 200 KB memory file.
+    let limit: u64 = 64 * 1024;
+    unsafe {
+        cmd.pre_exec(move || {
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = wait_bounded(cmd.spawn().unwrap());
+    no_secret(&out);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{doc} {}", stderr_text(&out));
+    let results = tool_results(&lab.api.requests()[1]);
+    assert!(results[0].1, "{results:?}");
+    assert_eq!(tree(&lab.mem()), before, "a partial file was left");
+}
+
+/// SIGTERM while the model is being waited for, right after a write: exit 143, aborted,
+/// restored; the task record says so.
+#[test]
+fn sigterm_while_waiting_for_the_model_aborts_and_restores() {
+    let lab = Lab::new();
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/build.md", "content": "changed\n"}),
+            )],
+        ))
+        .push(Reply::Hang(Duration::from_secs(60)));
+    let child = lab.process(&["-n", "--unlocked"]).spawn().unwrap();
+    let start = Instant::now();
+    while lab.api.requests().len() < 2 {
+        assert!(start.elapsed() < BOUND, "the second request never came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = wait_bounded(child);
+    no_secret(&out);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 143, "{doc}");
+    assert_eq!(doc["run"]["status"], "aborted");
+    assert_eq!(
+        std::fs::read_to_string(lab.mem().join("topics/build.md")).unwrap(),
+        "Build with make.\n"
+    );
+}
+
+/// Two runs at once on one project under the lock: the second acquire is refused and nothing
+/// runs twice; dream-run with another run's (stale) token cannot write.
+#[test]
+fn a_second_run_with_a_token_that_is_not_the_holders_cannot_write() {
+    let lab = Lab::new();
+    let holder = crate::support::LiveProcess::start();
+    let acquire = lab
+        .home
+        .cmd("dream-lock")
+        .args(["acquire", "-n", "--pid", &holder.pid().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(acquire.status.code(), Some(0), "{}", stderr_text(&acquire));
+    let second = lab
+        .home
+        .cmd("dream-lock")
+        .args(["acquire", "-n"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1), "{}", stderr_text(&second));
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/build.md", "content": "changed\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let envelope = json!({"lock": {"acquired": true, "token": "999999:1"}});
+    let out = lab
+        .cmd()
+        .write_stdin(envelope.to_string())
+        .output()
+        .unwrap();
+    no_secret(&out);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 1, "{doc}");
+    assert_eq!(doc["run"]["error"], "lock_lost");
+    assert_eq!(
+        std::fs::read_to_string(lab.mem().join("topics/build.md")).unwrap(),
+        "Build with make.\n"
+    );
+}
+
+/// A proxy or gateway that echoes the key in its error message (as some do for a bad key):
+/// dream-run prints the model's message in `run.message` and on stderr, and must redact the
+/// key there.
+#[test]
+fn a_model_error_that_echoes_the_api_key_does_not_print_it() {
+    let lab = Lab::new();
+    lab.api.push(Reply::error(
+        401,
+        "authentication_error",
+        &format!("invalid x-api-key: {KEY}"),
+    ));
+    let out = lab.cmd().args(["-n", "--unlocked"]).output().unwrap();
+    assert_eq!(code(&out), 4, "{}", stderr_text(&out));
+    no_secret(&out);
+}
+
+/// The memory dir itself is a symlink to a folder elsewhere (a synced folder): the run writes
+/// through it as the memory dir, a failure restores there, and nothing else changes.
+#[test]
+fn a_memory_dir_that_is_a_symlink_is_used_as_the_memory_dir() {
+    let lab = Lab::new();
+    let real = lab.home.root.join("synced-memory");
+    std::fs::rename(lab.mem(), &real).unwrap();
+    std::os::unix::fs::symlink(&real, lab.mem()).unwrap();
+    let mem_abs = lab.mem().join("topics/new.md");
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[
+                (
+                    "write_file",
+                    json!({"path": mem_abs.to_str().unwrap(), "content": "a\n"}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+                ),
+            ],
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let before = tree(&real);
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    let results = tool_results(&lab.api.requests()[1]);
+    assert!(results.iter().all(|(_, e)| !e), "{results:?}");
+    assert_eq!(tree(&real), before, "not restored through the link");
+    assert!(std::fs::symlink_metadata(lab.mem())
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+fn file_mode(path: &Path) -> u32 {
+    crate::support::mode(&std::fs::metadata(path).unwrap())
+}
+
+/// A private (0600) memory file the run edited: the restore after a failure puts its content
+/// back and must keep it private (it is rewritten 0644 now, readable by every user).
+#[test]
+fn a_failed_runs_restore_keeps_a_private_files_mode() {
+    let lab = Lab::new();
+    let build = lab.mem().join("topics/build.md");
+    crate::support::chmod(&build, 0o600);
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+            )],
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(&build).unwrap(),
+        "Build with make.\n"
+    );
+    assert_eq!(file_mode(&build), 0o600, "the restore widened the mode");
+}
+
+/// The same through `undo` of a completed run.
+#[test]
+fn undo_keeps_a_private_files_mode() {
+    let lab = Lab::new();
+    let build = lab.mem().join("topics/build.md");
+    crate::support::chmod(&build, 0o600);
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = lab.run(&[]);
+    assert_eq!(code(&out), 0, "{}", stderr_text(&out));
+    assert_eq!(file_mode(&build), 0o600, "the edit kept the mode");
+    let out = lab.undo(&[]);
+    let doc = json_of(&out);
+    assert_eq!(doc["undone"], true, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(&build).unwrap(),
+        "Build with make.\n"
+    );
+    assert_eq!(file_mode(&build), 0o600, "undo widened the mode");
+}
+
+/// The run edits MEMORY.md, then Claude Code (which takes no lock for its own memory writes)
+/// adds a line to it, then the run fails: the restore must not throw that line away ("never
+/// lose memory"); undo already refuses in this case, the failure restore overwrites.
+#[test]
+fn a_failed_runs_restore_keeps_an_edit_made_after_the_runs_write() {
+    let lab = Lab::new();
+    let index = lab.mem().join("MEMORY.md");
+    let person = {
+        let index = index.clone();
+        move || {
+            let mut text = std::fs::read_to_string(&index).unwrap();
+            text.push_str("- [Person](person.md): written by the session meanwhile\n");
+            std::fs::write(&index, text).unwrap();
+        }
+    };
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": "MEMORY.md", "old_string": "# Memory\n", "new_string": "# Memory (dreamed)\n"}),
+            )],
+        ))
+        .push(Reply::After(
+            Box::new(person),
+            Box::new(Reply::error(401, "authentication_error", "bad key")),
+        ));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    let now = std::fs::read_to_string(&index).unwrap();
+    assert!(
+        now.contains("written by the session meanwhile"),
+        "the restore dropped a line written after the run's edit: {now:?}"
+    );
+}
+
+/// A memory file nested deeper than the snapshot walks (topic folders in folders): the run
+/// edits it and fails. The snapshot never copied it, so the restore takes it for a file the run
+/// created and deletes it: memory lost.
+#[test]
+fn a_failed_runs_restore_never_deletes_a_deep_file_it_only_edited() {
+    let lab = Lab::new();
+    let rel = "a/b/c/d/e/f/g/h/i/j/deep.md";
+    let deep = lab.mem().join(rel);
+    std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
+    std::fs::write(&deep, "A deep fact.\n").unwrap();
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": rel, "old_string": "deep", "new_string": "changed"}),
+            )],
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(&deep).ok().as_deref(),
+        Some("A deep fact.\n"),
+        "the restore lost a memory file the run had only edited"
+    );
+}
+
+/// The snapshot is taken before the run's first write; a note Claude Code writes after that,
+/// which the run then edits, is not in it: the restore after a failure deletes the note.
+#[test]
+fn a_failed_runs_restore_never_deletes_a_file_written_after_its_snapshot() {
+    let lab = Lab::new();
+    let note = lab.mem().join("note.md");
+    let person = {
+        let note = note.clone();
+        move || std::fs::write(&note, "A note from the session.\n").unwrap()
+    };
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/new.md", "content": "new\n"}),
+            )],
+        ))
+        .push(Reply::After(
+            Box::new(person),
+            Box::new(Reply::anthropic_tools(
+                "Editing the note.",
+                &[(
+                    "edit_file",
+                    json!({"path": "note.md", "old_string": "A note", "new_string": "An edited note"}),
+                )],
+            )),
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert!(!lab.mem().join("topics/new.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(&note).ok().as_deref(),
+        Some("A note from the session.\n"),
+        "the restore deleted a note that existed before the run touched it"
+    );
+}
+
+/// A failed run that created `brand/new/x.md`: the restore removes the file and the folders the
+/// run created for it, so the memory dir is as it was.
+#[test]
+fn a_failed_runs_restore_removes_the_folders_it_created() {
+    let lab = Lab::new();
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "brand/new/x.md", "content": "x\n"}),
+            )],
+        ))
+        .push(Reply::error(401, "authentication_error", "bad key"));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 4, "{doc}");
+    assert!(!lab.mem().join("brand/new/x.md").exists());
+    assert!(
+        !lab.mem().join("brand").exists(),
+        "empty folders left in the memory dir"
+    );
+}
+
+/// The same deep file edited by a completed run: the diff calls it created, and undo would
+/// delete it.
+#[test]
+fn a_completed_runs_edit_of_a_deep_file_is_modified_and_undo_restores_it() {
+    let lab = Lab::new();
+    let rel = "a/b/c/d/e/f/g/h/i/j/deep.md";
+    let deep = lab.mem().join(rel);
+    std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
+    std::fs::write(&deep, "A deep fact.\n").unwrap();
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Editing.",
+            &[(
+                "edit_file",
+                json!({"path": rel, "old_string": "deep", "new_string": "changed"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = lab.run(&[]);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{doc}");
+    let abs = deep.to_string_lossy().into_owned();
+    assert_eq!(doc["run"]["diff"]["modified"], json!([abs]), "{doc}");
+    let out = lab.undo(&[]);
+    let undo = json_of(&out);
+    assert_eq!(undo["undone"], true, "{undo}");
+    assert_eq!(
+        std::fs::read_to_string(&deep).ok().as_deref(),
+        Some("A deep fact.\n"),
+        "undo lost a memory file the run had only edited"
+    );
+}
+
+/// A task record whose `snapshot` names a folder outside the state dir, holding a crafted
+/// manifest and copy: undo must only ever restore from the task's own snapshot folder.
+#[test]
+fn undo_only_restores_from_the_tasks_own_snapshot_folder() {
+    let lab = Lab::new();
+    let task = lab.completed_run_creating_new_md();
+    let crafted = lab.home.root.join("crafted");
+    std::fs::create_dir_all(crafted.join("files")).unwrap();
+    std::fs::write(crafted.join("files/MEMORY.md"), "# Planted\n").unwrap();
+    let manifest = json!({
+        "task_id": task,
+        "before": {"MEMORY.md": sha256_hex(b"# Planted\n")},
+        "after": {"MEMORY.md": sha256_hex(&std::fs::read(lab.mem().join("MEMORY.md")).unwrap())},
+    });
+    std::fs::write(
+        crafted.join("manifest.json"),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    let record_path = lab
+        .home
+        .state_dir()
+        .join("tasks")
+        .join(format!("{task}.json"));
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["snapshot"] = json!(crafted.to_str().unwrap());
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let before = md_tree(&lab.mem());
+
+    let out = lab.undo(&[&task]);
+    let doc = json_of(&out);
+    assert_eq!(
+        tree(&lab.mem()),
+        before,
+        "undo restored from {crafted:?}: {doc}"
+    );
+    assert_ne!(doc["undone"], true, "{doc}");
+}
+
+/// The memory files (undo's lock leaves its own files next to them).
+fn md_tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
+    let mut all = tree(root);
+    all.retain(|(p, _)| p.ends_with(".md"));
+    all
+}
+
+/// A full disk while the snapshot is taken (a 100 KB memory file, a 64 KB file-size limit):
+/// the write is refused, the run stops as an environment failure (exit 3) and the memory dir
+/// is as it was.
+#[test]
+fn a_full_disk_during_the_snapshot_stops_the_run_with_nothing_changed() {
+    let lab = Lab::new();
+    std::fs::write(lab.mem().join("topics/large.md"), "l".repeat(100 * 1024)).unwrap();
+    let before = tree(&lab.mem());
+    lab.api
+        .push(Reply::anthropic_tools(
+            "Writing.",
+            &[(
+                "write_file",
+                json!({"path": "topics/new.md", "content": "new\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let mut cmd = lab.process(&["-n", "--unlocked"]);
+    let limit: u64 = 64 * 1024;
+    unsafe {
+        cmd.pre_exec(move || {
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = wait_bounded(cmd.spawn().unwrap());
+    no_secret(&out);
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 3, "{doc} {}", stderr_text(&out));
+    assert_eq!(doc["run"]["status"], "failed");
+    assert_eq!(doc["run"]["error"], "environment");
+    assert_eq!(tree(&lab.mem()), before);
+}
