@@ -51,7 +51,7 @@ pub fn build_all(
     let dir = state_dir.join(DIGESTS_DIR);
     create_private_dir(&dir)?;
     let index_path = dir.join(INDEX_FILE);
-    let index: BTreeMap<String, Source> = std::fs::read(&index_path)
+    let index: BTreeMap<String, Source> = crate::files::read_regular(&index_path)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();

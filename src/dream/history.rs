@@ -118,7 +118,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
             vec![],
         );
     }
-    let Some(snapshot_dir) = record.snapshot.clone() else {
+    if record.snapshot.is_none() {
         return refuse(
             "no_snapshot",
             format!(
@@ -127,9 +127,11 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
             ),
             vec![],
         );
-    };
-    let snapshot = Snapshot::load(std::path::Path::new(&snapshot_dir))
-        .map_err(|e| Failure::io("read the snapshot", std::path::Path::new(&snapshot_dir), &e))?;
+    }
+    // Always the task's own folder under the state dir: the record only says one exists.
+    let snapshot_dir = super::snapshot::dir_of(&project.state_dir, &record.task_id);
+    let snapshot = Snapshot::load(&snapshot_dir)
+        .map_err(|e| Failure::io("read the snapshot", &snapshot_dir, &e))?;
 
     let backend = args.backend.open(&project)?;
     let lease = match backend.acquire(std::process::id(), SystemTime::now())? {
@@ -172,10 +174,23 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
             files,
         );
     }
-    let touched: Vec<String> = snapshot.manifest.after.keys().cloned().collect();
-    let restored = snapshot.restore(memory_dir, &touched);
+    let touched: Vec<String> = snapshot.manifest.before.keys().cloned().collect();
+    let restored = snapshot.restore(memory_dir);
     release(diag);
-    restored.map_err(|e| Failure::io("restore the memory dir", memory_dir, &e))?;
+    let skipped = restored.map_err(|e| Failure::io("restore the memory dir", memory_dir, &e))?;
+    if !skipped.is_empty() {
+        // Checked above, so only a race (a file changed, a symlink swapped in) gets here.
+        let files: Vec<String> = skipped.iter().map(|(rel, _)| rel.clone()).collect();
+        let why: Vec<String> = skipped
+            .iter()
+            .map(|(rel, why)| format!("{rel}: {why}"))
+            .collect();
+        return refuse(
+            "changed_since",
+            format!("partly undone; left alone: {}", why.join("; ")),
+            files,
+        );
+    }
     record.undone_at = Some(rfc3339(SystemTime::now()));
     store
         .save(&record)

@@ -156,10 +156,13 @@ delete_file (.md files strictly inside the memory dir, no symlinks, no protected
 
 Before every write the lock token is checked with the backend; a lost lock stops the run \
 (status failed, error lock_lost) without restoring, since a restore would itself be an \
-unfenced write; the task record names the snapshot for a manual restore. Before the first \
-write the memory dir's .md files are copied to <state_dir>/snapshots/<task_id>/. A failed or \
-aborted run restores the files it touched (unless --keep-partial); files it did not touch, such \
-as a note Claude Code wrote meanwhile, are never changed.",
+unfenced write; the task record names the snapshot for a manual restore. Right before the \
+run's first write to a file, the file (content and mode) is copied to \
+<state_dir>/snapshots/<task_id>/, and what the run left in it is recorded after each write. A \
+failed or aborted run restores the files it touched and removes the folders it made (unless \
+--keep-partial); files it did not touch, such as a note Claude Code wrote meanwhile, are never \
+changed, nor is a file someone edited after the run wrote it (named on stderr; the snapshot is \
+kept), nor anything behind a symlink.",
     ),
     (
         "RESULT",

@@ -99,7 +99,8 @@ pub fn task_prompt(
 
 /// The index is over Claude Code's loading limits: a warning for the run's result.
 pub fn index_over_limit(memory_dir: &Path) -> bool {
-    match std::fs::read_to_string(memory_dir.join(INDEX_FILE)) {
+    // Regular files only: a FIFO named MEMORY.md is no index, and is never waited on.
+    match crate::files::read_regular_to_string(&memory_dir.join(INDEX_FILE)) {
         Ok(text) => {
             text.lines().count() > INDEX_MAX_LINES || text.chars().count() > INDEX_MAX_CHARS
         }

@@ -337,7 +337,8 @@ struct Agent<'a> {
     fence_failure: Option<(bool, String)>,
 }
 
-/// The write guard: the fencing check, and the snapshot before the first write.
+/// The write guard: the fencing check, and a copy of each file before the run's first
+/// write to it.
 struct Fence<'g> {
     backend: &'g dyn Backend,
     token: Option<&'g str>,
@@ -349,8 +350,24 @@ struct Fence<'g> {
     stop: Option<(bool, String)>,
 }
 
+impl Fence<'_> {
+    /// The snapshot (made on the first write), holding `path` as it is now.
+    fn keep(&mut self, path: &Path) -> std::io::Result<()> {
+        if self.snapshot.is_none() {
+            *self.snapshot = Some(Snapshot::create(&self.snapshot_dir, self.task_id)?);
+        }
+        let rel = path.strip_prefix(self.memory_dir).map_err(|_| {
+            std::io::Error::other(format!("{} is outside the memory dir", path.display()))
+        })?;
+        match self.snapshot.as_mut() {
+            Some(snapshot) => snapshot.remember(self.memory_dir, &rel.to_string_lossy()),
+            None => Ok(()),
+        }
+    }
+}
+
 impl WriteGuard for Fence<'_> {
-    fn before_write(&mut self, _path: &Path) -> Result<(), GuardRefusal> {
+    fn before_write(&mut self, path: &Path) -> Result<(), GuardRefusal> {
         if let Some(token) = self.token {
             let lost = match self.backend.holds(token) {
                 Ok(true) => None,
@@ -369,21 +386,18 @@ impl WriteGuard for Fence<'_> {
                 });
             }
         }
-        if self.snapshot.is_none() {
-            match Snapshot::take(self.memory_dir, &self.snapshot_dir, self.task_id) {
-                Ok(snapshot) => *self.snapshot = Some(snapshot),
-                Err(e) => {
-                    let message = format!(
-                        "cannot snapshot the memory dir into {}: {e}",
-                        self.snapshot_dir.display()
-                    );
-                    self.stop = Some((false, message.clone()));
-                    return Err(GuardRefusal {
-                        message,
-                        stop_run: true,
-                    });
-                }
-            }
+        if let Err(e) = self.keep(path) {
+            // Without the copy a failure could not be undone: nothing is written.
+            let message = format!(
+                "cannot keep a copy of {} in {}: {e}",
+                path.display(),
+                self.snapshot_dir.display()
+            );
+            self.stop = Some((false, message.clone()));
+            return Err(GuardRefusal {
+                message,
+                stop_run: true,
+            });
         }
         Ok(())
     }
@@ -568,6 +582,12 @@ impl Agent<'_> {
             if !self.touched.contains(&rel) {
                 self.touched.push(rel.clone());
             }
+            if let Some(snapshot) = self.snapshot.as_mut() {
+                if let Err(e) = snapshot.record_written(&memory_dir, &rel) {
+                    self.diag
+                        .warn(&format!("cannot record what the run wrote to {rel}: {e}"));
+                }
+            }
             let absolute = self.project.memory_dir.join(&rel);
             self.record.files_touched = self.absolute_touched();
             self.progress.file_touched(&absolute, *change);
@@ -600,7 +620,7 @@ impl Agent<'_> {
     }
 
     /// Records the end, restores or keeps the files, and builds the `run` section.
-    fn finish(mut self, end: End, digests: &[Digest]) -> Finished {
+    fn finish(self, end: End, digests: &[Digest]) -> Finished {
         let memory_dir = self.sandbox.memory_dir().to_path_buf();
         let mut warnings = Vec::new();
         let mut diff = Diff::default();
@@ -632,11 +652,8 @@ impl Agent<'_> {
         };
         let mut exit = exit;
         if status == "completed" {
-            if let Some(snapshot) = &mut self.snapshot {
-                match snapshot
-                    .diff(&memory_dir, &self.touched)
-                    .and_then(|d| snapshot.record_after(&memory_dir, &self.touched).map(|_| d))
-                {
+            if let Some(snapshot) = &self.snapshot {
+                match snapshot.diff(&memory_dir) {
                     Ok(d) => diff = d,
                     Err(e) => self
                         .diag
@@ -659,11 +676,20 @@ impl Agent<'_> {
             }
         } else if restore && !self.args.keep_partial {
             if let Some(snapshot) = &self.snapshot {
-                match snapshot.restore(&memory_dir, &self.touched) {
-                    Ok(()) => {
+                match snapshot.restore(&memory_dir) {
+                    Ok(skipped) if skipped.is_empty() => {
                         let _ = std::fs::remove_dir_all(&snapshot.dir);
                         self.record.snapshot = None;
                         self.diag.info("restored the memory dir from the snapshot");
+                    }
+                    Ok(skipped) => {
+                        for (rel, why) in &skipped {
+                            self.diag.warn(&format!("not restored: {rel}: {why}"));
+                        }
+                        self.diag.warn(&format!(
+                            "the rest was restored; the snapshot stays in {}",
+                            snapshot.dir.display()
+                        ));
                     }
                     Err(e) => {
                         self.diag.warn(&format!(

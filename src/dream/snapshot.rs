@@ -1,16 +1,20 @@
-//! The memory dir's `.md` files as they were before a run's first write, kept under the state
-//! dir: restored when a run fails, diffed when it completes, and put back by `undo`.
+//! What a run changed in the memory dir, and how to put it back. Each file is copied under
+//! the state dir right before the run's first write to it (so a file at any depth, or one
+//! Claude Code wrote after the run started, is kept as it was just before the run touched
+//! it), with its mode; the content the run left is recorded after each write.
 //!
-//! Restoring and undoing only touch the files the run itself touched, so a note that Claude
-//! Code (or a person) wrote into the memory dir meanwhile is never lost.
+//! Restoring and undoing only touch the files the run itself touched, never through a
+//! symlink, and never a file changed by someone else since the run wrote it: a note that
+//! Claude Code (or a person) wrote meanwhile is never lost.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
-use crate::files::{create_private_dir, write_atomic};
+use crate::files::{create_private_dir, read_regular, write_atomic};
 
 /// Under the state dir: one folder per run.
 pub const SNAPSHOTS_DIR: &str = "snapshots";
@@ -18,8 +22,6 @@ pub const SNAPSHOTS_DIR: &str = "snapshots";
 pub const KEEP_COMPLETED: usize = 10;
 const MANIFEST: &str = "manifest.json";
 const FILES: &str = "files";
-/// Memory dirs nest a little (topic folders); deeper trees are not walked.
-const MAX_DEPTH: usize = 8;
 
 /// A file's content hash, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -27,15 +29,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// What a snapshot holds: relative path -> hash, before the run and after it.
+/// A file as it was before the run's first write to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    pub sha256: String,
+    pub mode: u32,
+}
+
+/// What a snapshot holds, keyed by the path relative to the memory dir.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     pub task_id: String,
-    /// Every `.md` file before the run.
-    pub before: BTreeMap<String, String>,
-    /// The files the run touched, as it left them (`None`: deleted). Set when it completes.
+    /// Every file the run touched, as it was before (`None`: it did not exist).
+    pub before: BTreeMap<String, Option<Kept>>,
+    /// The same files as the run left them (`None`: deleted).
     #[serde(default)]
     pub after: BTreeMap<String, Option<String>>,
+    /// Folders the run's writes created, deepest last: removed again when a restore leaves
+    /// them empty.
+    #[serde(default)]
+    pub created_dirs: Vec<String>,
 }
 
 /// A run's snapshot on disk.
@@ -53,12 +66,6 @@ pub struct Diff {
     pub deleted: Vec<String>,
 }
 
-impl Diff {
-    pub fn is_empty(&self) -> bool {
-        self.created.is_empty() && self.modified.is_empty() && self.deleted.is_empty()
-    }
-}
-
 /// A memory file's relative path as printed: absolute, under the memory dir as the project
 /// names it.
 pub fn absolute(memory_dir: &Path, rel: &str) -> String {
@@ -70,66 +77,98 @@ pub fn dir_of(state_dir: &Path, task_id: &str) -> PathBuf {
     state_dir.join(SNAPSHOTS_DIR).join(task_id)
 }
 
-/// Every regular `.md` file under `memory_dir`, relative, without following symlinks.
-pub fn markdown_files(memory_dir: &Path) -> std::io::Result<Vec<String>> {
-    let mut found = Vec::new();
-    walk(memory_dir, Path::new(""), 0, &mut found)?;
-    found.sort();
-    Ok(found)
+/// A relative `.md` path made only of plain names: what the write tools can touch, and all a
+/// manifest may name (one that names anything else was not written by us).
+fn is_memory_path(rel: &str) -> bool {
+    !rel.is_empty()
+        && rel.ends_with(".md")
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
 }
 
-fn walk(root: &Path, rel: &Path, depth: usize, found: &mut Vec<String>) -> std::io::Result<()> {
-    let entries = match std::fs::read_dir(root.join(rel)) {
-        Ok(entries) => entries,
-        Err(e) if depth == 0 && e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let name = entry.file_name();
-        let child = rel.join(&name);
-        if kind.is_dir() && depth < MAX_DEPTH {
-            walk(root, &child, depth + 1, found)?;
-        } else if kind.is_file() && name.to_str().is_some_and(|n| n.ends_with(".md")) {
-            // Names that are not UTF-8 cannot be written by the agent (its paths are JSON).
-            if let Some(text) = child.to_str() {
-                found.push(text.to_string());
+/// `memory_dir/rel`, refused when `rel` is not a plain relative path or when any component
+/// below the memory dir is a symlink (one may have been swapped in since the run wrote).
+fn target(memory_dir: &Path, rel: &str) -> std::io::Result<PathBuf> {
+    if !is_memory_path(rel) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{rel:?} is not a path inside the memory dir"),
+        ));
+    }
+    let mut path = memory_dir.to_path_buf();
+    for component in Path::new(rel).components() {
+        path.push(component);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(std::io::Error::other(format!(
+                    "{} is a symlink: not followed",
+                    path.display()
+                )))
             }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(memory_dir.join(rel))
+}
+
+/// The content of a memory file now; `None` when it does not exist. Regular files only (a
+/// FIFO is an error, never waited on).
+fn current(memory_dir: &Path, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
+    let path = target(memory_dir, rel)?;
+    match read_regular(&path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn current_hash(memory_dir: &Path, rel: &str) -> std::io::Result<Option<String>> {
+    Ok(current(memory_dir, rel)?.map(|bytes| sha256_hex(&bytes)))
 }
 
 impl Snapshot {
-    /// Copies every `.md` file of `memory_dir` into `dir` (a fresh folder).
-    pub fn take(memory_dir: &Path, dir: &Path, task_id: &str) -> std::io::Result<Snapshot> {
-        let files_dir = dir.join(FILES);
-        create_private_dir(&files_dir)?;
-        let mut manifest = Manifest {
-            task_id: task_id.to_string(),
-            ..Manifest::default()
-        };
-        for rel in markdown_files(memory_dir)? {
-            let bytes = std::fs::read(memory_dir.join(&rel))?;
-            let copy = files_dir.join(&rel);
-            if let Some(parent) = copy.parent() {
-                create_private_dir(parent)?;
-            }
-            write_atomic(&copy, &bytes, 0o600)?;
-            manifest.before.insert(rel, sha256_hex(&bytes));
-        }
+    /// A new, empty snapshot folder for a run.
+    pub fn create(dir: &Path, task_id: &str) -> std::io::Result<Snapshot> {
+        create_private_dir(&dir.join(FILES))?;
         let snapshot = Snapshot {
             dir: dir.to_path_buf(),
-            manifest,
+            manifest: Manifest {
+                task_id: task_id.to_string(),
+                ..Manifest::default()
+            },
         };
         snapshot.save()?;
         Ok(snapshot)
     }
 
+    /// Reads a snapshot, refusing a manifest that names anything but memory files.
     pub fn load(dir: &Path) -> std::io::Result<Snapshot> {
-        let bytes = std::fs::read(dir.join(MANIFEST))?;
-        let manifest = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
+        let bytes = read_regular(&dir.join(MANIFEST))?;
+        let manifest: Manifest = serde_json::from_slice(&bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let names = manifest
+            .before
+            .keys()
+            .chain(manifest.after.keys())
+            .chain(manifest.created_dirs.iter().map(|d| d as &String));
+        for name in names {
+            let dir_ok = manifest.created_dirs.contains(name)
+                && Path::new(name)
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_)));
+            if !is_memory_path(name) && !dir_ok {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "{} names {name:?}, which is not inside the memory dir: refused",
+                        dir.join(MANIFEST).display()
+                    ),
+                ));
+            }
+        }
         Ok(Snapshot {
             dir: dir.to_path_buf(),
             manifest,
@@ -141,32 +180,81 @@ impl Snapshot {
         write_atomic(&self.dir.join(MANIFEST), &bytes, 0o600)
     }
 
-    /// The content a file had before the run, if it existed.
-    pub fn before_content(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
-        if !self.manifest.before.contains_key(rel) {
-            return Ok(None);
+    /// Keeps `rel` as it is now, unless the run already touched it: called right before each
+    /// write lands.
+    pub fn remember(&mut self, memory_dir: &Path, rel: &str) -> std::io::Result<()> {
+        if self.manifest.before.contains_key(rel) {
+            return Ok(());
         }
-        std::fs::read(self.dir.join(FILES).join(rel)).map(Some)
-    }
-
-    /// Records how the run left the files it touched.
-    pub fn record_after(&mut self, memory_dir: &Path, touched: &[String]) -> std::io::Result<()> {
-        self.manifest.after = touched
-            .iter()
-            .map(|rel| Ok((rel.clone(), current_hash(memory_dir, rel)?)))
-            .collect::<std::io::Result<_>>()?;
+        let path = target(memory_dir, rel)?;
+        let kept = match read_regular(&path) {
+            Ok(bytes) => {
+                let mode = std::fs::metadata(&path)?.permissions().mode() & 0o7777;
+                let copy = self.dir.join(FILES).join(rel);
+                if let Some(parent) = copy.parent() {
+                    create_private_dir(parent)?;
+                }
+                write_atomic(&copy, &bytes, 0o600)?;
+                Some(Kept {
+                    sha256: sha256_hex(&bytes),
+                    mode,
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // The folders the write is about to create, outermost first.
+                let mut missing = Vec::new();
+                let mut dir = Path::new(rel).parent();
+                while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+                    if memory_dir.join(d).exists() {
+                        break;
+                    }
+                    missing.push(d.to_string_lossy().into_owned());
+                    dir = d.parent();
+                }
+                for d in missing.into_iter().rev() {
+                    if !self.manifest.created_dirs.contains(&d) {
+                        self.manifest.created_dirs.push(d);
+                    }
+                }
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        self.manifest.before.insert(rel.to_string(), kept);
         self.save()
     }
 
-    /// Created, modified and deleted files among `touched` (a file written back to what it
-    /// was is no change).
-    pub fn diff(&self, memory_dir: &Path, touched: &[String]) -> std::io::Result<Diff> {
+    /// Records how the run left `rel` (after a write, an edit or a delete).
+    pub fn record_written(&mut self, memory_dir: &Path, rel: &str) -> std::io::Result<()> {
+        let now = current_hash(memory_dir, rel)?;
+        self.manifest.after.insert(rel.to_string(), now);
+        self.save()
+    }
+
+    /// The content a file had before the run, if it existed.
+    fn before_content(&self, rel: &str) -> std::io::Result<Option<(Vec<u8>, u32)>> {
+        match self.manifest.before.get(rel) {
+            Some(Some(kept)) => {
+                let bytes = read_regular(&self.dir.join(FILES).join(rel))?;
+                if sha256_hex(&bytes) != kept.sha256 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("the snapshot's copy of {rel} does not match its hash"),
+                    ));
+                }
+                Ok(Some((bytes, kept.mode)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Created, modified and deleted files (a file written back to what it was is no change).
+    pub fn diff(&self, memory_dir: &Path) -> std::io::Result<Diff> {
         let mut diff = Diff::default();
-        for rel in touched {
-            let now = current_hash(memory_dir, rel)?;
-            match (self.manifest.before.get(rel), now) {
+        for (rel, before) in &self.manifest.before {
+            match (before, current_hash(memory_dir, rel)?) {
                 (None, Some(_)) => diff.created.push(rel.clone()),
-                (Some(before), Some(now)) if *before != now => diff.modified.push(rel.clone()),
+                (Some(kept), Some(now)) if kept.sha256 != now => diff.modified.push(rel.clone()),
                 (Some(_), None) => diff.deleted.push(rel.clone()),
                 _ => {}
             }
@@ -174,18 +262,37 @@ impl Snapshot {
         Ok(diff)
     }
 
-    /// Puts the `touched` files back as they were before the run: rewritten from the copy, or
-    /// deleted when the run created them.
-    pub fn restore(&self, memory_dir: &Path, touched: &[String]) -> std::io::Result<()> {
-        for rel in touched {
-            let path = memory_dir.join(rel);
+    /// Puts the touched files back as they were before the run: rewritten from the copy with
+    /// their mode, or deleted when the run created them; then removes the folders the run
+    /// created when they are empty again. A file that someone else changed since the run
+    /// wrote it, or that a symlink now leads to, is left alone; those are returned with why.
+    pub fn restore(&self, memory_dir: &Path) -> std::io::Result<Vec<(String, String)>> {
+        let mut skipped = Vec::new();
+        for rel in self.manifest.before.keys() {
+            let now = match current_hash(memory_dir, rel) {
+                Ok(now) => now,
+                Err(e) => {
+                    skipped.push((rel.clone(), e.to_string()));
+                    continue;
+                }
+            };
+            if let Some(left) = self.manifest.after.get(rel) {
+                if *left != now {
+                    skipped.push((
+                        rel.clone(),
+                        "changed by someone else since the run wrote it".into(),
+                    ));
+                    continue;
+                }
+            }
+            let path = target(memory_dir, rel)?;
             match self.before_content(rel)? {
-                Some(bytes) => {
-                    if std::fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
+                Some((bytes, mode)) => {
+                    if now.as_deref() != Some(sha256_hex(&bytes).as_str()) {
                         if let Some(parent) = path.parent() {
                             std::fs::create_dir_all(parent)?;
                         }
-                        write_atomic(&path, &bytes, 0o644)?;
+                        write_atomic(&path, &bytes, mode)?;
                     }
                 }
                 None => match std::fs::remove_file(&path) {
@@ -194,7 +301,11 @@ impl Snapshot {
                 },
             }
         }
-        Ok(())
+        for dir in self.manifest.created_dirs.iter().rev() {
+            // Only when empty: anything someone else put there stays.
+            let _ = std::fs::remove_dir(memory_dir.join(dir));
+        }
+        Ok(skipped)
     }
 
     /// The touched files whose content is no longer what the run left (someone edited them
@@ -210,91 +321,116 @@ impl Snapshot {
     }
 }
 
-/// The hash of a memory file now; `None` when it does not exist.
-fn current_hash(memory_dir: &Path, rel: &str) -> std::io::Result<Option<String>> {
-    match std::fs::read(memory_dir.join(rel)) {
-        Ok(bytes) => Ok(Some(sha256_hex(&bytes))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
-    fn touched(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn write(mem: &Path, rel: &str, text: &str) {
+        let path = mem.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// What a run does to `rel`: remember, write (or delete), record.
+    fn run_writes(snap: &mut Snapshot, mem: &Path, rel: &str, text: Option<&str>) {
+        snap.remember(mem, rel).unwrap();
+        match text {
+            Some(text) => write(mem, rel, text),
+            None => std::fs::remove_file(mem.join(rel)).unwrap(),
+        }
+        snap.record_written(mem, rel).unwrap();
     }
 
     #[test]
-    fn take_diff_restore_undo_cycle() {
+    fn diff_restore_and_undo_cycle_at_any_depth_with_modes() {
         let tmp = tempfile::tempdir().unwrap();
         let mem = tmp.path().join("memory");
-        std::fs::create_dir_all(mem.join("topics")).unwrap();
-        std::fs::write(mem.join("MEMORY.md"), "index\n").unwrap();
-        std::fs::write(mem.join("topics/a.md"), "a\n").unwrap();
-        std::fs::write(mem.join("gone.md"), "old\n").unwrap();
-        std::fs::write(mem.join("notes.txt"), "not markdown").unwrap();
+        write(&mem, "MEMORY.md", "index\n");
+        let deep = format!("{}deep.md", "d/".repeat(12));
+        write(&mem, &deep, "deep\n");
+        write(&mem, "gone.md", "old\n");
+        std::fs::set_permissions(mem.join("gone.md"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
         let snap_dir = tmp.path().join("snap");
-        let mut snap = Snapshot::take(&mem, &snap_dir, "t1").unwrap();
-        assert_eq!(
-            snap.manifest.before.keys().collect::<Vec<_>>(),
-            ["MEMORY.md", "gone.md", "topics/a.md"]
-        );
+        let mut snap = Snapshot::create(&snap_dir, "t1").unwrap();
+        run_writes(&mut snap, &mem, "MEMORY.md", Some("index\n- new\n"));
+        run_writes(&mut snap, &mem, &deep, Some("deeper\n"));
+        run_writes(&mut snap, &mem, "brand/new/x.md", Some("fresh\n"));
+        run_writes(&mut snap, &mem, "gone.md", None);
+        write(&mem, "person.md", "written by someone else\n");
 
-        std::fs::write(mem.join("MEMORY.md"), "index\n- new\n").unwrap();
-        std::fs::write(mem.join("new.md"), "fresh\n").unwrap();
-        std::fs::remove_file(mem.join("gone.md")).unwrap();
-        std::fs::write(mem.join("person.md"), "written by someone else\n").unwrap();
-        let run = touched(&["MEMORY.md", "new.md", "gone.md", "topics/a.md"]);
-        let diff = snap.diff(&mem, &run).unwrap();
-        assert_eq!(diff.created, ["new.md"]);
-        assert_eq!(diff.modified, ["MEMORY.md"]);
+        let diff = snap.diff(&mem).unwrap();
+        assert_eq!(diff.created, ["brand/new/x.md"]);
+        assert_eq!(diff.modified, ["MEMORY.md", deep.as_str()]);
         assert_eq!(diff.deleted, ["gone.md"]);
-
-        snap.record_after(&mem, &run).unwrap();
         assert!(snap.changed_since(&mem).unwrap().is_empty());
+
         let reloaded = Snapshot::load(&snap_dir).unwrap();
         assert_eq!(reloaded.manifest, snap.manifest);
-
-        reloaded.restore(&mem, &run).unwrap();
+        assert!(reloaded.restore(&mem).unwrap().is_empty());
         assert_eq!(
             std::fs::read_to_string(mem.join("MEMORY.md")).unwrap(),
             "index\n"
         );
+        assert_eq!(std::fs::read_to_string(mem.join(&deep)).unwrap(), "deep\n");
         assert_eq!(
             std::fs::read_to_string(mem.join("gone.md")).unwrap(),
             "old\n"
         );
-        assert!(!mem.join("new.md").exists());
-        // Not touched by the run: left alone.
-        assert!(mem.join("person.md").exists());
-        assert!(mem.join("notes.txt").exists());
+        assert_eq!(
+            std::fs::metadata(mem.join("gone.md")).unwrap().mode() & 0o777,
+            0o600
+        );
+        assert!(
+            !mem.join("brand").exists(),
+            "the folders the run made are gone"
+        );
+        assert!(mem.join("person.md").exists(), "not the run's: left alone");
     }
 
     #[test]
-    fn a_later_edit_is_detected() {
+    fn a_file_changed_after_the_runs_write_is_not_restored() {
         let tmp = tempfile::tempdir().unwrap();
         let mem = tmp.path().join("memory");
-        std::fs::create_dir_all(&mem).unwrap();
-        let mut snap = Snapshot::take(&mem, &tmp.path().join("s"), "t").unwrap();
-        std::fs::write(mem.join("a.md"), "run\n").unwrap();
-        snap.record_after(&mem, &touched(&["a.md"])).unwrap();
-        std::fs::write(mem.join("a.md"), "person\n").unwrap();
+        write(&mem, "a.md", "before\n");
+        let mut snap = Snapshot::create(&tmp.path().join("s"), "t").unwrap();
+        run_writes(&mut snap, &mem, "a.md", Some("run\n"));
+        write(&mem, "a.md", "run\nperson\n");
         assert_eq!(snap.changed_since(&mem).unwrap(), ["a.md"]);
+        let skipped = snap.restore(&mem).unwrap();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(mem.join("a.md")).unwrap(),
+            "run\nperson\n"
+        );
     }
 
     #[test]
-    fn symlinks_are_not_followed() {
+    fn symlinks_are_never_followed_and_manifests_name_only_memory_files() {
         let tmp = tempfile::tempdir().unwrap();
         let mem = tmp.path().join("memory");
         let outside = tmp.path().join("outside");
-        std::fs::create_dir_all(&mem).unwrap();
         std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("secret.md"), "x").unwrap();
-        std::os::unix::fs::symlink(&outside, mem.join("link")).unwrap();
-        std::os::unix::fs::symlink(outside.join("secret.md"), mem.join("l.md")).unwrap();
-        assert!(markdown_files(&mem).unwrap().is_empty());
+        write(&mem, "topics/a.md", "a\n");
+        let mut snap = Snapshot::create(&tmp.path().join("s"), "t").unwrap();
+        run_writes(&mut snap, &mem, "topics/a.md", Some("run\n"));
+        std::fs::remove_dir_all(mem.join("topics")).unwrap();
+        std::fs::write(outside.join("a.md"), "run\n").unwrap();
+        std::os::unix::fs::symlink(&outside, mem.join("topics")).unwrap();
+        let skipped = snap.restore(&mem).unwrap();
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("a.md")).unwrap(),
+            "run\n"
+        );
+
+        for bad in ["../x.md", "/etc/x.md", "a/../../x.md", "notes.txt"] {
+            let mut m = snap.manifest.clone();
+            m.after.insert(bad.to_string(), None);
+            std::fs::write(snap.dir.join(MANIFEST), serde_json::to_vec(&m).unwrap()).unwrap();
+            let err = Snapshot::load(&snap.dir).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{bad}");
+        }
     }
 }

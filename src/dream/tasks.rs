@@ -143,7 +143,7 @@ impl TaskStore {
     }
 
     pub fn load(&self, task_id: &str) -> std::io::Result<TaskRecord> {
-        let bytes = std::fs::read(self.path_of(task_id))?;
+        let bytes = crate::files::read_regular(&self.path_of(task_id))?;
         serde_json::from_slice(&bytes).map_err(std::io::Error::other)
     }
 
@@ -196,7 +196,7 @@ pub fn pending_path(state_dir: &Path) -> PathBuf {
 
 /// The pending updates, oldest first; lines that do not parse are skipped.
 pub fn read_pending(state_dir: &Path) -> std::io::Result<Vec<PendingUpdate>> {
-    let bytes = match std::fs::read(pending_path(state_dir)) {
+    let bytes = match crate::files::read_regular(&pending_path(state_dir)) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
@@ -215,6 +215,7 @@ fn lock_pending(state_dir: &Path) -> std::io::Result<std::fs::File> {
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(libc::O_NONBLOCK)
         .open(state_dir.join("pending-updates.lock"))?;
     fs4::FileExt::lock(&guard)?;
     Ok(guard)
@@ -227,10 +228,12 @@ pub fn append_pending(state_dir: &Path, update: &PendingUpdate) -> std::io::Resu
     line.push(b'\n');
     let path = pending_path(state_dir);
     // Created (private) if missing; appends never create, so a typo cannot make a file.
+    // O_NONBLOCK: a FIFO in its place fails here (no reader) instead of blocking.
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(libc::O_NONBLOCK)
         .open(&path)?;
     crate::files::append_undoable(&path, &line, None)
         .map(|_| ())
