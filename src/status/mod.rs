@@ -562,7 +562,7 @@ left out (unless the text is only code), and markdown marks, bullets and list nu
 removed from each line. The rules are tried in this order and the first that matches decides; \
 phrases are case-insensitive and match whole words.
 
-failed: a line starting with failed: or failure: (失败：); giving up, give up, gave up, unable \
+failed: a line starting with failed: or failure: (失败： or 失败:); giving up, give up, gave up, unable \
 to complete, could not complete, couldn't complete (放弃); api error, unless the line is an \
 authentication error.
 
@@ -579,9 +579,9 @@ token has expired, token expired.
 done: a line starting with result: or done: (结果：, 完成：); pushed, committed, opened pr, \
 opened a pr, opened a pull request, opened pull request, created a pr, created a pull \
 request, merged, all tests pass, all tests passed, is complete, is now complete, deployed \
-(已推送, 已提交, 已完成, 已合并), each unless one of the three words before it in its clause \
-is not, never, without, before, once, until, if, when, no, yet, be or ends in n't (\"haven't \
-pushed\", \"once all tests pass\").
+(已推送, 已提交, 已完成, 已合并), each unless a word before it in its clause (since the last \
+. , ; : ! ? or dash) is not, never, without, before, once, until, if, when, no, yet or be, or \
+ends in n't (\"haven't pushed\", \"once CI is green and all tests pass\").
 
 working: waiting on ci, waiting for ci, waiting on the ci, waiting for the ci, waiting on the \
 build, waiting for the build, waiting on build, waiting for build, let me (but not let me \

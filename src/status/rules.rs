@@ -224,8 +224,8 @@ pub const RULES: &[Rule] = &[
     rule(Working, Phrase("让我")),
 ];
 
-/// Words that, among the three before an `Affirmed` phrase in its clause, say it has not
-/// happened (any word ending in `n't` too).
+/// Words that, before an `Affirmed` phrase in its clause (up to the last `.`, `,`, `;`, `:`,
+/// `!`, `?` or dash), say it has not happened (any word ending in `n't` too).
 const NEGATIONS: &[&str] = &[
     "not", "never", "without", "before", "once", "until", "if", "when", "no", "yet", "be",
 ];
@@ -354,14 +354,12 @@ fn negated(before: &str) -> bool {
         .rsplit(['.', ';', ',', ':', '!', '?', '—'])
         .next()
         .unwrap_or(before);
-    let words: Vec<&str> = clause.split_whitespace().collect();
-    words[words.len().saturating_sub(3)..]
-        .iter()
-        .any(|w| NEGATIONS.contains(w) || w.ends_with("n't") || w.ends_with("n’t"))
+    clause
+        .split_whitespace()
+        .any(|w| NEGATIONS.contains(&w) || w.ends_with("n't") || w.ends_with("n’t"))
 }
 
-/// The last `max` characters of `text`; a line cut in the middle is dropped unless it is the
-/// only one.
+/// The last `max` characters of `text`.
 pub fn tail(text: &str, max: usize) -> &str {
     let count = text.chars().count();
     if count <= max {
@@ -371,11 +369,7 @@ pub fn tail(text: &str, max: usize) -> &str {
         .char_indices()
         .nth(count - max)
         .map_or(text.len(), |(i, _)| i);
-    let cut = &text[at..];
-    match cut.find('\n') {
-        Some(nl) if !cut[nl..].trim().is_empty() => &cut[nl + 1..],
-        _ => cut,
-    }
+    &text[at..]
 }
 
 /// The text's non-empty lines outside fenced code blocks, cleaned of markdown marks (bullets,
@@ -465,9 +459,9 @@ mod tests {
     }
 
     #[test]
-    fn tail_keeps_the_end_and_drops_a_cut_line() {
+    fn tail_keeps_the_last_characters() {
         let text = format!("{}\nlast line", "x".repeat(2000));
-        assert_eq!(tail(&text, 800), "last line");
+        assert_eq!(tail(&text, 20), "xxxxxxxxxx\nlast line");
         assert_eq!(tail("short", 800), "short");
         let one = "é".repeat(1000);
         assert_eq!(tail(&one, 800).chars().count(), 800);

@@ -156,7 +156,7 @@ mod tests {
             r#"{"type":"assistant","uuid":"a1","message":{"id":"m1","content":[{"type":"text","text":"old"}]}}"#,
             r#"{"type":"assistant","uuid":"a2","message":{"id":"m2","content":[{"type":"text","text":"first"}]}}"#,
             r#"{"type":"assistant","uuid":"a3","message":{"id":"m2","content":[{"type":"tool_use","name":"Bash","input":{}}]}}"#,
-            r#"{"type":"assistant","uuid":"a4","message":{"id":"m2","content":[{"type":"text","text":"second"}]}}"#,
+            r#"{"type":"assistant","uuid":"a4","sessionId":"s","message":{"id":"m2","content":[{"type":"text","text":"second"}]}}"#,
             r#"{"type":"system","subtype":"stop_hook_summary","uuid":"x"}"#,
             r#"{"type":"cost-state"}"#,
         ]);

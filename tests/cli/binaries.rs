@@ -5,7 +5,13 @@ use predicates::prelude::*;
 
 use crate::support::*;
 
-const ALL: &[&str] = &["dream-gate", "dream-lock", "recap", "feedback"];
+const ALL: &[&str] = &[
+    "dream-gate",
+    "dream-lock",
+    "recap",
+    "turn-status",
+    "feedback",
+];
 
 #[test]
 fn help_version_and_usage_errors() {

@@ -19,7 +19,7 @@ use crate::support::transcript::Transcript;
 use crate::support::*;
 
 /// Tools that are planned but not released: no example may run them.
-const UNRELEASED: &[&str] = &["dream-run", "turn-status", "suggest"];
+const UNRELEASED: &[&str] = &["dream-run", "suggest"];
 
 #[derive(Debug)]
 struct Block {
@@ -172,7 +172,13 @@ impl World {
         // Only dreamkit's binaries are added to the system PATH.
         let bin = root.join("bin");
         std::fs::create_dir(&bin).unwrap();
-        for tool in ["dream-gate", "dream-lock", "recap", "feedback"] {
+        for tool in [
+            "dream-gate",
+            "dream-lock",
+            "recap",
+            "turn-status",
+            "feedback",
+        ] {
             std::os::unix::fs::symlink(bin_path(tool), bin.join(tool)).unwrap();
         }
         let api = FakeApi::start();

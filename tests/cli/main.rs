@@ -9,4 +9,5 @@ mod hardening_lock;
 mod locations;
 mod lock;
 mod recap;
+mod status;
 mod support;

@@ -182,6 +182,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
         "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
         "recap" => PathBuf::from(env!("CARGO_BIN_EXE_recap")),
+        "turn-status" => PathBuf::from(env!("CARGO_BIN_EXE_turn-status")),
         "feedback" => PathBuf::from(env!("CARGO_BIN_EXE_feedback")),
         other => panic!("unknown binary {other}"),
     }
