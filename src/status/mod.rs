@@ -587,8 +587,8 @@ working: waiting on ci, waiting for ci, waiting on the ci, waiting for the ci, w
 build, waiting for the build, waiting on build, waiting for build, let me (but not let me \
 know), running, in progress (正在, 让我). No rule: working, with the last line as detail.
 
-The detail is the matching line (for a label, what follows it; for the question, the \
-question), the last line when no rule matched, cut to 64 characters (… marks a cut). \
+The detail is the matching line (for a label, what follows it; for the question, its \
+last sentence), the last line when no rule matched, cut to 64 characters (… marks a cut). \
 needs_action is the same line when blocked, else \"\". -v names the rule that decided.",
     ),
     (

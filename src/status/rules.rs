@@ -284,7 +284,17 @@ fn matches(rule: &Rule, lines: &[String]) -> Option<String> {
     if let TrailingQuestion = rule.test {
         let last = lines.last()?;
         let end = last.trim_end_matches(|c: char| matches!(c, ')' | '"' | '\'' | '*' | '_' | '”'));
-        return (end.ends_with('?') || end.ends_with('？')).then(|| last.clone());
+        if !(end.ends_with('?') || end.ends_with('？')) {
+            return None;
+        }
+        // The question itself: the line's last sentence.
+        let start = [". ", "! ", "。", "！", "; "]
+            .iter()
+            .filter_map(|p| last.rfind(p).map(|i| i + p.len()))
+            .filter(|i| *i < end.len())
+            .max()
+            .unwrap_or(0);
+        return Some(last[start..].trim().to_string());
     }
     lines.iter().rev().find_map(|line| {
         let lower = line.to_lowercase();

@@ -437,3 +437,74 @@ fn example_notes_and_commands_are_parsed_as_intended() {
         .iter()
         .any(|b| b.note.as_deref().is_some_and(|n| n.starts_with("skip ("))));
 }
+
+/// Runs `command` under bash in the world with `stdin`; returns (exit code, stdout).
+fn run_with_stdin(world: &World, command: &str, stdin: &str) -> (Option<i32>, String) {
+    use std::io::Write;
+    let mut child = world
+        .bash(command, false)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut input = child.stdin.take().unwrap();
+        let _ = input.write_all(stdin.as_bytes());
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn readme_status_hook_feeds_the_status_line() {
+    if jq_missing() {
+        return;
+    }
+    let world = World::new();
+    let block = readme_blocks()
+        .into_iter()
+        .find(|b| b.lang == "json" && b.text.contains("\"statusLine\""))
+        .expect("a README JSON block with a statusLine");
+    let settings: Value = serde_json::from_str(&block.text).unwrap();
+    let mut hooks = Vec::new();
+    hook_commands(&settings["hooks"], &mut hooks);
+    let hook = hooks
+        .iter()
+        .find(|h| h.contains("turn-status"))
+        .expect("a turn-status hook");
+    let status_line = settings["statusLine"]["command"].as_str().unwrap();
+    let stop = |text: &str| {
+        json!({"session_id": world.session, "transcript_path": world.transcript,
+            "cwd": world.project, "hook_event_name": "Stop", "last_assistant_message": text})
+        .to_string()
+    };
+    let line_input = json!({"session_id": world.session, "transcript_path": world.transcript,
+        "model": {"id": "claude-sonnet-4-5"}})
+    .to_string();
+    // Before any turn: an empty status line, still exit 0.
+    assert_eq!(
+        run_with_stdin(&world, status_line, &line_input),
+        (Some(0), String::new())
+    );
+    assert_eq!(
+        run_with_stdin(&world, hook, &stop("Pushed the fix to main.")).0,
+        Some(0)
+    );
+    let shown = (Some(0), "completed: Pushed the fix to main.\n".to_string());
+    assert_eq!(run_with_stdin(&world, status_line, &line_input), shown);
+    // A turn with no new text keeps the status.
+    assert_eq!(run_with_stdin(&world, hook, &stop("")).0, Some(0));
+    assert_eq!(run_with_stdin(&world, status_line, &line_input), shown);
+    assert_eq!(
+        run_with_stdin(&world, hook, &stop("Should I tag v1.2?")).0,
+        Some(0)
+    );
+    assert_eq!(
+        run_with_stdin(&world, status_line, &line_input),
+        (Some(0), "blocked: Should I tag v1.2?\n".to_string())
+    );
+}

@@ -185,6 +185,10 @@ fn details_come_from_the_deciding_line() {
     assert_eq!(r["status_category"], "review_ready");
     assert_eq!(r["status_detail"], "I updated the README.");
     assert_eq!(r["needs_action"], "");
+    // A question: its own sentence.
+    let r = record("All 212 tests pass. Should I push to main?");
+    assert_eq!(r["status_detail"], "Should I push to main?");
+    assert_eq!(r["needs_action"], "Should I push to main?");
     let r = record("Result: pushed `v1.2` to origin");
     assert_eq!(r["status_category"], "completed");
     assert_eq!(r["status_detail"], "pushed v1.2 to origin");
