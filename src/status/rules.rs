@@ -283,7 +283,7 @@ pub fn classify_explained(text: &str) -> (Verdict, String) {
 fn matches(rule: &Rule, lines: &[String]) -> Option<String> {
     if let TrailingQuestion = rule.test {
         let last = lines.last()?;
-        let end = last.trim_end_matches(|c: char| matches!(c, ')' | '"' | '\'' | '*' | '_' | '”'));
+        let end = last.trim_end_matches([')', '"', '\'', '*', '_', '”']);
         if !(end.ends_with('?') || end.ends_with('？')) {
             return None;
         }
