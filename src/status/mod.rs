@@ -647,7 +647,9 @@ line is not a JSON object.
 4 the LLM engine failed (the model's reply did not parse twice, or the model could not be \
 reached), without --fallback heuristic.
 
-130 / 143 interrupted by SIGINT / SIGTERM while the model was asked.",
+130 interrupted by SIGINT while the model was asked.
+
+143 terminated by SIGTERM while the model was asked.",
     ),
     (
         "EXAMPLES",
