@@ -223,7 +223,13 @@ fn make_install_installs_what_was_built_and_never_builds() {
 
     let release = tree.path().join("target/release");
     std::fs::create_dir_all(&release).unwrap();
-    for bin in ["dream-gate", "dream-lock", "recap", "turn-status", "feedback"] {
+    for bin in [
+        "dream-gate",
+        "dream-lock",
+        "recap",
+        "turn-status",
+        "feedback",
+    ] {
         std::fs::copy(bin_path(bin), release.join(bin)).unwrap();
     }
     let out = make(tree.path());

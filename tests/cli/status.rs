@@ -762,3 +762,49 @@ fn llm_state_file_is_cleared_before_the_model_is_asked() {
         "{\"headline\":\"Blocked: asks whether to push to main\"}\n"
     );
 }
+
+/// The `epoll_create*` calls of one run, as strace saw them; `None` when strace cannot trace
+/// here (not installed, or ptrace refused).
+fn epoll_calls(home: &ClaudeHome, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    let log = home.root.join(format!("strace-{}.txt", args.len()));
+    let mut cmd = std::process::Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", "trace=epoll_create1,epoll_create", "-o"])
+        .arg(&log)
+        .arg(bin_path("turn-status"))
+        .args(args)
+        .env_clear()
+        .env("HOME", &home.home)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().ok()?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take()?;
+        let _ = stdin.write_all(stop("Pushed the fix.").as_bytes());
+    }
+    let status = child.wait().ok()?;
+    let text = std::fs::read_to_string(&log).ok()?;
+    (status.code().is_some_and(|c| c <= 4)).then_some(text)
+}
+
+#[test]
+fn the_heuristic_starts_no_async_runtime() {
+    let home = ClaudeHome::new();
+    let api = FakeApi::start();
+    api.push(Reply::anthropic_text(GOOD));
+    let url = api.url();
+    let env = [
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("ANTHROPIC_API_KEY", KEY),
+    ];
+    // The LLM engine's runtime opens an epoll instance: the check is not blind.
+    let Some(llm) = epoll_calls(&home, &["--engine", "llm"], &env) else {
+        eprintln!("SKIPPED: strace is not available or may not trace here");
+        return;
+    };
+    assert!(llm.contains("epoll_create"), "{llm}");
+    let heuristic = epoll_calls(&home, &[], &env).expect("strace ran before");
+    assert!(!heuristic.contains("epoll_create"), "{heuristic}");
+}
