@@ -294,13 +294,18 @@ fn previous_status(path: &Path, sink: Sink) -> Result<Option<String>, Failure> {
     Ok(sink.holds(&value).then(|| value.to_string()))
 }
 
-/// Writes one line to the state file, atomically.
+/// Writes one line to the state file, atomically; a missing directory is created (0700).
 fn write_state(path: &Path, line: &str) -> Result<(), Failure> {
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !dir.exists() {
+            create_private_dir(dir).map_err(|e| Failure::io("create the directory", dir, &e))?;
+        }
+    }
     write_atomic(path, format!("{line}\n").as_bytes(), 0o600)
         .map_err(|e| Failure::io("write", path, &e))
 }
 
-/// A state file must be (or become) a regular file in a directory we can create.
+/// A state file must be a regular file, or not exist yet.
 fn check_state_file(path: &Path) -> Result<(), Failure> {
     check_path("--state-file", path)?;
     match std::fs::symlink_metadata(path) {
@@ -309,13 +314,7 @@ fn check_state_file(path: &Path) -> Result<(), Failure> {
             reason: Some("not_a_file"),
             message: format!("--state-file {} is not a regular file", path.display()),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                Some(dir) if !dir.exists() => create_private_dir(dir)
-                    .map_err(|e| Failure::io("create the directory", dir, &e)),
-                _ => Ok(()),
-            }
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Failure::io("inspect", path, &e)),
     }
 }

@@ -504,13 +504,16 @@ fn previous_is_reused_for_a_turn_with_no_new_text() {
     // No previous file at all: nothing to report, nothing written.
     let missing = home.root.join("none.json");
     let m = missing.to_str().unwrap();
-    let out = run_in(&home, &["--previous", m, "--state-file", m], &stop(""), &[]);
+    let in_new_dir = home.root.join("new-dir/status.json");
+    let n = in_new_dir.to_str().unwrap();
+    let out = run_in(&home, &["--previous", m, "--state-file", n], &stop(""), &[]);
     assert_eq!(out.code, 1);
     assert_eq!(out.json()["reason"], "no_text");
     assert!(out
         .stderr
         .contains("no status: the turn has no new assistant text"));
     assert!(!missing.exists());
+    assert!(!home.root.join("new-dir").exists(), "nothing written");
     assert_eq!(
         run_in(&home, &["-q", "--previous", m], &stop(""), &[]).stderr,
         ""
