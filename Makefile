@@ -4,7 +4,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CARGO    ?= cargo
 JOBS     ?= 2
-BINS     := dream-gate dream-lock dream-run recap suggest feedback
+BINS     := dream-gate dream-lock dream-run recap turn-status suggest feedback
 
 BINDIR   := $(DESTDIR)$(PREFIX)/bin
 MANDIR   := $(DESTDIR)$(PREFIX)/share/man/man1

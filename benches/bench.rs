@@ -15,6 +15,7 @@ mod fake_api;
 const GATE: &str = env!("CARGO_BIN_EXE_dream-gate");
 const RECAP: &str = env!("CARGO_BIN_EXE_recap");
 const DREAM_RUN: &str = env!("CARGO_BIN_EXE_dream-run");
+const STATUS: &str = env!("CARGO_BIN_EXE_turn-status");
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -76,12 +77,23 @@ fn gate_cmd(f: &Fixture, extra: &[&str]) -> Command {
 
 /// Runs each command `runs` times, interleaved, and returns the medians.
 fn medians(commands: &mut [(&str, Command)], runs: usize) -> Vec<Duration> {
+    medians_fed(commands, runs, None)
+}
+
+/// [`medians`], each run reading `input` (a file) on its stdin when given.
+fn medians_fed(
+    commands: &mut [(&str, Command)],
+    runs: usize,
+    input: Option<&Path>,
+) -> Vec<Duration> {
     let mut samples = vec![Vec::with_capacity(runs); commands.len()];
     for _ in 0..runs {
         for (i, (name, cmd)) in commands.iter_mut().enumerate() {
-            cmd.stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+            let stdin = match input {
+                Some(path) => Stdio::from(std::fs::File::open(path).expect("open input")),
+                None => Stdio::null(),
+            };
+            cmd.stdin(stdin).stdout(Stdio::null()).stderr(Stdio::null());
             let start = Instant::now();
             let status = cmd.status().expect("spawn");
             samples[i].push(start.elapsed());
@@ -317,23 +329,84 @@ fn dream_benchmarks() {
     );
 }
 
+/// `turn-status` (heuristic): a 1 GB transcript against a 1 MB one, its peak memory, and the
+/// Stop-hook path against `jq` pulling the same field out of the same payload.
+fn status_benchmarks() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let small = tmp.path().join("small.jsonl");
+    let large = tmp.path().join("large.jsonl");
+    transcript(&small, 1 << 20);
+    transcript(&large, 1 << 30);
+    let status = |args: &[&std::ffi::OsStr]| {
+        let mut cmd = Command::new(STATUS);
+        cmd.args(args).env_clear().env("HOME", tmp.path());
+        cmd
+    };
+    let on = |path: &Path| status(&["--transcript".as_ref(), path.as_os_str()]);
+    assert_eq!(
+        exit_code(on(&large)),
+        0,
+        "turn-status failed on the 1 GB transcript"
+    );
+    let m = medians(
+        &mut [
+            ("turn-status 1 GB", on(&large)),
+            ("turn-status 1 MB", on(&small)),
+        ],
+        100,
+    );
+    report(
+        "turn-status (heuristic) on a 1 GB transcript",
+        m[0],
+        m[1],
+        "on a 1 MB one",
+        Some(1.2),
+    );
+    let rss = peak_rss_kib(on(&large));
+    let verdict = if rss < 32 * 1024 { "met" } else { "MISSED" };
+    println!(
+        "turn-status peak RSS on a 1 GB transcript: {:.1} MiB (target < 32 MiB, {verdict})",
+        rss as f64 / 1024.0
+    );
+
+    // The real Stop payload of Claude Code 2.1.332, as a Stop hook gets it after every turn.
+    let payload = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code-2.1.332/hook-input/Stop.json");
+    let mut jq = Command::new("jq");
+    jq.args(["-r", ".last_assistant_message"]);
+    let m = medians_fed(
+        &mut [("turn-status", status(&[])), ("jq", jq)],
+        300,
+        Some(&payload),
+    );
+    report(
+        "turn-status (heuristic) from a Stop payload",
+        m[0],
+        m[1],
+        "`jq -r .last_assistant_message`",
+        Some(1.5),
+    );
+}
+
+/// The groups `main` can run, by name: `cargo bench --bench bench -- status` runs one.
+const GROUPS: &[(&str, fn())] = &[
+    ("gate", gate_benchmarks),
+    ("recap", recap_benchmarks),
+    ("status", status_benchmarks),
+    ("dream", dream_benchmarks),
+];
+
 fn main() {
-    // `cargo bench --bench bench -- dream` runs only the groups named (gate, recap, dream);
-    // cargo itself passes `--bench`.
-    let only: Vec<String> = std::env::args()
+    // `cargo bench` passes `--bench`; other words name groups (none: all of them).
+    let wanted: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| !a.starts_with("--"))
+        .filter(|a| !a.starts_with('-'))
         .collect();
-    let wanted = |group: &str| only.is_empty() || only.iter().any(|o| group.contains(o.as_str()));
     println!("dreamkit benchmarks (medians of interleaved runs)");
-    if wanted("gate") {
-        gate_benchmarks();
-    }
-    if wanted("recap") {
-        recap_benchmarks();
-    }
-    if wanted("dream") {
-        dream_benchmarks();
+    for (name, group) in GROUPS {
+        if wanted.is_empty() || wanted.iter().any(|w| w == name) {
+            group();
+        }
     }
 }
 

@@ -12,6 +12,7 @@ pub mod gate;
 pub mod lock;
 pub mod model;
 pub mod recap;
+pub mod status;
 pub mod suggest;
 
 /// Every binary's documentation, for `make man completions` and the docs test.
@@ -33,6 +34,10 @@ pub fn doc_pages() -> Vec<cli::docs::Page> {
         cli::docs::Page {
             command: recap::Args::command(),
             sections: recap::MAN_SECTIONS,
+        },
+        cli::docs::Page {
+            command: status::Args::command(),
+            sections: status::MAN_SECTIONS,
         },
         cli::docs::Page {
             command: feedback::Args::command(),

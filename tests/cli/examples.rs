@@ -18,9 +18,6 @@ use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::transcript::Transcript;
 use crate::support::*;
 
-/// Tools that are planned but not released: no example may run them.
-const UNRELEASED: &[&str] = &["turn-status"];
-
 #[derive(Debug)]
 struct Block {
     lang: String,
@@ -120,19 +117,6 @@ fn hook_commands(value: &Value, out: &mut Vec<String>) {
         Value::Array(items) => items.iter().for_each(|v| hook_commands(v, out)),
         _ => {}
     }
-}
-
-/// The words a command runs, comments left out, for the unreleased-tools check.
-fn runs_unreleased(command: &str) -> Option<&'static str> {
-    let code: String = command
-        .lines()
-        .map(|l| l.split(" #").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let words: Vec<&str> = code
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-        .collect();
-    UNRELEASED.iter().copied().find(|tool| words.contains(tool))
 }
 
 /// A home where the examples find a project with two sessions: enough to list, too few for
@@ -279,14 +263,6 @@ fn readme_shell_examples_run_as_written() {
     {
         let note = block.note.as_deref().unwrap_or("");
         let commands = commands(&block.text);
-        for command in &commands {
-            if let Some(tool) = runs_unreleased(command) {
-                failures.push(format!(
-                    "README.md:{}: runs {tool}, which is not released: {command}",
-                    block.line
-                ));
-            }
-        }
         if note.starts_with("skip") {
             assert!(
                 note.contains('('),
@@ -345,7 +321,6 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
             hook.trim_end().ends_with("exit 0"),
             "a hook ends in exit 0 (Claude Code reads 2 as block): {hook}"
         );
-        assert_eq!(runs_unreleased(hook), None, "{hook}");
         let mut child = world
             .bash(hook, false)
             .stdin(std::process::Stdio::piped())
@@ -402,11 +377,6 @@ fn man_page_examples_run_as_written() {
     assert!(examples.len() >= 6, "{examples:?}");
     let mut failures = Vec::new();
     for (page, command) in &examples {
-        if let Some(tool) = runs_unreleased(command) {
-            failures.push(format!(
-                "{page}: runs {tool}, which is not released: {command}"
-            ));
-        }
         if let Err(e) = world.run(std::slice::from_ref(command), &[0, 1], true) {
             failures.push(format!("{page}: {e}"));
         }
@@ -420,14 +390,79 @@ fn example_notes_and_commands_are_parsed_as_intended() {
         commands("# comment\necho a \\\n  | cat\n\nls   # trailing\n"),
         ["echo a \\\n  | cat", "ls   # trailing"]
     );
-    assert_eq!(
-        runs_unreleased("turn-status -q | jq -c . && suggest check"),
-        Some("turn-status")
-    );
-    assert_eq!(runs_unreleased("recap -q  # not suggest yet"), None);
-    assert_eq!(runs_unreleased("dream-gate --min-sessions 1"), None);
     let blocks = readme_blocks();
     assert!(blocks
         .iter()
         .any(|b| b.note.as_deref().is_some_and(|n| n.starts_with("skip ("))));
+}
+
+/// Runs `command` under bash in the world with `stdin`; returns (exit code, stdout).
+fn run_with_stdin(world: &World, command: &str, stdin: &str) -> (Option<i32>, String) {
+    use std::io::Write;
+    let mut child = world
+        .bash(command, false)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut input = child.stdin.take().unwrap();
+        let _ = input.write_all(stdin.as_bytes());
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn readme_status_hook_feeds_the_status_line() {
+    if jq_missing() {
+        return;
+    }
+    let world = World::new();
+    let block = readme_blocks()
+        .into_iter()
+        .find(|b| b.lang == "json" && b.text.contains("\"statusLine\""))
+        .expect("a README JSON block with a statusLine");
+    let settings: Value = serde_json::from_str(&block.text).unwrap();
+    let mut hooks = Vec::new();
+    hook_commands(&settings["hooks"], &mut hooks);
+    let hook = hooks
+        .iter()
+        .find(|h| h.contains("turn-status"))
+        .expect("a turn-status hook");
+    let status_line = settings["statusLine"]["command"].as_str().unwrap();
+    let stop = |text: &str| {
+        json!({"session_id": world.session, "transcript_path": world.transcript,
+            "cwd": world.project, "hook_event_name": "Stop", "last_assistant_message": text})
+        .to_string()
+    };
+    let line_input = json!({"session_id": world.session, "transcript_path": world.transcript,
+        "model": {"id": "claude-sonnet-4-5"}})
+    .to_string();
+    // Before any turn: an empty status line, still exit 0.
+    assert_eq!(
+        run_with_stdin(&world, status_line, &line_input),
+        (Some(0), String::new())
+    );
+    assert_eq!(
+        run_with_stdin(&world, hook, &stop("Pushed the fix to main.")).0,
+        Some(0)
+    );
+    let shown = (Some(0), "completed: Pushed the fix to main.\n".to_string());
+    assert_eq!(run_with_stdin(&world, status_line, &line_input), shown);
+    // A turn with no new text keeps the status.
+    assert_eq!(run_with_stdin(&world, hook, &stop("")).0, Some(0));
+    assert_eq!(run_with_stdin(&world, status_line, &line_input), shown);
+    assert_eq!(
+        run_with_stdin(&world, hook, &stop("Should I tag v1.2?")).0,
+        Some(0)
+    );
+    assert_eq!(
+        run_with_stdin(&world, status_line, &line_input),
+        (Some(0), "blocked: Should I tag v1.2?\n".to_string())
+    );
 }

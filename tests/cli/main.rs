@@ -13,5 +13,6 @@ mod hardening_net;
 mod locations;
 mod lock;
 mod recap;
+mod status;
 mod suggest;
 mod support;

@@ -183,6 +183,7 @@ pub const BINARIES: &[&str] = &[
     "dream-lock",
     "dream-run",
     "recap",
+    "turn-status",
     "suggest",
     "feedback",
 ];
@@ -193,6 +194,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
         "dream-run" => PathBuf::from(env!("CARGO_BIN_EXE_dream-run")),
         "recap" => PathBuf::from(env!("CARGO_BIN_EXE_recap")),
+        "turn-status" => PathBuf::from(env!("CARGO_BIN_EXE_turn-status")),
         "feedback" => PathBuf::from(env!("CARGO_BIN_EXE_feedback")),
         "suggest" => PathBuf::from(env!("CARGO_BIN_EXE_suggest")),
         other => panic!("unknown binary {other}"),

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    dreamkit::cli::main::<dreamkit::status::Args>()
+}

@@ -1,0 +1,224 @@
+//! The LLM engine: the small/fast model (thinking off) classifies the last 2,000 characters of
+//! the turn's final text as JSON; a reply that does not parse gets one second attempt with a
+//! format correction. The only place turn-status starts an async runtime.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::rules::{cap, tail, Category, Verdict, DETAIL_CHARS};
+use crate::cli::{signals, Failure};
+use crate::model::{
+    self, Block, Client, ErrorKind, Message, ModelError, Request, Role, SystemBlock, Usage,
+};
+
+/// The model sees this many characters from the end of the text.
+pub const TEXT_CHARS: usize = 2000;
+/// `result` is cut to this many characters.
+pub const RESULT_CHARS: usize = 180;
+/// Room for the JSON object and a little slack.
+pub const MAX_TOKENS: u32 = 300;
+
+const SYSTEM_PROMPT: &str = "You classify where a coding assistant's turn ended, from the \
+final message it wrote. Reply with one JSON object and nothing else, of this form:\n\
+{\"state\": \"working\" | \"blocked\" | \"done\" | \"failed\", \"detail\": string (at most 64 \
+characters: where it stands), \"tempo\": \"active\" | \"idle\" | \"blocked\", \"needs\": \
+string (the action the user must take when blocked, else \"\"), \"result\": string (at most \
+180 characters: what was achieved, else \"\")}\n\
+done: the task is finished (results reported, pushed, committed, PR opened). blocked: it waits \
+for the user (a question, an approval, input, a login). failed: it gave up or hit an error it \
+cannot get past. working: anything else, including work still under way.";
+
+const CORRECTION: &str = "That reply could not be used. Reply again with only the JSON \
+object, no prose and no code fence: {\"state\": ..., \"detail\": ..., \"tempo\": ..., \
+\"needs\": ..., \"result\": ...}, with state one of working, blocked, done, failed and tempo \
+one of active, idle, blocked.";
+
+/// The parsed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub verdict: Verdict,
+    pub tempo: &'static str,
+    pub result: String,
+}
+
+/// How the engine ended.
+#[derive(Debug)]
+pub enum Outcome {
+    Classified(Answer, Usage),
+    Failed(ModelError, Usage),
+    /// SIGINT or SIGTERM arrived: the signal number.
+    Interrupted(i32),
+}
+
+fn first_request(text: &str) -> Request {
+    Request {
+        system: vec![SystemBlock {
+            text: SYSTEM_PROMPT.to_string(),
+            cache: false,
+        }],
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![Block::text(format!(
+                "The final message of the turn (its last {TEXT_CHARS} characters at most):\n\n\
+                 <message>\n{}\n</message>",
+                tail(text, TEXT_CHARS)
+            ))],
+        }],
+        tools: Vec::new(),
+        cache_tools: false,
+        max_tokens: MAX_TOKENS,
+        temperature: None,
+    }
+}
+
+/// Classifies `text` with the model: at most two requests (each with the client's retries).
+pub fn classify(client: &Client, text: &str) -> Result<Outcome, Failure> {
+    // While the model is asked, a signal ends the exchange, not the process, so the answer
+    // says it was interrupted.
+    let hold = signals::hold();
+    let outcome = model::block_on(async {
+        tokio::select! {
+            outcome = exchange(client, text) => outcome,
+            signal = interrupted() => Outcome::Interrupted(signal),
+        }
+    })?;
+    Ok(match hold.end() {
+        Some(signal) => Outcome::Interrupted(signal),
+        None => outcome,
+    })
+}
+
+async fn exchange(client: &Client, text: &str) -> Outcome {
+    let mut request = first_request(text);
+    let mut usage = Usage::default();
+    let response = match client.send(&request).await {
+        Ok(response) => response,
+        Err(error) => return Outcome::Failed(error, usage),
+    };
+    usage += response.usage;
+    let reply = response.text();
+    let why = match parse(&reply) {
+        Ok(answer) => return Outcome::Classified(answer, usage),
+        Err(why) => why,
+    };
+    request.messages.push(Message {
+        role: Role::Assistant,
+        content: vec![Block::text(if reply.trim().is_empty() {
+            "(empty)".to_string()
+        } else {
+            reply
+        })],
+    });
+    request.messages.push(Message {
+        role: Role::User,
+        content: vec![Block::text(format!("{CORRECTION} (The problem: {why}.)"))],
+    });
+    let response = match client.send(&request).await {
+        Ok(response) => response,
+        Err(error) => return Outcome::Failed(error, usage),
+    };
+    usage += response.usage;
+    match parse(&response.text()) {
+        Ok(answer) => Outcome::Classified(answer, usage),
+        Err(second) => {
+            let mut error = ModelError::new(
+                ErrorKind::MalformedResponse,
+                format!("the model's reply is not the status JSON, twice: {why}; then {second}"),
+            );
+            error.attempts = 2;
+            Outcome::Failed(error, usage)
+        }
+    }
+}
+
+async fn interrupted() -> i32 {
+    loop {
+        if let Some(signal) = signals::received() {
+            return signal;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The JSON object in a reply (a code fence or words around it are tolerated), checked.
+pub fn parse(reply: &str) -> Result<Answer, String> {
+    let start = reply.find('{').ok_or("no JSON object in the reply")?;
+    let end = reply.rfind('}').ok_or("no JSON object in the reply")?;
+    if end < start {
+        return Err("no JSON object in the reply".into());
+    }
+    let value: Value = serde_json::from_str(&reply[start..=end])
+        .map_err(|e| format!("the JSON does not parse: {e}"))?;
+    let text = |key: &str| -> Result<String, String> {
+        match value.get(key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.trim().to_string()),
+            Some(_) => Err(format!("`{key}` is not a string")),
+        }
+    };
+    let state = text("state")?;
+    let category =
+        Category::parse(&state).ok_or_else(|| format!("`state` {state:?} is not a state"))?;
+    let detail = text("detail")?;
+    if detail.is_empty() {
+        return Err("`detail` is missing".into());
+    }
+    let tempo = match text("tempo")?.as_str() {
+        "active" => "active",
+        "idle" => "idle",
+        "blocked" => "blocked",
+        "" => category.tempo(),
+        other => return Err(format!("`tempo` {other:?} is not a tempo")),
+    };
+    let needs = text("needs")?;
+    let result = cap(&text("result")?, RESULT_CHARS);
+    let mut verdict = Verdict::new(category, &detail, &needs);
+    if category == Category::Blocked && verdict.needs.is_empty() {
+        verdict.needs = cap(&detail, DETAIL_CHARS);
+    }
+    Ok(Answer {
+        verdict,
+        tempo,
+        result,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fenced_json_and_caps_fields() {
+        let long = "x".repeat(300);
+        let reply = format!(
+            "```json\n{{\"state\":\"done\",\"detail\":\"{long}\",\"tempo\":\"idle\",\"needs\":\"\",\"result\":\"{long}\"}}\n```"
+        );
+        let a = parse(&reply).unwrap();
+        assert_eq!(a.verdict.category, Category::Done);
+        assert_eq!(a.verdict.detail.chars().count(), DETAIL_CHARS);
+        assert_eq!(a.result.chars().count(), RESULT_CHARS);
+        assert_eq!(a.tempo, "idle");
+    }
+
+    #[test]
+    fn rejects_what_is_not_the_status() {
+        for bad in [
+            "I think it is done.",
+            "{\"state\":\"finished\",\"detail\":\"x\"}",
+            "{\"state\":\"done\"}",
+            "{\"state\":\"done\",\"detail\":5}",
+            "{\"state\":\"done\",\"detail\":\"x\",\"tempo\":\"fast\"}",
+            "} {",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn blocked_without_needs_uses_the_detail() {
+        let a = parse("{\"state\":\"blocked\",\"detail\":\"approve the push\"}").unwrap();
+        assert_eq!(a.verdict.needs, "approve the push");
+        assert_eq!(a.tempo, "blocked");
+    }
+}

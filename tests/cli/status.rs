@@ -1,0 +1,813 @@
+//! `turn-status`: the heuristic table on the messages real sessions end with, every input
+//! shape (the real 2.1.332 hook payloads), every sink, `--previous`, `--events`,
+//! `--state-file`, and the LLM engine against the fake server.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::transcript::{Transcript, SESSION};
+use crate::support::*;
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/claude-code-2.1.332"
+);
+const KEY: &str = "sk-ant-test-SECRET-0123456789";
+/// The session of the real tool-use run (its Stop payload and its transcript).
+const REAL_SESSION: &str = "854ac185-82c5-458b-8010-937270238761";
+/// The uuid of the last text record of `session-tool-use.jsonl`.
+const REAL_LAST_TEXT_UUID: &str = "922c39a3-cee2-42e9-b6aa-f7862893420f";
+
+fn payload(event: &str) -> Value {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/hook-input/{event}.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        assert_eq!(self.stdout.lines().count(), 1, "{}", self.stdout);
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+fn run_in(home: &ClaudeHome, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Run {
+    let mut cmd = home.cmd("turn-status");
+    cmd.args(args).write_stdin(stdin.to_string());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.timeout(Duration::from_secs(30)).output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: stderr_text(&out),
+    }
+}
+
+fn run(args: &[&str], stdin: &str) -> Run {
+    run_in(&ClaudeHome::new(), args, stdin, &[])
+}
+
+fn stop(text: &str) -> String {
+    let mut p = payload("Stop");
+    p["last_assistant_message"] = json!(text);
+    p.to_string()
+}
+
+/// Final assistant messages of the kinds real sessions end with, and their category.
+fn table() -> Vec<(String, &'static str)> {
+    let long_tail = format!(
+        "Pushed the branch.\n{}\nThat is all for now.",
+        "Notes: the cache layer keeps its old layout for one more release.\n".repeat(15)
+    );
+    let cases: Vec<(&str, &'static str)> = vec![
+        // results, pushes, PRs
+        ("Pushed the fix to `main` (abc1234).", "done"),
+        ("I've committed the changes as `fix: handle empty stdin`.", "done"),
+        ("Opened PR #42: https://github.com/o/r/pull/42", "done"),
+        ("Result: 3 files changed, all green.", "done"),
+        ("All tests pass (128 passed, 0 failed).", "done"),
+        ("The migration is complete. The new column is populated for all 1.2M rows.", "done"),
+        ("Merged #17 into main and deleted the branch.", "done"),
+        ("Deployed v2.3.1 to staging.", "done"),
+        ("## Summary\n\n- Fixed the off-by-one in `tail()`\n- Added a regression test\n\nEverything is committed on `fix/tail`; I haven't pushed it yet.", "done"),
+        ("Committed and pushed to origin/feat-x. CI is running now.", "done"),
+        ("Here's what I changed:\n\n1. Moved parsing into `args.rs`\n2. Added tests\n\nAll tests passed and the branch is pushed.", "done"),
+        // questions and approvals
+        ("Should I also update the changelog?", "blocked"),
+        ("Do you want me to push this to `main`, or open a PR instead?", "blocked"),
+        ("Would you like me to squash the commits before merging?", "blocked"),
+        ("The tests pass locally.\n\nWant me to open a PR?", "blocked"),
+        ("I need your approval before running `terraform apply`.", "blocked"),
+        ("Blocked: the staging database credentials are missing.", "blocked"),
+        ("Needs input: which Postgres version should the CI image use", "blocked"),
+        ("Awaiting your approval to run the migration on production.", "blocked"),
+        ("I'm waiting for your input on the schema before continuing.", "blocked"),
+        ("Please run `gh auth login` and then tell me to retry.", "blocked"),
+        ("Please provide the API token for the staging environment.", "blocked"),
+        ("I couldn't push: the remote rejected the update (protected branch). Please approve the PR so it can be merged.", "blocked"),
+        // authentication errors
+        ("API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}} · Please run /login", "blocked"),
+        ("git push failed: Permission denied (publickey).", "blocked"),
+        ("The GitHub CLI is not logged in, so I could not open the PR.", "blocked"),
+        ("The remote says my OAuth token has expired.", "blocked"),
+        // failures and give-ups
+        ("API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}", "failed"),
+        ("Failed: the build needs a newer glibc than this machine has.", "failed"),
+        ("I'm giving up on the flaky test: it fails one run in three and I cannot reproduce it locally.", "failed"),
+        ("After three attempts I was unable to complete the upgrade; the lockfile conflicts remain.", "failed"),
+        ("Gave up after 3 retries: the registry keeps returning 503.", "failed"),
+        // work under way
+        ("Let me check the logs for the failing job.", "working"),
+        ("Waiting on CI for the checks to finish.", "working"),
+        ("The build is running; I'll report back when it finishes.", "working"),
+        ("Running the integration tests now.", "working"),
+        ("Refactoring is in progress: 4 of 9 modules moved.", "working"),
+        ("I haven't committed anything yet. Let me run the full suite first.", "working"),
+        ("Once CI is green and all tests pass, I'll merge it.", "working"),
+        ("The deploy failed with exit code 137 (out of memory). I'll retry with a larger runner.", "working"),
+        // no rule: the last line
+        ("I updated the README with the new benchmark figures.", "working"),
+        ("Let me know if you'd like any other changes.", "working"),
+        ("Here is the fix:\n\n```rust\nlet n = input.parse::<u32>()?\n```\n\nI applied it to `src/args.rs`.", "working"),
+        ("```\n$ make test\nok\n```", "working"),
+        // CJK
+        ("代码已推送到 main 分支。", "done"),
+        ("修复已提交 (commit 3f2a1b)。", "done"),
+        ("需要你确认一下：要不要删除旧的迁移脚本？", "blocked"),
+        ("正在运行测试，请稍候。", "working"),
+        ("失败：构建需要更新的 glibc。", "failed"),
+        ("The fix is in `src/lib.rs`.\n\n我已完成重构，所有测试都通过了。", "done"),
+    ];
+    let mut cases: Vec<(String, &'static str)> =
+        cases.into_iter().map(|(t, c)| (t.to_string(), c)).collect();
+    // Only the last 800 characters count: the push is too far back.
+    cases.push((long_tail, "working"));
+    cases
+}
+
+#[test]
+fn heuristic_table_of_real_endings() {
+    let home = ClaudeHome::new();
+    let cases = table();
+    assert!(cases.len() >= 40, "{}", cases.len());
+    let mut wrong = Vec::new();
+    for (text, expected) in &cases {
+        let out = run_in(&home, &["--surface", "bg"], &stop(text), &[]);
+        assert_eq!(out.code, 0, "{text}: {}", out.stderr);
+        let state = out.json();
+        if state["state"] != *expected {
+            wrong.push(format!("{text:?}: expected {expected}, got {state}"));
+        }
+        assert_eq!(
+            state["needs"].as_str().unwrap().is_empty(),
+            *expected != "blocked",
+            "needs is set exactly when blocked: {text:?} -> {state}"
+        );
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn details_come_from_the_deciding_line() {
+    let home = ClaudeHome::new();
+    let record = |text: &str| run_in(&home, &[], &stop(text), &[]).json();
+    let r = record("Blocked: the staging database credentials are missing.");
+    assert_eq!(r["status_category"], "blocked");
+    assert_eq!(
+        r["status_detail"],
+        "the staging database credentials are missing."
+    );
+    assert_eq!(
+        r["needs_action"],
+        "the staging database credentials are missing."
+    );
+    let r = record(
+        "Looked at it.\n\n- **Fixed** the `parse()` bug\n- Updated docs\n\nI updated the README.",
+    );
+    assert_eq!(r["status_category"], "review_ready");
+    assert_eq!(r["status_detail"], "I updated the README.");
+    assert_eq!(r["needs_action"], "");
+    // A question: its own sentence.
+    let r = record("All 212 tests pass. Should I push to main?");
+    assert_eq!(r["status_detail"], "Should I push to main?");
+    assert_eq!(r["needs_action"], "Should I push to main?");
+    let r = record("Result: pushed `v1.2` to origin");
+    assert_eq!(r["status_category"], "completed");
+    assert_eq!(r["status_detail"], "pushed v1.2 to origin");
+    let long = format!("Failed: {}", "the linker ran out of memory ".repeat(10));
+    let r = record(&long);
+    assert_eq!(r["status_category"], "failed");
+    let detail = r["status_detail"].as_str().unwrap();
+    assert_eq!(detail.chars().count(), 64, "{detail}");
+    assert!(detail.ends_with('…'));
+}
+
+#[test]
+fn real_stop_payload_gives_claude_codes_record() {
+    let out = run(&[], &payload("Stop").to_string());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "type",
+            "subtype",
+            "summarizes_uuid",
+            "status_category",
+            "status_detail",
+            "needs_action",
+            "uuid",
+            "session_id"
+        ]
+    );
+    assert_eq!(r["type"], "system");
+    assert_eq!(r["subtype"], "post_turn_summary");
+    assert_eq!(r["status_category"], "review_ready");
+    assert_eq!(r["status_detail"], "Hello from the stub.");
+    assert_eq!(r["needs_action"], "");
+    assert_eq!(r["session_id"], REAL_SESSION);
+    // The payload's transcript_path does not exist on this machine.
+    assert_eq!(r["summarizes_uuid"], Value::Null);
+    let uuid = r["uuid"].as_str().unwrap();
+    assert_eq!(uuid.len(), 36);
+    assert_eq!(uuid.as_bytes()[14], b'4', "a v4 uuid: {uuid}");
+}
+
+/// The real tool-use transcript copied into the home, and the real payload pointing at it.
+fn real_transcript(home: &ClaudeHome, event: &str) -> (PathBuf, Value) {
+    let path = home.transcripts_dir().join(format!("{REAL_SESSION}.jsonl"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::copy(format!("{FIXTURES}/session-tool-use.jsonl"), &path).unwrap();
+    let mut p = payload(event);
+    p["transcript_path"] = json!(path);
+    p["cwd"] = json!(home.project);
+    (path, p)
+}
+
+#[test]
+fn summarizes_uuid_comes_from_the_payloads_transcript() {
+    let home = ClaudeHome::new();
+    let (path, p) = real_transcript(&home, "Stop");
+    let r = run_in(&home, &[], &p.to_string(), &[]).json();
+    assert_eq!(r["summarizes_uuid"], REAL_LAST_TEXT_UUID);
+    // A text the transcript's last turn does not hold names no record.
+    let mut other = p.clone();
+    other["last_assistant_message"] = json!("Something else entirely.");
+    let r = run_in(&home, &[], &other.to_string(), &[]).json();
+    assert_eq!(r["summarizes_uuid"], Value::Null);
+    // --transcript: the same turn, read from the file.
+    let r = run_in(&home, &["--transcript", path.to_str().unwrap()], "", &[]).json();
+    assert_eq!(r["summarizes_uuid"], REAL_LAST_TEXT_UUID);
+    assert_eq!(r["status_detail"], "Hello from the stub.");
+    assert_eq!(r["session_id"], REAL_SESSION);
+}
+
+#[test]
+fn every_real_payload_shape() {
+    let home = ClaudeHome::new();
+    // Events without last_assistant_message read the last turn of their transcript_path.
+    for event in [
+        "PreToolUse",
+        "PostToolUse",
+        "UserPromptSubmit",
+        "SessionStart",
+        "SessionEnd",
+    ] {
+        let (_, p) = real_transcript(&home, event);
+        let out = run_in(&home, &[], &p.to_string(), &[]);
+        assert_eq!(out.code, 0, "{event}: {}", out.stderr);
+        let r = out.json();
+        assert_eq!(r["summarizes_uuid"], REAL_LAST_TEXT_UUID, "{event}");
+        assert_eq!(r["session_id"], REAL_SESSION, "{event}");
+        // As shipped, their transcript_path does not exist here: a turn with no text yet.
+        let out = run_in(&home, &[], &payload(event).to_string(), &[]);
+        assert_eq!(out.code, 1, "{event}: {}", out.stdout);
+        assert_eq!(out.json()["reason"], "no_text");
+        assert!(out.stderr.contains("no status:"), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn stop_failure_is_failed_with_its_text_or_error() {
+    let mut p = payload("Stop");
+    p["hook_event_name"] = json!("StopFailure");
+    p["error"] = json!("rate_limit");
+    p["last_assistant_message"] = json!("API Error: Rate limit reached for requests");
+    let r = run(&[], &p.to_string()).json();
+    assert_eq!(r["status_category"], "failed");
+    assert_eq!(
+        r["status_detail"],
+        "API Error: Rate limit reached for requests"
+    );
+    assert_eq!(r["needs_action"], "");
+    p.as_object_mut().unwrap().remove("last_assistant_message");
+    let r = run(&[], &p.to_string()).json();
+    assert_eq!(
+        (r["status_category"].clone(), r["status_detail"].clone()),
+        (json!("failed"), json!("rate_limit"))
+    );
+    // Even a text that would read as done: the turn ended on an error.
+    p["last_assistant_message"] = json!("Pushed.");
+    assert_eq!(run(&[], &p.to_string()).json()["status_category"], "failed");
+}
+
+#[test]
+fn permission_prompts_block_at_once() {
+    let mut p = payload("Stop");
+    p["hook_event_name"] = json!("Notification");
+    p["notification_type"] = json!("permission_prompt");
+    p["message"] = json!("Claude needs your permission to use Bash");
+    p.as_object_mut().unwrap().remove("last_assistant_message");
+    let r = run(&[], &p.to_string()).json();
+    assert_eq!(r["status_category"], "blocked");
+    assert_eq!(
+        r["status_detail"],
+        "Claude needs your permission to use Bash"
+    );
+    assert_eq!(r["needs_action"], "answer the permission prompt");
+    assert_eq!(r["session_id"], REAL_SESSION);
+    // Another notification is not a block: its transcript decides (none here: no text).
+    p["notification_type"] = json!("idle_prompt");
+    assert_eq!(run(&[], &p.to_string()).code, 1);
+    // The flag wins over a text that would read as done.
+    let r = run(
+        &["--permission-blocked", "--surface", "bg"],
+        &stop("Pushed."),
+    );
+    assert_eq!(
+        r.json(),
+        json!({"state": "blocked", "tempo": "blocked", "needs": "answer the permission prompt"})
+    );
+    let r = run(&["--permission-blocked", "-n", "--session", "s-1"], "").json();
+    assert_eq!(r["status_category"], "blocked");
+    assert_eq!(r["session_id"], "s-1");
+}
+
+#[test]
+fn a_transcript_turn_is_read_from_the_end() {
+    let home = ClaudeHome::new();
+    let path = home.transcripts_dir().join(format!("{SESSION}.jsonl"));
+    let t = Transcript::started(Duration::from_secs(60))
+        .user("ship it")
+        .assistant_tool("Pushing now.", "Bash", json!({"command": "git push"}))
+        .tool_result("ok")
+        .assistant("Pushed to origin/main.")
+        .session_end_noise();
+    t.write(&path);
+    let args = ["--transcript", path.to_str().unwrap()];
+    let r = run_in(&home, &args, "", &[]).json();
+    assert_eq!(r["status_category"], "completed");
+    assert_eq!(r["status_detail"], "Pushed to origin/main.");
+    assert_eq!(r["session_id"], SESSION);
+    assert_eq!(r["summarizes_uuid"], "00000000-0000-4000-9000-000000000005");
+    // A new user turn with no answer yet: nothing new to report.
+    t.user("and tag it").write(&path);
+    let out = run_in(&home, &args, "", &[]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.json()["reason"], "no_text");
+    // An API error record: failed with its text.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&json!({"type": "assistant", "uuid": "err-1", "isApiErrorMessage": true, "error": "unknown",
+        "message": {"model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": "API Error: 500 Internal server error"}]}}).to_string());
+    text.push('\n');
+    std::fs::write(&path, text).unwrap();
+    let r = run_in(&home, &args, "", &[]).json();
+    assert_eq!(r["status_category"], "failed");
+    assert_eq!(r["status_detail"], "API Error: 500 Internal server error");
+    assert_eq!(r["summarizes_uuid"], "err-1");
+}
+
+#[test]
+fn a_statusline_payload_reads_its_transcript() {
+    let home = ClaudeHome::new();
+    let (path, _) = real_transcript(&home, "Stop");
+    // What Claude Code gives a statusLine command: no hook_event_name.
+    let stdin = json!({"session_id": REAL_SESSION, "transcript_path": path, "cwd": home.project,
+        "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"}, "version": "2.1.332"});
+    let r = run_in(&home, &["--surface", "repl"], &stdin.to_string(), &[]).json();
+    assert_eq!(r, json!({"headline": "Working: Hello from the stub."}));
+}
+
+#[test]
+fn every_surface_maps_to_its_sink() {
+    let text = stop("Should I push?");
+    for surface in ["cli", "ccr", "bridge", "desktop"] {
+        let r = run(&["--surface", surface], &text).json();
+        assert_eq!(r["subtype"], "post_turn_summary", "{surface}");
+        assert_eq!(r["status_category"], "blocked", "{surface}");
+    }
+    for surface in ["bg", "watched"] {
+        let r = run(&["--surface", surface], &text).json();
+        assert_eq!(
+            r,
+            json!({"state": "blocked", "tempo": "blocked", "needs": "Should I push?"}),
+            "{surface}"
+        );
+    }
+    let r = run(&["--surface", "repl"], &text).json();
+    assert_eq!(r, json!({"headline": "Blocked: Should I push?"}));
+    for (text, state, tempo) in [
+        ("Pushed.", "done", "idle"),
+        ("Let me look.", "working", "active"),
+        ("Giving up.", "failed", "idle"),
+    ] {
+        let r = run(&["--surface", "watched"], &stop(text)).json();
+        assert_eq!(
+            r,
+            json!({"state": state, "tempo": tempo, "needs": ""}),
+            "{text}"
+        );
+    }
+    let out = run(&["--surface", "tty"], &text);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.json()["error"]["kind"], "usage");
+}
+
+#[test]
+fn events_clear_first_then_the_result() {
+    let out = run(&["--events", "--surface", "repl"], &stop("Pushed the tag."));
+    assert_eq!(out.code, 0);
+    assert_eq!(
+        out.lines(),
+        [
+            json!({"post_turn_summary": null}),
+            json!({"headline": "Done: Pushed the tag."})
+        ]
+    );
+}
+
+#[test]
+fn state_file_ends_holding_the_result() {
+    use std::os::unix::fs::MetadataExt;
+    let home = ClaudeHome::new();
+    let file = home.root.join("cache/dreamkit/status.json");
+    let f = file.to_str().unwrap();
+    let out = run_in(&home, &["--state-file", f], &stop("Opened PR #7."), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(written, format!("{}\n", out.stdout.trim_end()));
+    let meta = std::fs::metadata(&file).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(file.parent().unwrap()).unwrap().mode() & 0o777,
+        0o700
+    );
+    let names: Vec<_> = std::fs::read_dir(file.parent().unwrap()).unwrap().collect();
+    assert_eq!(names.len(), 1, "no temporary file left");
+    // Bad input changes nothing.
+    let out = run_in(
+        &home,
+        &["--state-file", f],
+        r#"{"hook_event_name":"Stop","last_assistant_message":5}"#,
+        &[],
+    );
+    assert_eq!(out.code, 2);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
+    // A directory or FIFO is not a state file.
+    let dir = home.root.join("a-dir");
+    std::fs::create_dir(&dir).unwrap();
+    let out = run_in(
+        &home,
+        &["--state-file", dir.to_str().unwrap()],
+        &stop("x"),
+        &[],
+    );
+    assert_eq!(out.code, 2);
+    assert_eq!(out.json()["error"]["reason"], "not_a_file");
+}
+
+#[test]
+fn previous_is_reused_for_a_turn_with_no_new_text() {
+    let home = ClaudeHome::new();
+    let file = home.root.join("status.json");
+    let f = file.to_str().unwrap();
+    let both = ["--previous", f, "--state-file", f];
+    let first = run_in(&home, &both, &stop("Committed as 3f2a1b."), &[]);
+    assert_eq!(first.code, 0);
+    // A turn with no text: the previous status again, file unchanged in content.
+    let again = run_in(&home, &both, &stop(""), &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.stdout, first.stdout);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), first.stdout);
+    // With --events the clear comes first here too.
+    let events = run_in(&home, &["--previous", f, "--events"], &stop("  "), &[]);
+    assert_eq!(events.lines()[0], json!({"post_turn_summary": null}));
+    assert_eq!(events.lines()[1].to_string(), first.stdout.trim_end());
+    // Another sink's shape is no status for this one: nothing to report.
+    let out = run_in(
+        &home,
+        &["--previous", f, "--surface", "repl"],
+        &stop(""),
+        &[],
+    );
+    assert_eq!(out.code, 1);
+    assert!(out.json()["message"].as_str().unwrap().contains("headline"));
+    // No previous file at all: nothing to report, nothing written.
+    let missing = home.root.join("none.json");
+    let m = missing.to_str().unwrap();
+    let in_new_dir = home.root.join("new-dir/status.json");
+    let n = in_new_dir.to_str().unwrap();
+    let out = run_in(&home, &["--previous", m, "--state-file", n], &stop(""), &[]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.json()["reason"], "no_text");
+    assert!(out
+        .stderr
+        .contains("no status: the turn has no new assistant text"));
+    assert!(!missing.exists());
+    assert!(!home.root.join("new-dir").exists(), "nothing written");
+    assert_eq!(
+        run_in(&home, &["-q", "--previous", m], &stop(""), &[]).stderr,
+        ""
+    );
+    // A previous file that is not JSON is bad input.
+    std::fs::write(&missing, "not json\n").unwrap();
+    let out = run_in(&home, &["--previous", m], &stop(""), &[]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.json()["error"]["kind"], "bad_input");
+}
+
+#[test]
+fn wrong_json_types_are_bad_input() {
+    for bad in [
+        json!({"hook_event_name": "Stop", "last_assistant_message": 5}),
+        json!({"hook_event_name": "Stop", "last_assistant_message": ["a"]}),
+        json!({"hook_event_name": "Stop", "session_id": true, "last_assistant_message": "x"}),
+        json!({"hook_event_name": "Stop", "transcript_path": 1}),
+        json!({"hook_event_name": "Notification", "notification_type": ["permission_prompt"]}),
+        json!({"hook_event_name": "Notification", "notification_type": "permission_prompt", "message": 3}),
+        json!({"hook_event_name": "StopFailure", "error": {"type": "rate_limit"}}),
+        json!({"hook_event_name": "StopFailure", "error_details": 429}),
+        json!({"hook_event_name": 7, "last_assistant_message": "x"}),
+        json!({"session_id": "s", "transcript_path": false}),
+    ] {
+        let out = run(&[], &bad.to_string());
+        assert_eq!(out.code, 2, "{bad}: {}", out.stdout);
+        assert_eq!(out.json()["error"]["kind"], "bad_input", "{bad}");
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+    for bad in ["[1]", "\"text\"", "{", "null"] {
+        let out = run(&[], bad);
+        assert_eq!(
+            (out.code, out.json()["error"]["kind"].clone()),
+            (2, json!("bad_input")),
+            "{bad}"
+        );
+    }
+    // Nothing to classify is a usage error.
+    let out = run(&["-n"], "");
+    assert_eq!(out.code, 2);
+    assert_eq!(out.json()["error"]["kind"], "usage");
+    let out = run(&[], r#"{"hook_event_name":"Stop"}"#);
+    assert_eq!(out.code, 2);
+    assert!(out.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Stop payload"));
+}
+
+#[test]
+fn a_fifo_transcript_is_refused_not_waited_on() {
+    let home = ClaudeHome::new();
+    let fifo = home.root.join("t.jsonl");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = run_in(&home, &["--transcript", fifo.to_str().unwrap()], "", &[]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.json()["error"]["reason"], "not_a_file");
+    let missing = home.root.join("missing.jsonl");
+    let out = run_in(&home, &["--transcript", missing.to_str().unwrap()], "", &[]);
+    assert_eq!(out.code, 3, "a named transcript that cannot be read");
+}
+
+#[test]
+fn the_heuristic_never_reads_the_model_settings() {
+    // A model setting that would be a usage error for the LLM engine is not even read.
+    let env = [
+        ("ANTHROPIC_BASE_URL", "ftp://nowhere"),
+        ("DREAMKIT_PROVIDER", "openai"),
+    ];
+    let home = ClaudeHome::new();
+    let out = run_in(&home, &[], &stop("Pushed."), &env);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run_in(&home, &["--engine", "llm"], &stop("Pushed."), &env);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let out = run_in(
+        &home,
+        &[],
+        &stop("Pushed."),
+        &[("DREAMKIT_TURN_STATUS_ENGINE", "magic")],
+    );
+    assert_eq!(out.code, 2);
+    assert!(out.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("DREAMKIT_TURN_STATUS_ENGINE"));
+}
+
+// The LLM engine against the fake server.
+
+struct Llm {
+    home: ClaudeHome,
+    api: FakeApi,
+}
+
+impl Llm {
+    fn new() -> Self {
+        Llm {
+            home: ClaudeHome::new(),
+            api: FakeApi::start(),
+        }
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> Run {
+        let url = self.api.url();
+        let env = [
+            ("ANTHROPIC_BASE_URL", url.as_str()),
+            ("ANTHROPIC_API_KEY", KEY),
+            ("DREAMKIT_RETRY_BASE_MS", "1"),
+        ];
+        let mut all = vec!["--engine", "llm"];
+        all.extend_from_slice(args);
+        run_in(&self.home, &all, stdin, &env)
+    }
+}
+
+const GOOD: &str = r#"{"state":"blocked","detail":"asks whether to push to main","tempo":"blocked","needs":"say yes or no to the push","result":""}"#;
+
+#[test]
+fn llm_engine_classifies_with_the_small_model() {
+    let s = Llm::new();
+    s.api
+        .push(Reply::anthropic_text(&format!("```json\n{GOOD}\n```")));
+    let long = format!("{}\nShall I push this to main?", "filler ".repeat(600));
+    let out = s.run(&[], &stop(&long));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["status_category"], "blocked");
+    assert_eq!(r["status_detail"], "asks whether to push to main");
+    assert_eq!(r["needs_action"], "say yes or no to the push");
+    let requests = s.api.requests();
+    assert_eq!(requests.len(), 1);
+    let body = &requests[0].body;
+    assert_eq!(requests[0].header("x-api-key"), Some(KEY));
+    assert_eq!(body["model"], "claude-haiku-4-5");
+    assert!(body.get("tools").is_none() && body.get("thinking").is_none());
+    assert_eq!(body["max_tokens"], 300);
+    let prompt = body["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(prompt.contains("Shall I push this to main?"));
+    // Only the last 2,000 characters of the text are sent.
+    let sent = prompt.matches("filler").count();
+    assert!(sent < 300 && sent > 200, "{sent}");
+    assert!(body["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("\"state\""));
+    // The state sink takes the model's tempo.
+    s.api.push(Reply::anthropic_text(
+        r#"{"state":"working","detail":"CI running","tempo":"idle","needs":"","result":""}"#,
+    ));
+    let r = s.run(&["--surface", "bg"], &stop("x")).json();
+    assert_eq!(r, json!({"state": "working", "tempo": "idle", "needs": ""}));
+}
+
+#[test]
+fn llm_malformed_first_reply_gets_one_format_correction() {
+    let s = Llm::new();
+    s.api.push(Reply::anthropic_text(
+        "It looks like the assistant is waiting.",
+    ));
+    s.api.push(Reply::anthropic_text(GOOD));
+    let out = s.run(&[], &stop("Shall I push?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["status_category"], "blocked");
+    let requests = s.api.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(
+        messages[1]["content"][0]["text"],
+        "It looks like the assistant is waiting."
+    );
+    let correction = messages[2]["content"][0]["text"].as_str().unwrap();
+    assert!(correction.contains("only the JSON"), "{correction}");
+}
+
+#[test]
+fn llm_two_malformed_replies_exit_4_unless_falling_back() {
+    let s = Llm::new();
+    let file = s.home.root.join("status.json");
+    let f = file.to_str().unwrap();
+    s.api.push(Reply::anthropic_text("done, I think"));
+    s.api.push(Reply::anthropic_text(
+        r#"{"state":"finished","detail":"x"}"#,
+    ));
+    let out = s.run(&["--events", "--state-file", f], &stop("Pushed to main."));
+    assert_eq!(out.code, 4, "{}", out.stdout);
+    let lines = out.lines();
+    assert_eq!(lines[0], json!({"post_turn_summary": null}));
+    assert_eq!(lines[1]["post_turn_summary"], Value::Null);
+    assert_eq!(lines[1]["error"]["kind"], "malformed_response");
+    assert_eq!(lines[1]["error"]["attempts"], 2);
+    assert_eq!(lines[1]["usage"]["input_tokens"], 240);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!("{}\n", lines[1])
+    );
+    assert!(out.stderr.contains("llm engine failed"), "{}", out.stderr);
+
+    s.api.push(Reply::anthropic_text("done, I think"));
+    s.api.push(Reply::anthropic_text("still not JSON"));
+    let out = s.run(&["--fallback", "heuristic"], &stop("Pushed to main."));
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.json()["status_category"], "completed");
+    assert!(
+        out.stderr.contains("classified with the rule table"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(s.api.requests().len(), 4);
+}
+
+#[test]
+fn llm_server_failure_exits_4_with_the_error() {
+    let s = Llm::new();
+    s.api.push(Reply::error(500, "api_error", "boom"));
+    let out = s.run(&["--retries", "0"], &stop("Pushed."));
+    assert_eq!(out.code, 4);
+    let r = out.json();
+    assert_eq!(r["post_turn_summary"], Value::Null);
+    assert_eq!(r["error"]["kind"], "server");
+    assert_eq!(r["error"]["status"], 500);
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+}
+
+#[test]
+fn llm_state_file_is_cleared_before_the_model_is_asked() {
+    let s = Llm::new();
+    let file = s.home.root.join("status.json");
+    std::fs::write(&file, "{\"headline\":\"old\"}\n").unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (seen2, file2) = (seen.clone(), file.clone());
+    s.api.push(Reply::After(
+        Box::new(move || {
+            *seen2.lock().unwrap() = std::fs::read_to_string(&file2).unwrap_or_default();
+        }),
+        Box::new(Reply::anthropic_text(GOOD)),
+    ));
+    let out = s.run(
+        &["--surface", "repl", "--state-file", file.to_str().unwrap()],
+        &stop("?"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(*seen.lock().unwrap(), "{\"post_turn_summary\":null}\n");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "{\"headline\":\"Blocked: asks whether to push to main\"}\n"
+    );
+}
+
+/// The `epoll_create*` calls of one run, as strace saw them; `None` when strace cannot trace
+/// here (not installed, or ptrace refused).
+fn epoll_calls(home: &ClaudeHome, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    let log = home.root.join(format!("strace-{}.txt", args.len()));
+    let mut cmd = std::process::Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", "trace=epoll_create1,epoll_create", "-o"])
+        .arg(&log)
+        .arg(bin_path("turn-status"))
+        .args(args)
+        .env_clear()
+        .env("HOME", &home.home)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().ok()?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take()?;
+        let _ = stdin.write_all(stop("Pushed the fix.").as_bytes());
+    }
+    let status = child.wait().ok()?;
+    let text = std::fs::read_to_string(&log).ok()?;
+    (status.code().is_some_and(|c| c <= 4)).then_some(text)
+}
+
+#[test]
+fn the_heuristic_starts_no_async_runtime() {
+    let home = ClaudeHome::new();
+    let api = FakeApi::start();
+    api.push(Reply::anthropic_text(GOOD));
+    let url = api.url();
+    let env = [
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("ANTHROPIC_API_KEY", KEY),
+    ];
+    // The LLM engine's runtime opens an epoll instance: the check is not blind.
+    let Some(llm) = epoll_calls(&home, &["--engine", "llm"], &env) else {
+        eprintln!("SKIPPED: strace is not available or may not trace here");
+        return;
+    };
+    assert!(llm.contains("epoll_create"), "{llm}");
+    let heuristic = epoll_calls(&home, &[], &env).expect("strace ran before");
+    assert!(!heuristic.contains("epoll_create"), "{heuristic}");
+}
