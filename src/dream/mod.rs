@@ -70,7 +70,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: u32,
     /// Most tokens (input, output and cache writes) the run may use
-    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    #[arg(long, value_name = "N", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tokens: u64,
     /// Let the shell tool read the project directory too (to check memory against the code)
     #[arg(long)]
@@ -91,8 +91,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub notify_transcript: Option<PathBuf>,
     /// Per-command timeout of the agent's shell tool
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = positive_duration)]
     pub shell_timeout: Duration,
+}
+
+/// A duration that is not zero: a zero shell timeout would kill every command at once.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        d if d.is_zero() => Err(format!("{text:?} is zero: give the commands some time")),
+        d => Ok(d),
+    }
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -915,7 +915,9 @@ impl Progress {
     fn tool(&self, name: &str, input: &Value, is_error: bool) {
         let what = crate::claude::transcript::describe_tool_call(name, Some(input));
         if let Some(bar) = &self.bar {
-            bar.set_message(cut_chars(&what, 40));
+            // The model wrote this: no control character reaches the terminal.
+            let shown: String = what.chars().filter(|c| !c.is_control()).collect();
+            bar.set_message(cut_chars(&shown, 40));
         }
         self.event(json!({"type": "tool", "name": name, "call": what, "is_error": is_error}));
     }

@@ -1000,3 +1000,18 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
         stderr_text(&out)
     );
 }
+
+#[test]
+fn useless_limits_are_usage_errors() {
+    let d = Dream::new();
+    for args in [
+        ["--shell-timeout", "0"],
+        ["--max-tokens", "0"],
+        ["--max-turns", "0"],
+    ] {
+        let out = d.cmd("dream-run").args(args).arg("-n").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stdout_json(&out)["error"]["kind"], "usage", "{args:?}");
+    }
+    assert!(d.api.requests().is_empty());
+}
