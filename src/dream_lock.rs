@@ -499,6 +499,14 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
             return acquire_failed(envelope, failure, diag);
         }
     };
+    // A lease that expires on its own (etcd) is renewed while the command runs.
+    let keep_alive = match backend.keep_alive(&lease.token) {
+        Ok(keep_alive) => keep_alive,
+        Err(failure) => {
+            finish(backend, &lease, RunOutcome::Failed, diag);
+            return acquire_failed(envelope, failure, diag);
+        }
+    };
 
     let mut command = Command::new(&args.command[0]);
     command
@@ -584,6 +592,12 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
     };
     let signalled = signals::received();
+    if let Some(keep_alive) = keep_alive {
+        if keep_alive.lost() {
+            diag.warn("the lock's lease was lost while the command ran (expired or revoked)");
+        }
+        drop(keep_alive);
+    }
     let outcome = if status.signal().is_some() || signalled.is_some() {
         RunOutcome::Aborted
     } else if status.success() {

@@ -20,6 +20,10 @@ pub enum Failure {
     /// The local machine let us down: I/O, permissions, a missing directory (exit 3).
     #[error("{0}")]
     Environment(String),
+    /// A remote store (etcd) failed or could not be reached, after retries (exit 4,
+    /// `kind: "remote"`).
+    #[error("{0}")]
+    Remote(String),
 }
 
 impl Failure {
@@ -34,6 +38,10 @@ impl Failure {
         Failure::Environment(message.into())
     }
 
+    pub fn remote(message: impl Into<String>) -> Self {
+        Failure::Remote(message.into())
+    }
+
     /// An I/O error on a path, worded the way a user can act on.
     pub fn io(action: &str, path: &std::path::Path, err: &std::io::Error) -> Self {
         Failure::Environment(format!("cannot {action} {}: {err}", path.display()))
@@ -43,6 +51,7 @@ impl Failure {
         match self {
             Failure::Usage(_) | Failure::BadInput { .. } => Exit::Usage,
             Failure::Environment(_) => Exit::Environment,
+            Failure::Remote(_) => Exit::Remote,
         }
     }
 
@@ -51,6 +60,7 @@ impl Failure {
             Failure::Usage(_) => "usage",
             Failure::BadInput { .. } => "bad_input",
             Failure::Environment(_) => "environment",
+            Failure::Remote(_) => "remote",
         }
     }
 
