@@ -455,6 +455,12 @@ impl EtcdBackend {
         })
     }
 
+    /// The holder lease's TTL in seconds (what [`LEASE_TTL_ENV`] sets for the binaries).
+    pub fn with_lease_ttl(mut self, seconds: i64) -> Self {
+        self.ttl = seconds.clamp(1, HOLD_WINDOW.as_secs() as i64);
+        self
+    }
+
     /// Holder and last-consolidated time in one linearizable read.
     fn snapshot(&self) -> Result<(Option<Kv>, Option<Kv>), Failure> {
         let body =

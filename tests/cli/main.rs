@@ -2,6 +2,7 @@
 
 mod binaries;
 mod docs;
+mod etcd;
 mod examples;
 mod feedback;
 mod gate;

@@ -1,0 +1,567 @@
+//! The etcd backend against real etcd processes on loopback ports: every lock path on one
+//! node, lease expiry, keep-alive, an unreachable etcd, and a 3-node cluster whose leader is
+//! killed while acquirers race.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+use crate::binaries::runtime_probe;
+use crate::support::etcd::{free_ports, Etcd};
+use crate::support::*;
+
+/// dream-lock against `url`, with extra environment.
+fn lock_env(
+    home: &ClaudeHome,
+    url: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+    stdin: &str,
+) -> (i32, Value) {
+    let mut cmd = home.cmd("dream-lock");
+    cmd.args(args)
+        .env("DREAMKIT_LOCK_URL", url)
+        .write_stdin(stdin);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run dream-lock");
+    (out.status.code().expect("exit code"), stdout_json(&out))
+}
+
+fn lock(home: &ClaudeHome, url: &str, args: &[&str], stdin: &str) -> (i32, Value) {
+    lock_env(home, url, &[], args, stdin)
+}
+
+fn acquire(home: &ClaudeHome, url: &str, pid: u32) -> (i32, Value) {
+    lock(home, url, &["acquire", "--pid", &pid.to_string()], "")
+}
+
+/// Polls `dream-lock status` until `done` says so, for at most `limit`.
+fn status_until(
+    home: &ClaudeHome,
+    url: &str,
+    limit: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let started = Instant::now();
+    loop {
+        let (_, status) = lock(home, url, &["status"], "");
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "still not there after {limit:?}: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn acquire_status_release_and_the_gate_on_one_node() {
+    let etcd = Etcd::single();
+    let url = etcd.url("/team/repo");
+    let home = ClaudeHome::new();
+    let holder = LiveProcess::start();
+
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["held"], false);
+    assert_eq!(status["backend"], "etcd");
+    assert_eq!(status["key"], "/team/repo/holder");
+    assert_eq!(status["last_consolidated_at"], Value::Null);
+
+    let before = epoch_ms(SystemTime::now());
+    let (code, acquired) = acquire(&home, &url, holder.pid());
+    assert_eq!(code, 0, "{acquired}");
+    let l = &acquired["lock"];
+    assert_eq!(l["acquired"], true);
+    assert_eq!(l["backend"], "etcd");
+    assert_eq!(l["key"], "/team/repo/holder");
+    assert_eq!(l["pid"], holder.pid());
+    assert_eq!(l["prior_mtime"], 0);
+    let token = l["token"].as_str().expect("token").to_string();
+    assert!(token.parse::<u64>().is_ok_and(|t| t > 0), "{token}");
+    // The holder key names the PID; the last-consolidated key is now (as the file's mtime).
+    let record: Value =
+        serde_json::from_str(&etcd.get("/team/repo/holder").expect("holder")).unwrap();
+    assert_eq!(record["pid"], holder.pid());
+    let stamped: i64 = etcd
+        .get("/team/repo/last-consolidated")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(stamped >= before - 1000, "{stamped} < {before}");
+    // Nothing local: the file backend's lock file is not created.
+    assert!(!home.lock_file().exists());
+
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 1, "{status}");
+    assert_eq!(status["held"], true);
+    assert_eq!(status["holder_pid"], holder.pid());
+    assert_eq!(status["holder_alive"], true);
+    assert_eq!(status["token"], token.as_str());
+
+    let other = LiveProcess::start();
+    let (code, busy) = acquire(&home, &url, other.pid());
+    assert_eq!(code, 1, "{busy}");
+    assert_eq!(busy["lock"]["reason"], "held");
+    assert_eq!(busy["lock"]["holder_pid"], holder.pid());
+
+    let (code, released) = lock(
+        &home,
+        &url,
+        &["release", "--outcome", "completed"],
+        &acquired.to_string(),
+    );
+    assert_eq!(code, 0, "{released}");
+    assert_eq!(released["lock"]["released"], true);
+    assert_eq!(etcd.get("/team/repo/holder"), None);
+    let done_ms: i64 = etcd
+        .get("/team/repo/last-consolidated")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 0);
+    assert_eq!(status["held"], false);
+    assert_eq!(status["token"], Value::Null);
+    assert_eq!(
+        status["last_consolidated_at"],
+        released["lock"]["last_consolidated_at"]
+    );
+
+    // The gate reads its time from etcd: consolidated moments ago, so too soon.
+    let out = home
+        .cmd("dream-gate")
+        .args(["--backend", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let gate = stdout_json(&out);
+    assert_eq!(gate["gate"]["reason"], "too_soon", "{gate}");
+    assert_eq!(
+        gate["gate"]["last_consolidated_at"],
+        released["lock"]["last_consolidated_at"]
+    );
+    assert_eq!(
+        parse_time(&gate["gate"]["last_consolidated_at"]),
+        done_ms,
+        "the time in etcd, to the millisecond"
+    );
+
+    // Releasing again changes nothing.
+    let (code, again) = lock(
+        &home,
+        &url,
+        &["release", "--outcome", "failed"],
+        &acquired.to_string(),
+    );
+    assert_eq!(code, 1, "{again}");
+    assert_eq!(again["lock"]["reason"], "not_holder");
+    assert_eq!(
+        etcd.get("/team/repo/last-consolidated").unwrap(),
+        done_ms.to_string()
+    );
+}
+
+fn parse_time(v: &Value) -> i64 {
+    let text = v.as_str().expect("a time");
+    let out = Command::new("date")
+        .args(["-u", "-d", text, "+%s%3N"])
+        .output()
+        .expect("date");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("ms")
+}
+
+#[test]
+fn failed_and_aborted_roll_back_the_last_consolidated_time() {
+    let etcd = Etcd::single();
+    let url = etcd.url("");
+    let home = ClaudeHome::new();
+    let holder = LiveProcess::start();
+    // Without a prefix the keys are per project.
+    let key = format!("/dreamkit/{}/last-consolidated", home.slug());
+
+    // Never consolidated: a failed run leaves no time at all.
+    let (code, acquired) = acquire(&home, &url, holder.pid());
+    assert_eq!(code, 0, "{acquired}");
+    assert_eq!(
+        acquired["lock"]["key"],
+        format!("/dreamkit/{}/holder", home.slug())
+    );
+    assert!(etcd.get(&key).is_some());
+    let (code, released) = lock(
+        &home,
+        &url,
+        &["release", "--outcome", "failed"],
+        &acquired.to_string(),
+    );
+    assert_eq!(code, 0, "{released}");
+    assert_eq!(released["lock"]["last_consolidated_at"], Value::Null);
+    assert_eq!(etcd.get(&key), None);
+
+    // A completed run, then an aborted one: back to the completed run's time exactly.
+    let (_, first) = acquire(&home, &url, holder.pid());
+    let (code, _) = lock(
+        &home,
+        &url,
+        &["release", "--outcome", "completed"],
+        &first.to_string(),
+    );
+    assert_eq!(code, 0);
+    let completed = etcd.get(&key).expect("a time");
+    let (code, second) = acquire(&home, &url, holder.pid());
+    assert_eq!(code, 0, "{second}");
+    assert_eq!(second["lock"]["prior_mtime"].to_string(), completed);
+    assert_ne!(etcd.get(&key).unwrap(), completed, "acquire stamps now");
+    // The outcome from the envelope's run.status.
+    let mut envelope = second.clone();
+    envelope["run"] = serde_json::json!({"status": "aborted"});
+    let (code, released) = lock(&home, &url, &["release"], &envelope.to_string());
+    assert_eq!(code, 0, "{released}");
+    assert_eq!(released["lock"]["outcome"], "aborted");
+    assert_eq!(etcd.get(&key).unwrap(), completed);
+}
+
+#[test]
+fn a_dead_holder_is_stale_and_replaced_and_its_token_is_refused() {
+    let etcd = Etcd::single();
+    let url = etcd.url("/p");
+    let home = ClaudeHome::new();
+    let gone = LiveProcess::start();
+    let (code, first) = acquire(&home, &url, gone.pid());
+    assert_eq!(code, 0, "{first}");
+    let gone_pid = gone.pid();
+    gone.kill();
+
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["held"], false);
+    assert_eq!(status["stale"], true);
+    assert_eq!(status["holder_pid"], gone_pid);
+    assert_eq!(status["holder_alive"], false);
+
+    let live = LiveProcess::start();
+    let (code, second) = acquire(&home, &url, live.pid());
+    assert_eq!(code, 0, "{second}");
+    assert_ne!(second["lock"]["token"], first["lock"]["token"]);
+
+    // The first holder's lease is fenced off: its release changes nothing.
+    let (code, refused) = lock(
+        &home,
+        &url,
+        &["release", "--outcome", "completed"],
+        &first.to_string(),
+    );
+    assert_eq!(code, 1, "{refused}");
+    assert_eq!(refused["lock"]["reason"], "not_holder");
+    assert_eq!(refused["lock"]["holder_pid"], live.pid());
+    let (_, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(status["token"], second["lock"]["token"]);
+
+    // By hand, a live holder that is not ours takes --force; status | release frees it.
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 1);
+    let (code, out) = lock(&home, &url, &["release"], &status.to_string());
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["lock"]["reason"], "live_holder");
+    let (code, out) = lock(&home, &url, &["release", "--force"], &status.to_string());
+    assert_eq!(code, 0, "{out}");
+    let (code, _) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn an_expired_lease_loses_the_lock_and_exec_keeps_its_lease_alive() {
+    let etcd = Etcd::single();
+    let url = etcd.url("/ttl");
+    let home = ClaudeHome::new();
+    let ttl = [("DREAMKIT_ETCD_LEASE_TTL", "2")];
+
+    // A holder whose lease nobody renews loses the lock when it expires.
+    let holder = LiveProcess::start();
+    let (code, first) = lock_env(
+        &home,
+        &url,
+        &ttl,
+        &["acquire", "--pid", &holder.pid().to_string()],
+        "",
+    );
+    assert_eq!(code, 0, "{first}");
+    let status = status_until(&home, &url, Duration::from_secs(30), |s| s["held"] == false);
+    assert_eq!(
+        status["holder_pid"],
+        Value::Null,
+        "the key went with its lease"
+    );
+    let other = LiveProcess::start();
+    let (code, second) = acquire(&home, &url, other.pid());
+    assert_eq!(code, 0, "{second}");
+    let (code, refused) = lock(
+        &home,
+        &url,
+        &["release", "--outcome", "completed"],
+        &first.to_string(),
+    );
+    assert_eq!(code, 1, "{refused}");
+    assert_eq!(refused["lock"]["reason"], "not_holder");
+    let (code, _) = lock(
+        &home,
+        &url,
+        &["release", "--outcome", "failed"],
+        &second.to_string(),
+    );
+    assert_eq!(code, 0);
+
+    // exec renews the lease while its command runs, well past the TTL; the command sees
+    // itself holding the lock, and the runtime the etcd backend needs.
+    let script = format!(
+        "{}; sleep 6; dream-lock status | grep -q \"\\\"token\\\":\\\"$DREAMKIT_LOCK_TOKEN\\\"\" && echo still-held",
+        runtime_probe(3)
+    );
+    let bin_dir = bin_path("dream-lock").parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = home
+        .cmd("dream-lock")
+        .args(["exec", "--", "sh", "-c", &script])
+        .env("DREAMKIT_LOCK_URL", &url)
+        .env("DREAMKIT_ETCD_LEASE_TTL", "2")
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.last(), Some(&"still-held"), "{text}");
+    // The probe that sees no runtime on the file path sees one here (it is not blind).
+    assert!(!lines.contains(&"threads=1"), "{text}");
+    assert!(!lines.contains(&"anon=0"), "{text}");
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 0, "released after the command: {status}");
+}
+
+#[test]
+fn an_unreachable_etcd_exits_4_and_changes_nothing() {
+    let home = ClaudeHome::new();
+    let dead = free_ports(2);
+    let url = format!("etcd://127.0.0.1:{},127.0.0.1:{}/x", dead[0], dead[1]);
+    let holder = LiveProcess::start();
+
+    let (code, out) = acquire(&home, &url, holder.pid());
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(out["lock"]["acquired"], false);
+    assert_eq!(out["lock"]["error"]["kind"], "remote");
+    let message = out["lock"]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("etcd is unreachable"), "{message}");
+    assert!(message.contains("nothing was changed"), "{message}");
+    assert!(out["project"].is_object(), "the envelope still flows");
+
+    let (code, out) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(out["error"]["kind"], "remote");
+    let (code, out) = lock(
+        &home,
+        &url,
+        &["release", "--token", "7", "--outcome", "completed"],
+        "",
+    );
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(out["lock"]["released"], false);
+    let out = home
+        .cmd("dream-gate")
+        .args(["--backend", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(stdout_json(&out)["gate"]["error"]["kind"], "remote");
+    let out = home
+        .cmd("dream-lock")
+        .args(["exec", "--", "sh", "-c", "echo CMD-RAN"])
+        .env("DREAMKIT_LOCK_URL", &url)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("CMD-RAN"));
+    // Never a silent local fallback.
+    assert!(!home.memory_dir().exists());
+
+    // A dead member first in the list: the next member answers.
+    let etcd = Etcd::single();
+    let url = format!(
+        "etcd://127.0.0.1:{},{}/x",
+        dead[0],
+        etcd.members[0].endpoint()
+    );
+    let (code, out) = acquire(&home, &url, holder.pid());
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn malformed_etcd_urls_are_usage_errors() {
+    let home = ClaudeHome::new();
+    for bad in [
+        "etcd://host",
+        "etcd://h:0",
+        "etcd://h:1/../x",
+        "etcd://u@h:1",
+    ] {
+        let out = home
+            .cmd("dream-lock")
+            .args(["status", "--backend", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert_eq!(stdout_json(&out)["error"]["kind"], "usage", "{bad}");
+        let out = home
+            .cmd("dream-gate")
+            .env("DREAMKIT_LOCK_URL", bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let message = stdout_json(&out)["error"]["message"].to_string();
+        assert!(message.contains("DREAMKIT_LOCK_URL"), "{message}");
+    }
+    let out = home
+        .cmd("dream-lock")
+        .args(["status", "--backend", "etcd://127.0.0.1:1"])
+        .env("DREAMKIT_ETCD_LEASE_TTL", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// The fencing check dream-run makes before each write, and the keep-alive it holds.
+#[test]
+fn holds_is_a_linearizable_token_check_and_keep_alive_renews() {
+    use dreamkit::lock::{Acquired, Backend, EtcdBackend, EtcdUrl};
+    let etcd = Etcd::single();
+    let url = EtcdUrl::parse(&etcd.url("/lib")).unwrap();
+    let backend = EtcdBackend::open(&url, "unused").unwrap().with_lease_ttl(2);
+    let Acquired::Yes(lease) = backend
+        .acquire(std::process::id(), SystemTime::now())
+        .unwrap()
+    else {
+        panic!("not acquired")
+    };
+    assert!(backend.holds(&lease.token).unwrap());
+    assert!(!backend.holds("1").unwrap());
+    let keep = backend
+        .keep_alive(&lease.token)
+        .unwrap()
+        .expect("etcd renews");
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(!keep.lost());
+    assert!(
+        backend.holds(&lease.token).unwrap(),
+        "renewed past its 2 s TTL"
+    );
+    drop(keep);
+    // Unrenewed, the lease expires and the token no longer holds.
+    let started = Instant::now();
+    while backend.holds(&lease.token).unwrap() {
+        assert!(started.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(backend.keep_alive(&lease.token).is_err());
+}
+
+/// 32 acquirers race for 20 rounds on a 3-node cluster whose leader is killed and restarted
+/// twice; no round may have two winners.
+#[test]
+fn three_nodes_no_double_hold_while_the_leader_dies() {
+    let mut etcd = Etcd::cluster(3);
+    let url = etcd.url("/race");
+    let home = ClaudeHome::new();
+    let shells: Vec<LiveProcess> = (0..32).map(|_| LiveProcess::start()).collect();
+    let (mut double_holds, mut winners_total, mut errors) = (0, 0, 0);
+    let mut killed = None;
+    for round in 0..20 {
+        match round {
+            4 | 12 => {
+                let leader = etcd.leader().expect("a leader");
+                etcd.kill(leader);
+                killed = Some(leader);
+            }
+            8 | 16 => {
+                if let Some(i) = killed.take() {
+                    etcd.start(i);
+                }
+            }
+            _ => {}
+        }
+        let children: Vec<_> = shells
+            .iter()
+            .map(|shell| {
+                Command::new(bin_path("dream-lock"))
+                    .args(["acquire", "--pid", &shell.pid().to_string()])
+                    .env_clear()
+                    .env("HOME", &home.home)
+                    .env("CLAUDE_CONFIG_DIR", &home.config)
+                    .env("DREAMKIT_LOCK_URL", &url)
+                    .current_dir(&home.project)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("spawn acquire")
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for child in children {
+            let out = child.wait_with_output().expect("wait");
+            match out.status.code() {
+                Some(0) => winners.push(stdout_json(&out)),
+                Some(1) => {}
+                _ => errors += 1,
+            }
+        }
+        if winners.len() > 1 {
+            double_holds += 1;
+        }
+        winners_total += winners.len();
+        // Free the lock for the next round: each winner releases (retried while etcd
+        // elects), then whatever an acquirer that failed mid-way left is forced free.
+        for w in &winners {
+            let started = Instant::now();
+            loop {
+                let (code, out) = lock(
+                    &home,
+                    &url,
+                    &["release", "--outcome", "failed"],
+                    &w.to_string(),
+                );
+                if code == 0 || code == 1 {
+                    break;
+                }
+                assert!(started.elapsed() < Duration::from_secs(60), "{out}");
+            }
+        }
+        let started = Instant::now();
+        loop {
+            let (code, status) = lock(&home, &url, &["status"], "");
+            if code == 0 {
+                break;
+            }
+            if code == 1 {
+                lock(&home, &url, &["release", "--force"], &status.to_string());
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "{status}");
+        }
+    }
+    assert_eq!(double_holds, 0, "rounds with two winners");
+    // A lost round is allowed (an election), a dead lock is not.
+    assert!(
+        winners_total >= 10,
+        "only {winners_total} rounds had a winner ({errors} errors)"
+    );
+}
