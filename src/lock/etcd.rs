@@ -246,7 +246,7 @@ impl Client {
                     continue;
                 };
                 let url = format!("http://{member}{path}");
-                match self.runtime.block_on(post(&self.http, &url, body)) {
+                match self.post(&url, body) {
                     Ok((200, reply)) => {
                         self.preferred.set(index);
                         return Ok(reply);
@@ -285,6 +285,27 @@ impl Client {
             pass += 1;
             std::thread::sleep(Duration::from_millis(100 * u64::from(pass.min(5))));
         }
+    }
+
+    /// One request, blocking. Called from inside another runtime (an async caller such as
+    /// a model loop), nesting `block_on` would panic: the request then runs on a thread of
+    /// its own while the caller waits.
+    fn post(&self, url: &str, body: &Value) -> Result<(u16, Value), Transport> {
+        let (runtime, http) = (&self.runtime, &self.http);
+        if tokio::runtime::Handle::try_current().is_err() {
+            return runtime.block_on(post(http, url, body));
+        }
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| runtime.block_on(post(http, url, body)))
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(Transport {
+                        connect: false,
+                        message: "the request thread failed".into(),
+                    })
+                })
+        })
     }
 
     /// A linearizable read of one key (`serializable: false`: through the leader).
