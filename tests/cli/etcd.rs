@@ -278,6 +278,40 @@ fn a_dead_holder_is_stale_and_replaced_and_its_token_is_refused() {
 }
 
 #[test]
+fn a_holder_on_another_machine_is_taken_at_its_word_for_the_hour() {
+    let etcd = Etcd::single();
+    let url = etcd.url("/shared");
+    let home = ClaudeHome::new();
+    let now = epoch_ms(SystemTime::now());
+    // A PID that does not exist here: on another machine it may well be alive.
+    let record = serde_json::json!({
+        "pid": 4_000_000, "host": "ci-runner-7", "node": "another-boot/pid:[1]", "since_ms": now,
+    });
+    etcd.put("/shared/holder", &record.to_string());
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 1, "{status}");
+    assert_eq!(status["held"], true);
+    assert_eq!(status["holder_pid"], 4_000_000);
+    assert_eq!(status["holder_alive"], Value::Null, "not probed here");
+    let me = LiveProcess::start();
+    let (code, busy) = acquire(&home, &url, me.pid());
+    assert_eq!(code, 1, "{busy}");
+    assert_eq!(busy["lock"]["holder_pid"], 4_000_000);
+
+    // Written more than an hour ago: stale, and replaced.
+    let record = serde_json::json!({
+        "pid": 4_000_000, "host": "ci-runner-7", "node": "another-boot/pid:[1]",
+        "since_ms": now - 3_601_000,
+    });
+    etcd.put("/shared/holder", &record.to_string());
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["stale"], true);
+    let (code, acquired) = acquire(&home, &url, me.pid());
+    assert_eq!(code, 0, "{acquired}");
+}
+
+#[test]
 fn an_expired_lease_loses_the_lock_and_exec_keeps_its_lease_alive() {
     let etcd = Etcd::single();
     let url = etcd.url("/ttl");
