@@ -311,6 +311,46 @@ fn a_holder_on_another_machine_is_taken_at_its_word_for_the_hour() {
     assert_eq!(code, 0, "{acquired}");
 }
 
+/// The reply to the winning transaction is lost and the request retried: the retry's
+/// compare fails on our own write, and acquire must see that the holder is its own.
+#[test]
+fn an_acquire_whose_answer_was_lost_still_knows_it_won() {
+    let etcd = Etcd::single();
+    let home = ClaudeHome::new();
+    let me = LiveProcess::start();
+    let direct = etcd.url("/lossy");
+    // A consolidation on record, so the prior time the winner reports can be checked.
+    let (_, first) = acquire(&home, &direct, me.pid());
+    let (code, _) = lock(
+        &home,
+        &direct,
+        &["release", "--outcome", "completed"],
+        &first.to_string(),
+    );
+    assert_eq!(code, 0);
+    let completed = etcd.get("/lossy/last-consolidated").unwrap();
+
+    let proxy = crate::support::etcd::lossy_proxy(etcd.members[0].client_port);
+    let url = format!("etcd://127.0.0.1:{proxy}/lossy");
+    let (code, won) = acquire(&home, &url, me.pid());
+    assert_eq!(code, 0, "{won}");
+    assert_eq!(won["lock"]["prior_mtime"].to_string(), completed);
+    let (code, status) = lock(&home, &direct, &["status"], "");
+    assert_eq!(code, 1);
+    assert_eq!(
+        status["token"], won["lock"]["token"],
+        "the token is the holder's"
+    );
+    let (code, released) = lock(
+        &home,
+        &direct,
+        &["release", "--outcome", "failed"],
+        &won.to_string(),
+    );
+    assert_eq!(code, 0, "{released}");
+    assert_eq!(etcd.get("/lossy/last-consolidated").unwrap(), completed);
+}
+
 #[test]
 fn an_expired_lease_loses_the_lock_and_exec_keeps_its_lease_alive() {
     let etcd = Etcd::single();

@@ -263,3 +263,89 @@ pub fn post(port: u16, path: &str, body: &str) -> Option<Value> {
     }
     serde_json::from_str(body.lines().next()?).ok()
 }
+
+/// A gateway in front of one member that forwards every request but drops the reply to the
+/// first transaction that writes (`request_put`): the write is applied, and its answer lost,
+/// as when a member dies or a network times out just after committing. Returns its port.
+pub fn lossy_proxy(upstream: u16) -> u16 {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let dropped = Arc::new(AtomicBool::new(false));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let dropped = Arc::clone(&dropped);
+            std::thread::spawn(move || {
+                let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
+                let Some((path, body)) = read_request(&mut client) else {
+                    return;
+                };
+                let Some(reply) = forward(upstream, &path, &body) else {
+                    return;
+                };
+                if path == "/v3/kv/txn"
+                    && body.contains("request_put")
+                    && !dropped.swap(true, Ordering::SeqCst)
+                {
+                    // Applied upstream; the client never hears of it.
+                    return;
+                }
+                let _ = client.write_all(&reply);
+            });
+        }
+    });
+    port
+}
+
+/// One HTTP request: its path and body (by Content-Length).
+fn read_request(stream: &mut TcpStream) -> Option<(String, String)> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = stream.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+    let path = head.split_whitespace().nth(1)?.to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while data.len() < head_end + length {
+        let n = stream.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buf[..n]);
+    }
+    let body = String::from_utf8_lossy(&data[head_end..head_end + length]).into_owned();
+    Some((path, body))
+}
+
+/// The raw HTTP/1.0 reply of the member to one request.
+fn forward(port: u16, path: &str, body: &str) -> Option<Vec<u8>> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let request = format!(
+        "POST {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).ok()?;
+    Some(reply)
+}
