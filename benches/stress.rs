@@ -29,6 +29,7 @@ fn main() {
     };
     let url = cluster.as_ref().map(|c| c.url("/stress"));
     let mut killed = None;
+    let mut leaders_killed = 0;
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = std::fs::canonicalize(tmp.path()).expect("canonical");
     let project = root.join("proj");
@@ -53,6 +54,7 @@ fn main() {
                 killed = cluster.leader();
                 if let Some(i) = killed {
                     cluster.kill(i);
+                    leaders_killed += 1;
                 }
             }
         }
@@ -143,9 +145,9 @@ fn main() {
         let _ = shell.wait();
     }
     let backend = if cluster.is_some() {
-        "etcd, 3 nodes"
+        format!("etcd, 3 nodes, {leaders_killed} leaders killed")
     } else {
-        "file"
+        "file".to_string()
     };
     // Before any exit: the etcd processes are stopped when the cluster is dropped.
     drop(cluster);
