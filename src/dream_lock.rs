@@ -152,6 +152,29 @@ fn lock_base(backend: &dyn Backend) -> serde_json::Map<String, Value> {
     lock
 }
 
+/// `the etcd backend (key /x/holder)`.
+fn describe(backend: &dyn Backend) -> String {
+    let (kind, place) = backend.location();
+    format!("the {} backend ({kind} {place})", backend.name())
+}
+
+/// The backend an acquirer's `lock` section names, when it is not `backend`.
+fn other_backend(lock: &serde_json::Map<String, Value>, backend: &dyn Backend) -> Option<String> {
+    let name = lock.get("backend")?.as_str()?;
+    if name != backend.name() {
+        return Some(format!("the {name} backend"));
+    }
+    // Two etcd keys are two locks; file paths are re-resolved from the project, so they
+    // are not compared.
+    let (kind, place) = backend.location();
+    match lock.get(kind).and_then(Value::as_str) {
+        Some(named) if kind == "key" && named != place => {
+            Some(format!("the {name} backend ({kind} {named})"))
+        }
+        _ => None,
+    }
+}
+
 fn acquired_json(backend: &dyn Backend, lease: &Lease) -> Value {
     let mut lock = serde_json::Map::new();
     lock.insert("acquired".into(), json!(true));
@@ -369,6 +392,14 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
     };
     if !envelope.get("project").is_some_and(Value::is_object) {
         envelope.set("project", ctx.project.to_json()?);
+    }
+    // A lease taken on another backend (or another etcd key) cannot be ours here: releasing
+    // it would say not_holder and leave it held. (Only `acquire`'s envelope names one.)
+    if let Some(other) = other_backend(&lock, ctx.backend.as_ref()) {
+        return Err(Failure::Usage(format!(
+            "the lease in lock was taken on {other}, but this release uses {}: pass the same --backend or DREAMKIT_LOCK_URL as acquire",
+            describe(ctx.backend.as_ref())
+        )));
     }
     lock.extend(lock_base(ctx.backend.as_ref()));
     lock.insert("token".into(), json!(token));

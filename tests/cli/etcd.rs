@@ -152,6 +152,41 @@ fn acquire_status_release_and_the_gate_on_one_node() {
         "the time in etcd, to the millisecond"
     );
 
+    // An envelope from the etcd lock is refused by a release on another backend or key,
+    // rather than answered not_holder with the lease left held.
+    let (code, lost) = acquire(&home, &url, holder.pid());
+    assert_eq!(code, 0, "{lost}");
+    let out = home
+        .cmd("dream-lock")
+        .args(["release", "--outcome", "failed"])
+        .write_stdin(lost.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let message = stdout_json(&out)["error"]["message"].to_string();
+    assert!(message.contains("taken on the etcd backend"), "{message}");
+    let (code, out) = lock(
+        &home,
+        &etcd.url("/team/other"),
+        &["release", "--outcome", "failed"],
+        &lost.to_string(),
+    );
+    assert_eq!(code, 2, "{out}");
+    let (code, _) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 1, "still held: nothing was changed");
+    let (code, out) = lock(
+        &home,
+        &url,
+        &["release", "--outcome", "completed"],
+        &lost.to_string(),
+    );
+    assert_eq!(code, 0, "{out}");
+    let done_ms: i64 = etcd
+        .get("/team/repo/last-consolidated")
+        .unwrap()
+        .parse()
+        .unwrap();
+
     // Releasing again changes nothing.
     let (code, again) = lock(
         &home,
