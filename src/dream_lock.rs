@@ -811,7 +811,9 @@ outcome and last_consolidated_at to lock.
 
 The lease comes from the envelope's lock section (acquire's output), or from status's output \
 on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
-changes nothing and exits 1 with reason \"not_holder\". By hand (--token or status output), \
+changes nothing and exits 1 with reason \"not_holder\". An envelope whose lock names \
+another backend, or another etcd key, than this release uses is refused with exit 2 (pass the \
+same --backend or DREAMKIT_LOCK_URL as acquire). By hand (--token or status output), \
 a holder that is alive (or whose command still runs) and is neither this process nor one of \
 its parents is somebody else's run: release refuses with exit 1, reason \"live_holder\", \
 unless --force. --outcome wins over run.status. To free a lock by hand: `dream-lock status | \
@@ -826,7 +828,8 @@ completed`.",
 holder released by hand without --force, or an envelope from a stage that said no, passed \
 through.
 
-2 usage error or bad input: no lease to release, or an unknown outcome.
+2 usage error or bad input: no lease to release, an unknown outcome, or a lease taken on \
+another backend.
 
 3 the lock cannot be read or written.
 
