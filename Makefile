@@ -12,7 +12,7 @@ BASHDIR  := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR   := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all build test lint man completions bench stress install uninstall clean
+.PHONY: all build test lint man completions bench stress stress-file stress-etcd install uninstall clean
 
 all: build
 
@@ -35,8 +35,15 @@ bench:
 	$(CARGO) bench --locked -j $(JOBS) --bench bench
 
 # Not part of `make test`: 64 concurrent acquirers x 200 rounds; fails on any double hold.
-stress:
-	$(CARGO) bench --locked -j $(JOBS) --bench stress
+# stress-etcd runs them over a 3-node etcd cluster (needs `etcd`: apt-get install
+# etcd-server), killing and restarting its leader as it goes.
+stress: stress-file stress-etcd
+
+stress-file:
+	DREAMKIT_STRESS_BACKEND=file $(CARGO) bench --locked -j $(JOBS) --bench stress
+
+stress-etcd:
+	DREAMKIT_STRESS_BACKEND=etcd $(CARGO) bench --locked -j $(JOBS) --bench stress
 
 # No `build` prerequisite: `sudo make install` must not compile as root (a root-owned target/
 # and a toolchain run with root's rights). Build first as yourself with `make`.

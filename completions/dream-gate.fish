@@ -1,4 +1,4 @@
-complete -c dream-gate -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-gate -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-gate -l session -l current-session -d 'Session to leave out, the one still running [default: the hook payload\'s session_id]' -r
 complete -c dream-gate -l min-hours -d 'Time that must pass after the last consolidation: hours, or a duration (24, 24h, 90m)' -r
 complete -c dream-gate -l min-sessions -d 'Sessions that must have changed since the last consolidation' -r

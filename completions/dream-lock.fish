@@ -36,7 +36,7 @@ complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "release" -d '
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "status" -d 'Who holds the lock (exit 0 free, 1 held)'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "exec" -d 'Take the lock, run CMD with the envelope on stdin, release by how CMD ended'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l pid -d 'PID to record as the holder [default: the parent process, e.g. the hook\'s shell]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
@@ -47,7 +47,7 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l pretty
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s h -l help -d 'Print help'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l outcome -d 'How the run ended [default: the envelope\'s run.status, else failed (roll back)]' -r -f -a "completed\t'Free the lock; now is the new last-consolidated time'
 failed\t'Roll back to the prior last-consolidated time, so the next gate can retry'
 aborted\t'Like `failed`: roll back'"
@@ -63,7 +63,7 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l pretty
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
@@ -73,7 +73,7 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l pretty 
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s h -l help -d 'Print help'
-complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"

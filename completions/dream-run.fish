@@ -24,7 +24,7 @@ function __fish_dream_run_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c dream-run -n "__fish_dream_run_needs_command" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l provider -d 'Model API: the Anthropic Messages API or an OpenAI-compatible server' -r -f -a "anthropic\t''
 openai\t''"
 complete -c dream-run -n "__fish_dream_run_needs_command" -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
@@ -73,7 +73,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l pretty -
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s h -l help -d 'Print help'
-complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)' -r
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"

@@ -31,7 +31,8 @@ use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released, RunOutcome};
     about = "The cross-process consolidation lock",
     long_about = "The cross-process consolidation lock of a project's memory, shared with \
 Claude Code: <memory_dir>/.consolidate-lock holds the holder's PID and its mtime is the \
-last-consolidated time. Reads and writes the envelope passed down a dream pipeline."
+last-consolidated time; with --backend etcd://..., the same lock on an etcd cluster that \
+several machines share. Reads and writes the envelope passed down a dream pipeline."
 )]
 pub struct Args {
     #[command(flatten)]
@@ -149,6 +150,29 @@ fn lock_base(backend: &dyn Backend) -> serde_json::Map<String, Value> {
     lock.insert("backend".into(), json!(backend.name()));
     lock.insert(kind.into(), json!(place));
     lock
+}
+
+/// `the etcd backend (key /x/holder)`.
+fn describe(backend: &dyn Backend) -> String {
+    let (kind, place) = backend.location();
+    format!("the {} backend ({kind} {place})", backend.name())
+}
+
+/// The backend an acquirer's `lock` section names, when it is not `backend`.
+fn other_backend(lock: &serde_json::Map<String, Value>, backend: &dyn Backend) -> Option<String> {
+    let name = lock.get("backend")?.as_str()?;
+    if name != backend.name() {
+        return Some(format!("the {name} backend"));
+    }
+    // Two etcd keys are two locks; file paths are re-resolved from the project, so they
+    // are not compared.
+    let (kind, place) = backend.location();
+    match lock.get(kind).and_then(Value::as_str) {
+        Some(named) if kind == "key" && named != place => {
+            Some(format!("the {name} backend ({kind} {named})"))
+        }
+        _ => None,
+    }
 }
 
 fn acquired_json(backend: &dyn Backend, lease: &Lease) -> Value {
@@ -379,6 +403,14 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
     if !envelope.get("project").is_some_and(Value::is_object) {
         envelope.set("project", ctx.project.to_json()?);
     }
+    // A lease taken on another backend (or another etcd key) cannot be ours here: releasing
+    // it would say not_holder and leave it held. (Only `acquire`'s envelope names one.)
+    if let Some(other) = other_backend(&lock, ctx.backend.as_ref()) {
+        return Err(Failure::Usage(format!(
+            "the lease in lock was taken on {other}, but this release uses {}: pass the same --backend or DREAMKIT_LOCK_URL as acquire",
+            describe(ctx.backend.as_ref())
+        )));
+    }
     lock.extend(lock_base(ctx.backend.as_ref()));
     lock.insert("token".into(), json!(token));
     lock.insert("outcome".into(), json!(outcome.as_str()));
@@ -514,6 +546,14 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
             return acquire_failed(envelope, failure, diag);
         }
     };
+    // A lease that expires on its own (etcd) is renewed while the command runs.
+    let keep_alive = match backend.keep_alive(&lease.token) {
+        Ok(keep_alive) => keep_alive,
+        Err(failure) => {
+            finish(backend, &lease, RunOutcome::Failed, diag);
+            return acquire_failed(envelope, failure, diag);
+        }
+    };
 
     let mut command = Command::new(&args.command[0]);
     command
@@ -599,6 +639,12 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
     };
     let interrupted = signals::claim();
+    if let Some(keep_alive) = keep_alive {
+        if keep_alive.lost() {
+            diag.warn("the lock's lease was lost while the command ran (expired or revoked)");
+        }
+        drop(keep_alive);
+    }
     let outcome = if status.signal().is_some() || interrupted.is_some() {
         RunOutcome::Aborted
     } else if status.success() {
@@ -695,6 +741,32 @@ does not read it; for Claude Code the parent-death signal below is what keeps th
 outliving exec.",
     ),
     (
+        "ETCD BACKEND",
+        "--backend etcd://host:port[,host:port...][/prefix] (or DREAMKIT_LOCK_URL) keeps the \
+same lock on an etcd v3 cluster, for machines that share one memory; the status and envelope \
+name key instead of path. The prefix names the shared memory (default /dreamkit/<slug>): the \
+holder lives in <prefix>/holder, bound to a one-hour lease, and the last-consolidated time \
+(epoch ms) in <prefix>/last-consolidated, which dream-gate reads. Acquire reads both keys in one \
+linearizable read and writes both in one transaction that compares what it read: \
+create_revision 0 for a free lock, the stale holder's mod_revision to replace it, so one of \
+any number of racing acquirers wins. The holder key's mod_revision is the fencing token. \
+Release deletes the holder and sets or deletes the time in one transaction that changes nothing \
+unless the token still holds, then revokes the lease. The holder record names the PID, the host \
+and the machine's boot and PID namespace: on the same machine a dead or recycled PID is stale at \
+once; a holder elsewhere is taken at its word (holder_alive null) until its lease expires or \
+the hour is over. exec renews the lease while its command runs.
+
+Members are tried in the order given; one that refuses the connection, times out or has no \
+leader is skipped for the next, within about 15 s. When none answers, every subcommand exits 4 \
+with error.kind \"remote\" (in the envelope when there is one) and nothing is changed; there is \
+never a local fallback. The URL speaks etcd's JSON gateway over plain HTTP. \
+DREAMKIT_ETCD_LEASE_TTL (seconds, 1-3600, default 3600) shortens the lease, for tests.
+
+A lease alone cannot guarantee mutual exclusion (a holder paused past its lease resumes \
+believing it holds): what guards the memory is the token, checked against etcd before each \
+write (dream-run) and by release.",
+    ),
+    (
         "PIPELINES",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
 through. A stage proceeds only on an explicit yes of the right JSON type: gate.due and \
@@ -738,7 +810,10 @@ stderr, rolls the lock back and exits 3.",
 2 usage error or bad input (stdin that is not a JSON object).
 
 3 the lock cannot be read or written: fails closed; the envelope flows with lock.error; or \
-the token could not be printed (the lock was rolled back).",
+the token could not be printed (the lock was rolled back).
+
+4 etcd backend: no member answered (or etcd refused); nothing was changed, and the envelope \
+flows with lock.error.",
     ),
     (
         "release/OUTCOMES",
@@ -753,7 +828,9 @@ outcome and last_consolidated_at to lock.
 
 The lease comes from the envelope's lock section (acquire's output), or from status's output \
 on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
-changes nothing and exits 1 with reason \"not_holder\". By hand (--token or status output), \
+changes nothing and exits 1 with reason \"not_holder\". An envelope whose lock names \
+another backend, or another etcd key, than this release uses is refused with exit 2 (pass the \
+same --backend or DREAMKIT_LOCK_URL as acquire). By hand (--token or status output), \
 a holder that is alive (or whose command still runs) and is neither this process nor one of \
 its parents is somebody else's run: release refuses with exit 1, reason \"live_holder\", \
 unless --force. --outcome wins over run.status. To free a lock by hand: `dream-lock status | \
@@ -768,9 +845,12 @@ completed`.",
 holder released by hand without --force, or an envelope from a stage that said no, passed \
 through.
 
-2 usage error or bad input: no lease to release, or an unknown outcome.
+2 usage error or bad input: no lease to release, an unknown outcome, or a lease taken on \
+another backend.
 
-3 the lock cannot be read or written.",
+3 the lock cannot be read or written.
+
+4 etcd backend: no member answered; the envelope flows with lock.error.",
     ),
     (
         "status/OUTPUT",
@@ -787,7 +867,9 @@ holder (a killed exec) is gone but its command still runs. It reads no envelope.
 
 2 usage error.
 
-3 the lock cannot be read: fails closed.",
+3 the lock cannot be read: fails closed.
+
+4 etcd backend: no member answered.",
     ),
     (
         "exec/RUNNING CMD",
@@ -807,7 +889,8 @@ after CMD are reported on stderr.",
 
 1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
 range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \
-is on stdout), 2 for a usage error, 3 when the lock cannot be read (CMD not run).
+is on stdout), 2 for a usage error, 3 when the lock cannot be read (CMD not run), 4 when etcd \
+cannot be reached (CMD not run, nothing changed).
 
 126 CMD was found but could not be run; the lock was rolled back.
 
@@ -822,8 +905,9 @@ exited with); the lock was rolled back.
     ),
     (
         "ENVIRONMENT",
-        "DREAMKIT_LOCK_URL (the --backend default; only file is available in this version, and \
-any other URL is refused rather than silently replaced by a local lock), CLAUDE_CONFIG_DIR, \
-HOME, CLAUDE_COWORK_MEMORY_PATH_OVERRIDE. exec sets DREAMKIT_LOCK_TOKEN for CMD.",
+        "DREAMKIT_LOCK_URL (the --backend default: file, or an etcd:// URL; anything else is \
+refused rather than silently replaced by a local lock), DREAMKIT_ETCD_LEASE_TTL (a testing \
+knob: the etcd holder lease in seconds), CLAUDE_CONFIG_DIR, HOME, \
+CLAUDE_COWORK_MEMORY_PATH_OVERRIDE. exec sets DREAMKIT_LOCK_TOKEN for CMD.",
     ),
 ];

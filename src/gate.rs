@@ -386,7 +386,9 @@ memory on against simple mode, remote mode and the settings, as in Claude Code.
 too_soon: less than --min-hours since the last consolidation (a plain number is hours; \
 units work too: 24, 24h, 90m), the mtime of \
 <memory_dir>/.consolidate-lock. No lock file means never consolidated. A lock file whose state \
-cannot be read (permissions, I/O) fails closed: exit 3.
+cannot be read (permissions, I/O) fails closed: exit 3. With --backend etcd://... (or \
+DREAMKIT_LOCK_URL) the time is read from etcd's <prefix>/last-consolidated key instead, \
+linearizably; an etcd that cannot be reached is exit 4, never \"due\".
 
 throttled: the time gate passed but the last scan of the transcripts found too few sessions \
 less than --scan-interval ago. The stamp (epoch milliseconds) is kept in \
@@ -406,8 +408,8 @@ unreadable one is exit 3.",
 last_consolidated_at, hours_since, min_hours, min_sessions, session_count, sessions, \
 current_session, last_scan_at}. sessions are {id, path, modified_at, bytes}, oldest first. \
 session_count is null when the transcripts were not scanned (disabled, too_soon, throttled). \
-On an environment failure (exit 3) gate is {due: false, reason: \"error\", error: {kind, \
-message}}, so a following dream-lock does nothing.",
+On an environment failure (exit 3) or an unreachable etcd (exit 4) gate is {due: false, \
+reason: \"error\", error: {kind, message}}, so a following dream-lock does nothing.",
     ),
     (
         "LOCATIONS",
@@ -426,7 +428,8 @@ repository cannot redirect memory writes. An unreadable or invalid settings file
         "ENVIRONMENT",
         "CLAUDE_CONFIG_DIR, HOME, XDG_STATE_HOME, CLAUDE_COWORK_MEMORY_PATH_OVERRIDE, \
 CLAUDE_CODE_REMOTE_MEMORY_DIR, CLAUDE_CODE_DISABLE_AUTO_MEMORY, CLAUDE_CODE_SIMPLE, \
-CLAUDE_CODE_REMOTE, DREAMKIT_MIN_HOURS, DREAMKIT_MIN_SESSIONS.",
+CLAUDE_CODE_REMOTE, DREAMKIT_MIN_HOURS, DREAMKIT_MIN_SESSIONS, DREAMKIT_LOCK_URL (the \
+--backend default: file, or etcd://host:port[,host:port...][/prefix]; see dream-lock(1)).",
     ),
     (
         "STDIN",

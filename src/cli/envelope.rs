@@ -158,7 +158,7 @@ impl Envelope {
         Value::Object(self.0)
     }
 
-    /// A stage failed on its environment (exit 3): the envelope still flows, with the stage's
+    /// A stage failed on its environment (exit 3) or its remote store (exit 4): the envelope still flows, with the stage's
     /// `key` set to `section` plus `error: {kind, message}`, so a later stage sees the failure
     /// and does nothing. Usage and input failures are returned as they are (exit 2, no
     /// envelope).
@@ -169,7 +169,7 @@ impl Envelope {
         failure: Failure,
         diag: &Diag,
     ) -> Result<Outcome, Failure> {
-        if !matches!(failure, Failure::Environment(_)) {
+        if !matches!(failure, Failure::Environment(_) | Failure::Remote { .. }) {
             return Err(failure);
         }
         diag.warn(&failure.to_string());

@@ -34,6 +34,15 @@ impl Failure {
         }
     }
 
+    /// A remote store (etcd) failed or could not be reached, after retries (exit 4, `kind:
+    /// "remote"`).
+    pub fn remote(message: impl Into<String>) -> Self {
+        Failure::Remote {
+            kind: "remote",
+            message: message.into(),
+        }
+    }
+
     pub fn environment(message: impl Into<String>) -> Self {
         Failure::Environment(message.into())
     }

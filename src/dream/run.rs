@@ -200,6 +200,12 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     }
     // Credentials and flags are checked before anything is recorded.
     let client = Client::new(args.model.config(&env, Tier::Main)?)?;
+    // A lease-based lock (etcd) is renewed for the whole run: nobody else does in the
+    // `acquire | dream-run | release` form. (The file lock has no lease: `None`.)
+    let keep_alive = match &claim.token {
+        Some(token) => backend.keep_alive(token)?,
+        None => None,
+    };
     std::fs::create_dir_all(&project.memory_dir)
         .map_err(|e| Failure::io("create", &project.memory_dir, &e))?;
 
@@ -263,6 +269,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         fence_failure: None,
     };
     let end = agent.converse(&client, &task, deadline);
+    if keep_alive.as_ref().is_some_and(|k| k.lost()) {
+        diag.warn("the lock's lease was lost during the run (expired or revoked)");
+    }
+    drop(keep_alive);
     let section = agent.finish(end, &digests);
     // A signal that came after the conversation ended changes nothing recorded; the exit
     // code still says it came.

@@ -1,6 +1,7 @@
 //! The consolidation lock. Every backend answers the same questions: when was the memory
 //! last consolidated, who holds the lock, and acquire / release with a fencing token.
 
+pub mod etcd;
 pub mod file;
 pub mod process;
 
@@ -11,6 +12,7 @@ use clap::Args;
 use crate::claude::Project;
 use crate::cli::Failure;
 
+pub use etcd::{EtcdBackend, EtcdUrl};
 pub use file::FileBackend;
 
 /// A holder's claim lapses an hour after it was written (Claude Code's window).
@@ -122,12 +124,58 @@ pub trait Backend {
     fn pin(&self, _lease: &Lease) -> Result<Option<std::fs::File>, Failure> {
         Ok(None)
     }
+
+    /// Keeps the hold of `token` from expiring while the returned guard lives (a thread
+    /// renews the etcd lease; `exec` holds one while its command runs, and so must any
+    /// process that works under the lock for longer than the lease). `None`: this backend's
+    /// holds do not expire on their own (the file backend). Fails when `token` does not hold.
+    fn keep_alive(&self, _token: &str) -> Result<Option<KeepAlive>, Failure> {
+        Ok(None)
+    }
+}
+
+/// A running keep-alive: renews until dropped (which stops and joins its thread).
+pub struct KeepAlive {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl KeepAlive {
+    pub(crate) fn new(
+        stop: std::sync::mpsc::Sender<()>,
+        thread: std::thread::JoinHandle<()>,
+        lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        KeepAlive {
+            stop: Some(stop),
+            thread: Some(thread),
+            lost,
+        }
+    }
+
+    /// Whether the lease is gone (expired, revoked, or refused by etcd): the hold is lost,
+    /// and `holds` will say so. A renewal that merely failed to reach etcd is retried.
+    pub fn lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        // Closing the channel wakes the thread at once.
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// `--backend URL` (or `DREAMKIT_LOCK_URL`), shared by the tools that read the lock.
 #[derive(Debug, Clone, Default, Args)]
 pub struct BackendArgs {
-    /// Lock backend: `file` (the default: <memory_dir>/.consolidate-lock)
+    /// Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or
+    /// etcd://host:port[,host:port...][/prefix]
     #[arg(
         long,
         value_name = "URL",
@@ -137,15 +185,15 @@ pub struct BackendArgs {
     pub backend: Option<String>,
 }
 
-/// Refuses an unknown backend while the flags are parsed, so that a bad `DREAMKIT_LOCK_URL`
-/// is reported under its own name; [`BackendArgs::open`] decides the rest.
+/// Refuses an unknown or malformed backend while the flags are parsed, so that a bad
+/// `DREAMKIT_LOCK_URL` is reported under its own name; [`BackendArgs::open`] decides the rest.
 fn known_backend(url: &str) -> Result<String, String> {
     match url.trim() {
         "" | "file" | "file:" | "file://" => Ok(url.to_string()),
-        other if other.starts_with("etcd://") => Err(format!(
-            "lock backend {other:?}: the etcd backend is not available in this version"
+        other if other.starts_with("etcd://") => EtcdUrl::parse(other).map(|_| url.to_string()),
+        other => Err(format!(
+            "unknown lock backend {other:?} (expected `file` or etcd://host:port[,host:port...][/prefix])"
         )),
-        other => Err(format!("unknown lock backend {other:?} (expected `file`)")),
     }
 }
 
@@ -157,11 +205,12 @@ impl BackendArgs {
             None | Some("" | "file" | "file:" | "file://") => {
                 Ok(Box::new(FileBackend::for_memory_dir(&project.memory_dir)))
             }
-            Some(url) if url.starts_with("etcd://") => Err(Failure::Usage(format!(
-                "lock backend {url:?}: the etcd backend is not available in this version"
-            ))),
+            Some(url) if url.starts_with("etcd://") => {
+                let url = EtcdUrl::parse(url).map_err(Failure::Usage)?;
+                Ok(Box::new(EtcdBackend::open(&url, &project.slug)?))
+            }
             Some(url) => Err(Failure::Usage(format!(
-                "unknown lock backend {url:?} (expected `file`)"
+                "unknown lock backend {url:?} (expected `file` or etcd://host:port[,host:port...][/prefix])"
             ))),
         }
     }

@@ -607,7 +607,8 @@ fn a_read_only_lock_file_or_memory_dir_is_refused_without_change() {
 #[test]
 fn other_backends_are_refused_not_replaced() {
     let home = ClaudeHome::new();
-    let (code, out) = lock(&home, &["status", "--backend", "etcd://127.0.0.1:2379"], "");
+    // etcd is a backend now (tests/cli/etcd.rs); a malformed etcd URL is still refused.
+    let (code, out) = lock(&home, &["status", "--backend", "etcd://127.0.0.1"], "");
     assert_eq!(code, 2);
     assert!(out["error"]["message"].as_str().unwrap().contains("etcd"));
     let out = home

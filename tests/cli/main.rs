@@ -4,6 +4,7 @@ mod binaries;
 mod docs;
 mod dream;
 mod dream_attacks;
+mod etcd;
 mod examples;
 mod feedback;
 mod gate;

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+pub mod etcd;
 pub mod fake_api;
 pub mod transcript;
 
