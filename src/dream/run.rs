@@ -1,6 +1,7 @@
 //! One consolidation: the envelope in, digests, the agent loop over the sandboxed tools with
 //! fencing and a snapshot, the task record kept current, the envelope with `run` out.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -261,6 +262,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         usage: Usage::default(),
         progress: Progress::new(args, common),
         fence_failure: None,
+        seen: HashMap::new(),
     };
     let end = agent.converse(&client, &task, deadline);
     let section = agent.finish(end, &digests);
@@ -335,6 +337,9 @@ struct Agent<'a> {
     progress: Progress,
     /// Why the guard refused to let a write land (a lost lock, a snapshot that failed).
     fence_failure: Option<(bool, String)>,
+    /// Memory file (relative) -> sha256 of what this run last read or wrote there: a write
+    /// over anything else would lose another writer's change.
+    seen: HashMap<String, String>,
 }
 
 /// The write guard: the fencing check, and a copy of each file before the run's first
@@ -346,6 +351,7 @@ struct Fence<'g> {
     snapshot_dir: PathBuf,
     task_id: &'g str,
     snapshot: &'g mut Option<Snapshot>,
+    seen: &'g HashMap<String, String>,
     /// (lock lost, message) when the run must stop.
     stop: Option<(bool, String)>,
 }
@@ -363,6 +369,36 @@ impl Fence<'_> {
             Some(snapshot) => snapshot.remember(self.memory_dir, &rel.to_string_lossy()),
             None => Ok(()),
         }
+    }
+
+    /// The changed-since-read check: an existing target must still hold what this run last
+    /// read or wrote there (another session may have written it meanwhile).
+    fn unchanged_since_read(&self, path: &Path) -> Result<(), GuardRefusal> {
+        let rel = path
+            .strip_prefix(self.memory_dir)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned();
+        let now = match crate::files::read_regular(path) {
+            Ok(bytes) => snapshot::sha256_hex(&bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(GuardRefusal {
+                    message: format!("cannot read {rel} to check it: {e}"),
+                    stop_run: false,
+                })
+            }
+        };
+        if self.seen.get(&rel) == Some(&now) {
+            return Ok(());
+        }
+        Err(GuardRefusal {
+            message: format!(
+                "{rel} changed since you read it (or you have not read it): read it again with \
+read_file, then redo the change; nothing was written"
+            ),
+            stop_run: false,
+        })
     }
 }
 
@@ -386,6 +422,7 @@ impl WriteGuard for Fence<'_> {
                 });
             }
         }
+        self.unchanged_since_read(path)?;
         if let Err(e) = self.keep(path) {
             // Without the copy a failure could not be undone: nothing is written.
             let message = format!(
@@ -560,10 +597,14 @@ impl Agent<'_> {
             snapshot_dir: snapshot::dir_of(&self.project.state_dir, &self.record.task_id),
             task_id: &self.record.task_id,
             snapshot: &mut self.snapshot,
+            seen: &self.seen,
             stop: None,
         };
         let result = self.sandbox.call(name, input, &mut fence);
         self.fence_failure = fence.stop.take();
+        if let Some(read) = &result.read_path {
+            self.remember_read(&memory_dir, read);
+        }
         if self.snapshot.is_some() && self.record.snapshot.is_none() {
             self.record.phase = "updating".into();
             self.record.snapshot = Some(
@@ -581,6 +622,14 @@ impl Agent<'_> {
                 .into_owned();
             if !self.touched.contains(&rel) {
                 self.touched.push(rel.clone());
+            }
+            match crate::files::read_regular(path) {
+                Ok(bytes) => {
+                    self.seen.insert(rel.clone(), snapshot::sha256_hex(&bytes));
+                }
+                Err(_) => {
+                    self.seen.remove(&rel);
+                }
             }
             if let Some(snapshot) = self.snapshot.as_mut() {
                 if let Err(e) = snapshot.record_written(&memory_dir, &rel) {
@@ -600,6 +649,23 @@ impl Agent<'_> {
             ));
         }
         (result.content, result.is_error)
+    }
+
+    /// Hashes a memory file right after a successful read (other readable roots are never
+    /// written, so they are not tracked).
+    fn remember_read(&mut self, memory_dir: &Path, read: &Path) {
+        let Ok(rel) = read.strip_prefix(memory_dir) else {
+            return;
+        };
+        let rel = rel.to_string_lossy().into_owned();
+        match crate::files::read_regular(read) {
+            Ok(bytes) => {
+                self.seen.insert(rel, snapshot::sha256_hex(&bytes));
+            }
+            Err(_) => {
+                self.seen.remove(&rel);
+            }
+        }
     }
 
     fn absolute_touched(&self) -> Vec<String> {
