@@ -352,6 +352,8 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
     // Without an outcome the command in the middle said nothing (`cat`, a script that died):
     // roll back, so the next gate retries and the lock is never left held.
     let mut warning = None;
+    // A proposal is not a consolidation: released like a roll-back, reported as `proposed`.
+    let mut reported = None;
     let outcome = match args.outcome {
         // The flag wins: run.status is not read.
         Some(outcome) => outcome,
@@ -359,6 +361,10 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             Some(RunStatus::Completed) => RunOutcome::Completed,
             Some(RunStatus::Failed) => RunOutcome::Failed,
             Some(RunStatus::Aborted) => RunOutcome::Aborted,
+            Some(RunStatus::Proposed) => {
+                reported = Some("proposed");
+                RunOutcome::Failed
+            }
             None => {
                 warning = Some("no run.status and no --outcome: rolled back as failed");
                 RunOutcome::Failed
@@ -381,7 +387,10 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
     }
     lock.extend(lock_base(ctx.backend.as_ref()));
     lock.insert("token".into(), json!(token));
-    lock.insert("outcome".into(), json!(outcome.as_str()));
+    lock.insert(
+        "outcome".into(),
+        json!(reported.unwrap_or(outcome.as_str())),
+    );
     if let Some(text) = warning {
         lock.insert("warning".into(), json!(text));
     }
@@ -515,7 +524,15 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
     };
 
+    // Where the command may say `proposed` (dream-run --propose): then the release rolls back,
+    // since a proposal is not a consolidation. Private, and removed when we are done.
+    let outcome_file = tempfile::Builder::new()
+        .prefix("dreamkit-outcome-")
+        .tempfile();
     let mut command = Command::new(&args.command[0]);
+    if let Ok(file) = &outcome_file {
+        command.env(crate::dream::review::OUTCOME_FILE_ENV, file.path());
+    }
     command
         .args(&args.command[1..])
         .env("DREAMKIT_LOCK_TOKEN", &lease.token)
@@ -601,7 +618,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let interrupted = signals::claim();
     let outcome = if status.signal().is_some() || interrupted.is_some() {
         RunOutcome::Aborted
-    } else if status.success() {
+    } else if status.success() && !said_proposed(outcome_file.as_ref().ok()) {
         RunOutcome::Completed
     } else {
         RunOutcome::Failed
@@ -621,6 +638,12 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1);
     Ok(Outcome::without_document(Exit::Child(code)))
+}
+
+/// Whether the command wrote `proposed` in the outcome file (a proposing dream-run).
+fn said_proposed(file: Option<&tempfile::NamedTempFile>) -> bool {
+    file.and_then(|f| crate::files::read_regular(f.path()).ok())
+        .is_some_and(|bytes| bytes.trim_ascii() == b"proposed")
 }
 
 /// Waits until the child `pid` has exited, leaving it unreaped.

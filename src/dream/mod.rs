@@ -4,6 +4,7 @@
 pub mod digest;
 mod history;
 pub mod prompt;
+pub mod review;
 mod run;
 pub mod sandbox;
 pub mod snapshot;
@@ -56,6 +57,12 @@ pub enum Subcommand {
     Pending(PendingArgs),
     /// Put the memory dir back as it was before a completed run
     Undo(UndoArgs),
+    /// A proposal's changes as JSON, or with --diff as a unified diff [default: the latest]
+    Show(ShowArgs),
+    /// Write a proposal into the memory dir under the lock, if nothing it touches changed since
+    Apply(ApplyArgs),
+    /// Drop a proposal (its staged copy); the task becomes discarded
+    Discard(DiscardArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -78,6 +85,10 @@ pub struct RunArgs {
     /// Run without holding the consolidation lock (no fencing)
     #[arg(long)]
     pub unlocked: bool,
+    /// Stage every write in a copy under the state dir and record a proposal instead of
+    /// changing the memory dir (also DREAMKIT_DREAM_MODE=propose)
+    #[arg(long)]
+    pub propose: bool,
     /// Print {prompt, tools, sessions} and stop: no model request, no credentials needed
     #[arg(long)]
     pub dry_run: bool,
@@ -121,6 +132,38 @@ pub struct UndoArgs {
     pub task_id: Option<String>,
 }
 
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// Print the unified diff as text (coloured on a terminal unless NO_COLOR) instead of JSON
+    #[arg(long)]
+    pub diff: bool,
+    /// The task to show [default: the latest proposal]
+    #[arg(value_name = "TASK_ID")]
+    pub task_id: Option<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The proposal to apply [default: the latest]
+    #[arg(value_name = "TASK_ID")]
+    pub task_id: Option<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiscardArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// The proposal to drop [default: the latest]
+    #[arg(value_name = "TASK_ID")]
+    pub task_id: Option<String>,
+}
+
 impl Tool for Args {
     fn common(&self) -> &CommonArgs {
         &self.common
@@ -131,6 +174,9 @@ impl Tool for Args {
             Some(Subcommand::Tasks(args)) => history::tasks(&args),
             Some(Subcommand::Pending(args)) => history::pending(&args),
             Some(Subcommand::Undo(args)) => history::undo(&args, diag),
+            Some(Subcommand::Show(args)) => review::show(&args),
+            Some(Subcommand::Apply(args)) => review::apply(&args, diag),
+            Some(Subcommand::Discard(args)) => review::discard(&args),
             None => run::run(&self.run, &self.common, diag),
         }
     }
