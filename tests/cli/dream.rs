@@ -155,7 +155,7 @@ pub(crate) fn tool_results(request: &Recorded) -> Vec<(String, bool)> {
 }
 
 /// The consolidation the README describes: list, grep, read, write, edit, delete, summary.
-fn script_full_consolidation(d: &Dream) {
+pub(crate) fn script_full_consolidation(d: &Dream) {
     let transcripts = d.home.transcripts_dir();
     d.api
         .push(Reply::anthropic_tools(
