@@ -425,18 +425,22 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
         );
     }
     let snapshot_dir = snapshot::dir_of(&project.state_dir, &record.task_id);
+    let mut kept = None;
     let result = write_all(
         &files,
         &memory_dir,
         &staging,
-        &snapshot_dir,
-        &record.task_id,
-        backend.as_ref(),
-        &lease.token,
+        (&snapshot_dir, &record.task_id),
+        &mut kept,
+        (backend.as_ref(), &lease.token),
     );
-    let snapshot = match result {
-        Ok(snapshot) => snapshot,
-        Err((snapshot, message)) => {
+    let snapshot = match (result, kept) {
+        (Ok(()), Some(snapshot)) => snapshot,
+        (Ok(()), None) => {
+            release(RunOutcome::Failed);
+            return Err(Failure::environment("not applied: no snapshot was made"));
+        }
+        (Err(message), snapshot) => {
             // Put back what was already written, then report.
             if let Some(snapshot) = snapshot {
                 match snapshot.restore(&memory_dir) {
@@ -508,31 +512,25 @@ fn write_all(
     files: &BTreeMap<String, Option<String>>,
     memory_dir: &Path,
     staging: &Path,
-    snapshot_dir: &Path,
-    task_id: &str,
-    backend: &dyn crate::lock::Backend,
-    token: &str,
-) -> Result<Snapshot, (Option<Snapshot>, String)> {
-    let mut snapshot = Snapshot::create(snapshot_dir, task_id).map_err(|e| {
-        (
-            None,
-            format!("cannot make the snapshot {}: {e}", snapshot_dir.display()),
-        )
-    })?;
+    (snapshot_dir, task_id): (&Path, &str),
+    kept: &mut Option<Snapshot>,
+    (backend, token): (&dyn crate::lock::Backend, &str),
+) -> Result<(), String> {
+    let snapshot = kept.insert(
+        Snapshot::create(snapshot_dir, task_id)
+            .map_err(|e| format!("cannot make the snapshot {}: {e}", snapshot_dir.display()))?,
+    );
     for rel in files.keys() {
-        let fail = |snapshot: Snapshot, what: String| Err((Some(snapshot), what));
         match backend.holds(token) {
             Ok(true) => {}
-            Ok(false) => return fail(snapshot, "the lock was taken by another process".into()),
-            Err(e) => return fail(snapshot, format!("the lock cannot be checked: {e}")),
+            Ok(false) => return Err("the lock was taken by another process".into()),
+            Err(e) => return Err(format!("the lock cannot be checked: {e}")),
         }
-        let staged = match snapshot::current(staging, rel) {
-            Ok(staged) => staged,
-            Err(e) => return fail(snapshot, format!("cannot read the staged {rel}: {e}")),
-        };
-        if let Err(e) = snapshot.remember(memory_dir, rel) {
-            return fail(snapshot, format!("cannot keep {rel} in the snapshot: {e}"));
-        }
+        let staged = snapshot::current(staging, rel)
+            .map_err(|e| format!("cannot read the staged {rel}: {e}"))?;
+        snapshot
+            .remember(memory_dir, rel)
+            .map_err(|e| format!("cannot keep {rel} in the snapshot: {e}"))?;
         let written = (|| -> std::io::Result<()> {
             let path = snapshot::target(memory_dir, rel)?;
             match staged {
@@ -554,17 +552,12 @@ fn write_all(
                 },
             }
         })();
-        if let Err(e) = written {
-            return fail(snapshot, format!("cannot write {rel}: {e}"));
-        }
-        if let Err(e) = snapshot.record_written(memory_dir, rel) {
-            return fail(
-                snapshot,
-                format!("cannot record {rel} in the snapshot: {e}"),
-            );
-        }
+        written.map_err(|e| format!("cannot write {rel}: {e}"))?;
+        snapshot
+            .record_written(memory_dir, rel)
+            .map_err(|e| format!("cannot record {rel} in the snapshot: {e}"))?;
     }
-    Ok(snapshot)
+    Ok(())
 }
 
 /// The run's staged result for the record: what a proposal changes, against what.
@@ -578,4 +571,56 @@ pub fn record_proposal(
     record.proposal = Some(manifest(diff, base));
     record.diff = Some(super::run::absolute_diff(memory_dir, diff.clone()));
     record.diff_text = Some(text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unified_diff_names_both_sides_and_colours_only_its_marks() {
+        let text = unified_diff("a/b.md", Some(b"one\ntwo\n"), Some(b"one\nthree\n"));
+        assert_eq!(
+            text,
+            "--- a/a/b.md\n+++ b/a/b.md\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n"
+        );
+        assert_eq!(unified_diff("x.md", Some(b"same\n"), Some(b"same\n")), "");
+        let created = unified_diff("n.md", None, Some(b"new\n"));
+        assert!(created.ends_with("+new\n"), "{created}");
+        assert_eq!(
+            colorize(&text),
+            "\x1b[36m--- a/a/b.md\x1b[0m\n\x1b[36m+++ b/a/b.md\x1b[0m\n\x1b[36m@@ -1,2 +1,2 @@\x1b[0m\n one\n\x1b[31m-two\x1b[0m\n\x1b[32m+three\x1b[0m\n"
+        );
+    }
+
+    #[test]
+    fn the_staging_copy_takes_md_files_at_any_depth_and_never_follows_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mem = tmp.path().join("memory");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(mem.join("a/b")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(mem.join("MEMORY.md"), "index\n").unwrap();
+        std::fs::write(mem.join("a/b/deep.md"), "deep\n").unwrap();
+        std::fs::write(mem.join("notes.txt"), "not memory\n").unwrap();
+        std::fs::write(outside.join("secret.md"), "secret\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.md"), mem.join("link.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, mem.join("linked")).unwrap();
+        let staging = tmp.path().join("staging");
+        let base = stage_copy(&mem, &staging).unwrap();
+        assert_eq!(
+            base.keys().collect::<Vec<_>>(),
+            ["MEMORY.md", "a/b/deep.md"]
+        );
+        assert_eq!(
+            std::fs::read_to_string(staging.join("a/b/deep.md")).unwrap(),
+            "deep\n"
+        );
+        for absent in ["notes.txt", "link.md", "linked"] {
+            assert!(
+                std::fs::symlink_metadata(staging.join(absent)).is_err(),
+                "{absent}"
+            );
+        }
+    }
 }
