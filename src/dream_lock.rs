@@ -722,7 +722,7 @@ outliving exec.",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
 through. A stage proceeds only on an explicit yes of the right JSON type: gate.due and \
 lock.acquired must be true or false, and run.status one of \"completed\", \"failed\", \
-\"aborted\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
+\"aborted\", \"proposed\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
 an object) is bad input: exit 2, nothing changed. An envelope from a stage that said no \
 (gate.due false, lock.acquired false, or a top-level error) is passed through untouched with \
 exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. On an \
@@ -771,8 +771,9 @@ back: delete the file when prior_mtime is 0 or unknown (a release by hand withou
 --prior-mtime), else empty it and set its mtime back to prior_mtime, so the next gate can \
 retry. With no outcome at all, release rolls back as \
 failed, with a warning on stderr and lock.warning in the JSON: a pass-through stage such as \
-cat never leaves the lock held nor moves the last-consolidated time. Both add released, \
-outcome and last_consolidated_at to lock.
+cat never leaves the lock held nor moves the last-consolidated time. run.status proposed \
+(dream-run --propose: a proposal is not a consolidation) rolls back too, reported as outcome \
+proposed. Both add released, outcome and last_consolidated_at to lock.
 
 The lease comes from the envelope's lock section (acquire's output), or from status's output \
 on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
@@ -817,7 +818,8 @@ holder (a killed exec) is gone but its command still runs. It reads no envelope.
         "exec acquires with its own PID, runs CMD with the envelope (with lock) on its stdin and \
 DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own process \
 group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits 0, \
-failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
+rolled back when CMD exits 0 but wrote proposed to the file DREAMKIT_LOCK_OUTCOME_FILE names \
+(a private temporary file exec makes; dream-run --propose does this), failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
 outlive exec: it gets SIGKILL when exec dies, even of SIGKILL (Linux parent-death signal), and \
 whatever CMD leaves running in its process group is killed before the release. CMD's stdout \
 is exec's stdout (the one exception to one JSON object). When the lock is busy, or the \
@@ -826,7 +828,7 @@ after CMD are reported on stderr.",
     ),
     (
         "exec/EXIT STATUS",
-        "0 CMD exited 0; the lock was released as completed.
+        "0 CMD exited 0; the lock was released as completed (rolled back if CMD said proposed).
 
 1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
 range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \
@@ -847,6 +849,7 @@ exited with); the lock was rolled back.
         "ENVIRONMENT",
         "DREAMKIT_LOCK_URL (the --backend default; only file is available in this version, and \
 any other URL is refused rather than silently replaced by a local lock), CLAUDE_CONFIG_DIR, \
-HOME, CLAUDE_COWORK_MEMORY_PATH_OVERRIDE. exec sets DREAMKIT_LOCK_TOKEN for CMD.",
+HOME, CLAUDE_COWORK_MEMORY_PATH_OVERRIDE. exec sets DREAMKIT_LOCK_TOKEN and \
+DREAMKIT_LOCK_OUTCOME_FILE for CMD.",
     ),
 ];
