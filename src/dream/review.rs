@@ -412,6 +412,27 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
             Ok(_) | Err(_) => changed.push(snapshot::absolute(&memory_dir, rel)),
         }
     }
+    // And the staged copy must still be what the proposal showed.
+    let proposed = record.proposed.clone().unwrap_or_default();
+    let mut tampered = Vec::new();
+    for rel in files.keys() {
+        match (snapshot::current_hash(&staging, rel), proposed.get(rel)) {
+            (Ok(now), Some(shown)) if now == *shown => {}
+            _ => tampered.push(staging.join(rel).to_string_lossy().into_owned()),
+        }
+    }
+    if !tampered.is_empty() {
+        release(RunOutcome::Failed);
+        return refuse(
+            "staging_changed",
+            format!(
+                "not applied: the staged copy is not what the proposal showed: {}",
+                tampered.join(", ")
+            ),
+            &record.task_id,
+            tampered,
+        );
+    }
     if !changed.is_empty() {
         release(RunOutcome::Failed);
         return refuse(
@@ -566,11 +587,18 @@ pub fn record_proposal(
     diff: &Diff,
     text: String,
     base: &BTreeMap<String, String>,
-    memory_dir: &Path,
-) {
-    record.proposal = Some(manifest(diff, base));
+    (memory_dir, staging): (&Path, &Path),
+) -> std::io::Result<()> {
+    let proposal = manifest(diff, base);
+    let mut proposed = BTreeMap::new();
+    for rel in proposal.keys() {
+        proposed.insert(rel.clone(), snapshot::current_hash(staging, rel)?);
+    }
+    record.proposal = Some(proposal);
+    record.proposed = Some(proposed);
     record.diff = Some(super::run::absolute_diff(memory_dir, diff.clone()));
     record.diff_text = Some(text);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -774,13 +774,18 @@ impl Agent<'_> {
                 self.record.snapshot = None;
             }
             let text = diff_text.get_or_insert_with(String::new).clone();
-            review::record_proposal(
+            if let Err(e) = review::record_proposal(
                 self.record,
                 &diff,
                 text,
                 &self.base,
-                &self.project.memory_dir,
-            );
+                (&self.project.memory_dir, &memory_dir),
+            ) {
+                let problem = format!("cannot record the proposal: {e}");
+                self.diag.warn(&problem);
+                message = Some(problem);
+                exit = Exit::Environment;
+            }
             if prompt::index_over_limit(&memory_dir) {
                 warnings.push("index_over_limit");
             }

@@ -74,6 +74,10 @@ pub struct TaskRecord {
     /// sha256 it had there when the proposal was made (`None`: it did not exist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proposal: Option<std::collections::BTreeMap<String, Option<String>>>,
+    /// A proposal's staged result: each file's sha256 in the staging copy (`None`: deleted),
+    /// so `apply` writes exactly what was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed: Option<std::collections::BTreeMap<String, Option<String>>>,
     /// What the run changed (or proposes), with absolute paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<crate::dream::snapshot::Diff>,
@@ -105,6 +109,7 @@ impl TaskRecord {
             snapshot: None,
             undone_at: None,
             proposal: None,
+            proposed: None,
             diff: None,
             diff_text: None,
             applied_at: None,

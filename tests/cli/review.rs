@@ -290,6 +290,17 @@ fn apply_refuses_when_a_person_edited_a_touched_file_and_applies_nothing() {
     );
     assert_eq!(d.read("topics/deploy.md"), "mine\n");
     assert_eq!(d.read("MEMORY.md"), OLD_INDEX);
+    // Only what was shown is applied: a staged copy changed since is refused too.
+    std::fs::remove_file(d.mem().join("topics/deploy.md")).unwrap();
+    let staged = d.proposal_dir(&id).join("memory/MEMORY.md");
+    std::fs::write(&staged, "# Memory\n- slipped in later\n").unwrap();
+    let out = d.review(&["apply"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["reason"], "staging_changed");
+    assert_eq!(doc["files"], json!([staged.to_string_lossy()]));
+    assert_eq!(d.read("MEMORY.md"), OLD_INDEX);
+    assert_eq!(d.task(&id)["status"], "proposed");
 }
 
 #[test]
