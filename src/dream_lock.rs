@@ -623,6 +623,9 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
     } else {
         RunOutcome::Failed
     };
+    if status.success() && outcome == RunOutcome::Failed {
+        diag.info("the command proposed (not a consolidation): rolling back");
+    }
     finish(backend, &lease, outcome, diag);
     drop(pin);
     drop(hold);

@@ -364,3 +364,40 @@ fn the_mode_comes_from_the_environment_and_a_bad_one_is_exit_2() {
     );
     assert_eq!(md_tree(&d), before);
 }
+
+/// On a terminal the diff is coloured (red removals, green additions, cyan headers), unless
+/// NO_COLOR is set. `script` gives the command a real pseudo-terminal.
+#[test]
+fn show_diff_is_coloured_only_on_a_terminal_without_no_color() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no `script` to make a terminal");
+        return;
+    }
+    let d = Dream::new();
+    d.propose();
+    let on_terminal = |no_color: bool| {
+        let mut cmd = d.process(Path::new("script"));
+        cmd.args(["-qec", "dream-run show --diff", "/dev/null"]);
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n")
+    };
+    let coloured = on_terminal(false);
+    for piece in [
+        "\x1b[36m--- a/MEMORY.md\x1b[0m\n",
+        "\x1b[31m-The deploy uses FTP.\x1b[0m\n",
+        "\x1b[32m+Deploys are blue-green (since 2026-12-01).\x1b[0m\n",
+    ] {
+        assert!(coloured.contains(piece), "{piece:?} not in {coloured:?}");
+    }
+    let plain = on_terminal(true);
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+    assert!(plain.contains("-The deploy uses FTP.\n"), "{plain:?}");
+}
