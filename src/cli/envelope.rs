@@ -372,6 +372,12 @@ mod tests {
                 .unwrap(),
             Some(RunStatus::Aborted)
         );
+        assert_eq!(
+            env(json!({"run": {"status": "proposed"}}))
+                .run_status()
+                .unwrap(),
+            Some(RunStatus::Proposed)
+        );
         for bad in [
             json!({"run": {"status": "running"}}),
             json!({"run": {"status": 0}}),

@@ -401,3 +401,60 @@ fn show_diff_is_coloured_only_on_a_terminal_without_no_color() {
     assert!(!plain.contains('\x1b'), "{plain:?}");
     assert!(plain.contains("-The deploy uses FTP.\n"), "{plain:?}");
 }
+
+/// A proposing run that fails leaves nothing to review: no staging copy, no proposal, and the
+/// memory dir as it was.
+#[test]
+fn a_failed_proposal_leaves_no_staging_copy() {
+    let d = Dream::new();
+    let before = md_tree(&d);
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(crate::support::fake_api::Reply::anthropic_tools(
+            "Writing.",
+            &[("write_file", json!({"path": "new.md", "content": "x\n"}))],
+        ))
+        .push(crate::support::fake_api::Reply::error(
+            401,
+            "authentication_error",
+            "bad key",
+        ));
+    let out = d.run(&envelope, &["--propose"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["run"]["status"], "failed");
+    assert_eq!(doc["run"]["mode"], "propose");
+    let id = task_id(&doc);
+    assert!(!d.proposal_dir(&id).exists());
+    assert!(!d.home.state_dir().join("snapshots").join(&id).exists());
+    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.review(&["show"]).status.code(), Some(1));
+}
+
+/// `show TASK_ID` also shows what a completed (applied) run changed.
+#[test]
+fn show_shows_a_completed_runs_changes() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    script_full_consolidation(&d);
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["run"]["status"], "completed");
+    assert!(doc["run"].get("diff_text").is_none(), "only when proposing");
+    let id = task_id(&doc);
+    let out = d.review(&["show", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let shown = stdout_json(&out);
+    assert_eq!(shown["status"], "completed");
+    assert_eq!(shown["diff"], doc["run"]["diff"]);
+    let text = shown["diff_text"].as_str().unwrap();
+    assert!(
+        text.contains("-The deploy uses FTP.\n") && text.contains("+++ b/topics/deploy.md\n"),
+        "{text}"
+    );
+    let out = d.review(&["show", &id, "--diff"]);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+}
