@@ -16,11 +16,20 @@ _dream__run() {
             ",$1")
                 cmd="dream__run"
                 ;;
+            dream__run,apply)
+                cmd="dream__run__subcmd__apply"
+                ;;
+            dream__run,discard)
+                cmd="dream__run__subcmd__discard"
+                ;;
             dream__run,help)
                 cmd="dream__run__subcmd__help"
                 ;;
             dream__run,pending)
                 cmd="dream__run__subcmd__pending"
+                ;;
+            dream__run,show)
+                cmd="dream__run__subcmd__show"
                 ;;
             dream__run,tasks)
                 cmd="dream__run__subcmd__tasks"
@@ -28,11 +37,20 @@ _dream__run() {
             dream__run,undo)
                 cmd="dream__run__subcmd__undo"
                 ;;
+            dream__run__subcmd__help,apply)
+                cmd="dream__run__subcmd__help__subcmd__apply"
+                ;;
+            dream__run__subcmd__help,discard)
+                cmd="dream__run__subcmd__help__subcmd__discard"
+                ;;
             dream__run__subcmd__help,help)
                 cmd="dream__run__subcmd__help__subcmd__help"
                 ;;
             dream__run__subcmd__help,pending)
                 cmd="dream__run__subcmd__help__subcmd__pending"
+                ;;
+            dream__run__subcmd__help,show)
+                cmd="dream__run__subcmd__help__subcmd__show"
                 ;;
             dream__run__subcmd__help,tasks)
                 cmd="dream__run__subcmd__help__subcmd__tasks"
@@ -47,7 +65,7 @@ _dream__run() {
 
     case "${cmd}" in
         dream__run)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --provider --model --timeout --retries --max-turns --max-tokens --read-project --unlocked --dry-run --keep-partial --events --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --provider --model --timeout --retries --max-turns --max-tokens --read-project --unlocked --propose --dry-run --keep-partial --events --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,9 +150,111 @@ _dream__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dream__run__subcmd__help)
-            opts="tasks pending undo help"
+        dream__run__subcmd__apply)
+            opts="-q -v -n -h --backend --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --backend)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --memory-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --transcripts-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__discard)
+            opts="-q -v -n -h --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --cwd)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --memory-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --transcripts-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__help)
+            opts="tasks pending undo show apply discard help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__help__subcmd__apply)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__help__subcmd__discard)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -161,6 +281,20 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__help__subcmd__pending)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__help__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -204,6 +338,41 @@ _dream__run() {
             ;;
         dream__run__subcmd__pending)
             opts="-q -v -n -h --clear --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --cwd)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --memory-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --transcripts-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__show)
+            opts="-q -v -n -h --diff --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

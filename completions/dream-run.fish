@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dream_run_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input backend= provider= model= timeout= retries= max-turns= max-tokens= read-project unlocked dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input backend= provider= model= timeout= retries= max-turns= max-tokens= read-project unlocked propose dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
 end
 
 function __fish_dream_run_needs_command
@@ -45,6 +45,7 @@ complete -c dream-run -n "__fish_dream_run_needs_command" -l compact -d 'One-lin
 complete -c dream-run -n "__fish_dream_run_needs_command" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l read-project -d 'Let the shell tool read the project directory too (to check memory against the code)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l unlocked -d 'Run without holding the consolidation lock (no fencing)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l propose -d 'Stage every write in a copy under the state dir and record a proposal instead of changing the memory dir (also DREAMKIT_DREAM_MODE=propose)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l dry-run -d 'Print {prompt, tools, sessions} and stop: no model request, no credentials needed'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l keep-partial -d 'Keep what a failed or aborted run wrote instead of restoring the snapshot'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l events -d 'Progress as JSON Lines events on stderr (turn, tool, file_touched, done)'
@@ -53,6 +54,9 @@ complete -c dream-run -n "__fish_dream_run_needs_command" -s V -l version -d 'Pr
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "pending" -d 'Memory updates not yet announced to a session (`--clear` empties the list)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "undo" -d 'Put the memory dir back as it was before a completed run'
+complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "show" -d 'A proposal\'s changes as JSON, or with --diff as a unified diff [default: the latest]'
+complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "apply" -d 'Write a proposal into the memory dir under the lock, if nothing it touches changed since'
+complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "discard" -d 'Drop a proposal (its staged copy); the task becomes discarded'
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
@@ -83,7 +87,39 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l pretty -d '
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s h -l help -d 'Print help'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo help" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo help" -f -a "pending" -d 'Memory updates not yet announced to a session (`--clear` empties the list)'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo help" -f -a "undo" -d 'Put the memory dir back as it was before a completed run'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l diff -d 'Print the unified diff as text (coloured on a terminal unless NO_COLOR) instead of JSON'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s v -l verbose -d 'Explain decisions on stderr'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s h -l help -d 'Print help'
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s v -l verbose -d 'Explain decisions on stderr'
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s h -l help -d 'Print help'
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s v -l verbose -d 'Explain decisions on stderr'
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s h -l help -d 'Print help'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "pending" -d 'Memory updates not yet announced to a session (`--clear` empties the list)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "undo" -d 'Put the memory dir back as it was before a completed run'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "show" -d 'A proposal\'s changes as JSON, or with --diff as a unified diff [default: the latest]'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "apply" -d 'Write a proposal into the memory dir under the lock, if nothing it touches changed since'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "discard" -d 'Drop a proposal (its staged copy); the task becomes discarded'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

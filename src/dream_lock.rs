@@ -376,6 +376,8 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
     // Without an outcome the command in the middle said nothing (`cat`, a script that died):
     // roll back, so the next gate retries and the lock is never left held.
     let mut warning = None;
+    // A proposal is not a consolidation: released like a roll-back, reported as `proposed`.
+    let mut reported = None;
     let outcome = match args.outcome {
         // The flag wins: run.status is not read.
         Some(outcome) => outcome,
@@ -383,6 +385,10 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             Some(RunStatus::Completed) => RunOutcome::Completed,
             Some(RunStatus::Failed) => RunOutcome::Failed,
             Some(RunStatus::Aborted) => RunOutcome::Aborted,
+            Some(RunStatus::Proposed) => {
+                reported = Some("proposed");
+                RunOutcome::Failed
+            }
             None => {
                 warning = Some("no run.status and no --outcome: rolled back as failed");
                 RunOutcome::Failed
@@ -413,7 +419,10 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
     }
     lock.extend(lock_base(ctx.backend.as_ref()));
     lock.insert("token".into(), json!(token));
-    lock.insert("outcome".into(), json!(outcome.as_str()));
+    lock.insert(
+        "outcome".into(),
+        json!(reported.unwrap_or(outcome.as_str())),
+    );
     if let Some(text) = warning {
         lock.insert("warning".into(), json!(text));
     }
@@ -555,7 +564,15 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
     };
 
+    // Where the command may say `proposed` (dream-run --propose): then the release rolls back,
+    // since a proposal is not a consolidation. Private, and removed when we are done.
+    let outcome_file = tempfile::Builder::new()
+        .prefix("dreamkit-outcome-")
+        .tempfile();
     let mut command = Command::new(&args.command[0]);
+    if let Ok(file) = &outcome_file {
+        command.env(crate::dream::review::OUTCOME_FILE_ENV, file.path());
+    }
     command
         .args(&args.command[1..])
         .env("DREAMKIT_LOCK_TOKEN", &lease.token)
@@ -647,11 +664,14 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
     }
     let outcome = if status.signal().is_some() || interrupted.is_some() {
         RunOutcome::Aborted
-    } else if status.success() {
+    } else if status.success() && !said_proposed(outcome_file.as_ref().ok()) {
         RunOutcome::Completed
     } else {
         RunOutcome::Failed
     };
+    if status.success() && outcome == RunOutcome::Failed {
+        diag.info("the command proposed (not a consolidation): rolling back");
+    }
     finish(backend, &lease, outcome, diag);
     drop(pin);
     drop(hold);
@@ -667,6 +687,12 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1);
     Ok(Outcome::without_document(Exit::Child(code)))
+}
+
+/// Whether the command wrote `proposed` in the outcome file (a proposing dream-run).
+fn said_proposed(file: Option<&tempfile::NamedTempFile>) -> bool {
+    file.and_then(|f| crate::files::read_regular(f.path()).ok())
+        .is_some_and(|bytes| bytes.trim_ascii() == b"proposed")
 }
 
 /// Waits until the child `pid` has exited, leaving it unreaped.
@@ -771,7 +797,7 @@ write (dream-run) and by release.",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
 through. A stage proceeds only on an explicit yes of the right JSON type: gate.due and \
 lock.acquired must be true or false, and run.status one of \"completed\", \"failed\", \
-\"aborted\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
+\"aborted\", \"proposed\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
 an object) is bad input: exit 2, nothing changed. An envelope from a stage that said no \
 (gate.due false, lock.acquired false, or a top-level error) is passed through untouched with \
 exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. On an \
@@ -823,8 +849,9 @@ back: delete the file when prior_mtime is 0 or unknown (a release by hand withou
 --prior-mtime), else empty it and set its mtime back to prior_mtime, so the next gate can \
 retry. With no outcome at all, release rolls back as \
 failed, with a warning on stderr and lock.warning in the JSON: a pass-through stage such as \
-cat never leaves the lock held nor moves the last-consolidated time. Both add released, \
-outcome and last_consolidated_at to lock.
+cat never leaves the lock held nor moves the last-consolidated time. run.status proposed \
+(dream-run --propose: a proposal is not a consolidation) rolls back too, reported as outcome \
+proposed. Both add released, outcome and last_consolidated_at to lock.
 
 The lease comes from the envelope's lock section (acquire's output), or from status's output \
 on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
@@ -876,7 +903,8 @@ holder (a killed exec) is gone but its command still runs. It reads no envelope.
         "exec acquires with its own PID, runs CMD with the envelope (with lock) on its stdin and \
 DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own process \
 group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits 0, \
-failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
+rolled back when CMD exits 0 but wrote proposed to the file DREAMKIT_LOCK_OUTCOME_FILE names \
+(a private temporary file exec makes; dream-run --propose does this), failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
 outlive exec: it gets SIGKILL when exec dies, even of SIGKILL (Linux parent-death signal), and \
 whatever CMD leaves running in its process group is killed before the release. CMD's stdout \
 is exec's stdout (the one exception to one JSON object). When the lock is busy, or the \
@@ -885,7 +913,7 @@ after CMD are reported on stderr.",
     ),
     (
         "exec/EXIT STATUS",
-        "0 CMD exited 0; the lock was released as completed.
+        "0 CMD exited 0; the lock was released as completed (rolled back if CMD said proposed).
 
 1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
 range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \
@@ -908,6 +936,7 @@ exited with); the lock was rolled back.
         "DREAMKIT_LOCK_URL (the --backend default: file, or an etcd:// URL; anything else is \
 refused rather than silently replaced by a local lock), DREAMKIT_ETCD_LEASE_TTL (a testing \
 knob: the etcd holder lease in seconds), CLAUDE_CONFIG_DIR, HOME, \
-CLAUDE_COWORK_MEMORY_PATH_OVERRIDE. exec sets DREAMKIT_LOCK_TOKEN for CMD.",
+CLAUDE_COWORK_MEMORY_PATH_OVERRIDE. exec sets DREAMKIT_LOCK_TOKEN and \
+DREAMKIT_LOCK_OUTCOME_FILE for CMD.",
     ),
 ];

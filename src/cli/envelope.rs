@@ -26,6 +26,8 @@ pub enum RunStatus {
     Completed,
     Failed,
     Aborted,
+    /// `dream-run --propose`: nothing was consolidated, so a release rolls back.
+    Proposed,
 }
 
 /// A JSON value as a message shows it: the value itself, with its type.
@@ -135,8 +137,9 @@ impl Envelope {
             Some(Value::String(s)) if s == "completed" => Ok(Some(RunStatus::Completed)),
             Some(Value::String(s)) if s == "failed" => Ok(Some(RunStatus::Failed)),
             Some(Value::String(s)) if s == "aborted" => Ok(Some(RunStatus::Aborted)),
+            Some(Value::String(s)) if s == "proposed" => Ok(Some(RunStatus::Proposed)),
             other => Err(Failure::bad_input(format!(
-                "envelope field `run.status` must be \"completed\", \"failed\" or \"aborted\", not {}",
+                "envelope field `run.status` must be \"completed\", \"failed\", \"aborted\" or \"proposed\", not {}",
                 other.map_or_else(|| "missing".to_string(), describe)
             ))),
         }
@@ -368,6 +371,12 @@ mod tests {
                 .run_status()
                 .unwrap(),
             Some(RunStatus::Aborted)
+        );
+        assert_eq!(
+            env(json!({"run": {"status": "proposed"}}))
+                .run_status()
+                .unwrap(),
+            Some(RunStatus::Proposed)
         );
         for bad in [
             json!({"run": {"status": "running"}}),

@@ -13,7 +13,7 @@ use crate::cli::time::rfc3339;
 use crate::cli::{Diag, Exit, Failure, Input, LocationArgs, Outcome};
 use crate::lock::{Acquired, RunOutcome};
 
-fn project(location: &LocationArgs) -> Result<Project, Failure> {
+pub(super) fn project(location: &LocationArgs) -> Result<Project, Failure> {
     let (hints, _hook, _envelope) = ProjectHints::gather(location, Input::from_stdin()?)?;
     Ok(Project::resolve(&hints, &Env::from_process())?.0)
 }
@@ -211,7 +211,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
 }
 
 /// Task ids name files: letters, digits and `-` only.
-fn is_task_id(text: &str) -> bool {
+pub(super) fn is_task_id(text: &str) -> bool {
     !text.is_empty()
         && text.len() <= 64
         && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')

@@ -4,6 +4,7 @@
 pub mod digest;
 mod history;
 pub mod prompt;
+pub mod review;
 mod run;
 pub mod sandbox;
 pub mod snapshot;
@@ -56,6 +57,12 @@ pub enum Subcommand {
     Pending(PendingArgs),
     /// Put the memory dir back as it was before a completed run
     Undo(UndoArgs),
+    /// A proposal's changes as JSON, or with --diff as a unified diff [default: the latest]
+    Show(ShowArgs),
+    /// Write a proposal into the memory dir under the lock, if nothing it touches changed since
+    Apply(ApplyArgs),
+    /// Drop a proposal (its staged copy); the task becomes discarded
+    Discard(DiscardArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -78,6 +85,10 @@ pub struct RunArgs {
     /// Run without holding the consolidation lock (no fencing)
     #[arg(long)]
     pub unlocked: bool,
+    /// Stage every write in a copy under the state dir and record a proposal instead of
+    /// changing the memory dir (also DREAMKIT_DREAM_MODE=propose)
+    #[arg(long)]
+    pub propose: bool,
     /// Print {prompt, tools, sessions} and stop: no model request, no credentials needed
     #[arg(long)]
     pub dry_run: bool,
@@ -129,6 +140,38 @@ pub struct UndoArgs {
     pub task_id: Option<String>,
 }
 
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// Print the unified diff as text (coloured on a terminal unless NO_COLOR) instead of JSON
+    #[arg(long)]
+    pub diff: bool,
+    /// The task to show [default: the latest proposal]
+    #[arg(value_name = "TASK_ID")]
+    pub task_id: Option<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The proposal to apply [default: the latest]
+    #[arg(value_name = "TASK_ID")]
+    pub task_id: Option<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiscardArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// The proposal to drop [default: the latest]
+    #[arg(value_name = "TASK_ID")]
+    pub task_id: Option<String>,
+}
+
 impl Tool for Args {
     fn common(&self) -> &CommonArgs {
         &self.common
@@ -139,6 +182,9 @@ impl Tool for Args {
             Some(Subcommand::Tasks(args)) => history::tasks(&args),
             Some(Subcommand::Pending(args)) => history::pending(&args),
             Some(Subcommand::Undo(args)) => history::undo(&args, diag),
+            Some(Subcommand::Show(args)) => review::show(&args),
+            Some(Subcommand::Apply(args)) => review::apply(&args, diag),
+            Some(Subcommand::Discard(args)) => review::discard(&args),
             None => run::run(&self.run, &self.common, diag),
         }
     }
@@ -162,6 +208,11 @@ Landlock-confined where the kernel offers it, see -v), read_file, write_file, ed
 delete_file (.md files strictly inside the memory dir, no symlinks, no protected folders such as \
 .git or agents, atomic writes). A refused tool call is an error the model sees; the run goes on.
 
+Changed since read: write_file over an existing file, edit_file and delete_file are refused \
+(a tool error: read it again) when the file's content differs from what this run last read or \
+wrote there, or the run never read it, so a Claude Code session writing memory meanwhile never \
+loses its write. Files the run created itself stay writable.
+
 Before every write the lock token is checked with the backend; a lost lock stops the run \
 (status failed, error lock_lost) without restoring, since a restore would itself be an \
 unfenced write; the task record names the snapshot for a manual restore. Right before the \
@@ -174,9 +225,9 @@ kept), nor anything behind a symlink.",
     ),
     (
         "RESULT",
-        "run = {status: completed|failed|aborted, task_id, mode, error, message, \
-sessions_reviewed, files_touched, diff: {created, modified, deleted}, warnings, summary, turns, \
-usage, landlock}. warnings may hold index_over_limit (MEMORY.md over 200 lines or 25,000 \
+        "run = {status: completed|proposed|failed|aborted, task_id, mode: apply|propose, error, \
+message, sessions_reviewed, files_touched, diff: {created, modified, deleted}, diff_text (when \
+proposing), warnings, summary, turns, usage, landlock}. warnings may hold index_over_limit (MEMORY.md over 200 lines or 25,000 \
 characters). error is one of max_turns, deadline, max_tokens, lock_lost, model (with the model \
 error kind in message), environment, interrupted.
 
@@ -200,5 +251,29 @@ error orphaned. The snapshots of the last 10 completed runs are kept: `dream-run
 it, and releases (the last-consolidated time is left as it was); when a file the run touched \
 has changed since, it refuses with exit 1 and names the files. `dream-run pending [--clear]` \
 prints {updates: [...]} for a SessionStart hook and empties the list.",
+    ),
+    (
+        "REVIEW MODE",
+        "With --propose (or DREAMKIT_DREAM_MODE=propose; apply is the default, any other value \
+is exit 2) the run is the same, but the agent works in a staging copy of the memory dir, \
+<state_dir>/proposals/<task_id>/memory (every regular .md file, copied without following \
+symlinks): nothing is written in the memory dir. The run ends with status proposed, run.diff \
+(paths as the real memory files) and run.diff_text (a unified diff, --- a/<rel> / +++ b/<rel>); \
+the task record has status proposed, the same diff, and a proposal manifest (each file it \
+changes with the sha256 it had in the memory dir when the proposal was made, or null). No \
+pending-updates line and no memory_saved record are written. A proposal is not a \
+consolidation: `dream-lock release` reads run.status proposed as a roll-back (outcome \
+proposed, exit 0), and under `dream-lock exec` the run writes proposed to \
+DREAMKIT_LOCK_OUTCOME_FILE so exec rolls back too; the last-consolidated time does not move.
+
+`dream-run show [TASK_ID] [--diff]` prints {task_id, status, diff, diff_text} of a proposal \
+(default: the latest) or of any run that recorded its changes; with --diff, the unified diff \
+as text, coloured (red, green, cyan headers) only on a terminal without NO_COLOR. `dream-run \
+apply [TASK_ID]` takes the lock (busy: exit 1), checks that every file the proposal changes \
+still has the sha256 recorded at proposal time (else exit 1 naming the files, nothing \
+applied), then writes each file atomically after keeping it in the task's snapshot (so `undo` \
+works on it), releases as completed (the time moves: this is the consolidation), records the \
+task completed and appends the pending-updates line. `dream-run discard [TASK_ID]` deletes the \
+staging copy and marks the task discarded.",
     ),
 ];

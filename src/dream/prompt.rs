@@ -25,7 +25,9 @@ You have five tools. `shell` runs read-only commands (ls, find, grep, cat, stat,
 tail, optionally joined with |; no other programs, no redirection, no shell syntax). \
 `read_file`, `write_file`, `edit_file` and `delete_file` work on files; you may write, edit and \
 delete only `.md` files inside the memory folder. Paths may be absolute or relative to the \
-memory folder. A refused call tells you why: adjust and go on.
+memory folder. Read a file with `read_file` before you replace, edit or delete it: a change \
+to a file you have not read, or that someone else changed since you read it, is refused (read \
+it again and redo the change on top). A refused call tells you why: adjust and go on.
 
 Work in four phases.
 
@@ -123,6 +125,7 @@ mod tests {
             "4. Prune",
             "200 lines",
             "25000",
+            "Read a file with `read_file` before you replace, edit or delete it",
         ] {
             assert!(p.contains(needle), "{needle} missing");
         }

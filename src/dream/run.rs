@@ -1,6 +1,7 @@
 //! One consolidation: the envelope in, digests, the agent loop over the sandboxed tools with
 //! fencing and a snapshot, the task record kept current, the envelope with `run` out.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -10,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::digest::{self, Digest};
 use super::prompt;
+use super::review::{self, Mode};
 use super::sandbox::{Change, GuardRefusal, Limits, Sandbox, WriteGuard};
 use super::snapshot::{self, Diff, Snapshot};
 use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore, Turn};
@@ -138,6 +140,9 @@ struct RunSection {
     landlock: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     snapshot: Option<String>,
+    /// Proposing: the proposal as a unified diff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff_text: Option<String>,
 }
 
 pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Outcome, Failure> {
@@ -149,6 +154,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     let (project, _settings) = Project::resolve(&hints, &env)?;
     let backend = args.backend.open(&project)?;
     let claim = Claim::read(&envelope, &env)?;
+    let mode = Mode::resolve(args.propose, &env)?;
     if claim.token.is_none() && !args.unlocked && !args.dry_run {
         return Err(Failure::Usage(
             "no lock: run dream-run after `dream-lock acquire` (its envelope on stdin) or under \
@@ -172,8 +178,14 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     }
     let session_ids: Vec<String> = sessions.iter().map(|(id, _)| id.clone()).collect();
     let project_dir = args.read_project.then_some(project.cwd.as_path());
+    let task_id = new_task_id();
+    // A proposing run works in its staging copy: that is the memory folder the model sees.
+    let work_dir = match mode {
+        Mode::Propose if !args.dry_run => review::staging_dir(&project.state_dir, &task_id),
+        _ => project.memory_dir.clone(),
+    };
     let task = prompt::task_prompt(
-        &project.memory_dir,
+        &work_dir,
         &project.transcripts_dir,
         &digests,
         &session_ids,
@@ -206,11 +218,21 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         Some(token) => backend.keep_alive(token)?,
         None => None,
     };
-    std::fs::create_dir_all(&project.memory_dir)
-        .map_err(|e| Failure::io("create", &project.memory_dir, &e))?;
+    // Nothing is written in the memory dir when proposing, not even the dir itself.
+    let base = match mode {
+        Mode::Apply => {
+            std::fs::create_dir_all(&project.memory_dir)
+                .map_err(|e| Failure::io("create", &project.memory_dir, &e))?;
+            BTreeMap::new()
+        }
+        Mode::Propose => review::stage_copy(&project.memory_dir, &work_dir).map_err(|e| {
+            let _ = std::fs::remove_dir_all(review::proposal_dir(&project.state_dir, &task_id));
+            Failure::io("copy the memory dir to", &work_dir, &e)
+        })?,
+    };
 
     let mut roots = vec![
-        project.memory_dir.clone(),
+        work_dir.clone(),
         project.transcripts_dir.clone(),
         project.state_dir.join(digest::DIGESTS_DIR),
     ];
@@ -220,8 +242,8 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         shell_timeout: args.shell_timeout,
         ..Limits::default()
     };
-    let sandbox = Sandbox::new(&project.memory_dir, &roots, limits)
-        .map_err(|e| Failure::io("set up the sandbox for", &project.memory_dir, &e))?;
+    let sandbox = Sandbox::new(&work_dir, &roots, limits)
+        .map_err(|e| Failure::io("set up the sandbox for", &work_dir, &e))?;
     diag.info(&format!(
         "sandbox: Landlock {}",
         if sandbox.landlock_active() {
@@ -236,7 +258,6 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     // and by the shell tool while it waits).
     let hold = signals::hold();
     let store = TaskStore::new(&project.state_dir);
-    let task_id = new_task_id();
     let mut record = TaskRecord::new(
         &task_id,
         sessions.len(),
@@ -267,6 +288,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         usage: Usage::default(),
         progress: Progress::new(args, common),
         fence_failure: None,
+        seen: HashMap::new(),
+        mode,
+        base,
+        env: &env,
     };
     let end = agent.converse(&client, &task, deadline);
     if keep_alive.as_ref().is_some_and(|k| k.lost()) {
@@ -345,6 +370,13 @@ struct Agent<'a> {
     progress: Progress,
     /// Why the guard refused to let a write land (a lost lock, a snapshot that failed).
     fence_failure: Option<(bool, String)>,
+    /// Memory file (relative) -> sha256 of what this run last read or wrote there: a write
+    /// over anything else would lose another writer's change.
+    seen: HashMap<String, String>,
+    mode: Mode,
+    /// Proposing: rel -> sha256 of each memory file copied into the staging dir.
+    base: BTreeMap<String, String>,
+    env: &'a Env,
 }
 
 /// The write guard: the fencing check, and a copy of each file before the run's first
@@ -356,6 +388,7 @@ struct Fence<'g> {
     snapshot_dir: PathBuf,
     task_id: &'g str,
     snapshot: &'g mut Option<Snapshot>,
+    seen: &'g HashMap<String, String>,
     /// (lock lost, message) when the run must stop.
     stop: Option<(bool, String)>,
 }
@@ -373,6 +406,36 @@ impl Fence<'_> {
             Some(snapshot) => snapshot.remember(self.memory_dir, &rel.to_string_lossy()),
             None => Ok(()),
         }
+    }
+
+    /// The changed-since-read check: an existing target must still hold what this run last
+    /// read or wrote there (another session may have written it meanwhile).
+    fn unchanged_since_read(&self, path: &Path) -> Result<(), GuardRefusal> {
+        let rel = path
+            .strip_prefix(self.memory_dir)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned();
+        let now = match crate::files::read_regular(path) {
+            Ok(bytes) => snapshot::sha256_hex(&bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(GuardRefusal {
+                    message: format!("cannot read {rel} to check it: {e}"),
+                    stop_run: false,
+                })
+            }
+        };
+        if self.seen.get(&rel) == Some(&now) {
+            return Ok(());
+        }
+        Err(GuardRefusal {
+            message: format!(
+                "{rel} changed since you read it (or you have not read it): read it again with \
+read_file, then redo the change; nothing was written"
+            ),
+            stop_run: false,
+        })
     }
 }
 
@@ -396,6 +459,7 @@ impl WriteGuard for Fence<'_> {
                 });
             }
         }
+        self.unchanged_since_read(path)?;
         if let Err(e) = self.keep(path) {
             // Without the copy a failure could not be undone: nothing is written.
             let message = format!(
@@ -570,10 +634,14 @@ impl Agent<'_> {
             snapshot_dir: snapshot::dir_of(&self.project.state_dir, &self.record.task_id),
             task_id: &self.record.task_id,
             snapshot: &mut self.snapshot,
+            seen: &self.seen,
             stop: None,
         };
         let result = self.sandbox.call(name, input, &mut fence);
         self.fence_failure = fence.stop.take();
+        if let Some(read) = &result.read_path {
+            self.remember_read(&memory_dir, read);
+        }
         if self.snapshot.is_some() && self.record.snapshot.is_none() {
             self.record.phase = "updating".into();
             self.record.snapshot = Some(
@@ -591,6 +659,14 @@ impl Agent<'_> {
                 .into_owned();
             if !self.touched.contains(&rel) {
                 self.touched.push(rel.clone());
+            }
+            match crate::files::read_regular(path) {
+                Ok(bytes) => {
+                    self.seen.insert(rel.clone(), snapshot::sha256_hex(&bytes));
+                }
+                Err(_) => {
+                    self.seen.remove(&rel);
+                }
             }
             if let Some(snapshot) = self.snapshot.as_mut() {
                 if let Err(e) = snapshot.record_written(&memory_dir, &rel) {
@@ -610,6 +686,23 @@ impl Agent<'_> {
             ));
         }
         (result.content, result.is_error)
+    }
+
+    /// Hashes a memory file right after a successful read (other readable roots are never
+    /// written, so they are not tracked).
+    fn remember_read(&mut self, memory_dir: &Path, read: &Path) {
+        let Ok(rel) = read.strip_prefix(memory_dir) else {
+            return;
+        };
+        let rel = rel.to_string_lossy().into_owned();
+        match crate::files::read_regular(read) {
+            Ok(bytes) => {
+                self.seen.insert(rel, snapshot::sha256_hex(&bytes));
+            }
+            Err(_) => {
+                self.seen.remove(&rel);
+            }
+        }
     }
 
     fn absolute_touched(&self) -> Vec<String> {
@@ -661,14 +754,75 @@ impl Agent<'_> {
             ),
         };
         let mut exit = exit;
-        if status == "completed" {
+        let proposing = self.mode == Mode::Propose;
+        let status = if status == "completed" && proposing {
+            "proposed"
+        } else {
+            status
+        };
+        let mut diff_text = None;
+        if status == "proposed" {
+            if let Some(snapshot) = &self.snapshot {
+                let made = snapshot.diff(&memory_dir).and_then(|d| {
+                    let text = review::diff_text(snapshot, &memory_dir, &d)?;
+                    Ok((d, text))
+                });
+                match made {
+                    Ok((d, text)) => {
+                        diff = d;
+                        diff_text = Some(text);
+                    }
+                    Err(e) => {
+                        let problem = format!("cannot record the proposal's changes: {e}");
+                        self.diag.warn(&problem);
+                        message = Some(problem);
+                        exit = Exit::Environment;
+                    }
+                }
+                // The staging copy holds the result; the before-copies are not needed.
+                let _ = std::fs::remove_dir_all(&snapshot.dir);
+                self.record.snapshot = None;
+            }
+            let text = diff_text.get_or_insert_with(String::new).clone();
+            if let Err(e) = review::record_proposal(
+                self.record,
+                &diff,
+                text,
+                &self.base,
+                (&self.project.memory_dir, &memory_dir),
+            ) {
+                let problem = format!("cannot record the proposal: {e}");
+                self.diag.warn(&problem);
+                message = Some(problem);
+                exit = Exit::Environment;
+            }
+            if prompt::index_over_limit(&memory_dir) {
+                warnings.push("index_over_limit");
+            }
+            review::report_proposed(self.env, self.diag);
+        } else if proposing {
+            // Nothing to review: the staging copy and its snapshot go.
+            if let Some(snapshot) = &self.snapshot {
+                let _ = std::fs::remove_dir_all(&snapshot.dir);
+            }
+            self.record.snapshot = None;
+            let _ = std::fs::remove_dir_all(review::proposal_dir(
+                &self.project.state_dir,
+                &self.record.task_id,
+            ));
+        } else if status == "completed" {
             if let Some(snapshot) = &self.snapshot {
                 match snapshot.diff(&memory_dir) {
-                    Ok(d) => diff = d,
+                    Ok(d) => {
+                        diff_text = review::diff_text(snapshot, &memory_dir, &d).ok();
+                        diff = d;
+                    }
                     Err(e) => self
                         .diag
                         .warn(&format!("cannot record the run's changes: {e}")),
                 }
+                self.record.diff = Some(absolute_diff(&self.project.memory_dir, diff.clone()));
+                self.record.diff_text.clone_from(&diff_text);
             }
             if prompt::index_over_limit(&memory_dir) {
                 warnings.push("index_over_limit");
@@ -737,7 +891,7 @@ impl Agent<'_> {
             run: RunSection {
                 status,
                 task_id: self.record.task_id.clone(),
-                mode: "apply",
+                mode: self.mode.as_str(),
                 error,
                 message,
                 sessions_reviewed: digests.len().max(self.record.sessions_reviewing),
@@ -749,6 +903,7 @@ impl Agent<'_> {
                 usage: self.usage,
                 landlock: self.sandbox.landlock_active(),
                 snapshot: self.record.snapshot.clone(),
+                diff_text: diff_text.filter(|_| proposing),
             },
         }
     }
@@ -786,7 +941,7 @@ impl Agent<'_> {
 }
 
 /// The diff with absolute paths, as files_touched has them.
-fn absolute_diff(memory_dir: &Path, diff: Diff) -> Diff {
+pub(super) fn absolute_diff(memory_dir: &Path, diff: Diff) -> Diff {
     let abs = |list: Vec<String>| {
         list.iter()
             .map(|rel| snapshot::absolute(memory_dir, rel))
@@ -849,7 +1004,7 @@ fn append_memory_saved(path: &Path, written: &[String], at: &str) -> std::io::Re
 }
 
 /// Keeps the snapshots of the newest completed runs, drops the rest.
-fn prune_snapshots(store: &TaskStore, diag: &Diag) {
+pub(super) fn prune_snapshots(store: &TaskStore, diag: &Diag) {
     let Ok((records, _)) = store.list() else {
         return;
     };

@@ -59,7 +59,7 @@ pub struct Snapshot {
 }
 
 /// How a run changed the memory dir.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diff {
     pub created: Vec<String>,
     pub modified: Vec<String>,
@@ -89,7 +89,7 @@ fn is_memory_path(rel: &str) -> bool {
 
 /// `memory_dir/rel`, refused when `rel` is not a plain relative path or when any component
 /// below the memory dir is a symlink (one may have been swapped in since the run wrote).
-fn target(memory_dir: &Path, rel: &str) -> std::io::Result<PathBuf> {
+pub fn target(memory_dir: &Path, rel: &str) -> std::io::Result<PathBuf> {
     if !is_memory_path(rel) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -116,7 +116,7 @@ fn target(memory_dir: &Path, rel: &str) -> std::io::Result<PathBuf> {
 
 /// The content of a memory file now; `None` when it does not exist. Regular files only (a
 /// FIFO is an error, never waited on).
-fn current(memory_dir: &Path, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
+pub fn current(memory_dir: &Path, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
     let path = target(memory_dir, rel)?;
     match read_regular(&path) {
         Ok(bytes) => Ok(Some(bytes)),
@@ -125,7 +125,7 @@ fn current(memory_dir: &Path, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
     }
 }
 
-fn current_hash(memory_dir: &Path, rel: &str) -> std::io::Result<Option<String>> {
+pub fn current_hash(memory_dir: &Path, rel: &str) -> std::io::Result<Option<String>> {
     Ok(current(memory_dir, rel)?.map(|bytes| sha256_hex(&bytes)))
 }
 
@@ -232,7 +232,7 @@ impl Snapshot {
     }
 
     /// The content a file had before the run, if it existed.
-    fn before_content(&self, rel: &str) -> std::io::Result<Option<(Vec<u8>, u32)>> {
+    pub fn before_content(&self, rel: &str) -> std::io::Result<Option<(Vec<u8>, u32)>> {
         match self.manifest.before.get(rel) {
             Some(Some(kept)) => {
                 let bytes = read_regular(&self.dir.join(FILES).join(rel))?;

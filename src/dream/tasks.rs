@@ -70,6 +70,23 @@ pub struct TaskRecord {
     /// Set when `undo` put the memory dir back.
     #[serde(default)]
     pub undone_at: Option<String>,
+    /// A proposal's manifest: each file it changes (relative to the memory dir) with the
+    /// sha256 it had there when the proposal was made (`None`: it did not exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<std::collections::BTreeMap<String, Option<String>>>,
+    /// A proposal's staged result: each file's sha256 in the staging copy (`None`: deleted),
+    /// so `apply` writes exactly what was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed: Option<std::collections::BTreeMap<String, Option<String>>>,
+    /// What the run changed (or proposes), with absolute paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<crate::dream::snapshot::Diff>,
+    /// The same as a unified diff (`--- a/<rel>` / `+++ b/<rel>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_text: Option<String>,
+    /// Set when `apply` wrote a proposal into the memory dir.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_at: Option<String>,
 }
 
 impl TaskRecord {
@@ -91,6 +108,11 @@ impl TaskRecord {
             error: None,
             snapshot: None,
             undone_at: None,
+            proposal: None,
+            proposed: None,
+            diff: None,
+            diff_text: None,
+            applied_at: None,
         }
     }
 

@@ -15,13 +15,13 @@ use crate::support::{
 const KEY: &str = "sk-ant-dream-test-key";
 
 /// A project with memory, five sessions, and a fake model.
-struct Dream {
-    home: ClaudeHome,
-    api: FakeApi,
+pub(crate) struct Dream {
+    pub(crate) home: ClaudeHome,
+    pub(crate) api: FakeApi,
 }
 
 impl Dream {
-    fn new() -> Dream {
+    pub(crate) fn new() -> Dream {
         let home = ClaudeHome::new();
         let mem = home.memory_dir();
         std::fs::create_dir_all(mem.join("topics")).unwrap();
@@ -52,15 +52,15 @@ impl Dream {
         }
     }
 
-    fn mem(&self) -> PathBuf {
+    pub(crate) fn mem(&self) -> PathBuf {
         self.home.memory_dir()
     }
 
-    fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.mem().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }
 
-    fn cmd(&self, bin: &str) -> assert_cmd::Command {
+    pub(crate) fn cmd(&self, bin: &str) -> assert_cmd::Command {
         let mut cmd = self.home.cmd(bin);
         cmd.env("ANTHROPIC_BASE_URL", self.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
@@ -70,7 +70,7 @@ impl Dream {
     }
 
     /// `dream-gate | dream-lock acquire --pid HOLDER`: the envelope dream-run gets.
-    fn acquired_envelope(&self, holder: &LiveProcess) -> String {
+    pub(crate) fn acquired_envelope(&self, holder: &LiveProcess) -> String {
         let gate = self
             .cmd("dream-gate")
             .args([
@@ -95,7 +95,7 @@ impl Dream {
     }
 
     /// A process with this home's environment, the fake model and the binaries on PATH.
-    fn process(&self, program: &Path) -> std::process::Command {
+    pub(crate) fn process(&self, program: &Path) -> std::process::Command {
         let bin_dir = bin_path("dream-run").parent().unwrap().to_path_buf();
         let path = format!(
             "{}:{}",
@@ -115,7 +115,7 @@ impl Dream {
         cmd
     }
 
-    fn run(&self, envelope: &str, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, envelope: &str, args: &[&str]) -> Output {
         self.cmd("dream-run")
             .args(args)
             .write_stdin(envelope.to_string())
@@ -123,7 +123,7 @@ impl Dream {
             .unwrap()
     }
 
-    fn task(&self, id: &str) -> Value {
+    pub(crate) fn task(&self, id: &str) -> Value {
         let path = self
             .home
             .state_dir()
@@ -133,7 +133,7 @@ impl Dream {
     }
 }
 
-fn tool_results(request: &Recorded) -> Vec<(String, bool)> {
+pub(crate) fn tool_results(request: &Recorded) -> Vec<(String, bool)> {
     request.body["messages"]
         .as_array()
         .and_then(|m| m.last())
@@ -155,7 +155,7 @@ fn tool_results(request: &Recorded) -> Vec<(String, bool)> {
 }
 
 /// The consolidation the README describes: list, grep, read, write, edit, delete, summary.
-fn script_full_consolidation(d: &Dream) {
+pub(crate) fn script_full_consolidation(d: &Dream) {
     let transcripts = d.home.transcripts_dir();
     d.api
         .push(Reply::anthropic_tools(
@@ -163,6 +163,8 @@ fn script_full_consolidation(d: &Dream) {
             &[
                 ("shell", json!({"command": "ls -R"})),
                 ("read_file", json!({"path": "MEMORY.md"})),
+                // Read before it is deleted: the changed-since-read guard wants that.
+                ("read_file", json!({"path": "stale.md"})),
             ],
         ))
         .push(Reply::anthropic_tools(
@@ -418,10 +420,13 @@ fn sigterm_mid_run_aborts_and_restores() {
     let before = d.read("MEMORY.md");
     d.api.push(Reply::anthropic_tools(
         "Writing.",
-        &[(
-            "write_file",
-            json!({"path": "MEMORY.md", "content": "half done\n"}),
-        )],
+        &[
+            ("read_file", json!({"path": "MEMORY.md"})),
+            (
+                "write_file",
+                json!({"path": "MEMORY.md", "content": "half done\n"}),
+            ),
+        ],
     ));
     d.api.push(Reply::Hang(Duration::from_secs(30)));
     let mut child = d
@@ -793,10 +798,13 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
     let d = Dream::new();
     d.api.push(Reply::anthropic_tools(
         "Writing.",
-        &[(
-            "write_file",
-            json!({"path": "MEMORY.md", "content": "new index\n".repeat(1000)}),
-        )],
+        &[
+            ("read_file", json!({"path": "MEMORY.md"})),
+            (
+                "write_file",
+                json!({"path": "MEMORY.md", "content": "new index\n".repeat(1000)}),
+            ),
+        ],
     ));
     d.api.push(Reply::Hang(Duration::from_secs(30)));
     let mut child = d
@@ -888,6 +896,7 @@ fn a_signal_during_a_shell_command_stops_the_run_promptly() {
     d.api.push(Reply::anthropic_tools(
         "Writing, then reading something slow.",
         &[
+            ("read_file", json!({"path": "MEMORY.md"})),
             (
                 "write_file",
                 json!({"path": "MEMORY.md", "content": "half done\n"}),
@@ -982,10 +991,13 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
     let envelope = d.acquired_envelope(&holder);
     d.api.push(Reply::anthropic_tools(
         "Indexing.",
-        &[(
-            "write_file",
-            json!({"path": "MEMORY.md", "content": "- entry\n".repeat(250)}),
-        )],
+        &[
+            ("read_file", json!({"path": "MEMORY.md"})),
+            (
+                "write_file",
+                json!({"path": "MEMORY.md", "content": "- entry\n".repeat(250)}),
+            ),
+        ],
     ));
     d.api.push(Reply::anthropic_text("Indexed everything."));
     let out = d.run(&envelope, &[]);
@@ -1014,4 +1026,111 @@ fn useless_limits_are_usage_errors() {
         assert_eq!(stdout_json(&out)["error"]["kind"], "usage", "{args:?}");
     }
     assert!(d.api.requests().is_empty());
+}
+
+/// Another writer (a Claude Code session) rewrites a file between the agent's read and its
+/// edit: the edit is refused with an error the model can act on, the other writer's content
+/// stays, and the run goes on.
+#[test]
+fn an_edit_of_a_file_changed_since_it_was_read_is_refused_and_keeps_the_other_write() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let build = d.mem().join("topics/build.md");
+    let other_writer = {
+        let build = build.clone();
+        move || std::fs::write(&build, "Build with make; a session added this.\n").unwrap()
+    };
+    d.api
+        .push(Reply::anthropic_tools(
+            "Reading.",
+            &[("read_file", json!({"path": "topics/build.md"}))],
+        ))
+        .push(Reply::After(
+            Box::new(other_writer),
+            Box::new(Reply::anthropic_tools(
+                "Editing.",
+                &[
+                    (
+                        "edit_file",
+                        json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+                    ),
+                    (
+                        "write_file",
+                        json!({"path": "topics/build.md", "content": "Build with cargo.\n"}),
+                    ),
+                    ("delete_file", json!({"path": "topics/build.md"})),
+                ],
+            )),
+        ))
+        .push(Reply::anthropic_text("Left it alone."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["files_touched"], json!([]));
+    let results = tool_results(&d.api.requests()[2]);
+    assert_eq!(results.len(), 3, "{results:?}");
+    for (text, is_error) in &results {
+        assert!(is_error, "{results:?}");
+        assert!(
+            text.contains("topics/build.md changed since you read it")
+                && text.contains("read it again"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        d.read("topics/build.md"),
+        "Build with make; a session added this.\n"
+    );
+}
+
+/// A write or delete of an existing file the run never read is refused (the run goes on); a
+/// file the run wrote itself can be written and edited again, and a re-read file is writable.
+#[test]
+fn unread_files_are_refused_and_the_runs_own_files_stay_writable() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Writing blind.",
+            &[
+                (
+                    "write_file",
+                    json!({"path": "MEMORY.md", "content": "blind\n"}),
+                ),
+                ("delete_file", json!({"path": "stale.md"})),
+                (
+                    "edit_file",
+                    json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+                ),
+                ("write_file", json!({"path": "new.md", "content": "one\n"})),
+                (
+                    "edit_file",
+                    json!({"path": "new.md", "old_string": "one", "new_string": "two"}),
+                ),
+                (
+                    "write_file",
+                    json!({"path": "new.md", "content": "three\n"}),
+                ),
+                ("read_file", json!({"path": "stale.md"})),
+                ("delete_file", json!({"path": "stale.md"})),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let results = tool_results(&d.api.requests()[1]);
+    let errors: Vec<bool> = results.iter().map(|(_, e)| *e).collect();
+    assert_eq!(
+        errors,
+        [true, true, true, false, false, false, false, false],
+        "{results:?}"
+    );
+    assert!(results[0].0.contains("you have not read it"), "{results:?}");
+    assert!(d.read("MEMORY.md").starts_with("# Memory\n"));
+    assert_eq!(d.read("topics/build.md"), "Build with make.\n");
+    assert_eq!(d.read("new.md"), "three\n");
+    assert!(!d.mem().join("stale.md").exists());
 }

@@ -309,6 +309,7 @@ fn a_failed_runs_restore_does_not_follow_a_symlink_swapped_in_mid_run() {
                     "write_file",
                     json!({"path": "topics/new.md", "content": "new fact\n"}),
                 ),
+                ("read_file", json!({"path": "topics/build.md"})),
                 (
                     "edit_file",
                     json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
@@ -548,10 +549,13 @@ fn path_escapes_through_the_binary_are_tool_errors_and_the_run_goes_on() {
         .push(Reply::anthropic_tools("Escaping.", &calls))
         .push(Reply::anthropic_tools(
             "Still here.",
-            &[(
-                "write_file",
-                json!({"path": "hard.md", "content": "inside\n"}),
-            )],
+            &[
+                ("read_file", json!({"path": "hard.md"})),
+                (
+                    "write_file",
+                    json!({"path": "hard.md", "content": "inside\n"}),
+                ),
+            ],
         ))
         .push(Reply::anthropic_text("Done."));
     let out = lab.run(&[]);
@@ -572,7 +576,7 @@ fn path_escapes_through_the_binary_are_tool_errors_and_the_run_goes_on() {
         assert!(is_error, "call {i} {:?} was allowed: {text}", calls[i]);
     }
     let last = tool_results(&requests[2]);
-    assert!(!last[0].1, "a write over a hard link inside: {last:?}");
+    assert!(!last[1].1, "a write over a hard link inside: {last:?}");
     assert_eq!(
         std::fs::read_to_string(mem.join("hard.md")).unwrap(),
         "inside\n"
@@ -1056,6 +1060,7 @@ fn a_memory_dir_that_is_a_symlink_is_used_as_the_memory_dir() {
                     "write_file",
                     json!({"path": mem_abs.to_str().unwrap(), "content": "a\n"}),
                 ),
+                ("read_file", json!({"path": "topics/build.md"})),
                 (
                     "edit_file",
                     json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
@@ -1090,10 +1095,13 @@ fn a_failed_runs_restore_keeps_a_private_files_mode() {
     lab.api
         .push(Reply::anthropic_tools(
             "Editing.",
-            &[(
-                "edit_file",
-                json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
-            )],
+            &[
+                ("read_file", json!({"path": "topics/build.md"})),
+                (
+                    "edit_file",
+                    json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+                ),
+            ],
         ))
         .push(Reply::error(401, "authentication_error", "bad key"));
     let out = lab.run(&[]);
@@ -1115,10 +1123,13 @@ fn undo_keeps_a_private_files_mode() {
     lab.api
         .push(Reply::anthropic_tools(
             "Editing.",
-            &[(
-                "edit_file",
-                json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
-            )],
+            &[
+                ("read_file", json!({"path": "topics/build.md"})),
+                (
+                    "edit_file",
+                    json!({"path": "topics/build.md", "old_string": "make", "new_string": "cargo"}),
+                ),
+            ],
         ))
         .push(Reply::anthropic_text("Done."));
     let out = lab.run(&[]);
@@ -1184,10 +1195,13 @@ fn a_failed_runs_restore_never_deletes_a_deep_file_it_only_edited() {
     lab.api
         .push(Reply::anthropic_tools(
             "Editing.",
-            &[(
-                "edit_file",
-                json!({"path": rel, "old_string": "deep", "new_string": "changed"}),
-            )],
+            &[
+                ("read_file", json!({"path": rel})),
+                (
+                    "edit_file",
+                    json!({"path": rel, "old_string": "deep", "new_string": "changed"}),
+                ),
+            ],
         ))
         .push(Reply::error(401, "authentication_error", "bad key"));
     let out = lab.run(&[]);
@@ -1276,10 +1290,13 @@ fn a_completed_runs_edit_of_a_deep_file_is_modified_and_undo_restores_it() {
     lab.api
         .push(Reply::anthropic_tools(
             "Editing.",
-            &[(
-                "edit_file",
-                json!({"path": rel, "old_string": "deep", "new_string": "changed"}),
-            )],
+            &[
+                ("read_file", json!({"path": rel})),
+                (
+                    "edit_file",
+                    json!({"path": rel, "old_string": "deep", "new_string": "changed"}),
+                ),
+            ],
         ))
         .push(Reply::anthropic_text("Done."));
     let out = lab.run(&[]);
@@ -1350,10 +1367,13 @@ fn a_full_disk_during_the_snapshot_stops_the_run_with_nothing_changed() {
     lab.api
         .push(Reply::anthropic_tools(
             "Writing.",
-            &[(
-                "write_file",
-                json!({"path": "topics/large.md", "content": "small now\n"}),
-            )],
+            &[
+                ("read_file", json!({"path": "topics/large.md"})),
+                (
+                    "write_file",
+                    json!({"path": "topics/large.md", "content": "small now\n"}),
+                ),
+            ],
         ))
         .push(Reply::anthropic_text("Done."));
     let mut cmd = lab.process(&["-n", "--unlocked"]);

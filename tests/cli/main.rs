@@ -14,6 +14,7 @@ mod hardening_net;
 mod locations;
 mod lock;
 mod recap;
+mod review;
 mod status;
 mod suggest;
 mod support;

@@ -1,0 +1,654 @@
+//! Review mode: a run that proposes (its writes land in a staging copy of the memory dir
+//! under the state dir), and `show`, `apply` and `discard` of what it proposed.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use super::snapshot::{self, Diff, Snapshot};
+use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore};
+use super::{ApplyArgs, DiscardArgs, ShowArgs};
+use crate::claude::Env;
+use crate::cli::time::rfc3339;
+use crate::cli::{Diag, Exit, Failure, Outcome};
+use crate::files::{create_private_dir, read_regular, write_atomic};
+use crate::lock::{Acquired, RunOutcome};
+
+/// Under the state dir: one folder per proposal, holding the staged `memory` copy.
+pub const PROPOSALS_DIR: &str = "proposals";
+/// Set by `dream-lock exec` for its command: a proposing run writes `proposed` there, so the
+/// release rolls back instead of completing.
+pub const OUTCOME_FILE_ENV: &str = "DREAMKIT_LOCK_OUTCOME_FILE";
+/// The mode without flags, for hook pipelines.
+pub const MODE_ENV: &str = "DREAMKIT_DREAM_MODE";
+/// A new memory file's mode when a proposal creates it.
+const NEW_FILE_MODE: u32 = 0o644;
+
+/// Apply (write the memory dir) or propose (write a staging copy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Apply,
+    Propose,
+}
+
+impl Mode {
+    /// `--propose` wins; else `DREAMKIT_DREAM_MODE` (`apply` when unset or empty). Any other
+    /// value is bad input.
+    pub fn resolve(propose: bool, env: &Env) -> Result<Mode, Failure> {
+        if propose {
+            return Ok(Mode::Propose);
+        }
+        match env.get(MODE_ENV).map(|v| v.to_str()) {
+            None => Ok(Mode::Apply),
+            Some(Some("" | "apply")) => Ok(Mode::Apply),
+            Some(Some("propose")) => Ok(Mode::Propose),
+            Some(other) => Err(Failure::bad_input(format!(
+                "{MODE_ENV} must be \"propose\" or \"apply\", not {:?}",
+                other.unwrap_or("(not UTF-8)")
+            ))),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Apply => "apply",
+            Mode::Propose => "propose",
+        }
+    }
+}
+
+/// The folder of a task's proposal, and its staged memory copy.
+pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
+    state_dir.join(PROPOSALS_DIR).join(task_id)
+}
+
+pub fn staging_dir(state_dir: &Path, task_id: &str) -> PathBuf {
+    proposal_dir(state_dir, task_id).join("memory")
+}
+
+/// Copies every regular `.md` file of the memory dir (recursively, never through a symlink)
+/// into `staging`; returns rel -> sha256 of what was copied (the base the proposal is made
+/// against).
+pub fn stage_copy(memory_dir: &Path, staging: &Path) -> std::io::Result<BTreeMap<String, String>> {
+    create_private_dir(staging)?;
+    let mut base = BTreeMap::new();
+    copy_tree(memory_dir, staging, Path::new(""), &mut base)?;
+    Ok(base)
+}
+
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    rel: &Path,
+    base: &mut BTreeMap<String, String>,
+) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(from.join(rel)) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && rel.as_os_str().is_empty() => {
+            return Ok(())
+        }
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let child = rel.join(&name);
+        // file_type() does not follow symlinks: a link is neither a dir nor a file here.
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            create_private_dir(&to.join(&child))?;
+            copy_tree(from, to, &child, base)?;
+        } else if kind.is_file() && child.extension().is_some_and(|e| e == "md") {
+            let path = from.join(&child);
+            let bytes = read_regular(&path)?;
+            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
+            write_atomic(&to.join(&child), &bytes, mode | 0o600)?;
+            base.insert(
+                child.to_string_lossy().into_owned(),
+                snapshot::sha256_hex(&bytes),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One file's unified diff, `--- a/<rel>` / `+++ b/<rel>` (empty when nothing changed).
+pub fn unified_diff(rel: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> String {
+    let old = before.map(String::from_utf8_lossy).unwrap_or_default();
+    let new = after.map(String::from_utf8_lossy).unwrap_or_default();
+    if old == new && before.is_some() == after.is_some() {
+        return String::new();
+    }
+    let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
+    let mut text = format!("--- a/{rel}\n+++ b/{rel}\n");
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        let hunk = hunk.to_string();
+        text.push_str(&hunk);
+        if !hunk.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The diff text of a run's changes: the snapshot's copies against the dir's files now.
+pub fn diff_text(snapshot: &Snapshot, dir: &Path, diff: &Diff) -> std::io::Result<String> {
+    let mut rels: Vec<&String> = diff
+        .created
+        .iter()
+        .chain(&diff.modified)
+        .chain(&diff.deleted)
+        .collect();
+    rels.sort();
+    let mut text = String::new();
+    for rel in rels {
+        let before = snapshot.before_content(rel)?.map(|(bytes, _)| bytes);
+        let after = snapshot::current(dir, rel)?;
+        text.push_str(&unified_diff(rel, before.as_deref(), after.as_deref()));
+    }
+    Ok(text)
+}
+
+/// The proposal manifest: every file a proposal changes, with the sha256 it had in the memory
+/// dir when the proposal was made (`None`: it did not exist).
+pub fn manifest(diff: &Diff, base: &BTreeMap<String, String>) -> BTreeMap<String, Option<String>> {
+    diff.created
+        .iter()
+        .chain(&diff.modified)
+        .chain(&diff.deleted)
+        .map(|rel| (rel.clone(), base.get(rel).cloned()))
+        .collect()
+}
+
+/// Tells `dream-lock exec` that this run proposed (its release must not complete). Only a
+/// file exec made is written: nothing is created at a path from the environment.
+pub fn report_proposed(env: &Env, diag: &Diag) {
+    let Some(path) = env.get(OUTCOME_FILE_ENV).filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .custom_flags_nonblock()
+        .open(path)
+        .and_then(|mut f| f.write_all(b"proposed\n"));
+    if let Err(e) = written {
+        diag.warn(&format!(
+            "cannot tell dream-lock exec that this run proposed ({OUTCOME_FILE_ENV}): {e}"
+        ));
+    }
+}
+
+/// O_NONBLOCK on an open, so a FIFO put in the file's place fails instead of blocking.
+trait NonBlocking {
+    fn custom_flags_nonblock(&mut self) -> &mut Self;
+}
+
+impl NonBlocking for std::fs::OpenOptions {
+    fn custom_flags_nonblock(&mut self) -> &mut Self {
+        std::os::unix::fs::OpenOptionsExt::custom_flags(self, libc::O_NONBLOCK)
+    }
+}
+
+/// The record a subcommand works on: the named one, or the newest with `status`.
+fn pick(
+    store: &TaskStore,
+    state_dir: &Path,
+    task_id: Option<&str>,
+    status: &str,
+) -> Result<Result<TaskRecord, Outcome>, Failure> {
+    match task_id {
+        Some(id) => {
+            if !super::history::is_task_id(id) {
+                return Err(Failure::bad_input(format!("{id:?} is not a task id")));
+            }
+            match store.load(id) {
+                Ok(record) => Ok(Ok(record)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err(Outcome::new(
+                    Exit::No,
+                    &json!({"reason": "not_found", "task_id": id}),
+                )
+                .with_note(format!("no task {id}")))),
+                Err(e) => Err(Failure::io("read", &store.path_of(id), &e)),
+            }
+        }
+        None => {
+            let (records, _) = store
+                .list()
+                .map_err(|e| Failure::io("list the task records in", state_dir, &e))?;
+            match records.into_iter().find(|r| r.status == status) {
+                Some(record) => Ok(Ok(record)),
+                None => Ok(Err(Outcome::new(
+                    Exit::No,
+                    &json!({"reason": "no_proposal"}),
+                )
+                .with_note("no memory proposal: run dream-run --propose first"))),
+            }
+        }
+    }
+}
+
+/// `dream-run show [TASK_ID] [--diff]`.
+pub(super) fn show(args: &ShowArgs) -> Result<Outcome, Failure> {
+    let project = super::history::project(&args.location)?;
+    let store = TaskStore::new(&project.state_dir);
+    let record = match pick(
+        &store,
+        &project.state_dir,
+        args.task_id.as_deref(),
+        "proposed",
+    )? {
+        Ok(record) => record,
+        Err(outcome) => return Ok(outcome),
+    };
+    let Some(diff_text) = record.diff_text.clone() else {
+        return Ok(Outcome::new(
+            Exit::No,
+            &json!({"reason": "no_changes_recorded", "task_id": record.task_id, "status": record.status}),
+        )
+        .with_note(format!(
+            "task {} has no recorded changes to show",
+            record.task_id
+        )));
+    };
+    if args.diff {
+        // The one exception to one JSON object: the diff itself, for a person.
+        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let text = if color {
+            colorize(&diff_text)
+        } else {
+            diff_text
+        };
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(|e| Failure::environment(format!("cannot write the diff: {e}")))?;
+        return Ok(Outcome::without_document(Exit::Yes));
+    }
+    Ok(Outcome::new(
+        Exit::Yes,
+        &json!({
+            "task_id": record.task_id,
+            "status": record.status,
+            "diff": record.diff.clone().unwrap_or_default(),
+            "diff_text": diff_text,
+        }),
+    ))
+}
+
+/// Red removals, green additions, cyan file and hunk headers.
+fn colorize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        let color = if body.starts_with("---") || body.starts_with("+++") || body.starts_with("@@")
+        {
+            Some("36")
+        } else if body.starts_with('-') {
+            Some("31")
+        } else if body.starts_with('+') {
+            Some("32")
+        } else {
+            None
+        };
+        match color {
+            Some(c) => out.push_str(&format!("\x1b[{c}m{body}\x1b[0m{end}")),
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// `dream-run discard [TASK_ID]`: drops a proposal's staging copy; the task is `discarded`.
+pub(super) fn discard(args: &DiscardArgs) -> Result<Outcome, Failure> {
+    let project = super::history::project(&args.location)?;
+    let store = TaskStore::new(&project.state_dir);
+    let mut record = match pick(
+        &store,
+        &project.state_dir,
+        args.task_id.as_deref(),
+        "proposed",
+    )? {
+        Ok(record) => record,
+        Err(outcome) => return Ok(outcome),
+    };
+    if record.status != "proposed" {
+        return Ok(Outcome::new(
+            Exit::No,
+            &json!({"discarded": false, "reason": "not_a_proposal", "task_id": record.task_id, "status": record.status}),
+        )
+        .with_note(format!(
+            "task {} is {}, not a proposal",
+            record.task_id, record.status
+        )));
+    }
+    let dir = proposal_dir(&project.state_dir, &record.task_id);
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Failure::io("remove", &dir, &e))
+        }
+        _ => {}
+    }
+    record.status = "discarded".into();
+    store
+        .save(&record)
+        .map_err(|e| Failure::io("write", &store.path_of(&record.task_id), &e))?;
+    Ok(Outcome::new(
+        Exit::Yes,
+        &json!({"discarded": true, "task_id": record.task_id}),
+    ))
+}
+
+/// `dream-run apply [TASK_ID]`: under the lock, and only when every file the proposal
+/// changes still has the content it had when the proposal was made, writes the staged files
+/// into the memory dir (a snapshot first, so `undo` works), and releases as completed.
+pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
+    let project = super::history::project(&args.location)?;
+    let store = TaskStore::new(&project.state_dir);
+    let mut record = match pick(
+        &store,
+        &project.state_dir,
+        args.task_id.as_deref(),
+        "proposed",
+    )? {
+        Ok(record) => record,
+        Err(outcome) => return Ok(outcome),
+    };
+    let refuse = |reason: &str, note: String, task_id: &str, files: Vec<String>| {
+        Ok(Outcome::new(
+            Exit::No,
+            &json!({"applied": false, "reason": reason, "task_id": task_id, "files": files}),
+        )
+        .with_note(note))
+    };
+    let Some(files) = record
+        .proposal
+        .clone()
+        .filter(|_| record.status == "proposed")
+    else {
+        return refuse(
+            "not_a_proposal",
+            format!(
+                "task {} is {}, not a proposal",
+                record.task_id, record.status
+            ),
+            &record.task_id,
+            vec![],
+        );
+    };
+    let memory_dir = project.memory_dir.clone();
+    let staging = staging_dir(&project.state_dir, &record.task_id);
+    let backend = args.backend.open(&project)?;
+    let lease = match backend.acquire(std::process::id(), SystemTime::now())? {
+        Acquired::Yes(lease) => lease,
+        Acquired::Held { holder_pid, .. } => {
+            return Ok(Outcome::new(
+                Exit::No,
+                &json!({"applied": false, "reason": "busy", "task_id": record.task_id, "holder_pid": holder_pid}),
+            )
+            .with_note(format!(
+                "the consolidation lock is held by {}: try again later",
+                holder_pid.map_or("another process".into(), |p| format!("PID {p}"))
+            )))
+        }
+    };
+    let release = |outcome: RunOutcome| {
+        if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, outcome) {
+            diag.warn(&format!("cannot release the lock: {failure}"));
+        }
+    };
+    // Every touched file must still be what the proposal was made against.
+    let mut changed = Vec::new();
+    for (rel, base) in &files {
+        match snapshot::current_hash(&memory_dir, rel) {
+            Ok(now) if now == *base => {}
+            Ok(_) | Err(_) => changed.push(snapshot::absolute(&memory_dir, rel)),
+        }
+    }
+    // And the staged copy must still be what the proposal showed.
+    let proposed = record.proposed.clone().unwrap_or_default();
+    let mut tampered = Vec::new();
+    for rel in files.keys() {
+        match (snapshot::current_hash(&staging, rel), proposed.get(rel)) {
+            (Ok(now), Some(shown)) if now == *shown => {}
+            _ => tampered.push(staging.join(rel).to_string_lossy().into_owned()),
+        }
+    }
+    if !tampered.is_empty() {
+        release(RunOutcome::Failed);
+        return refuse(
+            "staging_changed",
+            format!(
+                "not applied: the staged copy is not what the proposal showed: {}",
+                tampered.join(", ")
+            ),
+            &record.task_id,
+            tampered,
+        );
+    }
+    if !changed.is_empty() {
+        release(RunOutcome::Failed);
+        return refuse(
+            "changed_since",
+            format!(
+                "not applied: changed since the proposal was made: {}",
+                changed.join(", ")
+            ),
+            &record.task_id,
+            changed,
+        );
+    }
+    let snapshot_dir = snapshot::dir_of(&project.state_dir, &record.task_id);
+    let mut kept = None;
+    let result = write_all(
+        &files,
+        &memory_dir,
+        &staging,
+        (&snapshot_dir, &record.task_id),
+        &mut kept,
+        (backend.as_ref(), &lease.token),
+    );
+    let snapshot = match (result, kept) {
+        (Ok(()), Some(snapshot)) => snapshot,
+        (Ok(()), None) => {
+            release(RunOutcome::Failed);
+            return Err(Failure::environment("not applied: no snapshot was made"));
+        }
+        (Err(message), snapshot) => {
+            // Put back what was already written, then report.
+            if let Some(snapshot) = snapshot {
+                match snapshot.restore(&memory_dir) {
+                    Ok(skipped) => {
+                        for (rel, why) in skipped {
+                            diag.warn(&format!("not restored: {rel}: {why}"));
+                        }
+                    }
+                    Err(e) => diag.warn(&format!(
+                        "cannot restore from {}: {e}; restore it by hand",
+                        snapshot.dir.display()
+                    )),
+                }
+            }
+            release(RunOutcome::Failed);
+            return Err(Failure::environment(format!("not applied: {message}")));
+        }
+    };
+    release(RunOutcome::Completed);
+    let touched: Vec<String> = files
+        .keys()
+        .map(|rel| snapshot::absolute(&memory_dir, rel))
+        .collect();
+    record.status = "completed".into();
+    record.phase = "done".into();
+    record.files_touched = touched.clone();
+    record.snapshot = Some(snapshot.dir.to_string_lossy().into_owned());
+    record.applied_at = Some(rfc3339(SystemTime::now()));
+    store
+        .save(&record)
+        .map_err(|e| Failure::io("write", &store.path_of(&record.task_id), &e))?;
+    let _ = std::fs::remove_dir_all(proposal_dir(&project.state_dir, &record.task_id));
+    super::run::prune_snapshots(&store, diag);
+    let mut exit = Exit::Yes;
+    if !touched.is_empty() {
+        let update = PendingUpdate {
+            source: "dream".into(),
+            task_id: record.task_id.clone(),
+            files_touched: touched.clone(),
+            at: rfc3339(SystemTime::now()),
+        };
+        if let Err(e) = tasks::append_pending(&project.state_dir, &update) {
+            diag.warn(&format!(
+                "cannot append to {}: {e}",
+                tasks::pending_path(&project.state_dir).display()
+            ));
+            exit = Exit::Environment;
+        }
+    }
+    diag.info(&format!(
+        "applied task {}: {} files",
+        record.task_id,
+        touched.len()
+    ));
+    Ok(Outcome::new(
+        exit,
+        &json!({
+            "applied": true,
+            "task_id": record.task_id,
+            "files": touched,
+            "diff": record.diff.clone().unwrap_or_default(),
+        }),
+    ))
+}
+
+/// Writes each staged file (or deletes it) in the memory dir, atomically, after keeping it
+/// in the snapshot; the lock is checked before each write.
+fn write_all(
+    files: &BTreeMap<String, Option<String>>,
+    memory_dir: &Path,
+    staging: &Path,
+    (snapshot_dir, task_id): (&Path, &str),
+    kept: &mut Option<Snapshot>,
+    (backend, token): (&dyn crate::lock::Backend, &str),
+) -> Result<(), String> {
+    let snapshot = kept.insert(
+        Snapshot::create(snapshot_dir, task_id)
+            .map_err(|e| format!("cannot make the snapshot {}: {e}", snapshot_dir.display()))?,
+    );
+    for rel in files.keys() {
+        match backend.holds(token) {
+            Ok(true) => {}
+            Ok(false) => return Err("the lock was taken by another process".into()),
+            Err(e) => return Err(format!("the lock cannot be checked: {e}")),
+        }
+        let staged = snapshot::current(staging, rel)
+            .map_err(|e| format!("cannot read the staged {rel}: {e}"))?;
+        snapshot
+            .remember(memory_dir, rel)
+            .map_err(|e| format!("cannot keep {rel} in the snapshot: {e}"))?;
+        let written = (|| -> std::io::Result<()> {
+            let path = snapshot::target(memory_dir, rel)?;
+            match staged {
+                Some(bytes) => {
+                    let mode = match std::fs::metadata(&path) {
+                        Ok(meta) => meta.permissions().mode() & 0o777,
+                        Err(_) => NEW_FILE_MODE,
+                    };
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    // The folders were checked for symlinks before they were made.
+                    snapshot::target(memory_dir, rel)?;
+                    write_atomic(&path, &bytes, mode)
+                }
+                None => match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                },
+            }
+        })();
+        written.map_err(|e| format!("cannot write {rel}: {e}"))?;
+        snapshot
+            .record_written(memory_dir, rel)
+            .map_err(|e| format!("cannot record {rel} in the snapshot: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The run's staged result for the record: what a proposal changes, against what.
+pub fn record_proposal(
+    record: &mut TaskRecord,
+    diff: &Diff,
+    text: String,
+    base: &BTreeMap<String, String>,
+    (memory_dir, staging): (&Path, &Path),
+) -> std::io::Result<()> {
+    let proposal = manifest(diff, base);
+    let mut proposed = BTreeMap::new();
+    for rel in proposal.keys() {
+        proposed.insert(rel.clone(), snapshot::current_hash(staging, rel)?);
+    }
+    record.proposal = Some(proposal);
+    record.proposed = Some(proposed);
+    record.diff = Some(super::run::absolute_diff(memory_dir, diff.clone()));
+    record.diff_text = Some(text);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unified_diff_names_both_sides_and_colours_only_its_marks() {
+        let text = unified_diff("a/b.md", Some(b"one\ntwo\n"), Some(b"one\nthree\n"));
+        assert_eq!(
+            text,
+            "--- a/a/b.md\n+++ b/a/b.md\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n"
+        );
+        assert_eq!(unified_diff("x.md", Some(b"same\n"), Some(b"same\n")), "");
+        let created = unified_diff("n.md", None, Some(b"new\n"));
+        assert!(created.ends_with("+new\n"), "{created}");
+        assert_eq!(
+            colorize(&text),
+            "\x1b[36m--- a/a/b.md\x1b[0m\n\x1b[36m+++ b/a/b.md\x1b[0m\n\x1b[36m@@ -1,2 +1,2 @@\x1b[0m\n one\n\x1b[31m-two\x1b[0m\n\x1b[32m+three\x1b[0m\n"
+        );
+    }
+
+    #[test]
+    fn the_staging_copy_takes_md_files_at_any_depth_and_never_follows_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mem = tmp.path().join("memory");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(mem.join("a/b")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(mem.join("MEMORY.md"), "index\n").unwrap();
+        std::fs::write(mem.join("a/b/deep.md"), "deep\n").unwrap();
+        std::fs::write(mem.join("notes.txt"), "not memory\n").unwrap();
+        std::fs::write(outside.join("secret.md"), "secret\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.md"), mem.join("link.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, mem.join("linked")).unwrap();
+        let staging = tmp.path().join("staging");
+        let base = stage_copy(&mem, &staging).unwrap();
+        assert_eq!(
+            base.keys().collect::<Vec<_>>(),
+            ["MEMORY.md", "a/b/deep.md"]
+        );
+        assert_eq!(
+            std::fs::read_to_string(staging.join("a/b/deep.md")).unwrap(),
+            "deep\n"
+        );
+        for absent in ["notes.txt", "link.md", "linked"] {
+            assert!(
+                std::fs::symlink_metadata(staging.join(absent)).is_err(),
+                "{absent}"
+            );
+        }
+    }
+}
