@@ -10,15 +10,13 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::claude::paths::{check_path, ProjectHints};
-use crate::claude::transcript::{cut_chars, describe_tool_call, BackwardReader, Item, Record};
+use crate::claude::transcript::{context_line, BackwardReader, Item, Record};
 use crate::claude::{Env, Project, Settings};
 use crate::cli::duration::{count, parse_duration};
 use crate::cli::time::{epoch_ms, parse_rfc3339, rfc3339};
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
 use crate::files::append_undoable;
-use crate::model::{
-    self, Block, Client, Message, ModelArgs, ModelError, Request, Role, SystemBlock, Tier, Usage,
-};
+use crate::model::{self, Client, ModelArgs, ModelError, Request, Tier, Usage};
 
 /// The recent conversation sent to the model: at most this many messages.
 pub const CONTEXT_MESSAGES: usize = 30;
@@ -188,7 +186,7 @@ impl Recent {
                 // Everything older was compacted into the summary that follows it.
                 break;
             }
-            if let Some((id, line)) = context_line(&record) {
+            if let Some((id, line)) = context_line(&record, MESSAGE_CHARS) {
                 // Records of one API response share message.id: one message, blocks in order.
                 let same_response = id.is_some() && id == current_message_id;
                 let room = newest_first.len() < CONTEXT_MESSAGES;
@@ -239,40 +237,6 @@ impl Recent {
     }
 }
 
-/// One context line for a record and its `message.id`, or `None` for records that are not
-/// conversation.
-fn context_line(record: &Record) -> Option<(Option<String>, String)> {
-    if record.is_real_user_turn() {
-        let text = format!("User: {}", cut_chars(record.text().trim(), MESSAGE_CHARS));
-        return Some((None, text));
-    }
-    if record.kind != "assistant" || record.is_api_error() || record.is_sidechain == Some(true) {
-        return None;
-    }
-    let mut parts = Vec::new();
-    let text = record.text();
-    if !text.trim().is_empty() {
-        parts.push(format!(
-            "Assistant: {}",
-            cut_chars(text.trim(), MESSAGE_CHARS)
-        ));
-    }
-    for block in record.blocks().iter().filter(|b| b.kind == "tool_use") {
-        parts.push(format!(
-            "Assistant called {}",
-            describe_tool_call(
-                block.name.as_deref().unwrap_or("tool"),
-                block.input.as_ref()
-            )
-        ));
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    let id = record.message.as_ref().and_then(|m| m.id.clone());
-    Some((id, parts.join("\n")))
-}
-
 const SYSTEM_PROMPT: &str = "You write the note a person reads when they come back to a coding \
 session they stepped away from. Using only the conversation you are given, say in under 40 \
 words, in one or two plain sentences, what they were working on at a high level and the \
@@ -281,22 +245,11 @@ preamble such as \"Summary:\". Do not invent details that are not in the convers
 
 fn request(recent: &Recent) -> Request {
     let conversation = recent.messages.join("\n\n");
-    Request {
-        system: vec![SystemBlock {
-            text: SYSTEM_PROMPT.to_string(),
-            cache: false,
-        }],
-        messages: vec![Message {
-            role: Role::User,
-            content: vec![Block::text(format!(
-                "The recent conversation, oldest first:\n\n{conversation}\n\nWrite the note."
-            ))],
-        }],
-        tools: Vec::new(),
-        cache_tools: false,
-        max_tokens: MAX_TOKENS,
-        temperature: None,
-    }
+    Request::one_shot(
+        SYSTEM_PROMPT,
+        format!("The recent conversation, oldest first:\n\n{conversation}\n\nWrite the note."),
+        MAX_TOKENS,
+    )
 }
 
 /// Plain text: markdown marks, list bullets, headings, wrapping quotes and line breaks removed,
@@ -516,15 +469,6 @@ fn append_summary(
     }
 }
 
-async fn interrupted() {
-    loop {
-        if signals::received().is_some() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 impl Tool for Args {
     fn common(&self) -> &CommonArgs {
         &self.common
@@ -612,7 +556,7 @@ impl Args {
         let answer = model::block_on(async {
             tokio::select! {
                 answer = client.send(&request) => Some(answer),
-                _ = interrupted() => None,
+                _ = crate::model::until_signal() => None,
             }
         });
         if let Some(signal) = hold.end() {

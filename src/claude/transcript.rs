@@ -208,6 +208,39 @@ pub fn describe_tool_call(name: &str, input: Option<&Value>) -> String {
     }
 }
 
+/// One line of recent conversation for a model's context, with the record's `message.id`
+/// (one API answer is several records: callers count it once), or `None` for records that
+/// are not conversation: `User: ...`, `Assistant: ...`, `Assistant called Bash(ls)`. Each text
+/// is cut to `max_chars`.
+pub fn context_line(record: &Record, max_chars: usize) -> Option<(Option<String>, String)> {
+    if record.is_real_user_turn() {
+        let text = format!("User: {}", cut_chars(record.text().trim(), max_chars));
+        return Some((None, text));
+    }
+    if record.kind != "assistant" || record.is_api_error() || record.is_sidechain == Some(true) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let text = record.text();
+    if !text.trim().is_empty() {
+        parts.push(format!("Assistant: {}", cut_chars(text.trim(), max_chars)));
+    }
+    for block in record.blocks().iter().filter(|b| b.kind == "tool_use") {
+        parts.push(format!(
+            "Assistant called {}",
+            describe_tool_call(
+                block.name.as_deref().unwrap_or("tool"),
+                block.input.as_ref()
+            )
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let id = record.message.as_ref().and_then(|m| m.id.clone());
+    Some((id, parts.join("\n")))
+}
+
 /// At most `max` characters, with `…` when cut.
 pub fn cut_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {

@@ -521,7 +521,7 @@ impl Agent<'_> {
             let answer = runtime.block_on(async {
                 tokio::select! {
                     answer = tokio::time::timeout(remaining, client.send(&request)) => Ok(answer),
-                    signal = until_signal() => Err(signal),
+                    signal = crate::model::until_signal() => Err(signal),
                 }
             });
             let response = match answer {
@@ -1026,16 +1026,6 @@ pub(super) fn prune_snapshots(store: &TaskStore, diag: &Diag) {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
-}
-
-/// Resolves when SIGINT or SIGTERM has been caught.
-async fn until_signal() -> i32 {
-    loop {
-        if let Some(signal) = signals::received() {
-            return signal;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// What a person watching sees: a bar on a terminal, JSON Lines with `--events`, else nothing.

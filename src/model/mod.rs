@@ -316,6 +316,27 @@ pub struct Request {
     pub temperature: Option<f32>,
 }
 
+impl Request {
+    /// One question and no tools: a system prompt and one user message (recap, suggest,
+    /// turn-status).
+    pub fn one_shot(system: &str, user: String, max_tokens: u32) -> Request {
+        Request {
+            system: vec![SystemBlock {
+                text: system.to_string(),
+                cache: false,
+            }],
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![Block::text(user)],
+            }],
+            tools: Vec::new(),
+            cache_tools: false,
+            max_tokens,
+            temperature: None,
+        }
+    }
+}
+
 /// The four usage counters, as every tool reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
@@ -656,6 +677,18 @@ fn error_message(bytes: &[u8], status: u16) -> String {
         message.truncate(cut);
     }
     message
+}
+
+/// Resolves with the signal once SIGINT or SIGTERM has been caught (inside a
+/// [`crate::cli::signals::hold`], where a signal does not end the process): the one way every
+/// model-backed tool stops waiting for an answer.
+pub async fn until_signal() -> i32 {
+    loop {
+        if let Some(signal) = crate::cli::signals::received() {
+            return signal;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Runs a future to completion on a current-thread runtime. Only the binaries that talk to

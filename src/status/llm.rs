@@ -2,15 +2,11 @@
 //! the turn's final text as JSON; a reply that does not parse gets one second attempt with a
 //! format correction. The only place turn-status starts an async runtime.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
 use super::rules::{cap, tail, Category, Verdict, DETAIL_CHARS};
 use crate::cli::{signals, Failure};
-use crate::model::{
-    self, Block, Client, ErrorKind, Message, ModelError, Request, Role, SystemBlock, Usage,
-};
+use crate::model::{self, Block, Client, ErrorKind, Message, ModelError, Request, Role, Usage};
 
 /// The model sees this many characters from the end of the text.
 pub const TEXT_CHARS: usize = 2000;
@@ -52,24 +48,15 @@ pub enum Outcome {
 }
 
 fn first_request(text: &str) -> Request {
-    Request {
-        system: vec![SystemBlock {
-            text: SYSTEM_PROMPT.to_string(),
-            cache: false,
-        }],
-        messages: vec![Message {
-            role: Role::User,
-            content: vec![Block::text(format!(
-                "The final message of the turn (its last {TEXT_CHARS} characters at most):\n\n\
+    Request::one_shot(
+        SYSTEM_PROMPT,
+        format!(
+            "The final message of the turn (its last {TEXT_CHARS} characters at most):\n\n\
                  <message>\n{}\n</message>",
-                tail(text, TEXT_CHARS)
-            ))],
-        }],
-        tools: Vec::new(),
-        cache_tools: false,
-        max_tokens: MAX_TOKENS,
-        temperature: None,
-    }
+            tail(text, TEXT_CHARS)
+        ),
+        MAX_TOKENS,
+    )
 }
 
 /// Classifies `text` with the model: at most two requests (each with the client's retries).
@@ -80,7 +67,7 @@ pub fn classify(client: &Client, text: &str) -> Result<Outcome, Failure> {
     let outcome = model::block_on(async {
         tokio::select! {
             outcome = exchange(client, text) => outcome,
-            signal = interrupted() => Outcome::Interrupted(signal),
+            signal = crate::model::until_signal() => Outcome::Interrupted(signal),
         }
     })?;
     Ok(match hold.end() {
@@ -129,15 +116,6 @@ async fn exchange(client: &Client, text: &str) -> Outcome {
             error.attempts = 2;
             Outcome::Failed(error, usage)
         }
-    }
-}
-
-async fn interrupted() -> i32 {
-    loop {
-        if let Some(signal) = signals::received() {
-            return signal;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

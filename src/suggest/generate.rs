@@ -1,7 +1,7 @@
 //! The one model request: the recent conversation, no tools, asking for what the user would
 //! naturally type next.
 
-use crate::model::{Block, Message, Request, Role, SystemBlock};
+use crate::model::Request;
 
 /// Room for 12 words and a wrapper; the answer must stay small.
 pub const MAX_TOKENS: u32 = 64;
@@ -17,21 +17,12 @@ nothing at all.";
 
 pub fn request(messages: &[String]) -> Request {
     let conversation = messages.join("\n\n");
-    Request {
-        system: vec![SystemBlock {
-            text: SYSTEM_PROMPT.to_string(),
-            cache: false,
-        }],
-        messages: vec![Message {
-            role: Role::User,
-            content: vec![Block::text(format!(
-                "The conversation so far, oldest first:\n\n{conversation}\n\nWhat would the \
+    Request::one_shot(
+        SYSTEM_PROMPT,
+        format!(
+            "The conversation so far, oldest first:\n\n{conversation}\n\nWhat would the \
                  user type next? Reply with the suggestion only, or with nothing."
-            ))],
-        }],
-        tools: Vec::new(),
-        cache_tools: false,
-        max_tokens: MAX_TOKENS,
-        temperature: None,
-    }
+        ),
+        MAX_TOKENS,
+    )
 }

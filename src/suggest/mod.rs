@@ -10,7 +10,6 @@ pub mod suppress;
 use std::io::{IsTerminal, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use clap::Parser;
 use serde::Serialize;
@@ -249,15 +248,6 @@ fn open_transcript(path: &Path) -> Result<Conversation, Failure> {
         .map_err(|e| Failure::io("read the transcript", path, &e))
 }
 
-async fn interrupted() -> i32 {
-    loop {
-        if let Some(signal) = signals::received() {
-            return signal;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 impl GenerateArgs {
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
         let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
@@ -351,7 +341,7 @@ impl GenerateArgs {
         let answer = model::block_on(async {
             tokio::select! {
                 answer = client.send(&request) => Ok(answer),
-                signal = interrupted() => Err(signal),
+                signal = crate::model::until_signal() => Err(signal),
             }
         })?;
         let answer = match hold.end() {

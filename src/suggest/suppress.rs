@@ -4,9 +4,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use crate::claude::transcript::{
-    cut_chars, describe_tool_call, BackwardReader, Item, ReadAt, Record, Usage,
-};
+use crate::claude::transcript::{context_line, BackwardReader, Item, ReadAt, Record, Usage};
 use crate::claude::{Env, Settings};
 
 /// The switch that decides either way, before the settings.
@@ -123,7 +121,7 @@ impl Conversation {
                     conv.assistant_turns += 1;
                 }
             }
-            if let Some((id, line)) = context_line(&record) {
+            if let Some((id, line)) = context_line(&record, MESSAGE_CHARS) {
                 // Records of one API response share message.id: one message, blocks in order.
                 let same_response = id.is_some() && id == current_id;
                 let room = newest_first.len() < CONTEXT_MESSAGES;
@@ -166,40 +164,6 @@ impl Conversation {
                 .saturating_add(u.output_tokens)
         })
     }
-}
-
-/// One context line for a record and its `message.id`, or `None` for records that are not
-/// conversation.
-fn context_line(record: &Record) -> Option<(Option<String>, String)> {
-    if record.is_real_user_turn() {
-        let text = format!("User: {}", cut_chars(record.text().trim(), MESSAGE_CHARS));
-        return Some((None, text));
-    }
-    if record.kind != "assistant" || record.is_api_error() || record.is_sidechain == Some(true) {
-        return None;
-    }
-    let mut parts = Vec::new();
-    let text = record.text();
-    if !text.trim().is_empty() {
-        parts.push(format!(
-            "Assistant: {}",
-            cut_chars(text.trim(), MESSAGE_CHARS)
-        ));
-    }
-    for block in record.blocks().iter().filter(|b| b.kind == "tool_use") {
-        parts.push(format!(
-            "Assistant called {}",
-            describe_tool_call(
-                block.name.as_deref().unwrap_or("tool"),
-                block.input.as_ref()
-            )
-        ));
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    let id = record.message.as_ref().and_then(|m| m.id.clone());
-    Some((id, parts.join("\n")))
 }
 
 /// The states a transcript cannot show, from flags and the hook payload.
