@@ -34,25 +34,32 @@ pub fn null_input() -> bool {
     NULL_INPUT.load(Ordering::Relaxed)
 }
 
+/// stdin's bytes under the stdin rule: `None` when it is a terminal, closed (`<&-`) or `-n`
+/// was given; at most [`MAX_STDIN_BYTES`] + 1 bytes are read (the caller refuses more).
+pub fn stdin_bytes() -> Result<Option<Vec<u8>>, Failure> {
+    let stdin = std::io::stdin();
+    if null_input() || stdin.is_terminal() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    match stdin
+        .lock()
+        .take(MAX_STDIN_BYTES + 1)
+        .read_to_end(&mut bytes)
+    {
+        Ok(_) => Ok(Some(bytes)),
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(None),
+        Err(e) => Err(Failure::environment(format!("cannot read stdin: {e}"))),
+    }
+}
+
 impl Input {
     /// Reads the process's stdin, unless it is a terminal or `-n` was given.
     pub fn from_stdin() -> Result<Input, Failure> {
-        let stdin = std::io::stdin();
-        if null_input() || stdin.is_terminal() {
-            return Ok(Input::Nothing);
+        match stdin_bytes()? {
+            Some(bytes) => Input::parse(&bytes),
+            None => Ok(Input::Nothing),
         }
-        let mut bytes = Vec::new();
-        match stdin
-            .lock()
-            .take(MAX_STDIN_BYTES + 1)
-            .read_to_end(&mut bytes)
-        {
-            Ok(_) => {}
-            // A closed descriptor (`<&-`) is the same as no input.
-            Err(e) if e.raw_os_error() == Some(libc::EBADF) => return Ok(Input::Nothing),
-            Err(e) => return Err(Failure::environment(format!("cannot read stdin: {e}"))),
-        }
-        Input::parse(&bytes)
     }
 
     /// Classifies one stdin document.

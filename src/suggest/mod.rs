@@ -7,7 +7,6 @@ pub mod filter;
 pub mod generate;
 pub mod suppress;
 
-use std::io::{IsTerminal, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +17,7 @@ use crate::claude::paths::{check_path, ProjectHints};
 use crate::claude::transcript::BackwardReader;
 use crate::claude::{Env, Project};
 use crate::cli::duration::count;
-use crate::cli::input::{null_input, MAX_STDIN_BYTES};
+use crate::cli::input::MAX_STDIN_BYTES;
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
 use crate::model::{self, Client, ModelArgs, ModelError, Tier, Usage};
 use suppress::{Conversation, LiveState};
@@ -191,20 +190,9 @@ fn run_check(args: &CheckArgs) -> Result<Outcome, Failure> {
 /// stdin as plain text, under the stdin rule: not read when it is a terminal or `-n` was
 /// given; empty or blank is no input.
 fn plain_stdin() -> Result<Option<String>, Failure> {
-    let stdin = std::io::stdin();
-    if null_input() || stdin.is_terminal() {
+    let Some(bytes) = crate::cli::input::stdin_bytes()? else {
         return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    match stdin
-        .lock()
-        .take(MAX_STDIN_BYTES + 1)
-        .read_to_end(&mut bytes)
-    {
-        Ok(_) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EBADF) => return Ok(None),
-        Err(e) => return Err(Failure::environment(format!("cannot read stdin: {e}"))),
-    }
+    };
     if bytes.len() as u64 > MAX_STDIN_BYTES {
         return Err(Failure::BadInput {
             reason: Some("too_large"),
