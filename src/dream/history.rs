@@ -134,18 +134,9 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::io("read the snapshot", &snapshot_dir, &e))?;
 
     let backend = args.backend.open(&project)?;
-    let lease = match backend.acquire(std::process::id(), SystemTime::now())? {
-        Acquired::Yes(lease) => lease,
-        Acquired::Held { holder_pid, .. } => {
-            return Ok(Outcome::new(
-                Exit::No,
-                &json!({"undone": false, "reason": "busy", "task_id": record.task_id, "holder_pid": holder_pid}),
-            )
-            .with_note(format!(
-                "the consolidation lock is held by {}: try again later",
-                holder_pid.map_or("another process".into(), |p| format!("PID {p}"))
-            )))
-        }
+    let lease = match take_lock(backend.as_ref(), "undone", &record.task_id)? {
+        Ok(lease) => lease,
+        Err(busy) => return Ok(busy),
     };
     // Undo is not a consolidation: the release rolls the last-consolidated time back.
     let release =
@@ -208,6 +199,26 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         Exit::Yes,
         &json!({"undone": true, "task_id": record.task_id, "files": files}),
     ))
+}
+
+/// The lock for `undo` and `apply`, which change memory like a run: the lease, or (busy) the
+/// exit-1 answer `{<done>: false, reason: "busy", task_id, holder_pid}`.
+pub(super) fn take_lock(
+    backend: &dyn crate::lock::Backend,
+    done: &str,
+    task_id: &str,
+) -> Result<Result<crate::lock::Lease, Outcome>, Failure> {
+    match backend.acquire(std::process::id(), SystemTime::now())? {
+        Acquired::Yes(lease) => Ok(Ok(lease)),
+        Acquired::Held { holder_pid, .. } => Ok(Err(Outcome::new(
+            Exit::No,
+            &json!({done: false, "reason": "busy", "task_id": task_id, "holder_pid": holder_pid}),
+        )
+        .with_note(format!(
+            "the consolidation lock is held by {}: try again later",
+            holder_pid.map_or("another process".into(), |p| format!("PID {p}"))
+        )))),
+    }
 }
 
 /// Task ids name files: letters, digits and `-` only.

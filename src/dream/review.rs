@@ -16,7 +16,7 @@ use crate::claude::Env;
 use crate::cli::time::rfc3339;
 use crate::cli::{Diag, Exit, Failure, Outcome};
 use crate::files::{create_private_dir, read_regular, write_atomic};
-use crate::lock::{Acquired, RunOutcome};
+use crate::lock::RunOutcome;
 
 /// Under the state dir: one folder per proposal, holding the staged `memory` copy.
 pub const PROPOSALS_DIR: &str = "proposals";
@@ -386,18 +386,9 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let memory_dir = project.memory_dir.clone();
     let staging = staging_dir(&project.state_dir, &record.task_id);
     let backend = args.backend.open(&project)?;
-    let lease = match backend.acquire(std::process::id(), SystemTime::now())? {
-        Acquired::Yes(lease) => lease,
-        Acquired::Held { holder_pid, .. } => {
-            return Ok(Outcome::new(
-                Exit::No,
-                &json!({"applied": false, "reason": "busy", "task_id": record.task_id, "holder_pid": holder_pid}),
-            )
-            .with_note(format!(
-                "the consolidation lock is held by {}: try again later",
-                holder_pid.map_or("another process".into(), |p| format!("PID {p}"))
-            )))
-        }
+    let lease = match super::history::take_lock(backend.as_ref(), "applied", &record.task_id)? {
+        Ok(lease) => lease,
+        Err(busy) => return Ok(busy),
     };
     let release = |outcome: RunOutcome| {
         if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, outcome) {
