@@ -412,7 +412,9 @@ fn an_acquire_whose_token_cannot_be_printed_rolls_back() {
     // A pipe whose reader is gone: the same.
     let fresh = ClaudeHome::new();
     let mut fds = [0; 2];
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // Close-on-exec: a process another test spawns meanwhile must not inherit the read end
+    // and keep the pipe open.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     drop(reader);
     let out = acquire_into(&fresh, Stdio::from(writer));
