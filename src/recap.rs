@@ -9,7 +9,7 @@ use clap::Parser;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::claude::paths::{check_path, ProjectHints};
+use crate::claude::paths::ProjectHints;
 use crate::claude::transcript::{context_line, BackwardReader, Item, Record};
 use crate::claude::{Env, Project, Settings};
 use crate::cli::duration::{count, parse_duration};
@@ -476,17 +476,8 @@ impl Tool for Args {
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
         let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
-        let transcript = self
-            .transcript
-            .clone()
-            .or_else(|| hook.as_ref().and_then(|h| h.transcript_path.clone()))
-            .ok_or_else(|| {
-                Failure::Usage(
-                    "no transcript: pass --transcript PATH or a hook payload with transcript_path"
-                        .into(),
-                )
-            })?;
-        check_path("the transcript", &transcript)?;
+        let transcript =
+            crate::claude::hook::transcript_of(self.transcript.as_ref(), hook.as_ref())?;
         let session_id = hook.as_ref().and_then(|h| h.session_id.clone());
         let env = Env::from_process();
         // Model settings are checked before any work, so a bad flag is a usage error.

@@ -76,6 +76,25 @@ fn field_type_ok(key: &str, value: &Value) -> bool {
     }
 }
 
+/// The transcript a tool works on: `--transcript`, else the hook payload's
+/// `transcript_path`; a usage error when neither names one.
+pub fn transcript_of(
+    flag: Option<&PathBuf>,
+    hook: Option<&HookPayload>,
+) -> Result<PathBuf, Failure> {
+    let transcript = flag
+        .cloned()
+        .or_else(|| hook.and_then(|h| h.transcript_path.clone()))
+        .ok_or_else(|| {
+            Failure::Usage(
+                "no transcript: pass --transcript PATH or a hook payload with transcript_path"
+                    .into(),
+            )
+        })?;
+    crate::claude::paths::check_path("the transcript", &transcript)?;
+    Ok(transcript)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

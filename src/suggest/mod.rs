@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use serde::Serialize;
 
-use crate::claude::paths::{check_path, ProjectHints};
+use crate::claude::paths::ProjectHints;
 use crate::claude::transcript::BackwardReader;
 use crate::claude::{Env, Project};
 use crate::cli::duration::count;
@@ -239,17 +239,8 @@ fn open_transcript(path: &Path) -> Result<Conversation, Failure> {
 impl GenerateArgs {
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
         let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
-        let transcript = self
-            .transcript
-            .clone()
-            .or_else(|| hook.as_ref().and_then(|h| h.transcript_path.clone()))
-            .ok_or_else(|| {
-                Failure::Usage(
-                    "no transcript: pass --transcript PATH or a hook payload with transcript_path"
-                        .into(),
-                )
-            })?;
-        check_path("the transcript", &transcript)?;
+        let transcript =
+            crate::claude::hook::transcript_of(self.transcript.as_ref(), hook.as_ref())?;
         let env = Env::from_process();
         let (_project, settings) = Project::resolve(&hints, &env)?;
         diag.info(&format!(
