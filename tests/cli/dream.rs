@@ -102,16 +102,11 @@ impl Dream {
             bin_dir.display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let mut cmd = std::process::Command::new(program);
-        cmd.env_clear()
-            .env("PATH", path)
-            .env("HOME", &self.home.home)
-            .env("CLAUDE_CONFIG_DIR", &self.home.config)
-            .env("XDG_STATE_HOME", &self.home.state_home)
+        let mut cmd = self.home.process(program);
+        cmd.env("PATH", path)
             .env("ANTHROPIC_BASE_URL", self.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
-            .env("DREAMKIT_RETRY_BASE_MS", "1")
-            .current_dir(&self.home.project);
+            .env("DREAMKIT_RETRY_BASE_MS", "1");
         cmd
     }
 

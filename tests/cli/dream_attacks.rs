@@ -82,16 +82,10 @@ impl Lab {
 
     /// dream-run as a plain process (for pre_exec and signals).
     fn process(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(crate::support::bin_path("dream-run"));
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home.home)
-            .env("CLAUDE_CONFIG_DIR", &self.home.config)
-            .env("XDG_STATE_HOME", &self.home.state_home)
-            .env("ANTHROPIC_BASE_URL", self.api.url())
+        let mut cmd = self.home.process(crate::support::bin_path("dream-run"));
+        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
             .env("DREAMKIT_RETRY_BASE_MS", "1")
-            .current_dir(&self.home.project)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

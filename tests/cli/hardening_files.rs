@@ -106,14 +106,8 @@ fn signal(child: &Child, signal: i32) {
 
 /// A binary as a plain process (for pre_exec and signals), with the home's environment.
 fn process(home: &ClaudeHome, bin: &str) -> Command {
-    let mut cmd = Command::new(bin_path(bin));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &home.home)
-        .env("CLAUDE_CONFIG_DIR", &home.config)
-        .env("XDG_STATE_HOME", &home.state_home)
-        .current_dir(&home.project)
-        .stdin(Stdio::null())
+    let mut cmd = home.process(bin_path(bin));
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd

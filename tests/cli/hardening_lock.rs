@@ -34,14 +34,8 @@ fn content(home: &ClaudeHome) -> String {
 
 /// `dream-lock exec -- sh -c SCRIPT` in the background, from the project directory.
 fn spawn_exec(home: &ClaudeHome, script: &str) -> Child {
-    Command::new(bin_path("dream-lock"))
+    home.process(bin_path("dream-lock"))
         .args(["exec", "--", "sh", "-c", script])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &home.home)
-        .env("CLAUDE_CONFIG_DIR", &home.config)
-        .env("XDG_STATE_HOME", &home.state_home)
-        .current_dir(&home.project)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -375,13 +369,8 @@ fn status_piped_into_release_force_frees_a_lock_held_elsewhere() {
 
 /// stdout is `/dev/full`, or a pipe nobody reads: the token never reached anyone.
 fn acquire_into(home: &ClaudeHome, stdout: Stdio) -> Output {
-    Command::new(bin_path("dream-lock"))
+    home.process(bin_path("dream-lock"))
         .arg("acquire")
-        .env_clear()
-        .env("HOME", &home.home)
-        .env("CLAUDE_CONFIG_DIR", &home.config)
-        .env("XDG_STATE_HOME", &home.state_home)
-        .current_dir(&home.project)
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(Stdio::piped())
@@ -503,14 +492,9 @@ fn a_pass_through_command_never_leaves_the_lock_held_nor_moves_the_time() {
         gate = bin_path("dream-gate").display(),
         lock = bin_path("dream-lock").display()
     );
-    let out = Command::new("sh")
+    let out = home
+        .process("sh")
         .args(["-c", &script])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &home.home)
-        .env("CLAUDE_CONFIG_DIR", &home.config)
-        .env("XDG_STATE_HOME", &home.state_home)
-        .current_dir(&home.project)
         .stdin(Stdio::null())
         .output()
         .unwrap();

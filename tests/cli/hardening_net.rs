@@ -263,12 +263,8 @@ fn a_server_that_never_stops_sending_is_cut_off_with_bounded_memory() {
             bytes: 256 * 1024 * 1024,
             announce,
         });
-        let mut cmd = std::process::Command::new(crate::support::bin_path("recap"));
-        cmd.env_clear()
-            .env("HOME", &n.home.home)
-            .env("CLAUDE_CONFIG_DIR", &n.home.config)
-            .env("XDG_STATE_HOME", &n.home.state_home)
-            .env("ANTHROPIC_BASE_URL", n.api.url())
+        let mut cmd = n.home.process(crate::support::bin_path("recap"));
+        cmd.env("ANTHROPIC_BASE_URL", n.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
             .arg("--transcript")
             .arg(&n.transcript)

@@ -118,6 +118,19 @@ impl ClaudeHome {
             .write_stdin("");
     }
 
+    /// `program` as a plain process (for `pre_exec`, signals, pipes of our own) with the same
+    /// clean environment as [`ClaudeHome::cmd`], run from the project.
+    pub fn process(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("CLAUDE_CONFIG_DIR", &self.config)
+            .env("XDG_STATE_HOME", &self.state_home)
+            .current_dir(&self.project);
+        cmd
+    }
+
     /// The binary run as an unprivileged user when the tests run as root (root reads any
     /// directory, so permission failures could not be seen otherwise).
     pub fn cmd_unprivileged(&self, bin: &str) -> assert_cmd::Command {
