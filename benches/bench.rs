@@ -257,22 +257,34 @@ fn dream_benchmarks() {
         transcript(&path, (1u64 << 30) / files);
     }
     let state = f.home.join("state");
-    let dry_run = || {
+    // A run builds (and writes) the digests; the fake model answers at once.
+    let api = fake_api::FakeApi::start();
+    let run = |extra: &[&str]| {
         let mut cmd = Command::new(DREAM_RUN);
-        cmd.args(["--dry-run", "-n", "--cwd"])
+        cmd.args(["--unlocked", "-n", "--cwd"])
             .arg(&f.project)
+            .args(extra)
             .env_clear()
             .env("HOME", &f.home)
             .env("CLAUDE_CONFIG_DIR", &f.config)
-            .env("XDG_STATE_HOME", &state);
+            .env("XDG_STATE_HOME", &state)
+            .env("ANTHROPIC_BASE_URL", api.url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-bench");
         cmd
     };
+    let real_run = || {
+        api.push(fake_api::Reply::anthropic_text("Nothing to change."));
+        run(&[])
+    };
+    // A dry run reads the digests an earlier run left (rebuilding none): the cost of a run's
+    // start when nothing changed.
+    let dry_run = || run(&["--dry-run"]);
     let mut cat = Command::new("sh");
     cat.args([
         "-c",
         &format!("cat '{}'/*.jsonl > /dev/null", f.transcripts.display()),
     ]);
-    assert_eq!(exit_code(dry_run()), 0, "dream-run --dry-run failed");
+    assert_eq!(exit_code(real_run()), 0, "dream-run failed");
     let digests_dir = std::fs::read_dir(state.join("dreamkit/projects"))
         .expect("state dir")
         .next()
@@ -299,8 +311,9 @@ fn dream_benchmarks() {
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         std::fs::remove_dir_all(&digests_dir).expect("remove digests");
+        let cmd = real_run();
         let start = Instant::now();
-        assert_eq!(exit_code(dry_run()), 0);
+        assert_eq!(exit_code(cmd), 0);
         ours.push(start.elapsed());
         let start = Instant::now();
         assert!(cat.status().expect("cat").success());
@@ -326,6 +339,68 @@ fn dream_benchmarks() {
         m[1],
         "`find -newer` over the transcripts",
         Some(1.5),
+    );
+    write_scaling(&f, &state, &api);
+}
+
+/// The cost of N writes in one run grows linearly: one turn of N `write_file` calls, for 100
+/// and for 1,000 files, each against `cp` of the same number of files.
+fn write_scaling(f: &Fixture, state: &Path, api: &fake_api::FakeApi) {
+    let mut per_write = Vec::new();
+    for n in [100usize, 1000] {
+        let body = "A fact worth keeping.\n".repeat(20);
+        let calls: Vec<(&str, serde_json::Value)> = (0..n)
+            .map(|i| {
+                (
+                    "write_file",
+                    serde_json::json!({"path": format!("w{n}/{i:04}.md"), "content": body}),
+                )
+            })
+            .collect();
+        let limit = n.to_string();
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for round in 0..3 {
+            api.push(fake_api::Reply::anthropic_tools("Writing.", &calls))
+                .push(fake_api::Reply::anthropic_text("Done."));
+            let memory = f.transcripts.join("memory");
+            let _ = std::fs::remove_dir_all(memory.join(format!("w{n}")));
+            let mut cmd = Command::new(DREAM_RUN);
+            cmd.args(["--unlocked", "-n", "--cwd"])
+                .arg(&f.project)
+                .args(["--max-calls-per-turn", &limit, "--max-files", &limit])
+                .env_clear()
+                .env("HOME", &f.home)
+                .env("CLAUDE_CONFIG_DIR", &f.config)
+                .env("XDG_STATE_HOME", state)
+                .env("ANTHROPIC_BASE_URL", api.url())
+                .env("ANTHROPIC_API_KEY", "sk-ant-bench");
+            let start = Instant::now();
+            assert_eq!(exit_code(cmd), 0, "dream-run with {n} writes failed");
+            ours.push(start.elapsed());
+            // The plain tool: copy the same files into a fresh folder.
+            let from = memory.join(format!("w{n}"));
+            let to = f.home.join(format!("cp-{n}-{round}"));
+            let mut cp = Command::new("cp");
+            cp.arg("-r").arg(&from).arg(&to);
+            let start = Instant::now();
+            assert!(cp.status().expect("cp").success());
+            theirs.push(start.elapsed());
+        }
+        ours.sort();
+        theirs.sort();
+        report(
+            &format!("dream-run writing {n} memory files in one turn"),
+            ours[1],
+            theirs[1],
+            "`cp -r` of the same files",
+            None,
+        );
+        per_write.push(ours[1].as_secs_f64() / n as f64);
+    }
+    let growth = per_write[1] / per_write[0];
+    println!(
+        "dream-run cost per write, 1,000 writes against 100: {growth:.2}x (target <= 1.5x: linear, {})",
+        if growth <= 1.5 { "met" } else { "MISSED" }
     );
 }
 

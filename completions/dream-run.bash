@@ -28,6 +28,9 @@ _dream__run() {
             dream__run,pending)
                 cmd="dream__run__subcmd__pending"
                 ;;
+            dream__run,recover)
+                cmd="dream__run__subcmd__recover"
+                ;;
             dream__run,show)
                 cmd="dream__run__subcmd__show"
                 ;;
@@ -49,6 +52,9 @@ _dream__run() {
             dream__run__subcmd__help,pending)
                 cmd="dream__run__subcmd__help__subcmd__pending"
                 ;;
+            dream__run__subcmd__help,recover)
+                cmd="dream__run__subcmd__help__subcmd__recover"
+                ;;
             dream__run__subcmd__help,show)
                 cmd="dream__run__subcmd__help__subcmd__show"
                 ;;
@@ -65,7 +71,7 @@ _dream__run() {
 
     case "${cmd}" in
         dream__run)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --provider --model --timeout --retries --max-turns --max-tokens --read-project --unlocked --propose --dry-run --keep-partial --events --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --provider --model --timeout --retries --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --read-project --unlocked --propose --dry-run --keep-partial --events --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -96,6 +102,18 @@ _dream__run() {
                     return 0
                     ;;
                 --max-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-answer-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-calls-per-turn)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-files)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -151,7 +169,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__apply)
-            opts="-q -v -n -h --backend --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -190,12 +208,16 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__discard)
-            opts="-q -v -n -h --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --backend)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cwd)
                     COMPREPLY=()
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -225,7 +247,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__help)
-            opts="tasks pending undo show apply discard help"
+            opts="tasks pending undo show apply discard recover help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -294,6 +316,20 @@ _dream__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dream__run__subcmd__help__subcmd__recover)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dream__run__subcmd__help__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -337,12 +373,51 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__pending)
-            opts="-q -v -n -h --clear --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --clear --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cwd)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --memory-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --transcripts-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__recover)
+            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --backend)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cwd)
                     COMPREPLY=()
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -442,7 +517,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__undo)
-            opts="-q -v -n -h --backend --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

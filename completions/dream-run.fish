@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dream_run_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input backend= provider= model= timeout= retries= max-turns= max-tokens= read-project unlocked propose dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input backend= provider= model= timeout= retries= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= read-project unlocked propose dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
 end
 
 function __fish_dream_run_needs_command
@@ -32,6 +32,9 @@ complete -c dream-run -n "__fish_dream_run_needs_command" -l timeout -d 'Timeout
 complete -c dream-run -n "__fish_dream_run_needs_command" -l retries -d 'Retries after 429, 529, 5xx, resets and timeouts' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l max-turns -d 'Most assistant turns before the run is stopped as failed' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l max-tokens -d 'Most tokens (input, output and cache writes) the run may use' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l max-answer-tokens -d 'Most output tokens of one model answer (the request\'s max_tokens); a reply cut there is asked to continue once, then the run fails as truncated' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l max-calls-per-turn -d 'Most tool calls run per assistant turn; the rest get a tool error saying why' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l max-files -d 'Most memory files one run may change; writes to further files get a tool error' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l shell-timeout -d 'Per-command timeout of the agent\'s shell tool' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l deadline -d 'Deadline for the whole run (at most 50m with the file lock)' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
@@ -57,6 +60,7 @@ complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "undo" -d 'Put t
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "show" -d 'A proposal\'s changes as JSON, or with --diff as a unified diff [default: the latest]'
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "apply" -d 'Write a proposal into the memory dir under the lock, if nothing it touches changed since'
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "discard" -d 'Drop a proposal (its staged copy); the task becomes discarded'
+complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "recover" -d 'Roll back an apply or undo that was killed midway (every state-changing command does this first by itself)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
@@ -71,6 +75,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l cwd -d '
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l clear -d 'Empty the list after printing it (a SessionStart hook does this)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l dry-run -d 'With --clear: print the list and what would be cleared, clear nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
@@ -81,6 +86,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l backend -d 
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l dry-run -d 'Print which files would be put back, change nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
@@ -101,25 +107,40 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l backend -d
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l dry-run -d 'Print which files would be written, change nothing (no lock taken)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s h -l help -d 'Print help'
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l dry-run -d 'Print what would be dropped, change nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s h -l help -d 'Print help'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "pending" -d 'Memory updates not yet announced to a session (`--clear` empties the list)'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "undo" -d 'Put the memory dir back as it was before a completed run'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "show" -d 'A proposal\'s changes as JSON, or with --diff as a unified diff [default: the latest]'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "apply" -d 'Write a proposal into the memory dir under the lock, if nothing it touches changed since'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "discard" -d 'Drop a proposal (its staged copy); the task becomes discarded'
-complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l dry-run -d 'Report the interrupted command, roll nothing back'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s v -l verbose -d 'Explain decisions on stderr'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l compact -d 'One-line JSON output, even on a terminal'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s h -l help -d 'Print help'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover help" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover help" -f -a "pending" -d 'Memory updates not yet announced to a session (`--clear` empties the list)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover help" -f -a "undo" -d 'Put the memory dir back as it was before a completed run'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover help" -f -a "show" -d 'A proposal\'s changes as JSON, or with --diff as a unified diff [default: the latest]'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover help" -f -a "apply" -d 'Write a proposal into the memory dir under the lock, if nothing it touches changed since'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover help" -f -a "discard" -d 'Drop a proposal (its staged copy); the task becomes discarded'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover help" -f -a "recover" -d 'Roll back an apply or undo that was killed midway (every state-changing command does this first by itself)'
+complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

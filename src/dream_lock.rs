@@ -385,8 +385,8 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             Some(RunStatus::Completed) => RunOutcome::Completed,
             Some(RunStatus::Failed) => RunOutcome::Failed,
             Some(RunStatus::Aborted) => RunOutcome::Aborted,
-            Some(RunStatus::Proposed) => {
-                reported = Some("proposed");
+            Some(status) => {
+                reported = Some(status.as_str());
                 RunOutcome::Failed
             }
             None => {
@@ -463,6 +463,27 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
                 lock.insert("released".into(), json!(false));
                 return envelope.fail_stage("lock", Value::Object(lock), failure, diag);
             }
+        }
+    }
+    // One runner per lock: while the run that claimed this hold still runs, only its own
+    // envelope releases it (a second run handed the same envelope must not free the lock
+    // under the first).
+    let run_task = envelope
+        .get("run")
+        .and_then(|r| r.get("task_id"))
+        .and_then(Value::as_str);
+    match ctx.backend.claimant(&token) {
+        Ok(Some(claimant)) if run_task != Some(claimant.task_id.as_str()) && !args.force => {
+            let note = format!(
+                "not released: dream-run task {} (PID {}) claimed this lock and still runs; its own envelope releases it (or pass --force)",
+                claimant.task_id, claimant.pid
+            );
+            return Ok(refused(lock, envelope, "claimed", Some(claimant.pid), note));
+        }
+        Ok(_) => {}
+        Err(failure) => {
+            lock.insert("released".into(), json!(false));
+            return envelope.fail_stage("lock", Value::Object(lock), failure, diag);
         }
     }
     // A release is never cut short by a signal; what it did is still reported.
@@ -580,25 +601,13 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         // Its own process group: a terminal's Ctrl-C reaches it once, through us, and what
         // it leaves behind can be ended with it.
         .process_group(0);
-    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    // The command must not outlive us: if we are killed (even with SIGKILL) the kernel kills
+    // it too.
+    signals::die_with_parent(&mut command);
     let pin_fd = pin.as_ref().map(AsRawFd::as_raw_fd);
-    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, fcntl).
+    // SAFETY: between fork and exec only an async-signal-safe fcntl.
     unsafe {
         command.pre_exec(move || {
-            // The command must not outlive us: if we are killed (even with SIGKILL) the kernel
-            // kills it too.
-            #[cfg(target_os = "linux")]
-            {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            // We may have died before the prctl: then no signal would ever come. (No
-            // allocation here: another thread may have held the allocator's lock at fork.)
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-
             if let Some(fd) = pin_fd {
                 if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
@@ -662,15 +671,18 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
         drop(keep_alive);
     }
+    let said = said_no_consolidation(outcome_file.as_ref().ok());
     let outcome = if status.signal().is_some() || interrupted.is_some() {
         RunOutcome::Aborted
-    } else if status.success() && !said_proposed(outcome_file.as_ref().ok()) {
+    } else if status.success() && said.is_none() {
         RunOutcome::Completed
     } else {
         RunOutcome::Failed
     };
-    if status.success() && outcome == RunOutcome::Failed {
-        diag.info("the command proposed (not a consolidation): rolling back");
+    if let Some(said) = said {
+        diag.info(&format!(
+            "the command ended {said} (not a consolidation): rolling back"
+        ));
     }
     finish(backend, &lease, outcome, diag);
     drop(pin);
@@ -689,10 +701,15 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
     Ok(Outcome::without_document(Exit::Child(code)))
 }
 
-/// Whether the command wrote `proposed` in the outcome file (a proposing dream-run).
-fn said_proposed(file: Option<&tempfile::NamedTempFile>) -> bool {
-    file.and_then(|f| crate::files::read_regular(f.path()).ok())
-        .is_some_and(|bytes| bytes.trim_ascii() == b"proposed")
+/// What the command wrote in the outcome file when its run was no consolidation
+/// (`proposed`, `skipped`, `no_changes`: dream-run does).
+fn said_no_consolidation(file: Option<&tempfile::NamedTempFile>) -> Option<&'static str> {
+    let bytes = file.and_then(|f| crate::files::read_regular(f.path()).ok())?;
+    RunStatus::ALL
+        .into_iter()
+        .filter(|s| s.is_no_consolidation())
+        .find(|s| bytes.trim_ascii() == s.as_str().as_bytes())
+        .map(RunStatus::as_str)
 }
 
 /// Waits until the child `pid` has exited, leaving it unreaped.
@@ -797,15 +814,15 @@ write (dream-run) and by release.",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
 through. A stage proceeds only on an explicit yes of the right JSON type: gate.due and \
 lock.acquired must be true or false, and run.status one of \"completed\", \"failed\", \
-\"aborted\", \"proposed\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
+\"aborted\", \"proposed\", \"skipped\", \"no_changes\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
 an object) is bad input: exit 2, nothing changed. An envelope from a stage that said no \
 (gate.due false, lock.acquired false, or a top-level error) is passed through untouched with \
 exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. On an \
 environment failure (exit 3) the envelope still flows, with lock.error = {kind, message}. \
 stdin is read only when it is not a terminal and -n is not given; an empty stdin is no input.
 
-dream-run, the consolidation agent, is not released yet. Until it is, any command can stand \
-in for it: it gets the envelope on stdin. This stand-in prints the sessions a run would \
+The stage between acquire and release is usually dream-run, but any command can stand in \
+for it: it gets the envelope on stdin. This stand-in prints the sessions a run would \
 consolidate, then fails on purpose, so the lock is rolled back and the last-consolidated time \
 does not move:
 
@@ -850,8 +867,14 @@ back: delete the file when prior_mtime is 0 or unknown (a release by hand withou
 retry. With no outcome at all, release rolls back as \
 failed, with a warning on stderr and lock.warning in the JSON: a pass-through stage such as \
 cat never leaves the lock held nor moves the last-consolidated time. run.status proposed \
-(dream-run --propose: a proposal is not a consolidation) rolls back too, reported as outcome \
-proposed. Both add released, outcome and last_consolidated_at to lock.
+(dream-run --propose), no_changes (the run changed nothing) and skipped (nothing to review) \
+are no consolidation and roll back too, reported as that outcome. Both add released, outcome \
+and last_consolidated_at to lock.
+
+One runner per lock: while the dream-run that claimed this hold still runs, only an envelope \
+whose run.task_id is that run's releases it; any other (a second run handed the same \
+envelope) is refused with exit 1, reason \"claimed\", and the lock is left to the first \
+(--force overrides).
 
 The lease comes from the envelope's lock section (acquire's output), or from status's output \
 on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
@@ -869,8 +892,8 @@ completed`.",
         "0 freed (completed) or rolled back (failed, aborted, or no outcome).
 
 1 not ours any more (another process holds or changed the lock; nothing changed), a live \
-holder released by hand without --force, or an envelope from a stage that said no, passed \
-through.
+holder released by hand without --force, a hold claimed by another dream-run that still runs, \
+or an envelope from a stage that said no, passed through.
 
 2 usage error or bad input: no lease to release, an unknown outcome, or a lease taken on \
 another backend.
@@ -903,8 +926,9 @@ holder (a killed exec) is gone but its command still runs. It reads no envelope.
         "exec acquires with its own PID, runs CMD with the envelope (with lock) on its stdin and \
 DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own process \
 group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits 0, \
-rolled back when CMD exits 0 but wrote proposed to the file DREAMKIT_LOCK_OUTCOME_FILE names \
-(a private temporary file exec makes; dream-run --propose does this), failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
+rolled back when CMD exits 0 but wrote proposed, no_changes or skipped to the file \
+DREAMKIT_LOCK_OUTCOME_FILE names (a private temporary file exec makes; dream-run does this when \
+its run was no consolidation), failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
 outlive exec: it gets SIGKILL when exec dies, even of SIGKILL (Linux parent-death signal), and \
 whatever CMD leaves running in its process group is killed before the release. CMD's stdout \
 is exec's stdout (the one exception to one JSON object). When the lock is busy, or the \
@@ -913,7 +937,8 @@ after CMD are reported on stderr.",
     ),
     (
         "exec/EXIT STATUS",
-        "0 CMD exited 0; the lock was released as completed (rolled back if CMD said proposed).
+        "0 CMD exited 0; the lock was released as completed (rolled back if CMD said proposed or \
+no_changes).
 
 1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
 range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \

@@ -34,7 +34,15 @@ impl std::error::Error for NotRegular {}
 
 /// The error [`open_regular`] gives for a FIFO, device, socket or directory.
 pub fn not_regular(file_type: std::fs::FileType) -> io::Error {
-    let what = if file_type.is_fifo() {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        NotRegular(file_kind(file_type)),
+    )
+}
+
+/// What a file that is not a regular file is, for messages: "a FIFO", "a socket", ...
+pub fn file_kind(file_type: std::fs::FileType) -> &'static str {
+    if file_type.is_fifo() {
         "a FIFO"
     } else if file_type.is_char_device() {
         "a character device"
@@ -44,10 +52,11 @@ pub fn not_regular(file_type: std::fs::FileType) -> io::Error {
         "a socket"
     } else if file_type.is_dir() {
         "a directory"
+    } else if file_type.is_file() {
+        "a regular file"
     } else {
         "not a file"
-    };
-    io::Error::new(io::ErrorKind::InvalidInput, NotRegular(what))
+    }
 }
 
 /// True for the error of a path that exists but is not a regular file (see [`open_regular`]).

@@ -24,6 +24,18 @@ pub struct ProjectHints {
     pub transcripts_dir: Option<PathBuf>,
     /// A hook payload's `transcript_path`: its directory is the transcripts dir.
     pub transcript_path: Option<PathBuf>,
+    /// The locations an envelope's `project` section names: never taken as they are (stdin
+    /// must not widen what a stage reads or writes), only checked against what this stage's
+    /// own rules give (see [`Project::resolve`]).
+    pub claimed: ClaimedLocations,
+}
+
+/// An envelope's `project` locations, to be checked.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimedLocations {
+    pub memory_dir: Option<PathBuf>,
+    pub transcripts_dir: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
 }
 
 impl ProjectHints {
@@ -38,23 +50,32 @@ impl ProjectHints {
         input: Input,
     ) -> Result<(ProjectHints, Option<HookPayload>, Envelope), Failure> {
         let mut cwd = location.cwd.clone().map(|dir| ("--cwd", dir));
-        let mut memory_dir = location.memory_dir.clone().map(|dir| ("--memory-dir", dir));
-        let mut transcripts_dir = location
+        let memory_dir = location.memory_dir.clone().map(|dir| ("--memory-dir", dir));
+        let transcripts_dir = location
             .transcripts_dir
             .clone()
             .map(|dir| ("--transcripts-dir", dir));
+        let mut claimed = ClaimedLocations::default();
         let (hook, envelope) = match input {
             Input::Nothing => (None, Envelope::new()),
             Input::Hook(map) => (Some(HookPayload::from_map(map)?), Envelope::new()),
             Input::Envelope(envelope) => {
                 if let Some(p) = envelope.section::<ProjectSection>("project")? {
                     cwd = cwd.or(p.cwd.map(|dir| ("the envelope's project.cwd", dir)));
-                    memory_dir = memory_dir.or(p
-                        .memory_dir
-                        .map(|dir| ("the envelope's project.memory_dir", dir)));
-                    transcripts_dir = transcripts_dir.or(p
-                        .transcripts_dir
-                        .map(|dir| ("the envelope's project.transcripts_dir", dir)));
+                    for (what, dir) in [
+                        ("the envelope's project.memory_dir", &p.memory_dir),
+                        ("the envelope's project.transcripts_dir", &p.transcripts_dir),
+                        ("the envelope's project.state_dir", &p.state_dir),
+                    ] {
+                        if let Some(dir) = dir {
+                            check_location(what, dir)?;
+                        }
+                    }
+                    claimed = ClaimedLocations {
+                        memory_dir: p.memory_dir,
+                        transcripts_dir: p.transcripts_dir,
+                        state_dir: p.state_dir,
+                    };
                 }
                 (HookPayload::fields_of(&envelope)?, envelope)
             }
@@ -80,6 +101,7 @@ impl ProjectHints {
             memory_dir: memory_dir.map(|(_, dir)| dir),
             transcripts_dir: transcripts_dir.map(|(_, dir)| dir),
             transcript_path,
+            claimed,
         };
         Ok((hints, hook, envelope))
     }
@@ -168,6 +190,7 @@ struct ProjectSection {
     cwd: Option<PathBuf>,
     memory_dir: Option<PathBuf>,
     transcripts_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
 }
 
 /// A resolved project: the envelope's `project` section.
@@ -251,6 +274,49 @@ impl Project {
         };
         check_location(what, &state_home)?;
         let state_dir = state_home.join("dreamkit/projects").join(&slug);
+
+        // An envelope's locations are accepted only when they are what this stage's own
+        // flags, environment and settings give; a transcripts dir directly under
+        // <config>/projects is a Claude Code one (a session started in a subdirectory, or
+        // resumed elsewhere) and is used.
+        let mismatch = |field: &str, claimed: &Path, own: &Path, flag: &str| {
+            Failure::BadInput {
+            reason: Some("project_mismatch"),
+            message: format!(
+                "the envelope's project.{field} {} is not this project's {} (give every stage the same {flag}, or let the environment decide)",
+                claimed.display(),
+                own.display()
+            ),
+        }
+        };
+        let claimed = &hints.claimed;
+        if let Some(dir) = &claimed.memory_dir {
+            if normalize(&process_cwd.join(dir)) != memory_dir {
+                return Err(mismatch("memory_dir", dir, &memory_dir, "--memory-dir"));
+            }
+        }
+        if let Some(dir) = &claimed.state_dir {
+            if normalize(&process_cwd.join(dir)) != state_dir {
+                return Err(mismatch("state_dir", dir, &state_dir, "XDG_STATE_HOME"));
+            }
+        }
+        let mut transcripts_dir = transcripts_dir;
+        if let Some(dir) = &claimed.transcripts_dir {
+            let dir = normalize(&process_cwd.join(dir));
+            if dir != transcripts_dir {
+                let claude_code_own = dir.parent() == Some(config_dir.join("projects").as_path())
+                    && hints.transcripts_dir.is_none();
+                if !claude_code_own {
+                    return Err(mismatch(
+                        "transcripts_dir",
+                        &dir,
+                        &transcripts_dir,
+                        "--transcripts-dir",
+                    ));
+                }
+                transcripts_dir = dir;
+            }
+        }
 
         Ok((
             Project {

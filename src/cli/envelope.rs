@@ -28,6 +28,42 @@ pub enum RunStatus {
     Aborted,
     /// `dream-run --propose`: nothing was consolidated, so a release rolls back.
     Proposed,
+    /// Nothing to review (no sessions): no consolidation, rolled back.
+    Skipped,
+    /// The run changed nothing: no consolidation, rolled back.
+    NoChanges,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Aborted => "aborted",
+            RunStatus::Proposed => "proposed",
+            RunStatus::Skipped => "skipped",
+            RunStatus::NoChanges => "no_changes",
+        }
+    }
+
+    /// The statuses a run reports, as `run.status` spells them.
+    pub const ALL: [RunStatus; 6] = [
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::Aborted,
+        RunStatus::Proposed,
+        RunStatus::Skipped,
+        RunStatus::NoChanges,
+    ];
+
+    /// Whether a release rolls the lock back although the run did not fail: the run was
+    /// no consolidation.
+    pub fn is_no_consolidation(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Proposed | RunStatus::Skipped | RunStatus::NoChanges
+        )
+    }
 }
 
 /// A JSON value as a message shows it: the value itself, with its type.
@@ -133,16 +169,21 @@ impl Envelope {
         let Some(run) = self.0.get("run") else {
             return Ok(None);
         };
-        match run.get("status").filter(|_| run.is_object()) {
-            Some(Value::String(s)) if s == "completed" => Ok(Some(RunStatus::Completed)),
-            Some(Value::String(s)) if s == "failed" => Ok(Some(RunStatus::Failed)),
-            Some(Value::String(s)) if s == "aborted" => Ok(Some(RunStatus::Aborted)),
-            Some(Value::String(s)) if s == "proposed" => Ok(Some(RunStatus::Proposed)),
-            other => Err(Failure::bad_input(format!(
-                "envelope field `run.status` must be \"completed\", \"failed\", \"aborted\" or \"proposed\", not {}",
-                other.map_or_else(|| "missing".to_string(), describe)
-            ))),
+        let status = run.get("status").filter(|_| run.is_object());
+        if let Some(Value::String(s)) = status {
+            if let Some(known) = RunStatus::ALL.into_iter().find(|k| k.as_str() == s) {
+                return Ok(Some(known));
+            }
         }
+        let names: Vec<String> = RunStatus::ALL
+            .iter()
+            .map(|k| format!("\"{}\"", k.as_str()))
+            .collect();
+        Err(Failure::bad_input(format!(
+            "envelope field `run.status` must be one of {}, not {}",
+            names.join(", "),
+            status.map_or_else(|| "missing".to_string(), describe)
+        )))
     }
 
     /// Compatibility with callers that only need a yes/no: anything but an explicit yes
@@ -377,6 +418,12 @@ mod tests {
                 .run_status()
                 .unwrap(),
             Some(RunStatus::Proposed)
+        );
+        assert_eq!(
+            env(json!({"run": {"status": "no_changes"}}))
+                .run_status()
+                .unwrap(),
+            Some(RunStatus::NoChanges)
         );
         for bad in [
             json!({"run": {"status": "running"}}),

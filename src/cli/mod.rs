@@ -12,6 +12,7 @@ pub mod output;
 pub mod redact;
 pub mod run;
 pub mod signals;
+pub mod text;
 pub mod time;
 
 pub use args::{CommonArgs, LocationArgs};

@@ -214,3 +214,28 @@ pub fn exit_for(signal: i32) -> Exit {
         Exit::Terminated
     }
 }
+
+/// Makes a child spawned from `command` end when this process ends, even by SIGKILL (the
+/// kernel's parent-death signal on Linux; it is sent when the spawning thread exits, so spawn
+/// from a thread that lives as long as the child should). A parent already gone before the
+/// child could ask for the signal makes the spawn fail instead.
+pub fn die_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid), and no
+    // allocation (another thread may have held the allocator's lock at fork).
+    unsafe {
+        command.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}

@@ -27,6 +27,13 @@ struct Source {
     mtime_ms: i64,
 }
 
+/// A listed session whose transcript could not be read (it gets no digest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unreadable {
+    pub session_id: String,
+    pub problem: String,
+}
+
 /// One session's digest, as the prompt names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Digest {
@@ -44,12 +51,18 @@ pub struct Digest {
 /// Builds (or reuses) the digest of every session, in the given order, on all cores (reading
 /// and filtering JSON Lines is the cost, and transcripts are independent). A transcript that
 /// cannot be read gets no digest and is named in the second list; the agent can still grep it.
+///
+/// With `write` false (a dry run) nothing is written: digests are built in memory only, to
+/// report their sizes.
 pub fn build_all(
     state_dir: &Path,
     sessions: &[(String, PathBuf)],
-) -> std::io::Result<(Vec<Digest>, Vec<String>)> {
+    write: bool,
+) -> std::io::Result<(Vec<Digest>, Vec<Unreadable>)> {
     let dir = state_dir.join(DIGESTS_DIR);
-    create_private_dir(&dir)?;
+    if write {
+        create_private_dir(&dir)?;
+    }
     let index_path = dir.join(INDEX_FILE);
     let index: BTreeMap<String, Source> = crate::files::read_regular(&index_path)
         .ok()
@@ -59,14 +72,21 @@ pub fn build_all(
         .map_or(1, |n| n.get())
         .min(sessions.len().max(1));
     let chunk = sessions.len().div_ceil(workers).max(1);
-    let results: Vec<Result<(Digest, Option<Source>), String>> = std::thread::scope(|scope| {
+    let results: Vec<Result<(Digest, Option<Source>), Unreadable>> = std::thread::scope(|scope| {
         let handles: Vec<_> = sessions
             .chunks(chunk)
             .map(|part| {
                 let (dir, index) = (&dir, &index);
                 scope.spawn(move || {
                     part.iter()
-                        .map(|(id, transcript)| build_one(dir, index, id, transcript))
+                        .map(|(id, transcript)| {
+                            build_one(dir, index, id, transcript, write).map_err(|problem| {
+                                Unreadable {
+                                    session_id: id.clone(),
+                                    problem,
+                                }
+                            })
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -74,8 +94,12 @@ pub fn build_all(
         handles
             .into_iter()
             .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| vec![Err("digest worker failed".to_string())])
+                h.join().unwrap_or_else(|_| {
+                    vec![Err(Unreadable {
+                        session_id: String::new(),
+                        problem: "digest worker failed".to_string(),
+                    })]
+                })
             })
             .collect()
     });
@@ -94,7 +118,7 @@ pub fn build_all(
             Err(problem) => problems.push(problem),
         }
     }
-    if changed {
+    if changed && write {
         let bytes = serde_json::to_vec(&index).map_err(std::io::Error::other)?;
         write_atomic(&index_path, &bytes, 0o600)?;
     }
@@ -108,11 +132,12 @@ fn build_one(
     index: &BTreeMap<String, Source>,
     id: &str,
     transcript: &Path,
+    write: bool,
 ) -> Result<(Digest, Option<Source>), String> {
     let problem = |e: &dyn std::fmt::Display| format!("{}: {e}", transcript.display());
     let meta = std::fs::metadata(transcript).map_err(|e| problem(&e))?;
     if !meta.is_file() {
-        return Err(problem(&"not a regular file"));
+        return Err(problem(&crate::files::file_kind(meta.file_type())));
     }
     let source = Source {
         bytes: meta.len(),
@@ -133,7 +158,9 @@ fn build_one(
         }
     }
     let text = digest_text(id, transcript).map_err(|e| problem(&e))?;
-    write_atomic(&path, text.as_bytes(), 0o600).map_err(|e| problem(&e))?;
+    if write {
+        write_atomic(&path, text.as_bytes(), 0o600).map_err(|e| problem(&e))?;
+    }
     Ok((digest(text.len() as u64, false), Some(source)))
 }
 
@@ -282,10 +309,10 @@ mod tests {
         let transcript = tmp.path().join("t.jsonl");
         std::fs::copy(Path::new(FIXTURES).join("session-hello.jsonl"), &transcript).unwrap();
         let sessions = vec![("s1".to_string(), transcript.clone())];
-        let (first, problems) = build_all(tmp.path(), &sessions).unwrap();
+        let (first, problems) = build_all(tmp.path(), &sessions, true).unwrap();
         assert!(problems.is_empty());
         assert!(!first[0].reused);
-        let (second, _) = build_all(tmp.path(), &sessions).unwrap();
+        let (second, _) = build_all(tmp.path(), &sessions, true).unwrap();
         assert!(second[0].reused);
         assert_eq!(second[0].digest_bytes, first[0].digest_bytes);
         let mut f = std::fs::OpenOptions::new()
@@ -297,7 +324,7 @@ mod tests {
             r#"{{"type":"user","message":{{"role":"user","content":"one more"}}}}"#
         )
         .unwrap();
-        let (third, _) = build_all(tmp.path(), &sessions).unwrap();
+        let (third, _) = build_all(tmp.path(), &sessions, true).unwrap();
         assert!(!third[0].reused);
         let text = std::fs::read_to_string(&third[0].path).unwrap();
         assert!(text.contains("User: one more"), "{text}");
@@ -307,7 +334,7 @@ mod tests {
     fn an_unreadable_transcript_is_reported_not_fatal() {
         let tmp = tempfile::tempdir().unwrap();
         let sessions = vec![("s1".to_string(), tmp.path().join("missing.jsonl"))];
-        let (digests, problems) = build_all(tmp.path(), &sessions).unwrap();
+        let (digests, problems) = build_all(tmp.path(), &sessions, true).unwrap();
         assert!(digests.is_empty());
         assert_eq!(problems.len(), 1);
     }

@@ -3,7 +3,9 @@
 
 pub mod digest;
 mod history;
+pub mod journal;
 pub mod prompt;
+mod recover;
 pub mod review;
 mod run;
 pub mod sandbox;
@@ -63,6 +65,9 @@ pub enum Subcommand {
     Apply(ApplyArgs),
     /// Drop a proposal (its staged copy); the task becomes discarded
     Discard(DiscardArgs),
+    /// Roll back an apply or undo that was killed midway (every state-changing command
+    /// does this first by itself)
+    Recover(RecoverArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -79,6 +84,16 @@ pub struct RunArgs {
     /// Most tokens (input, output and cache writes) the run may use
     #[arg(long, value_name = "N", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tokens: u64,
+    /// Most output tokens of one model answer (the request's max_tokens); a reply cut there
+    /// is asked to continue once, then the run fails as truncated
+    #[arg(long, value_name = "N", default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_answer_tokens: u32,
+    /// Most tool calls run per assistant turn; the rest get a tool error saying why
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_calls_per_turn: u32,
+    /// Most memory files one run may change; writes to further files get a tool error
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_files: u32,
     /// Let the shell tool read the project directory too (to check memory against the code)
     #[arg(long)]
     pub read_project: bool,
@@ -127,6 +142,9 @@ pub struct PendingArgs {
     /// Empty the list after printing it (a SessionStart hook does this)
     #[arg(long)]
     pub clear: bool,
+    /// With --clear: print the list and what would be cleared, clear nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -135,9 +153,12 @@ pub struct UndoArgs {
     pub location: LocationArgs,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// The run to undo [default: the latest completed run]
+    /// The run to undo [default: the newest run that left changes behind]
     #[arg(value_name = "TASK_ID")]
     pub task_id: Option<String>,
+    /// Print which files would be put back, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -161,6 +182,9 @@ pub struct ApplyArgs {
     /// The proposal to apply [default: the latest]
     #[arg(value_name = "TASK_ID")]
     pub task_id: Option<String>,
+    /// Print which files would be written, change nothing (no lock taken)
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -170,6 +194,22 @@ pub struct DiscardArgs {
     /// The proposal to drop [default: the latest]
     #[arg(value_name = "TASK_ID")]
     pub task_id: Option<String>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Print what would be dropped, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecoverArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Report the interrupted command, roll nothing back
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 impl Tool for Args {
@@ -179,12 +219,13 @@ impl Tool for Args {
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
         match self.command {
-            Some(Subcommand::Tasks(args)) => history::tasks(&args),
-            Some(Subcommand::Pending(args)) => history::pending(&args),
+            Some(Subcommand::Tasks(args)) => history::tasks(&args, diag),
+            Some(Subcommand::Pending(args)) => history::pending(&args, diag),
             Some(Subcommand::Undo(args)) => history::undo(&args, diag),
-            Some(Subcommand::Show(args)) => review::show(&args),
+            Some(Subcommand::Show(args)) => review::show(&args, diag),
             Some(Subcommand::Apply(args)) => review::apply(&args, diag),
-            Some(Subcommand::Discard(args)) => review::discard(&args),
+            Some(Subcommand::Discard(args)) => review::discard(&args, diag),
+            Some(Subcommand::Recover(args)) => recover::recover(&args, diag),
             None => run::run(&self.run, &self.common, diag),
         }
     }
@@ -199,14 +240,45 @@ run without a held lock (lock.acquired true with its token, or DREAMKIT_LOCK_TOK
 `dream-lock exec`) unless --unlocked. Without gate.sessions it lists the sessions changed since \
 the last consolidation itself.
 
+The envelope never widens what the run may touch: project.memory_dir, transcripts_dir and \
+state_dir are accepted only when each is what dream-run's own flags, environment and settings \
+give for the envelope's cwd (a transcripts dir directly under <config>/projects is Claude \
+Code's own and is taken); anything else is exit 2, bad_input, reason project_mismatch, before \
+any model request. So an override given to dream-gate (--memory-dir, --transcripts-dir) must be \
+given to dream-lock and dream-run too; the environment variables reach every stage by \
+themselves.
+
+With no session to review (none listed, or every transcript unreadable) nothing is asked of \
+the model: run.status skipped, reason no_sessions or no_readable_sessions, exit 1, and the \
+release downstream rolls the lock's time back. A session whose transcript cannot be read is \
+left out, named in run.unreadable_sessions (warning unreadable_sessions); sessions_reviewed \
+counts the others.
+
+One runner per lock: before its first model request the run claims the lock's hold by its \
+task id (in the sidecar .consolidate-lock.dreamkit; on etcd in a claim key bound to the holder's \
+lease). A second dream-run handed the same envelope, while the first runs or after it \
+finished, exits 1 with run.error lock_claimed and asks nothing; only the claim of a run that \
+crashed is taken over. `dream-lock release` of that second envelope is refused while the first \
+runs.
+
 It builds a digest of each session under <state_dir>/digests/ (real user turns, assistant \
 text and tool calls named with their key argument; rebuilt only when a transcript's size or \
 mtime changed), then runs one model conversation (the main model, prompt caching on the stable \
 prefix) with five tools: shell (ls find grep cat stat wc head tail joined by |, no shell, paths \
 confined to the memory dir, transcripts dir, digests and with --read-project the project dir; \
-Landlock-confined where the kernel offers it, see -v), read_file, write_file, edit_file and \
-delete_file (.md files strictly inside the memory dir, no symlinks, no protected folders such as \
-.git or agents, atomic writes). A refused tool call is an error the model sees; the run goes on.
+a FIFO, device or socket as an argument is refused; Landlock-confined where the kernel offers \
+it, see -v; never / or a folder above the home directory, which is exit 2), read_file, \
+write_file, edit_file and delete_file (.md files strictly inside the memory dir, no symlinks, \
+no protected folders such as .git or agents, atomic writes; a write of the bytes a file \
+already holds writes nothing). A refused tool call is an error the model sees; the run goes \
+on. A command the shell runs is killed with the run, even by kill -9.
+
+Limits inside a turn: --deadline is checked before every tool call, and --shell-timeout never \
+exceeds what is left of it; at most --max-calls-per-turn (64) tool calls run per assistant \
+turn and at most --max-files (500) memory files change per run, the rest get a tool error \
+saying why; the tool output returned in one turn is capped at 256 KiB. --max-answer-tokens \
+(8192) is each request's max_tokens; a reply cut there with no tool call is asked once to \
+continue, then the run fails (error truncated). --max-tokens is the whole run's budget.
 
 Changed since read: write_file over an existing file, edit_file and delete_file are refused \
 (a tool error: read it again) when the file's content differs from what this run last read or \
@@ -217,28 +289,43 @@ Before every write the lock token is checked with the backend; a lost lock stops
 (status failed, error lock_lost) without restoring, since a restore would itself be an \
 unfenced write; the task record names the snapshot for a manual restore. Right before the \
 run's first write to a file, the file (content and mode) is copied to \
-<state_dir>/snapshots/<task_id>/, and what the run left in it is recorded after each write. A \
-failed or aborted run restores the files it touched and removes the folders it made (unless \
---keep-partial); files it did not touch, such as a note Claude Code wrote meanwhile, are never \
-changed, nor is a file someone edited after the run wrote it (named on stderr; the snapshot is \
-kept), nor anything behind a symlink.",
+<state_dir>/snapshots/<task_id>/ together with what the write will leave there (an appended \
+log, so a run killed between the two still knows both). A failed or aborted run restores the \
+files it touched and removes the folders it made (unless --keep-partial); files it did not \
+touch, such as a note Claude Code wrote meanwhile, are never changed, nor is a file someone \
+edited after the run wrote it (named on stderr; the snapshot is kept), nor anything behind a \
+symlink.",
     ),
     (
         "RESULT",
-        "run = {status: completed|proposed|failed|aborted, task_id, mode: apply|propose, error, \
-message, sessions_reviewed, files_touched, diff: {created, modified, deleted}, diff_text (when \
-proposing), warnings, summary, turns, usage, landlock}. warnings may hold index_over_limit (MEMORY.md over 200 lines or 25,000 \
-characters). error is one of max_turns, deadline, max_tokens, lock_lost, model (with the model \
-error kind in message), environment, interrupted.
+        "run = {status: completed|proposed|no_changes|skipped|failed|aborted, task_id (null \
+when no task started), mode: apply|propose, error, reason (skipped: no_sessions, \
+no_readable_sessions), message, sessions_reviewed, files_touched, diff: {created, modified, \
+deleted}, diff_text (when proposing), warnings, summary, turns (every assistant turn), \
+tool_calls, usage, landlock, recovered (an interrupted apply or undo rolled back first), \
+unreadable_sessions, claimed_by}. files_touched and diff name what differs from before, byte \
+for byte: a run that wrote only what files already held is completed with files_touched []. \
+warnings may hold index_over_limit (MEMORY.md over 200 lines or 25,000 characters), \
+no_tool_calls (the model looked at nothing), unreadable_sessions and \
+notify_transcript_skipped. error is one of max_turns, deadline, max_tokens, truncated, \
+lock_lost, lock_claimed, model (with the model error kind in message), environment, \
+interrupted.
 
 A completed run that changed files appends {source: \"dream\", task_id, files_touched, at} to \
 <state_dir>/pending-updates.jsonl and, with --notify-transcript PATH, a memory_saved record to \
-that transcript (one O_APPEND write, undone if short).
+that transcript; a run that changed nothing appends neither. --notify-transcript must name a \
+Claude Code transcript (<session id>.jsonl whose records carry that sessionId): anything else \
+is exit 2 (reason not_a_transcript), a missing or non-regular file exit 3, both before any \
+model request. The record follows the transcript's last record at the moment of the append \
+(parentUuid, sessionId, cwd taken from it; a live session that appends meanwhile is read \
+again); it is never appended after an incomplete last line: after a short wait the record is \
+skipped with the warning notify_transcript_skipped. One O_APPEND write, undone if short.
 
-Exit codes: 0 completed; 1 the run did not complete for a limit (max_turns, deadline, \
-max_tokens) or lost its lock, or an upstream stage said no (the envelope passes through); 2 bad \
-input or no lock; 3 local failure; 4 model failure after retries; 130/143 SIGINT/SIGTERM (the \
-run is recorded aborted and restored).",
+Exit codes: 0 completed, proposed or no_changes; 1 skipped, the run did not complete for a \
+limit (max_turns, deadline, max_tokens, truncated), lost or found its lock claimed, or an \
+upstream stage said no (the envelope passes through); 2 bad input, a project mismatch or no \
+lock; 3 local failure; 4 model failure after retries; 130/143 SIGINT/SIGTERM (the run is \
+recorded aborted and restored).",
     ),
     (
         "HISTORY",
@@ -246,34 +333,62 @@ run is recorded aborted and restored).",
 goes: {task_id, type, status, phase, sessions_reviewing, files_touched, turns (the last 30), \
 prior_mtime, lock_token, pid, started_at, ended_at, usage, error, snapshot}. `dream-run tasks` \
 lists them newest first and reports a running record whose process is gone as failed with \
-error orphaned. The snapshots of the last 10 completed runs are kept: `dream-run undo \
-[TASK_ID]` takes the lock like a run, puts the files that run touched back as they were before \
-it, and releases (the last-consolidated time is left as it was); when a file the run touched \
-has changed since, it refuses with exit 1 and names the files. `dream-run pending [--clear]` \
-prints {updates: [...]} for a SessionStart hook and empties the list.",
+error orphaned (a run killed with kill -9). Every file under the state dir is mode 0600, every \
+folder 0700.
+
+`dream-run undo [TASK_ID]` puts the files a run touched back as they were before it. Without \
+TASK_ID it takes the newest run that left changes behind: a completed run, or a failed, \
+aborted or orphaned one whose snapshot was not restored (so `dream-run undo` after a crash \
+repairs the crash). It takes the lock like a run and releases it rolled back (undo is no \
+consolidation; undoing a killed run also gives back the time that run's lock had moved, while \
+the lock still shows it). When a file the run touched has changed since, it refuses with exit \
+1 and names the files. The undone task becomes undone, its pending-updates line is withdrawn \
+when no session was told yet, and `pending` no longer lists it. The snapshots of the last 10 \
+completed runs are kept. `dream-run pending [--clear]` prints {updates: [...]} for a \
+SessionStart hook and empties the list.
+
+Crash safety: apply and undo change many files at once, all or nothing. Before the first file \
+changes they write an intent journal, <state_dir>/journal/ (a copy of every file they will \
+touch and what each will hold); the task record is their commit point; the journal goes \
+after it. SIGINT or SIGTERM during them rolls back at the next file boundary (exit 130/143, \
+the memory dir as before, the lock rolled back, the task unchanged). After a kill -9, \
+`dream-run recover` and every command that changes state (a run, apply, undo, discard) find \
+the journal and roll it back first, under the lock, saying so on stderr and in their JSON \
+(recovered: {command, task_id, restored, skipped, lock_rolled_back}); a file someone changed \
+since is left alone and named. Read-only commands (tasks, show, pending without --clear, any \
+--dry-run) report it (interrupted: {command, task_id, started_at, files, journal}) and leave \
+it.
+
+--dry-run on a run prints {prompt, tools, sessions, digests} and writes nothing, not even the \
+digests; on undo, apply, discard, pending --clear and recover it prints what would be done and \
+changes nothing.",
     ),
     (
         "REVIEW MODE",
         "With --propose (or DREAMKIT_DREAM_MODE=propose; apply is the default, any other value \
 is exit 2) the run is the same, but the agent works in a staging copy of the memory dir, \
 <state_dir>/proposals/<task_id>/memory (every regular .md file, copied without following \
-symlinks): nothing is written in the memory dir. The run ends with status proposed, run.diff \
-(paths as the real memory files) and run.diff_text (a unified diff, --- a/<rel> / +++ b/<rel>); \
-the task record has status proposed, the same diff, and a proposal manifest (each file it \
-changes with the sha256 it had in the memory dir when the proposal was made, or null). No \
-pending-updates line and no memory_saved record are written. A proposal is not a \
-consolidation: `dream-lock release` reads run.status proposed as a roll-back (outcome \
-proposed, exit 0), and under `dream-lock exec` the run writes proposed to \
-DREAMKIT_LOCK_OUTCOME_FILE so exec rolls back too; the last-consolidated time does not move.
+symlinks): nothing is written in the memory dir. The model is told the real memory dir and \
+sees one memory dir: its reads and writes of the real paths go to the copy, and the copy's \
+paths are shown as the real ones, so a proposal is exactly what an apply-mode run would have \
+done. The run ends with status proposed, run.diff (paths as the real memory files) and \
+run.diff_text (a unified diff, --- a/<rel> / +++ b/<rel>); the task record has status proposed, \
+the same diff, and a proposal manifest (each file it changes with the sha256 it had in the \
+memory dir when the proposal was made, or null). A proposal whose diff is empty is not kept: \
+status no_changes, the staging copy removed, nothing to show. No pending-updates line and no \
+memory_saved record are written. A proposal is not a consolidation: `dream-lock release` reads \
+run.status proposed, no_changes and skipped as a roll-back (exit 0, the outcome named), and \
+under `dream-lock exec` the run writes its status to DREAMKIT_LOCK_OUTCOME_FILE so exec rolls \
+back too; the last-consolidated time does not move.
 
 `dream-run show [TASK_ID] [--diff]` prints {task_id, status, diff, diff_text} of a proposal \
-(default: the latest) or of any run that recorded its changes; with --diff, the unified diff \
-as text, coloured (red, green, cyan headers) only on a terminal without NO_COLOR. `dream-run \
-apply [TASK_ID]` takes the lock (busy: exit 1), checks that every file the proposal changes \
-still has the sha256 recorded at proposal time (else exit 1 naming the files, nothing \
-applied), then writes each file atomically after keeping it in the task's snapshot (so `undo` \
-works on it), releases as completed (the time moves: this is the consolidation), records the \
-task completed and appends the pending-updates line. `dream-run discard [TASK_ID]` deletes the \
-staging copy and marks the task discarded.",
+(default: the latest; none is exit 1, reason no_proposal) or of any run that recorded its \
+changes; with --diff, the unified diff as text, coloured (red, green, cyan headers) only on a \
+terminal without NO_COLOR. `dream-run apply [TASK_ID]` takes the lock (busy: exit 1), checks \
+that every file the proposal changes still has the sha256 recorded at proposal time (else exit \
+1 naming the files, nothing applied), then writes the files all or nothing (see Crash safety), \
+keeping each in the task's snapshot so `undo` works; it releases as completed (the time moves: \
+this is the consolidation), records the task completed and appends the pending-updates line. \
+`dream-run discard [TASK_ID]` deletes the staging copy and marks the task discarded.",
     ),
 ];

@@ -9,12 +9,13 @@ use std::time::SystemTime;
 
 use serde_json::json;
 
+use super::journal::{Intent, Journal};
 use super::snapshot::{self, Diff, Snapshot};
 use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore};
 use super::{ApplyArgs, DiscardArgs, ShowArgs};
 use crate::claude::Env;
 use crate::cli::time::rfc3339;
-use crate::cli::{Diag, Exit, Failure, Outcome};
+use crate::cli::{signals, Diag, Exit, Failure, Outcome};
 use crate::files::{create_private_dir, read_regular, write_atomic};
 use crate::lock::RunOutcome;
 
@@ -103,10 +104,9 @@ fn copy_tree(
             create_private_dir(&to.join(&child))?;
             copy_tree(from, to, &child, base)?;
         } else if kind.is_file() && child.extension().is_some_and(|e| e == "md") {
-            let path = from.join(&child);
-            let bytes = read_regular(&path)?;
-            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
-            write_atomic(&to.join(&child), &bytes, mode | 0o600)?;
+            let bytes = read_regular(&from.join(&child))?;
+            // Under the state dir every file is private; apply keeps the memory file's mode.
+            write_atomic(&to.join(&child), &bytes, 0o600)?;
             base.insert(
                 child.to_string_lossy().into_owned(),
                 snapshot::sha256_hex(&bytes),
@@ -164,9 +164,10 @@ pub fn manifest(diff: &Diff, base: &BTreeMap<String, String>) -> BTreeMap<String
         .collect()
 }
 
-/// Tells `dream-lock exec` that this run proposed (its release must not complete). Only a
-/// file exec made is written: nothing is created at a path from the environment.
-pub fn report_proposed(env: &Env, diag: &Diag) {
+/// Tells `dream-lock exec` that this run was no consolidation (`proposed`, `no_changes`), so
+/// its release must roll back. Only a file exec made is written: nothing is created at a path
+/// from the environment.
+pub fn report_outcome(env: &Env, diag: &Diag, outcome: &str) {
     let Some(path) = env.get(OUTCOME_FILE_ENV).filter(|p| !p.is_empty()) else {
         return;
     };
@@ -175,10 +176,10 @@ pub fn report_proposed(env: &Env, diag: &Diag) {
         .truncate(true)
         .custom_flags_nonblock()
         .open(path)
-        .and_then(|mut f| f.write_all(b"proposed\n"));
+        .and_then(|mut f| f.write_all(format!("{outcome}\n").as_bytes()));
     if let Err(e) = written {
         diag.warn(&format!(
-            "cannot tell dream-lock exec that this run proposed ({OUTCOME_FILE_ENV}): {e}"
+            "cannot tell dream-lock exec that this run ended {outcome} ({OUTCOME_FILE_ENV}): {e}"
         ));
     }
 }
@@ -233,8 +234,9 @@ fn pick(
 }
 
 /// `dream-run show [TASK_ID] [--diff]`.
-pub(super) fn show(args: &ShowArgs) -> Result<Outcome, Failure> {
+pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let project = super::history::project(&args.location)?;
+    let interrupted = super::recover::report(&project, diag);
     let store = TaskStore::new(&project.state_dir);
     let record = match pick(
         &store,
@@ -271,12 +273,13 @@ pub(super) fn show(args: &ShowArgs) -> Result<Outcome, Failure> {
     }
     Ok(Outcome::new(
         Exit::Yes,
-        &json!({
+        &super::recover::tidy(json!({
             "task_id": record.task_id,
             "status": record.status,
             "diff": record.diff.clone().unwrap_or_default(),
             "diff_text": diff_text,
-        }),
+            "interrupted": interrupted,
+        })),
     ))
 }
 
@@ -307,8 +310,14 @@ fn colorize(text: &str) -> String {
 }
 
 /// `dream-run discard [TASK_ID]`: drops a proposal's staging copy; the task is `discarded`.
-pub(super) fn discard(args: &DiscardArgs) -> Result<Outcome, Failure> {
+pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let project = super::history::project(&args.location)?;
+    // An apply killed midway may be of this very proposal: rolled back first, under the lock.
+    let recovered = if args.dry_run {
+        None
+    } else {
+        super::recover::when_needed(&project, &args.backend, diag)?
+    };
     let store = TaskStore::new(&project.state_dir);
     let mut record = match pick(
         &store,
@@ -330,6 +339,15 @@ pub(super) fn discard(args: &DiscardArgs) -> Result<Outcome, Failure> {
         )));
     }
     let dir = proposal_dir(&project.state_dir, &record.task_id);
+    if args.dry_run {
+        return Ok(Outcome::new(
+            Exit::Yes,
+            &super::recover::tidy(
+                json!({"discarded": false, "dry_run": true, "task_id": record.task_id,
+                    "staging": dir.to_string_lossy(), "interrupted": super::recover::report(&project, diag)}),
+            ),
+        ));
+    }
     match std::fs::remove_dir_all(&dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(Failure::io("remove", &dir, &e))
@@ -342,15 +360,26 @@ pub(super) fn discard(args: &DiscardArgs) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::io("write", &store.path_of(&record.task_id), &e))?;
     Ok(Outcome::new(
         Exit::Yes,
-        &json!({"discarded": true, "task_id": record.task_id}),
+        &super::recover::tidy(
+            json!({"discarded": true, "task_id": record.task_id, "recovered": recovered}),
+        ),
     ))
 }
 
 /// `dream-run apply [TASK_ID]`: under the lock, and only when every file the proposal
 /// changes still has the content it had when the proposal was made, writes the staged files
-/// into the memory dir (a snapshot first, so `undo` works), and releases as completed.
+/// into the memory dir, all or nothing: a snapshot of every file first (so `undo` works), an
+/// intent journal (so a kill -9 midway is rolled back by the next command), the writes with
+/// SIGINT/SIGTERM and the lock checked between files (a signal or a lost lock rolls back at
+/// once), then the task record (the commit point), then the release as completed.
 pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let project = super::history::project(&args.location)?;
+    // An apply or undo killed midway is rolled back first (under the lock).
+    let recovered = if args.dry_run {
+        None
+    } else {
+        super::recover::when_needed(&project, &args.backend, diag)?
+    };
     let store = TaskStore::new(&project.state_dir);
     let mut record = match pick(
         &store,
@@ -364,15 +393,14 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let refuse = |reason: &str, note: String, task_id: &str, files: Vec<String>| {
         Ok(Outcome::new(
             Exit::No,
-            &json!({"applied": false, "reason": reason, "task_id": task_id, "files": files}),
+            &super::recover::tidy(
+                json!({"applied": false, "reason": reason, "task_id": task_id,
+                    "files": files, "recovered": recovered}),
+            ),
         )
         .with_note(note))
     };
-    let Some(files) = record
-        .proposal
-        .clone()
-        .filter(|_| record.status == "proposed")
-    else {
+    if record.proposal.is_none() || record.status != "proposed" {
         return refuse(
             "not_a_proposal",
             format!(
@@ -382,19 +410,46 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
             &record.task_id,
             vec![],
         );
-    };
-    let memory_dir = project.memory_dir.clone();
-    let staging = staging_dir(&project.state_dir, &record.task_id);
+    }
+    if args.dry_run {
+        let files: Vec<String> = record
+            .proposal
+            .iter()
+            .flat_map(|p| p.keys())
+            .map(|rel| snapshot::absolute(&project.memory_dir, rel))
+            .collect();
+        let interrupted = super::recover::report(&project, diag);
+        return Ok(Outcome::new(
+            Exit::Yes,
+            &super::recover::tidy(
+                json!({"applied": false, "dry_run": true, "task_id": record.task_id, "files": files,
+                    "diff": record.diff.clone().unwrap_or_default(), "interrupted": interrupted}),
+            ),
+        ));
+    }
     let backend = args.backend.open(&project)?;
+    // From the lock on, SIGINT/SIGTERM wait for a file boundary: the lock and the memory dir
+    // are then put back as they were before the process ends.
+    let hold = signals::hold();
     let lease = match super::history::take_lock(backend.as_ref(), "applied", &record.task_id)? {
         Ok(lease) => lease,
         Err(busy) => return Ok(busy),
     };
-    let release = |outcome: RunOutcome| {
+    // The time this apply's own acquire wrote: a roll-back after a kill gives it back only
+    // while the lock still shows it.
+    let lock_time = backend
+        .last_consolidated()
+        .ok()
+        .flatten()
+        .map_or(0, crate::cli::time::epoch_ms);
+    let release = |lease: &crate::lock::Lease, outcome: RunOutcome| {
         if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, outcome) {
             diag.warn(&format!("cannot release the lock: {failure}"));
         }
     };
+    let files = record.proposal.clone().unwrap_or_default();
+    let memory_dir = project.memory_dir.clone();
+    let staging = staging_dir(&project.state_dir, &record.task_id);
     // Every touched file must still be what the proposal was made against.
     let mut changed = Vec::new();
     for (rel, base) in &files {
@@ -413,7 +468,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
     }
     if !tampered.is_empty() {
-        release(RunOutcome::Failed);
+        release(&lease, RunOutcome::Failed);
         return refuse(
             "staging_changed",
             format!(
@@ -425,7 +480,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
         );
     }
     if !changed.is_empty() {
-        release(RunOutcome::Failed);
+        release(&lease, RunOutcome::Failed);
         return refuse(
             "changed_since",
             format!(
@@ -436,57 +491,111 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
             changed,
         );
     }
+    let after: BTreeMap<String, Option<String>> = files
+        .keys()
+        .map(|rel| (rel.clone(), proposed.get(rel).cloned().flatten()))
+        .collect();
     let snapshot_dir = snapshot::dir_of(&project.state_dir, &record.task_id);
-    let mut kept = None;
-    let result = write_all(
-        &files,
+    let prepared = prepare(
         &memory_dir,
-        &staging,
+        &project.state_dir,
         (&snapshot_dir, &record.task_id),
-        &mut kept,
-        (backend.as_ref(), &lease.token),
+        &after,
+        (lease.prior_mtime_ms, lock_time),
     );
-    let snapshot = match (result, kept) {
-        (Ok(()), Some(snapshot)) => snapshot,
-        (Ok(()), None) => {
-            release(RunOutcome::Failed);
-            return Err(Failure::environment("not applied: no snapshot was made"));
-        }
-        (Err(message), snapshot) => {
-            // Put back what was already written, then report.
-            if let Some(snapshot) = snapshot {
-                match snapshot.restore(&memory_dir) {
-                    Ok(skipped) => {
-                        for (rel, why) in skipped {
-                            diag.warn(&format!("not restored: {rel}: {why}"));
-                        }
-                    }
-                    Err(e) => diag.warn(&format!(
-                        "cannot restore from {}: {e}; restore it by hand",
-                        snapshot.dir.display()
-                    )),
-                }
-            }
-            release(RunOutcome::Failed);
+    let (snapshot, journal) = match prepared {
+        Ok(prepared) => prepared,
+        Err(message) => {
+            let _ = std::fs::remove_dir_all(&snapshot_dir);
+            release(&lease, RunOutcome::Failed);
             return Err(Failure::environment(format!("not applied: {message}")));
         }
     };
-    release(RunOutcome::Completed);
-    let touched: Vec<String> = files
-        .keys()
-        .map(|rel| snapshot::absolute(&memory_dir, rel))
-        .collect();
-    record.status = "completed".into();
-    record.phase = "done".into();
-    record.files_touched = touched.clone();
-    record.snapshot = Some(snapshot.dir.to_string_lossy().into_owned());
-    record.applied_at = Some(rfc3339(SystemTime::now()));
-    store
-        .save(&record)
-        .map_err(|e| Failure::io("write", &store.path_of(&record.task_id), &e))?;
+    let stopped = write_all(
+        &files,
+        &memory_dir,
+        &staging,
+        (backend.as_ref(), &lease.token),
+    );
+    let stopped = match stopped {
+        Stopped::No => {
+            record.status = "completed".into();
+            record.phase = "done".into();
+            record.files_touched = files
+                .keys()
+                .map(|rel| snapshot::absolute(&memory_dir, rel))
+                .collect();
+            record.snapshot = Some(snapshot.dir.to_string_lossy().into_owned());
+            record.applied_at = Some(rfc3339(SystemTime::now()));
+            match store.save(&record) {
+                Ok(()) => None,
+                Err(e) => Some(Stopped::Failed(format!(
+                    "cannot record the task in {}: {e}",
+                    store.path_of(&record.task_id).display()
+                ))),
+            }
+        }
+        other => Some(other),
+    };
+    if let Some(stopped) = stopped {
+        // All or nothing: put back what landed, give the lock back, keep the proposal.
+        let rolled = journal.roll_back(&memory_dir);
+        let _ = std::fs::remove_dir_all(&snapshot_dir);
+        release(&lease, RunOutcome::Failed);
+        let late = hold.end();
+        let skipped = match rolled {
+            Ok(done) => done
+                .skipped
+                .into_iter()
+                .map(|(rel, why)| format!("{}: {why}", snapshot::absolute(&memory_dir, &rel)))
+                .collect(),
+            Err(e) => vec![format!(
+                "the roll-back failed ({e}); run `dream-run recover` once the problem is fixed"
+            )],
+        };
+        for line in &skipped {
+            diag.warn(&format!("not rolled back: {line}"));
+        }
+        let (exit, kind, reason, message) = match (stopped, late) {
+            (Stopped::Signal(signal), _) | (_, Some(signal)) => (
+                signals::exit_for(signal),
+                "interrupted",
+                "interrupted",
+                format!(
+                    "interrupted by signal {signal}: nothing was applied; the proposal stays and can be applied again"
+                ),
+            ),
+            (Stopped::LockLost(m), None) => (Exit::No, "lock_lost", "lock_lost", m),
+            (Stopped::Failed(m), None) => (Exit::Environment, "environment", "environment", m),
+            (Stopped::No, None) => (Exit::Environment, "environment", "environment", String::new()),
+        };
+        let message = format!("not applied: {message}");
+        if exit != Exit::No {
+            diag.warn(&message);
+        }
+        let outcome = Outcome::new(
+            exit,
+            &super::recover::tidy(
+                json!({"applied": false, "reason": reason, "task_id": record.task_id,
+                    "files": [], "not_rolled_back": skipped, "recovered": recovered,
+                    "error": {"kind": kind, "message": message}}),
+            ),
+        );
+        return Ok(if exit == Exit::No {
+            outcome.with_note(message)
+        } else {
+            outcome
+        });
+    }
+    if let Err(e) = journal.commit() {
+        diag.warn(&format!("cannot remove the finished journal: {e}"));
+    }
+    release(&lease, RunOutcome::Completed);
+    let late = hold.end();
+    let touched = record.files_touched.clone();
     let _ = std::fs::remove_dir_all(proposal_dir(&project.state_dir, &record.task_id));
     super::run::prune_snapshots(&store, diag);
-    let mut exit = Exit::Yes;
+    let mut exit = late.map_or(Exit::Yes, signals::exit_for);
     if !touched.is_empty() {
         let update = PendingUpdate {
             source: "dream".into(),
@@ -509,41 +618,72 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
     ));
     Ok(Outcome::new(
         exit,
-        &json!({
+        &super::recover::tidy(json!({
             "applied": true,
             "task_id": record.task_id,
             "files": touched,
             "diff": record.diff.clone().unwrap_or_default(),
-        }),
+            "recovered": recovered,
+        })),
     ))
 }
 
-/// Writes each staged file (or deletes it) in the memory dir, atomically, after keeping it
-/// in the snapshot; the lock is checked before each write.
+/// Before the first write: the snapshot `undo` will use (every file kept, what each will
+/// hold recorded), then the journal a kill -9 midway is rolled back from.
+fn prepare(
+    memory_dir: &Path,
+    state_dir: &Path,
+    (snapshot_dir, task_id): (&Path, &str),
+    after: &BTreeMap<String, Option<String>>,
+    (prior_mtime, lock_time): (i64, i64),
+) -> Result<(Snapshot, Journal), String> {
+    let _ = std::fs::remove_dir_all(snapshot_dir);
+    let mut snapshot = Snapshot::create(snapshot_dir, task_id)
+        .map_err(|e| format!("cannot make the snapshot {}: {e}", snapshot_dir.display()))?;
+    for (rel, sha) in after {
+        snapshot
+            .remember(memory_dir, rel)
+            .and_then(|()| snapshot.intend(rel, sha.clone()))
+            .map_err(|e| format!("cannot keep {rel} in the snapshot: {e}"))?;
+    }
+    let intent = Intent::new("apply", task_id, memory_dir, prior_mtime, lock_time);
+    let journal = Journal::begin(state_dir, memory_dir, intent, after).map_err(|e| {
+        format!(
+            "cannot write the journal {}: {e}",
+            super::journal::path(state_dir).display()
+        )
+    })?;
+    Ok((snapshot, journal))
+}
+
+/// Why the writes stopped before the last file.
+#[derive(Debug)]
+enum Stopped {
+    No,
+    Signal(i32),
+    LockLost(String),
+    Failed(String),
+}
+
+/// Writes each staged file (or deletes it) in the memory dir, atomically; between files the
+/// signals and the lock are checked.
 fn write_all(
     files: &BTreeMap<String, Option<String>>,
     memory_dir: &Path,
     staging: &Path,
-    (snapshot_dir, task_id): (&Path, &str),
-    kept: &mut Option<Snapshot>,
     (backend, token): (&dyn crate::lock::Backend, &str),
-) -> Result<(), String> {
-    let snapshot = kept.insert(
-        Snapshot::create(snapshot_dir, task_id)
-            .map_err(|e| format!("cannot make the snapshot {}: {e}", snapshot_dir.display()))?,
-    );
+) -> Stopped {
     for rel in files.keys() {
+        if let Some(signal) = signals::received() {
+            return Stopped::Signal(signal);
+        }
         match backend.holds(token) {
             Ok(true) => {}
-            Ok(false) => return Err("the lock was taken by another process".into()),
-            Err(e) => return Err(format!("the lock cannot be checked: {e}")),
+            Ok(false) => return Stopped::LockLost("the lock was taken by another process".into()),
+            Err(e) => return Stopped::LockLost(format!("the lock cannot be checked: {e}")),
         }
-        let staged = snapshot::current(staging, rel)
-            .map_err(|e| format!("cannot read the staged {rel}: {e}"))?;
-        snapshot
-            .remember(memory_dir, rel)
-            .map_err(|e| format!("cannot keep {rel} in the snapshot: {e}"))?;
         let written = (|| -> std::io::Result<()> {
+            let staged = snapshot::current(staging, rel)?;
             let path = snapshot::target(memory_dir, rel)?;
             match staged {
                 Some(bytes) => {
@@ -564,12 +704,11 @@ fn write_all(
                 },
             }
         })();
-        written.map_err(|e| format!("cannot write {rel}: {e}"))?;
-        snapshot
-            .record_written(memory_dir, rel)
-            .map_err(|e| format!("cannot record {rel} in the snapshot: {e}"))?;
+        if let Err(e) = written {
+            return Stopped::Failed(format!("cannot write {rel}: {e}"));
+        }
     }
-    Ok(())
+    Stopped::No
 }
 
 /// The run's staged result for the record: what a proposal changes, against what.

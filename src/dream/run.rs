@@ -1,7 +1,7 @@
 //! One consolidation: the envelope in, digests, the agent loop over the sandboxed tools with
 //! fencing and a snapshot, the task record kept current, the envelope with `run` out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -23,11 +23,9 @@ use crate::claude::{Env, Project};
 use crate::cli::envelope::Upstream;
 use crate::cli::time::{from_epoch_ms, rfc3339};
 use crate::cli::{signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, Outcome};
-use crate::lock::Backend;
+use crate::lock::{Backend, Claimed};
 use crate::model::{Block, Client, Message, Request, Role, SystemBlock, Tier, Usage};
 
-/// Most output tokens per model answer: room for a whole topic file in one `write_file`.
-const MAX_ANSWER_TOKENS: u32 = 8192;
 /// A turn's text in the task record and events is cut to this.
 const TURN_TEXT_CHARS: usize = 500;
 /// The final summary is cut to this.
@@ -126,16 +124,22 @@ fn sessions(
 #[derive(Debug, Clone, Serialize)]
 struct RunSection {
     status: &'static str,
-    task_id: String,
+    /// `None` when no task was started (nothing to review, or another runner's claim).
+    task_id: Option<String>,
     mode: &'static str,
     error: Option<&'static str>,
+    /// Why a run was skipped (`no_sessions`, `no_readable_sessions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
     message: Option<String>,
     sessions_reviewed: usize,
     files_touched: Vec<String>,
     diff: Diff,
-    warnings: Vec<&'static str>,
+    warnings: Vec<String>,
     summary: Option<String>,
-    turns: usize,
+    /// Every assistant turn of the run (the record keeps the last 30).
+    turns: u32,
+    tool_calls: usize,
     usage: Usage,
     landlock: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,6 +147,90 @@ struct RunSection {
     /// Proposing: the proposal as a unified diff.
     #[serde(skip_serializing_if = "Option::is_none")]
     diff_text: Option<String>,
+    /// The interrupted apply or undo this run rolled back before it started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recovered: Option<super::recover::Recovered>,
+    /// Sessions whose transcript could not be read (they got no digest and are not listed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unreadable_sessions: Vec<digest::Unreadable>,
+    /// Another runner claimed this lock first (`lock_claimed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claimed_by: Option<String>,
+}
+
+impl RunSection {
+    /// A section for a run that ends before any task starts.
+    fn early(status: &'static str, mode: Mode) -> RunSection {
+        RunSection {
+            status,
+            task_id: None,
+            mode: mode.as_str(),
+            error: None,
+            reason: None,
+            message: None,
+            sessions_reviewed: 0,
+            files_touched: Vec::new(),
+            diff: Diff::default(),
+            warnings: Vec::new(),
+            summary: None,
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+            landlock: false,
+            snapshot: None,
+            diff_text: None,
+            recovered: None,
+            unreadable_sessions: Vec::new(),
+            claimed_by: None,
+        }
+    }
+}
+
+/// `--notify-transcript PATH` checked before the run: a Claude Code transcript, named
+/// `<session id>.jsonl`, whose records carry that session id.
+fn check_notify_transcript(path: &Path) -> Result<(), Failure> {
+    let file = crate::files::open_regular(path)
+        .map_err(|e| Failure::io("open --notify-transcript", path, &e))?;
+    drop(file);
+    let stem = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".jsonl"))
+        .filter(|id| is_session_id(id));
+    let Some(session) = stem else {
+        return Err(Failure::BadInput {
+            reason: Some("not_a_transcript"),
+            message: format!(
+                "--notify-transcript {} is not a Claude Code transcript (<session id>.jsonl)",
+                path.display()
+            ),
+        });
+    };
+    let reader = BackwardReader::open(path).map_err(|e| Failure::io("read", path, &e))?;
+    for entry in reader.take(200) {
+        let Ok(entry) = entry else { continue };
+        if let Some(record) = entry.into_record() {
+            if let Some(id) = record.session_id {
+                if id == session {
+                    return Ok(());
+                }
+                return Err(Failure::BadInput {
+                    reason: Some("not_a_transcript"),
+                    message: format!(
+                        "--notify-transcript {}: its records belong to session {id}, not to the session its name says",
+                        path.display()
+                    ),
+                });
+            }
+        }
+    }
+    Err(Failure::BadInput {
+        reason: Some("not_a_transcript"),
+        message: format!(
+            "--notify-transcript {} holds no Claude Code record with a sessionId",
+            path.display()
+        ),
+    })
 }
 
 pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Outcome, Failure> {
@@ -162,6 +250,9 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                 .into(),
         ));
     }
+    if let Some(path) = &args.notify_transcript {
+        check_notify_transcript(path)?;
+    }
     let since = if claim.prior_mtime > 0 {
         Some(from_epoch_ms(claim.prior_mtime))
     } else if claim.token.is_some() {
@@ -170,37 +261,71 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         backend.last_consolidated()?
     };
     let exclude = hook.as_ref().and_then(|h| h.session_id.as_deref());
-    let sessions = sessions(&envelope, &project, since, exclude)?;
-    let (digests, problems) = digest::build_all(&project.state_dir, &sessions)
+    let listed = sessions(&envelope, &project, since, exclude)?;
+    let (digests, unreadable) = digest::build_all(&project.state_dir, &listed, !args.dry_run)
         .map_err(|e| Failure::io("write digests under", &project.state_dir, &e))?;
-    for problem in &problems {
-        diag.warn(&format!("no digest: {problem}"));
+    for problem in &unreadable {
+        diag.warn(&format!(
+            "session not readable, left out: {}",
+            problem.problem
+        ));
     }
-    let session_ids: Vec<String> = sessions.iter().map(|(id, _)| id.clone()).collect();
+    // Only the sessions that can be read are reviewed (and named to the model).
+    let readable: Vec<&String> = digests.iter().map(|d| &d.session_id).collect();
+    let session_ids: Vec<String> = listed
+        .iter()
+        .map(|(id, _)| id)
+        .filter(|id| readable.contains(id))
+        .cloned()
+        .collect();
     let project_dir = args.read_project.then_some(project.cwd.as_path());
     let task_id = new_task_id();
-    // A proposing run works in its staging copy: that is the memory folder the model sees.
+    // A proposing run works in its staging copy, but the model is told (and may use) the real
+    // memory dir's path: the sandbox maps it onto the copy.
     let work_dir = match mode {
         Mode::Propose if !args.dry_run => review::staging_dir(&project.state_dir, &task_id),
         _ => project.memory_dir.clone(),
     };
     let task = prompt::task_prompt(
-        &work_dir,
+        &project.memory_dir,
         &project.transcripts_dir,
         &digests,
         &session_ids,
         project_dir,
     );
     if args.dry_run {
-        let document = json!({
+        let document = super::recover::tidy(json!({
             "prompt": format!("{}\n\n{task}", prompt::system_prompt()),
             "tools": Sandbox::tool_specs().iter().map(|t| json!({
                 "name": t.name, "description": t.description, "input_schema": t.input_schema,
             })).collect::<Vec<_>>(),
             "sessions": session_ids,
             "digests": digests,
-        });
+            "unreadable_sessions": unreadable,
+            "interrupted": super::recover::report(&project, diag),
+        }));
         return Ok(Outcome::new(Exit::Yes, &document));
+    }
+    // Nothing to review: no model request, and the downstream release rolls the time back.
+    if session_ids.is_empty() {
+        let (reason, message) = if listed.is_empty() {
+            ("no_sessions", "no sessions to review".to_string())
+        } else {
+            (
+                "no_readable_sessions",
+                format!("none of the {} listed sessions could be read", listed.len()),
+            )
+        };
+        review::report_outcome(&env, diag, "skipped");
+        let mut section = RunSection::early("skipped", mode);
+        section.reason = Some(reason);
+        section.message = Some(message.clone());
+        section.unreadable_sessions = unreadable;
+        return Ok(
+            Outcome::new(Exit::No, &envelope.with("run", &section)).with_note(format!(
+                "run skipped: {message}; nothing was asked of the model"
+            )),
+        );
     }
 
     let mut deadline = args.model.deadline;
@@ -212,12 +337,66 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     }
     // Credentials and flags are checked before anything is recorded.
     let client = Client::new(args.model.config(&env, Tier::Main)?)?;
+    // One runner per lock: a second run handed the same envelope stops here, while the
+    // first runs and after it finished; only a run that crashed hands its claim on.
+    if let Some(token) = &claim.token {
+        let mut claimed = backend.claim(token, &task_id, None)?;
+        if let Claimed::ByOther(other) = &claimed {
+            let crashed = !other.alive()
+                && TaskStore::new(&project.state_dir)
+                    .load(&other.task_id)
+                    .map_or(true, |r| r.status == "running");
+            if crashed {
+                diag.info(&format!(
+                    "task {} claimed this lock and died: its claim is taken over",
+                    other.task_id
+                ));
+                claimed = backend.claim(token, &task_id, Some(&other.task_id))?;
+            }
+        }
+        match claimed {
+            Claimed::Ours => {}
+            Claimed::ByOther(other) => {
+                let mut section = RunSection::early("failed", mode);
+                section.error = Some("lock_claimed");
+                let message = if other.alive() {
+                    format!(
+                        "another dream-run (task {}, PID {}) already runs under this lock",
+                        other.task_id, other.pid
+                    )
+                } else {
+                    format!(
+                        "task {} already ran under this lock: take the lock anew (dream-lock acquire) for another run",
+                        other.task_id
+                    )
+                };
+                section.message = Some(message.clone());
+                section.claimed_by = Some(other.task_id);
+                return Ok(Outcome::new(Exit::No, &envelope.with("run", &section))
+                    .with_note(format!("run failed: {message}")));
+            }
+            Claimed::NotHeld => {
+                let mut section = RunSection::early("failed", mode);
+                section.error = Some("lock_lost");
+                let message = "the consolidation lock is no longer held by this envelope's token";
+                section.message = Some(message.into());
+                return Ok(Outcome::new(Exit::No, &envelope.with("run", &section))
+                    .with_note(format!("run failed: {message}")));
+            }
+        }
+    }
     // A lease-based lock (etcd) is renewed for the whole run: nobody else does in the
     // `acquire | dream-run | release` form. (The file lock has no lease: `None`.)
     let keep_alive = match &claim.token {
         Some(token) => backend.keep_alive(token)?,
         None => None,
     };
+    // From here on, SIGINT/SIGTERM stop the run instead of the process, so it is recorded as
+    // aborted and the memory dir restored (checked between turns and tool calls, and by the
+    // shell tool while it waits).
+    let hold = signals::hold();
+    // An apply or undo killed midway is rolled back first, under this run's lock.
+    let recovered = super::recover::under_lock(&project, None, diag)?;
     // Nothing is written in the memory dir when proposing, not even the dir itself.
     let base = match mode {
         Mode::Apply => {
@@ -242,8 +421,17 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         shell_timeout: args.shell_timeout,
         ..Limits::default()
     };
-    let sandbox = Sandbox::new(&work_dir, &roots, limits)
-        .map_err(|e| Failure::io("set up the sandbox for", &work_dir, &e))?;
+    let mut sandbox = Sandbox::new(&work_dir, &roots, limits).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            // A root the agent must never read (`/`, a parent of home): the caller asked.
+            Failure::bad_input(e.to_string())
+        } else {
+            Failure::io("set up the sandbox for", &work_dir, &e)
+        }
+    })?;
+    if mode == Mode::Propose {
+        sandbox = sandbox.with_alias(&project.memory_dir);
+    }
     diag.info(&format!(
         "sandbox: Landlock {}",
         if sandbox.landlock_active() {
@@ -253,14 +441,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         }
     ));
 
-    // From the task record on, SIGINT/SIGTERM stop the run instead of the process, so it is
-    // recorded as aborted and the memory dir restored (checked between turns and tool calls,
-    // and by the shell tool while it waits).
-    let hold = signals::hold();
     let store = TaskStore::new(&project.state_dir);
     let mut record = TaskRecord::new(
         &task_id,
-        sessions.len(),
+        session_ids.len(),
         claim.prior_mtime,
         claim.token.clone(),
     );
@@ -269,7 +453,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         .map_err(|e| Failure::io("write the task record in", &project.state_dir, &e))?;
     diag.info(&format!(
         "task {task_id}: {} sessions, {} digests, model {}",
-        sessions.len(),
+        session_ids.len(),
         digests.len(),
         client.model()
     ));
@@ -285,7 +469,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         record: &mut record,
         snapshot: None,
         touched: Vec::new(),
+        touched_set: HashSet::new(),
         usage: Usage::default(),
+        turns: 0,
+        tool_calls: 0,
         progress: Progress::new(args, common),
         fence_failure: None,
         seen: HashMap::new(),
@@ -298,7 +485,12 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         diag.warn("the lock's lease was lost during the run (expired or revoked)");
     }
     drop(keep_alive);
-    let section = agent.finish(end, &digests);
+    let mut section = agent.finish(end, &digests);
+    section.run.recovered = recovered;
+    if !unreadable.is_empty() {
+        section.run.warnings.push("unreadable_sessions".into());
+        section.run.unreadable_sessions = unreadable;
+    }
     // A signal that came after the conversation ended changes nothing recorded; the exit
     // code still says it came.
     let late = hold.end();
@@ -366,7 +558,12 @@ struct Agent<'a> {
     snapshot: Option<Snapshot>,
     /// Relative to the memory dir, in the order first touched.
     touched: Vec<String>,
+    touched_set: HashSet<String>,
     usage: Usage,
+    /// Every assistant turn so far.
+    turns: u32,
+    /// Every tool call the model made (run or refused).
+    tool_calls: usize,
     progress: Progress,
     /// Why the guard refused to let a write land (a lost lock, a snapshot that failed).
     fence_failure: Option<(bool, String)>,
@@ -379,8 +576,8 @@ struct Agent<'a> {
     env: &'a Env,
 }
 
-/// The write guard: the fencing check, and a copy of each file before the run's first
-/// write to it.
+/// The write guard: the fencing check, the file limit, the changed-since-read check, and a
+/// copy of each file (with what it is about to hold) before the run's first write to it.
 struct Fence<'g> {
     backend: &'g dyn Backend,
     token: Option<&'g str>,
@@ -389,21 +586,33 @@ struct Fence<'g> {
     task_id: &'g str,
     snapshot: &'g mut Option<Snapshot>,
     seen: &'g HashMap<String, String>,
+    touched: &'g HashSet<String>,
+    max_files: usize,
     /// (lock lost, message) when the run must stop.
     stop: Option<(bool, String)>,
 }
 
 impl Fence<'_> {
-    /// The snapshot (made on the first write), holding `path` as it is now.
-    fn keep(&mut self, path: &Path) -> std::io::Result<()> {
+    fn relative(&self, path: &Path) -> std::io::Result<String> {
+        path.strip_prefix(self.memory_dir)
+            .map(|rel| rel.to_string_lossy().into_owned())
+            .map_err(|_| {
+                std::io::Error::other(format!("{} is outside the memory dir", path.display()))
+            })
+    }
+
+    /// The snapshot (made on the first write), holding `path` as it is now and what it will
+    /// hold.
+    fn keep(&mut self, path: &Path, content: Option<&[u8]>) -> std::io::Result<()> {
         if self.snapshot.is_none() {
             *self.snapshot = Some(Snapshot::create(&self.snapshot_dir, self.task_id)?);
         }
-        let rel = path.strip_prefix(self.memory_dir).map_err(|_| {
-            std::io::Error::other(format!("{} is outside the memory dir", path.display()))
-        })?;
+        let rel = self.relative(path)?;
         match self.snapshot.as_mut() {
-            Some(snapshot) => snapshot.remember(self.memory_dir, &rel.to_string_lossy()),
+            Some(snapshot) => {
+                snapshot.remember(self.memory_dir, &rel)?;
+                snapshot.intend(&rel, content.map(snapshot::sha256_hex))
+            }
             None => Ok(()),
         }
     }
@@ -440,7 +649,22 @@ read_file, then redo the change; nothing was written"
 }
 
 impl WriteGuard for Fence<'_> {
-    fn before_write(&mut self, path: &Path) -> Result<(), GuardRefusal> {
+    fn before_write(&mut self, path: &Path, content: Option<&[u8]>) -> Result<(), GuardRefusal> {
+        let rel = path
+            .strip_prefix(self.memory_dir)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned();
+        if !self.touched.contains(&rel) && self.touched.len() >= self.max_files {
+            return Err(GuardRefusal {
+                message: format!(
+                    "not written: this run has changed {} files, its limit (--max-files); \
+finish with the files already changed",
+                    self.max_files
+                ),
+                stop_run: false,
+            });
+        }
         if let Some(token) = self.token {
             let lost = match self.backend.holds(token) {
                 Ok(true) => None,
@@ -460,7 +684,7 @@ impl WriteGuard for Fence<'_> {
             }
         }
         self.unchanged_since_read(path)?;
-        if let Err(e) = self.keep(path) {
+        if let Err(e) = self.keep(path, content) {
             // Without the copy a failure could not be undone: nothing is written.
             let message = format!(
                 "cannot keep a copy of {} in {}: {e}",
@@ -475,6 +699,11 @@ impl WriteGuard for Fence<'_> {
         }
         Ok(())
     }
+}
+
+/// The text the model gets in place of a tool call that is not run.
+fn not_run(why: &str) -> (String, bool) {
+    (format!("not run: {why}"), true)
 }
 
 impl Agent<'_> {
@@ -494,7 +723,7 @@ impl Agent<'_> {
             }],
             tools: Sandbox::tool_specs(),
             cache_tools: true,
-            max_tokens: MAX_ANSWER_TOKENS,
+            max_tokens: self.args.max_answer_tokens,
             temperature: None,
         };
         let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -510,17 +739,19 @@ impl Agent<'_> {
                 }
             }
         };
+        let remaining = |started: Instant| deadline.saturating_sub(started.elapsed());
+        let mut asked_to_continue = false;
         for turn in 1..=self.args.max_turns {
             if let Some(signal) = signals::received() {
                 return End::Aborted { signal };
             }
-            let remaining = deadline.saturating_sub(started.elapsed());
-            if remaining.is_zero() {
+            let left = remaining(started);
+            if left.is_zero() {
                 return self.deadline_passed(deadline);
             }
             let answer = runtime.block_on(async {
                 tokio::select! {
-                    answer = tokio::time::timeout(remaining, client.send(&request)) => Ok(answer),
+                    answer = tokio::time::timeout(left, client.send(&request)) => Ok(answer),
                     signal = crate::model::until_signal() => Err(signal),
                 }
             });
@@ -536,6 +767,7 @@ impl Agent<'_> {
                 }
                 Ok(Ok(Ok(response))) => response,
             };
+            self.turns = turn;
             self.usage += response.usage;
             self.record.usage = self.usage.into();
             let calls: Vec<(String, String, Value)> = response
@@ -548,30 +780,88 @@ impl Agent<'_> {
                     _ => None,
                 })
                 .collect();
+            self.tool_calls += calls.len();
             let text = response.text();
             self.record.push_turn(Turn {
                 text: crate::cli::redact::redact(&cut_chars(text.trim(), TURN_TEXT_CHARS))
                     .into_owned(),
                 tool_use_count: calls.len(),
             });
-            self.progress.turn(turn, &text, calls.len());
+            self.progress
+                .turn(turn, &text, calls.len(), self.usage, started.elapsed());
             self.save_record();
             request.messages.push(Message {
                 role: Role::Assistant,
                 content: response.content.clone(),
             });
             if calls.is_empty() {
-                return End::Completed {
-                    summary: cut_chars(text.trim(), SUMMARY_CHARS),
-                };
+                let cut = response.stop_reason.as_deref() == Some("max_tokens");
+                if !cut {
+                    return End::Completed {
+                        summary: cut_chars(text.trim(), SUMMARY_CHARS),
+                    };
+                }
+                // A reply cut at the output limit is not an end: asked once to go on.
+                if asked_to_continue {
+                    return End::Failed {
+                        error: "truncated",
+                        message: format!(
+                            "the model's reply was cut at --max-answer-tokens {} twice, with no tool call",
+                            self.args.max_answer_tokens
+                        ),
+                        exit: Exit::No,
+                    };
+                }
+                asked_to_continue = true;
+                request.messages.push(Message {
+                    role: Role::User,
+                    content: vec![Block::text(
+                        "Your reply was cut off at the output limit. Continue where it stopped; \
+keep it short, and use the tools for changes.",
+                    )],
+                });
+                continue;
             }
             let mut results = Vec::new();
-            for (id, name, input) in calls {
-                let result = self.call_tool(&name, &input);
+            let mut output_left = TURN_OUTPUT_CAP;
+            let max_calls = self.args.max_calls_per_turn as usize;
+            for (index, (id, name, input)) in calls.into_iter().enumerate() {
+                let left = remaining(started);
+                if left.is_zero() {
+                    // The run ends here; the calls not run need no result.
+                    return self.deadline_passed(deadline);
+                }
+                let (content, is_error) = if index >= max_calls {
+                    not_run(&format!(
+                        "at most {max_calls} tool calls run per turn (--max-calls-per-turn); make the rest in your next turn"
+                    ))
+                } else if output_left == 0 {
+                    not_run(&format!(
+                        "this turn's tool output reached its cap of {} KiB; ask for less at a time (| head, offset/limit) in your next turn",
+                        TURN_OUTPUT_CAP / 1024
+                    ))
+                } else {
+                    // No command may outlast the run's deadline.
+                    self.sandbox
+                        .set_shell_timeout(self.args.shell_timeout.min(left));
+                    let (mut content, is_error) = self.call_tool(&name, &input);
+                    if content.len() > output_left {
+                        let cut = floor_char_boundary(&content, output_left);
+                        content.truncate(cut);
+                        content.push_str(&format!(
+                            "\n[cut: this turn's tool output reached its cap of {} KiB]\n",
+                            TURN_OUTPUT_CAP / 1024
+                        ));
+                        output_left = 0;
+                    } else {
+                        output_left -= content.len();
+                    }
+                    (content, is_error)
+                };
                 results.push(Block::ToolResult {
                     tool_use_id: id,
-                    content: result.0,
-                    is_error: result.1,
+                    content,
+                    is_error,
                 });
                 if let Some((lock_lost, message)) = self.fence_failure.take() {
                     return if lock_lost {
@@ -592,6 +882,8 @@ impl Agent<'_> {
                 role: Role::User,
                 content: results,
             });
+            self.record.files_touched = self.absolute_touched();
+            self.save_record();
             let spent = self.usage.input_tokens
                 + self.usage.output_tokens
                 + self.usage.cache_creation_input_tokens;
@@ -635,8 +927,11 @@ impl Agent<'_> {
             task_id: &self.record.task_id,
             snapshot: &mut self.snapshot,
             seen: &self.seen,
+            touched: &self.touched_set,
+            max_files: self.args.max_files as usize,
             stop: None,
         };
+        self.progress.tool_started(name, input);
         let result = self.sandbox.call(name, input, &mut fence);
         self.fence_failure = fence.stop.take();
         if let Some(read) = &result.read_path {
@@ -649,6 +944,8 @@ impl Agent<'_> {
                     .to_string_lossy()
                     .into_owned(),
             );
+            // Once: from here on the record names the snapshot a crash would need.
+            self.save_record();
         }
         self.progress.tool(name, input, result.is_error);
         if let Some((path, change)) = &result.touched {
@@ -657,7 +954,7 @@ impl Agent<'_> {
                 .unwrap_or(path)
                 .to_string_lossy()
                 .into_owned();
-            if !self.touched.contains(&rel) {
+            if self.touched_set.insert(rel.clone()) {
                 self.touched.push(rel.clone());
             }
             match crate::files::read_regular(path) {
@@ -668,6 +965,7 @@ impl Agent<'_> {
                     self.seen.remove(&rel);
                 }
             }
+            // What the guard recorded is what landed, unless the write failed midway.
             if let Some(snapshot) = self.snapshot.as_mut() {
                 if let Err(e) = snapshot.record_written(&memory_dir, &rel) {
                     self.diag
@@ -675,9 +973,7 @@ impl Agent<'_> {
                 }
             }
             let absolute = self.project.memory_dir.join(&rel);
-            self.record.files_touched = self.absolute_touched();
             self.progress.file_touched(&absolute, *change);
-            self.save_record();
         }
         if result.is_error {
             self.diag.info(&format!(
@@ -722,10 +1018,25 @@ impl Agent<'_> {
         }
     }
 
+    /// What the run changed, file by file against the snapshot (a file written back to what
+    /// it was is no change).
+    fn changes(&self, dir: &Path) -> Result<(Diff, String), String> {
+        let Some(snapshot) = &self.snapshot else {
+            return Ok((Diff::default(), String::new()));
+        };
+        snapshot
+            .diff(dir)
+            .and_then(|d| {
+                let text = review::diff_text(snapshot, dir, &d)?;
+                Ok((d, text))
+            })
+            .map_err(|e| e.to_string())
+    }
+
     /// Records the end, restores or keeps the files, and builds the `run` section.
     fn finish(self, end: End, digests: &[Digest]) -> Finished {
         let memory_dir = self.sandbox.memory_dir().to_path_buf();
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String> = Vec::new();
         let mut diff = Diff::default();
         let (status, error, mut message, summary, exit, restore) = match end {
             End::Completed { summary } => {
@@ -755,34 +1066,36 @@ impl Agent<'_> {
         };
         let mut exit = exit;
         let proposing = self.mode == Mode::Propose;
-        let status = if status == "completed" && proposing {
-            "proposed"
-        } else {
-            status
-        };
+        let mut status = status;
         let mut diff_text = None;
-        if status == "proposed" {
-            if let Some(snapshot) = &self.snapshot {
-                let made = snapshot.diff(&memory_dir).and_then(|d| {
-                    let text = review::diff_text(snapshot, &memory_dir, &d)?;
-                    Ok((d, text))
-                });
-                match made {
-                    Ok((d, text)) => {
-                        diff = d;
-                        diff_text = Some(text);
-                    }
-                    Err(e) => {
-                        let problem = format!("cannot record the proposal's changes: {e}");
-                        self.diag.warn(&problem);
-                        message = Some(problem);
-                        exit = Exit::Environment;
-                    }
+        if status == "completed" && self.tool_calls == 0 {
+            warnings.push("no_tool_calls".into());
+            self.diag
+                .info("the model called no tool: it looked at nothing and changed nothing");
+        }
+        if status == "completed" && proposing {
+            match self.changes(&memory_dir) {
+                Ok((d, _)) if d.is_empty() => status = "no_changes",
+                Ok((d, text)) => {
+                    status = "proposed";
+                    diff = d;
+                    diff_text = Some(text);
                 }
-                // The staging copy holds the result; the before-copies are not needed.
-                let _ = std::fs::remove_dir_all(&snapshot.dir);
-                self.record.snapshot = None;
+                Err(e) => {
+                    let problem = format!("cannot record the proposal's changes: {e}");
+                    self.diag.warn(&problem);
+                    message = Some(problem);
+                    exit = Exit::Environment;
+                    status = "proposed";
+                }
             }
+        }
+        if status == "proposed" {
+            // The staging copy holds the result; the before-copies are not needed.
+            if let Some(snapshot) = &self.snapshot {
+                let _ = std::fs::remove_dir_all(&snapshot.dir);
+            }
+            self.record.snapshot = None;
             let text = diff_text.get_or_insert_with(String::new).clone();
             if let Err(e) = review::record_proposal(
                 self.record,
@@ -797,9 +1110,9 @@ impl Agent<'_> {
                 exit = Exit::Environment;
             }
             if prompt::index_over_limit(&memory_dir) {
-                warnings.push("index_over_limit");
+                warnings.push("index_over_limit".into());
             }
-            review::report_proposed(self.env, self.diag);
+            review::report_outcome(self.env, self.diag, "proposed");
         } else if proposing {
             // Nothing to review: the staging copy and its snapshot go.
             if let Some(snapshot) = &self.snapshot {
@@ -810,22 +1123,32 @@ impl Agent<'_> {
                 &self.project.state_dir,
                 &self.record.task_id,
             ));
+            if status == "no_changes" {
+                review::report_outcome(self.env, self.diag, "no_changes");
+            }
         } else if status == "completed" {
-            if let Some(snapshot) = &self.snapshot {
-                match snapshot.diff(&memory_dir) {
-                    Ok(d) => {
-                        diff_text = review::diff_text(snapshot, &memory_dir, &d).ok();
-                        diff = d;
-                    }
-                    Err(e) => self
-                        .diag
-                        .warn(&format!("cannot record the run's changes: {e}")),
+            match self.changes(&memory_dir) {
+                Ok((d, text)) => {
+                    diff = d;
+                    diff_text = Some(text);
                 }
+                Err(e) => self
+                    .diag
+                    .warn(&format!("cannot record the run's changes: {e}")),
+            }
+            if diff.is_empty() {
+                // Nothing differs from before: nothing to undo, nothing to announce.
+                if let Some(snapshot) = &self.snapshot {
+                    let _ = std::fs::remove_dir_all(&snapshot.dir);
+                }
+                self.record.snapshot = None;
+                diff_text = None;
+            } else {
                 self.record.diff = Some(absolute_diff(&self.project.memory_dir, diff.clone()));
                 self.record.diff_text.clone_from(&diff_text);
             }
             if prompt::index_over_limit(&memory_dir) {
-                warnings.push("index_over_limit");
+                warnings.push("index_over_limit".into());
                 self.diag.warn(&format!(
                     "{} is over Claude Code's limits ({} lines, {} characters): the rest is never loaded",
                     prompt::INDEX_FILE,
@@ -833,10 +1156,14 @@ impl Agent<'_> {
                     prompt::INDEX_MAX_CHARS
                 ));
             }
-            if let Err(problem) = self.announce(&diff) {
-                self.diag.warn(&problem);
-                message = Some(problem);
-                exit = Exit::Environment;
+            match self.announce(&diff) {
+                Ok(None) => {}
+                Ok(Some(warning)) => warnings.push(warning),
+                Err(problem) => {
+                    self.diag.warn(&problem);
+                    message = Some(problem);
+                    exit = Exit::Environment;
+                }
             }
         } else if restore && !self.args.keep_partial {
             if let Some(snapshot) = &self.snapshot {
@@ -876,48 +1203,78 @@ impl Agent<'_> {
         {
             self.diag.warn(&format!("run {status}: {m}"));
         }
+        // What the run changed, not what it wrote: a rewrite with the same bytes is no touch.
+        let files_touched = match status {
+            "completed" | "proposed" => {
+                let mut all: Vec<String> = diff
+                    .created
+                    .iter()
+                    .chain(&diff.modified)
+                    .chain(&diff.deleted)
+                    .map(|rel| snapshot::absolute(&self.project.memory_dir, rel))
+                    .collect();
+                all.sort();
+                all
+            }
+            "no_changes" => Vec::new(),
+            _ => self.absolute_touched(),
+        };
         self.record.status = status.into();
         self.record.phase = "done".into();
         self.record.error = error.map(str::to_string);
         self.record.ended_at = Some(rfc3339(SystemTime::now()));
-        self.record.files_touched = self.absolute_touched();
+        self.record.files_touched = files_touched.clone();
         self.save_record();
         if status == "completed" {
             prune_snapshots(self.store, self.diag);
         }
-        self.progress.done(status, &self.record.files_touched);
+        self.progress.done(status, &files_touched);
         Finished {
             exit,
             run: RunSection {
                 status,
-                task_id: self.record.task_id.clone(),
+                task_id: Some(self.record.task_id.clone()),
                 mode: self.mode.as_str(),
                 error,
+                reason: None,
                 message,
-                sessions_reviewed: digests.len().max(self.record.sessions_reviewing),
-                files_touched: self.record.files_touched.clone(),
+                sessions_reviewed: digests.len(),
+                files_touched,
                 diff: absolute_diff(&self.project.memory_dir, diff),
                 warnings,
                 summary,
-                turns: self.record.turns.len(),
+                turns: self.turns,
+                tool_calls: self.tool_calls,
                 usage: self.usage,
                 landlock: self.sandbox.landlock_active(),
                 snapshot: self.record.snapshot.clone(),
                 diff_text: diff_text.filter(|_| proposing),
+                recovered: None,
+                unreadable_sessions: Vec::new(),
+                claimed_by: None,
             },
         }
     }
 
-    /// Tells the next session: the pending-updates line, and the transcript record.
-    fn announce(&self, diff: &Diff) -> Result<(), String> {
-        if self.touched.is_empty() {
-            return Ok(());
+    /// Tells the next session: the pending-updates line, and the transcript record. A
+    /// transcript that cannot take the record now is a warning, not a failure.
+    fn announce(&self, diff: &Diff) -> Result<Option<String>, String> {
+        if diff.is_empty() {
+            return Ok(None);
         }
         let at = rfc3339(SystemTime::now());
+        let mut files: Vec<String> = diff
+            .created
+            .iter()
+            .chain(&diff.modified)
+            .chain(&diff.deleted)
+            .map(|rel| snapshot::absolute(&self.project.memory_dir, rel))
+            .collect();
+        files.sort();
         let update = PendingUpdate {
             source: "dream".into(),
             task_id: self.record.task_id.clone(),
-            files_touched: self.absolute_touched(),
+            files_touched: files,
             at: at.clone(),
         };
         tasks::append_pending(&self.project.state_dir, &update).map_err(|e| {
@@ -926,18 +1283,38 @@ impl Agent<'_> {
                 tasks::pending_path(&self.project.state_dir).display()
             )
         })?;
-        if let Some(transcript) = &self.args.notify_transcript {
-            let written: Vec<String> = diff
-                .created
-                .iter()
-                .chain(&diff.modified)
-                .map(|rel| snapshot::absolute(&self.project.memory_dir, rel))
-                .collect();
-            notify_transcript(transcript, &written, &at)
-                .map_err(|e| format!("cannot append to {}: {e}", transcript.display()))?;
+        let Some(transcript) = &self.args.notify_transcript else {
+            return Ok(None);
+        };
+        let written: Vec<String> = diff
+            .created
+            .iter()
+            .chain(&diff.modified)
+            .map(|rel| snapshot::absolute(&self.project.memory_dir, rel))
+            .collect();
+        match notify_transcript(transcript, &written, &at) {
+            Ok(Notified::Appended) => Ok(None),
+            Ok(Notified::Busy) => {
+                self.diag.warn(&format!(
+                    "not appended to {}: its last line stayed incomplete (a writer is mid-record); the memory_saved record was skipped",
+                    transcript.display()
+                ));
+                Ok(Some("notify_transcript_skipped".into()))
+            }
+            Err(e) => Err(format!("cannot append to {}: {e}", transcript.display())),
         }
-        Ok(())
     }
+}
+
+/// Most bytes of tool output returned to the model in one turn, all calls together.
+const TURN_OUTPUT_CAP: usize = 256 * 1024;
+
+/// The largest index at or below `at` that is a char boundary of `text`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len()))
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0)
 }
 
 /// The diff with absolute paths, as files_touched has them.
@@ -954,37 +1331,60 @@ pub(super) fn absolute_diff(memory_dir: &Path, diff: Diff) -> Diff {
     }
 }
 
-/// Appends Claude Code's `memory_saved` record to a session transcript, after its last record.
-fn notify_transcript(path: &Path, written: &[String], at: &str) -> std::io::Result<()> {
-    // Read and appended in a few tries: Claude Code may append between the two, and the
-    // record must follow the real last record.
-    for _ in 0..3 {
-        if append_memory_saved(path, written, at)? {
-            return Ok(());
-        }
-    }
-    Err(std::io::Error::other(
-        "the transcript kept growing while the record was being appended",
-    ))
+/// What became of the `memory_saved` record.
+enum Notified {
+    Appended,
+    /// The transcript's last line stayed incomplete: a writer is mid-record.
+    Busy,
 }
 
-/// One try: `Ok(false)` when the transcript grew after it was read (nothing written).
-fn append_memory_saved(path: &Path, written: &[String], at: &str) -> std::io::Result<bool> {
-    let mut parent_uuid = None;
-    let mut session_id = None;
-    let mut cwd = None;
+/// Appends Claude Code's `memory_saved` record to a session transcript, right after its last
+/// record (chained to it). A live session appends meanwhile: the record is built again from
+/// the new last record; a last line without its newline is waited on briefly, never appended
+/// after.
+fn notify_transcript(path: &Path, written: &[String], at: &str) -> std::io::Result<Notified> {
+    const TRIES: u32 = 40;
+    const PAUSE: Duration = Duration::from_millis(50);
+    for _ in 0..TRIES {
+        match append_memory_saved(path, written, at)? {
+            Try::Appended => return Ok(Notified::Appended),
+            Try::Grew => {}
+            Try::Incomplete => std::thread::sleep(PAUSE),
+        }
+        if signals::received().is_some() {
+            break;
+        }
+    }
+    Ok(Notified::Busy)
+}
+
+enum Try {
+    Appended,
+    /// The transcript grew between the read and the append: nothing was written.
+    Grew,
+    Incomplete,
+}
+
+/// One try at the append.
+fn append_memory_saved(path: &Path, written: &[String], at: &str) -> std::io::Result<Try> {
     let reader = BackwardReader::open(path)?;
     let len = reader.file_len();
+    if !reader.ends_with_newline()? {
+        return Ok(Try::Incomplete);
+    }
+    let mut last = None;
     for entry in reader.take(200) {
         if let Some(record) = entry?.into_record() {
             if record.uuid.is_some() {
-                parent_uuid = record.uuid;
-                session_id = record.session_id;
-                cwd = record.cwd;
+                last = Some(record);
                 break;
             }
         }
     }
+    let (parent_uuid, session_id, cwd) = match last {
+        Some(r) => (r.uuid, r.session_id, r.cwd),
+        None => (None, None, None),
+    };
     let record = json!({
         "parentUuid": parent_uuid,
         "isSidechain": false,
@@ -1000,7 +1400,11 @@ fn append_memory_saved(path: &Path, written: &[String], at: &str) -> std::io::Re
     });
     let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    crate::files::append_undoable(path, &line, Some(len)).map_err(std::io::Error::other)
+    match crate::files::append_undoable(path, &line, Some(len)) {
+        Ok(true) => Ok(Try::Appended),
+        Ok(false) => Ok(Try::Grew),
+        Err(e) => Err(std::io::Error::other(e)),
+    }
 }
 
 /// Keeps the snapshots of the newest completed runs, drops the rest.
@@ -1028,27 +1432,32 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
 
-/// What a person watching sees: a bar on a terminal, JSON Lines with `--events`, else nothing.
+/// What a person watching sees: one status line on a terminal (elapsed time, turn, tokens
+/// so far, the tool running), JSON Lines with `--events`, else nothing.
 struct Progress {
     events: bool,
-    bar: Option<indicatif::ProgressBar>,
+    line: Option<indicatif::ProgressBar>,
+    turn: std::cell::Cell<u32>,
+    tokens: std::cell::Cell<u64>,
 }
 
 impl Progress {
     fn new(args: &RunArgs, common: &CommonArgs) -> Progress {
-        let bar = (!args.events && !common.quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = indicatif::ProgressBar::new(u64::from(args.max_turns));
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "dream-run {bar:30} turn {pos}/{len} {msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        let line = (!args.events && !common.quiet && std::io::stderr().is_terminal()).then(|| {
+            let line = indicatif::ProgressBar::new_spinner();
+            line.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
             );
-            bar
+            line.enable_steady_tick(Duration::from_millis(200));
+            line.set_message("waiting for the model");
+            line
         });
         Progress {
             events: args.events,
-            bar,
+            line,
+            turn: std::cell::Cell::new(0),
+            tokens: std::cell::Cell::new(0),
         }
     }
 
@@ -1060,37 +1469,57 @@ impl Progress {
         }
     }
 
-    fn turn(&self, n: u32, text: &str, tool_uses: usize) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(u64::from(n));
+    fn status(&self, doing: &str) {
+        if let Some(line) = &self.line {
+            let tokens = self.tokens.get();
+            let tokens = if tokens >= 10_000 {
+                format!("{:.1}k", tokens as f64 / 1000.0)
+            } else {
+                tokens.to_string()
+            };
+            line.set_message(format!(
+                "turn {} · {tokens} tokens · {}",
+                self.turn.get(),
+                crate::cli::text::for_terminal(doing, 60)
+            ));
         }
-        self.event(json!({"type": "turn", "turn": n, "text": cut_chars(text.trim(), TURN_TEXT_CHARS), "tool_use_count": tool_uses}));
+    }
+
+    fn turn(&self, n: u32, text: &str, tool_uses: usize, usage: Usage, elapsed: Duration) {
+        self.turn.set(n);
+        self.tokens
+            .set(usage.input_tokens + usage.output_tokens + usage.cache_creation_input_tokens);
+        self.status(if tool_uses == 0 {
+            "answered"
+        } else {
+            "running tools"
+        });
+        self.event(
+            json!({"type": "turn", "turn": n, "text": cut_chars(text.trim(), TURN_TEXT_CHARS),
+                          "tool_use_count": tool_uses, "elapsed_ms": elapsed.as_millis() as u64,
+                          "tokens": self.tokens.get()}),
+        );
+    }
+
+    fn tool_started(&self, name: &str, input: &Value) {
+        let what = crate::claude::transcript::describe_tool_call(name, Some(input));
+        self.status(&what);
     }
 
     fn tool(&self, name: &str, input: &Value, is_error: bool) {
         let what = crate::claude::transcript::describe_tool_call(name, Some(input));
-        if let Some(bar) = &self.bar {
-            // The model wrote this: no control character reaches the terminal.
-            let shown: String = what.chars().filter(|c| !c.is_control()).collect();
-            bar.set_message(cut_chars(&shown, 40));
-        }
         self.event(json!({"type": "tool", "name": name, "call": what, "is_error": is_error}));
     }
 
     fn file_touched(&self, path: &Path, change: Change) {
-        let change = match change {
-            Change::Created => "created",
-            Change::Modified => "modified",
-            Change::Deleted => "deleted",
-        };
         self.event(
-            json!({"type": "file_touched", "path": path.to_string_lossy(), "change": change}),
+            json!({"type": "file_touched", "path": path.to_string_lossy(), "change": change.as_str()}),
         );
     }
 
     fn done(&self, status: &str, files: &[String]) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+        if let Some(line) = &self.line {
+            line.finish_and_clear();
         }
         self.event(json!({"type": "done", "status": status, "files_touched": files}));
     }

@@ -20,7 +20,11 @@ use crate::files::{create_private_dir, read_regular, write_atomic};
 pub const SNAPSHOTS_DIR: &str = "snapshots";
 /// How many completed runs keep their snapshot (so `undo` can reach them).
 pub const KEEP_COMPLETED: usize = 10;
+/// The manifest as one document (snapshots made before the log existed; still read).
 const MANIFEST: &str = "manifest.json";
+/// The manifest as a log of events, one JSON line each, appended as the run goes: the cost
+/// of a write does not grow with the number of files written before it.
+const LOG: &str = "manifest.jsonl";
 const FILES: &str = "files";
 
 /// A file's content hash, lowercase hex.
@@ -51,6 +55,105 @@ pub struct Manifest {
     pub created_dirs: Vec<String>,
 }
 
+/// One line of the manifest log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum Event {
+    Task {
+        task_id: String,
+    },
+    /// A file kept as it was before the run's first write to it, with the folders that write
+    /// is about to create.
+    Before {
+        path: String,
+        kept: Option<Kept>,
+        #[serde(default)]
+        created_dirs: Vec<String>,
+    },
+    /// What the file holds after the run's write (recorded right before the write lands, so a
+    /// run killed in between still knows what it would have left there).
+    After {
+        path: String,
+        sha256: Option<String>,
+    },
+}
+
+impl Manifest {
+    fn apply(&mut self, event: Event) {
+        match event {
+            Event::Task { task_id } => self.task_id = task_id,
+            Event::Before {
+                path,
+                kept,
+                created_dirs,
+            } => {
+                for dir in created_dirs {
+                    if !self.created_dirs.contains(&dir) {
+                        self.created_dirs.push(dir);
+                    }
+                }
+                self.before.entry(path).or_insert(kept);
+            }
+            Event::After { path, sha256 } => {
+                self.after.insert(path, sha256);
+            }
+        }
+    }
+
+    /// The manifest as log lines (what [`Snapshot::save`] writes).
+    fn events(&self) -> Vec<Event> {
+        let mut events = vec![Event::Task {
+            task_id: self.task_id.clone(),
+        }];
+        let mut dirs_given = false;
+        for (path, kept) in &self.before {
+            events.push(Event::Before {
+                path: path.clone(),
+                kept: kept.clone(),
+                created_dirs: if dirs_given {
+                    Vec::new()
+                } else {
+                    dirs_given = true;
+                    self.created_dirs.clone()
+                },
+            });
+        }
+        for (path, sha256) in &self.after {
+            events.push(Event::After {
+                path: path.clone(),
+                sha256: sha256.clone(),
+            });
+        }
+        events
+    }
+}
+
+fn line_of(event: &Event) -> std::io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// Replays a manifest log. A last line cut short (the run was killed during the append) is
+/// dropped; any other line that does not parse makes the log unusable.
+fn replay(bytes: &[u8]) -> std::io::Result<Manifest> {
+    let mut manifest = Manifest::default();
+    let complete = bytes.ends_with(b"\n");
+    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    let last = lines.len().saturating_sub(1);
+    for (n, line) in lines.iter().enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<Event>(line) {
+            Ok(event) => manifest.apply(event),
+            Err(_) if n == last && !complete => {}
+            Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        }
+    }
+    Ok(manifest)
+}
+
 /// A run's snapshot on disk.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -64,6 +167,12 @@ pub struct Diff {
     pub created: Vec<String>,
     pub modified: Vec<String>,
     pub deleted: Vec<String>,
+}
+
+impl Diff {
+    pub fn is_empty(&self) -> bool {
+        self.created.is_empty() && self.modified.is_empty() && self.deleted.is_empty()
+    }
 }
 
 /// A memory file's relative path as printed: absolute, under the memory dir as the project
@@ -144,11 +253,18 @@ impl Snapshot {
         Ok(snapshot)
     }
 
-    /// Reads a snapshot, refusing a manifest that names anything but memory files.
+    /// Reads a snapshot (its log, or the one-document manifest of an older snapshot),
+    /// refusing a manifest that names anything but memory files.
     pub fn load(dir: &Path) -> std::io::Result<Snapshot> {
-        let bytes = read_regular(&dir.join(MANIFEST))?;
-        let manifest: Manifest = serde_json::from_slice(&bytes)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let manifest = match read_regular(&dir.join(LOG)) {
+            Ok(bytes) => replay(&bytes)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let bytes = read_regular(&dir.join(MANIFEST))?;
+                serde_json::from_slice(&bytes)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?
+            }
+            Err(e) => return Err(e),
+        };
         let names = manifest
             .before
             .keys()
@@ -164,7 +280,7 @@ impl Snapshot {
                     std::io::ErrorKind::InvalidData,
                     format!(
                         "{} names {name:?}, which is not inside the memory dir: refused",
-                        dir.join(MANIFEST).display()
+                        dir.join(LOG).display()
                     ),
                 ));
             }
@@ -175,9 +291,26 @@ impl Snapshot {
         })
     }
 
+    /// Writes the whole manifest log anew (atomically).
     pub fn save(&self) -> std::io::Result<()> {
-        let bytes = serde_json::to_vec_pretty(&self.manifest).map_err(std::io::Error::other)?;
-        write_atomic(&self.dir.join(MANIFEST), &bytes, 0o600)
+        let mut bytes = Vec::new();
+        for event in self.manifest.events() {
+            bytes.extend(line_of(&event)?);
+        }
+        write_atomic(&self.dir.join(LOG), &bytes, 0o600)?;
+        // An older one-document manifest would otherwise be read by nobody but confuse people.
+        match std::fs::remove_file(self.dir.join(MANIFEST)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Adds one event to the log (one appended line) and to the manifest in memory.
+    fn append(&mut self, event: Event) -> std::io::Result<()> {
+        crate::files::append_undoable(&self.dir.join(LOG), &line_of(&event)?, None)
+            .map_err(std::io::Error::other)?;
+        self.manifest.apply(event);
+        Ok(())
     }
 
     /// Keeps `rel` as it is now, unless the run already touched it: called right before each
@@ -200,35 +333,47 @@ impl Snapshot {
                     mode,
                 })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // The folders the write is about to create, outermost first.
-                let mut missing = Vec::new();
-                let mut dir = Path::new(rel).parent();
-                while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-                    if memory_dir.join(d).exists() {
-                        break;
-                    }
-                    missing.push(d.to_string_lossy().into_owned());
-                    dir = d.parent();
-                }
-                for d in missing.into_iter().rev() {
-                    if !self.manifest.created_dirs.contains(&d) {
-                        self.manifest.created_dirs.push(d);
-                    }
-                }
-                None
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
-        self.manifest.before.insert(rel.to_string(), kept);
-        self.save()
+        // The folders the write is about to create, outermost first.
+        let mut created_dirs = Vec::new();
+        if kept.is_none() {
+            let mut dir = Path::new(rel).parent();
+            while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+                if memory_dir.join(d).exists() {
+                    break;
+                }
+                created_dirs.push(d.to_string_lossy().into_owned());
+                dir = d.parent();
+            }
+            created_dirs.reverse();
+        }
+        self.append(Event::Before {
+            path: rel.to_string(),
+            kept,
+            created_dirs,
+        })
     }
 
-    /// Records how the run left `rel` (after a write, an edit or a delete).
+    /// Records what `rel` will hold once the write about to land has landed (`None`: it is
+    /// deleted). Called right before the write: a run killed between the two still leaves a
+    /// snapshot that knows both states.
+    pub fn intend(&mut self, rel: &str, sha256: Option<String>) -> std::io::Result<()> {
+        self.append(Event::After {
+            path: rel.to_string(),
+            sha256,
+        })
+    }
+
+    /// Records how the run left `rel` (after a write, an edit or a delete), when that is not
+    /// what [`Snapshot::intend`] recorded (the write failed).
     pub fn record_written(&mut self, memory_dir: &Path, rel: &str) -> std::io::Result<()> {
         let now = current_hash(memory_dir, rel)?;
-        self.manifest.after.insert(rel.to_string(), now);
-        self.save()
+        if self.manifest.after.get(rel) == Some(&now) {
+            return Ok(());
+        }
+        self.intend(rel, now)
     }
 
     /// The content a file had before the run, if it existed.
@@ -269,43 +414,57 @@ impl Snapshot {
     pub fn restore(&self, memory_dir: &Path) -> std::io::Result<Vec<(String, String)>> {
         let mut skipped = Vec::new();
         for rel in self.manifest.before.keys() {
-            let now = match current_hash(memory_dir, rel) {
-                Ok(now) => now,
-                Err(e) => {
-                    skipped.push((rel.clone(), e.to_string()));
-                    continue;
-                }
-            };
-            if let Some(left) = self.manifest.after.get(rel) {
-                if *left != now {
-                    skipped.push((
-                        rel.clone(),
-                        "changed by someone else since the run wrote it".into(),
-                    ));
-                    continue;
-                }
-            }
-            let path = target(memory_dir, rel)?;
-            match self.before_content(rel)? {
-                Some((bytes, mode)) => {
-                    if now.as_deref() != Some(sha256_hex(&bytes).as_str()) {
-                        if let Some(parent) = path.parent() {
-                            std::fs::create_dir_all(parent)?;
-                        }
-                        write_atomic(&path, &bytes, mode)?;
-                    }
-                }
-                None => match std::fs::remove_file(&path) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                    _ => {}
-                },
+            if let Some(why) = self.restore_file(memory_dir, rel)? {
+                skipped.push((rel.clone(), why));
             }
         }
+        self.remove_created_dirs(memory_dir);
+        Ok(skipped)
+    }
+
+    /// Puts one touched file back as it was before the run; `Some(why)` when it is left
+    /// alone (someone else changed it since, or it cannot be read safely).
+    pub fn restore_file(&self, memory_dir: &Path, rel: &str) -> std::io::Result<Option<String>> {
+        let now = match current_hash(memory_dir, rel) {
+            Ok(now) => now,
+            Err(e) => return Ok(Some(e.to_string())),
+        };
+        let before_hash = self
+            .manifest
+            .before
+            .get(rel)
+            .and_then(|kept| kept.as_ref().map(|k| k.sha256.clone()));
+        if now == before_hash {
+            // As it was before the run (its write never landed, or was undone).
+            return Ok(None);
+        }
+        if self.manifest.after.get(rel) != Some(&now) {
+            return Ok(Some(
+                "changed by someone else since the run wrote it".into(),
+            ));
+        }
+        let path = target(memory_dir, rel)?;
+        match self.before_content(rel)? {
+            Some((bytes, mode)) => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                write_atomic(&path, &bytes, mode)?;
+            }
+            None => match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            },
+        }
+        Ok(None)
+    }
+
+    /// Removes the folders the run created, when they are empty again.
+    pub fn remove_created_dirs(&self, memory_dir: &Path) {
         for dir in self.manifest.created_dirs.iter().rev() {
             // Only when empty: anything someone else put there stays.
             let _ = std::fs::remove_dir(memory_dir.join(dir));
         }
-        Ok(skipped)
     }
 
     /// The touched files whose content is no longer what the run left (someone edited them
@@ -313,7 +472,13 @@ impl Snapshot {
     pub fn changed_since(&self, memory_dir: &Path) -> std::io::Result<Vec<String>> {
         let mut changed = Vec::new();
         for (rel, after) in &self.manifest.after {
-            if current_hash(memory_dir, rel)? != *after {
+            let now = current_hash(memory_dir, rel)?;
+            let before = self
+                .manifest
+                .before
+                .get(rel)
+                .map(|kept| kept.as_ref().map(|k| k.sha256.clone()));
+            if now != *after && Some(&now) != before.as_ref() {
                 changed.push(rel.clone());
             }
         }
@@ -428,9 +593,54 @@ mod tests {
         for bad in ["../x.md", "/etc/x.md", "a/../../x.md", "notes.txt"] {
             let mut m = snap.manifest.clone();
             m.after.insert(bad.to_string(), None);
+            let log: Vec<u8> = m
+                .events()
+                .iter()
+                .flat_map(|e| line_of(e).unwrap())
+                .collect();
+            std::fs::write(snap.dir.join(LOG), log).unwrap();
+            let err = Snapshot::load(&snap.dir).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{bad}");
+            // The older one-document form is checked the same way.
+            std::fs::remove_file(snap.dir.join(LOG)).unwrap();
             std::fs::write(snap.dir.join(MANIFEST), serde_json::to_vec(&m).unwrap()).unwrap();
             let err = Snapshot::load(&snap.dir).unwrap_err();
             assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{bad}");
+            std::fs::remove_file(snap.dir.join(MANIFEST)).unwrap();
         }
+    }
+
+    #[test]
+    fn the_log_grows_by_one_line_a_write_and_survives_a_torn_last_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mem = tmp.path().join("memory");
+        write(&mem, "a.md", "a\n");
+        let dir = tmp.path().join("s");
+        let mut snap = Snapshot::create(&dir, "t").unwrap();
+        snap.remember(&mem, "a.md").unwrap();
+        snap.intend("a.md", Some(sha256_hex(b"run\n"))).unwrap();
+        write(&mem, "a.md", "run\n");
+        snap.remember(&mem, "b.md").unwrap();
+        let log = std::fs::read(dir.join(LOG)).unwrap();
+        assert_eq!(
+            log.iter().filter(|b| **b == b'\n').count(),
+            4,
+            "task, before, after, before"
+        );
+        // Killed in the middle of an append: the half line is not an error.
+        let mut torn = log.clone();
+        torn.extend_from_slice(b"{\"event\":\"after\",\"pa");
+        std::fs::write(dir.join(LOG), &torn).unwrap();
+        let loaded = Snapshot::load(&dir).unwrap();
+        assert_eq!(loaded.manifest, snap.manifest);
+        // A write that was intended and landed is undone; one intended but never landed is
+        // already as it was.
+        assert!(loaded.restore(&mem).unwrap().is_empty());
+        assert_eq!(std::fs::read_to_string(mem.join("a.md")).unwrap(), "a\n");
+        // A corrupt line in the middle is refused.
+        let mut corrupt = b"{oops}\n".to_vec();
+        corrupt.extend_from_slice(&log);
+        std::fs::write(dir.join(LOG), &corrupt).unwrap();
+        assert!(Snapshot::load(&dir).is_err());
     }
 }

@@ -50,7 +50,8 @@ pub struct TaskRecord {
     pub task_id: String,
     #[serde(rename = "type")]
     pub kind: String,
-    /// running | completed | failed | aborted
+    /// running | completed | failed | aborted | skipped | proposed | no_changes | discarded |
+    /// undone
     pub status: String,
     /// starting | updating | done
     pub phase: String,
@@ -238,6 +239,7 @@ fn lock_pending(state_dir: &Path) -> std::io::Result<std::fs::File> {
         .truncate(false)
         .write(true)
         .custom_flags(libc::O_NONBLOCK)
+        .mode(0o600)
         .open(state_dir.join("pending-updates.lock"))?;
     fs4::FileExt::lock(&guard)?;
     Ok(guard)
@@ -265,9 +267,27 @@ pub fn append_pending(state_dir: &Path, update: &PendingUpdate) -> std::io::Resu
 /// Empties the pending updates, keeping any line appended after `seen` were read (a run that
 /// finished between the read and the clear is not lost).
 pub fn clear_pending(state_dir: &Path, seen: &[PendingUpdate]) -> std::io::Result<()> {
+    rewrite_pending(state_dir, |u| !seen.contains(u))
+}
+
+/// Withdraws a task's update that no session was told about yet (the task was undone).
+/// Returns whether there was one.
+pub fn withdraw_pending(state_dir: &Path, task_id: &str) -> std::io::Result<bool> {
+    if !read_pending(state_dir)?
+        .iter()
+        .any(|u| u.task_id == task_id)
+    {
+        return Ok(false);
+    }
+    rewrite_pending(state_dir, |u| u.task_id != task_id)?;
+    Ok(true)
+}
+
+/// Rewrites the pending file with the lines `keep` keeps, under the appenders' lock.
+fn rewrite_pending(state_dir: &Path, keep: impl Fn(&PendingUpdate) -> bool) -> std::io::Result<()> {
     let _guard = lock_pending(state_dir)?;
     let now = read_pending(state_dir)?;
-    let rest: Vec<&PendingUpdate> = now.iter().filter(|u| !seen.contains(u)).collect();
+    let rest: Vec<&PendingUpdate> = now.iter().filter(|u| keep(u)).collect();
     let mut text = String::new();
     for update in rest {
         text.push_str(&serde_json::to_string(update).map_err(std::io::Error::other)?);

@@ -16,9 +16,10 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use super::process::probe;
+use super::process::{probe, this_node};
 use super::{
-    Acquired, Backend, KeepAlive, Lease, Released, RunOutcome, Status, HOLD_WINDOW, START_SLACK,
+    Acquired, Backend, Claimant, Claimed, KeepAlive, Lease, Released, RunOutcome, Status,
+    HOLD_WINDOW, START_SLACK,
 };
 use crate::cli::time::{epoch_ms, from_epoch_ms};
 use crate::cli::Failure;
@@ -28,6 +29,9 @@ pub const DEFAULT_PREFIX: &str = "/dreamkit";
 /// A testing knob: the holder lease's TTL in seconds (default: an hour).
 pub const LEASE_TTL_ENV: &str = "DREAMKIT_ETCD_LEASE_TTL";
 const HOLDER_KEY: &str = "holder";
+/// The runner that claimed the current hold (bound to the holder's lease; never the holder
+/// key itself, whose `mod_revision` is the fencing token).
+const CLAIM_KEY: &str = "claim";
 const CONSOLIDATED_KEY: &str = "last-consolidated";
 /// How long one request may take before the next member is tried.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -156,14 +160,6 @@ impl HolderRecord {
 
 /// This machine's PID namespace: the boot ID and the namespace's inode. Two processes with
 /// the same value see the same PIDs, so one may probe the other's holder.
-fn this_node() -> String {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let ns = std::fs::read_link("/proc/self/ns/pid")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    format!("{}/{ns}", boot.trim())
-}
-
 fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into buf.
@@ -455,6 +451,7 @@ fn absent(key: &str) -> Value {
 pub struct EtcdBackend {
     client: Client,
     holder_key: String,
+    claim_key: String,
     consolidated_key: String,
     node: String,
     ttl: i64,
@@ -470,6 +467,7 @@ impl EtcdBackend {
         Ok(EtcdBackend {
             client: Client::new(url.endpoints.clone())?,
             holder_key: format!("{prefix}/{HOLDER_KEY}"),
+            claim_key: format!("{prefix}/{CLAIM_KEY}"),
             consolidated_key: format!("{prefix}/{CONSOLIDATED_KEY}"),
             node: this_node(),
             ttl: lease_ttl()?,
@@ -675,6 +673,7 @@ impl Backend for EtcdBackend {
                 "success": [
                     put_op(&self.holder_key, &record.to_string(), lease_id),
                     put_op(&self.consolidated_key, &now_ms.to_string(), 0),
+                    delete_op(&self.claim_key),
                 ],
             });
             match self.client.txn(&body) {
@@ -733,7 +732,7 @@ impl Backend for EtcdBackend {
         };
         let body = json!({
             "compare": [mod_is(&self.holder_key, revision)],
-            "success": [delete_op(&self.holder_key), consolidated_op],
+            "success": [delete_op(&self.holder_key), consolidated_op, delete_op(&self.claim_key)],
             "failure": [range_op(&self.holder_key)],
         });
         let (succeeded, _, responses) = self
@@ -766,6 +765,61 @@ impl Backend for EtcdBackend {
             .range(&self.holder_key)
             .map_err(|e| e.into_failure("check the lock's token"))?;
         Ok(kv.is_some_and(|kv| kv.mod_revision.to_string() == token.trim()))
+    }
+
+    fn claim(&self, token: &str, task_id: &str, replace: Option<&str>) -> Result<Claimed, Failure> {
+        let Ok(revision) = token.trim().parse::<i64>() else {
+            return Ok(Claimed::NotHeld);
+        };
+        for _ in 0..ACQUIRE_ATTEMPTS {
+            let body = json!({"success": [range_op(&self.holder_key), range_op(&self.claim_key)]});
+            let (_, _, responses) = self
+                .client
+                .txn(&body)
+                .map_err(|e| e.into_failure("read the lock's claim"))?;
+            let Some(holder) = txn_range(&responses, 0).filter(|kv| kv.mod_revision == revision)
+            else {
+                return Ok(Claimed::NotHeld);
+            };
+            let claim = txn_range(&responses, 1);
+            if let Some(other) = claim
+                .as_ref()
+                .and_then(|kv| serde_json::from_slice::<Claimant>(&kv.value).ok())
+            {
+                let theirs = other.task_id != task_id && Some(other.task_id.as_str()) != replace;
+                if other.token == token.trim() && theirs {
+                    return Ok(Claimed::ByOther(other));
+                }
+            }
+            let mine = serde_json::to_string(&Claimant::new(token, task_id))
+                .map_err(|e| Failure::remote(format!("cannot write the claim: {e}")))?;
+            let claim_compare = match &claim {
+                None => absent(&self.claim_key),
+                Some(kv) => mod_is(&self.claim_key, kv.mod_revision),
+            };
+            let body = json!({
+                "compare": [mod_is(&self.holder_key, revision), claim_compare],
+                "success": [put_op(&self.claim_key, &mine, holder.lease)],
+            });
+            match self.client.txn(&body) {
+                Ok((true, _, _)) => return Ok(Claimed::Ours),
+                Ok(_) => {}
+                Err(e) => return Err(e.into_failure("claim the lock")),
+            }
+        }
+        Err(Failure::remote(
+            "the lock's claim kept changing under concurrent runners; try again",
+        ))
+    }
+
+    fn claimant(&self, token: &str) -> Result<Option<Claimant>, Failure> {
+        let kv = self
+            .client
+            .range(&self.claim_key)
+            .map_err(|e| e.into_failure("read the lock's claim"))?;
+        Ok(kv
+            .and_then(|kv| serde_json::from_slice::<Claimant>(&kv.value).ok())
+            .filter(|c| c.token == token.trim() && c.alive()))
     }
 
     fn keep_alive(&self, token: &str) -> Result<Option<KeepAlive>, Failure> {

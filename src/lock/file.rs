@@ -11,14 +11,20 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::process::probe;
-use super::{Acquired, Backend, Lease, Released, RunOutcome, Status, HOLD_WINDOW, START_SLACK};
+use super::{
+    Acquired, Backend, Claimant, Claimed, Lease, Released, RunOutcome, Status, HOLD_WINDOW,
+    START_SLACK,
+};
 use crate::cli::time::{epoch_ms, from_epoch_ms};
 use crate::cli::{signals, Failure};
 use crate::files::{not_regular, open_regular, write_atomic_with_mtime};
 
 pub const LOCK_FILE_NAME: &str = ".consolidate-lock";
-/// Beside the lock file; only dreamkit uses it, to serialise its own acquirers.
+/// Beside the lock file; only dreamkit uses it, to serialise its own acquirers. Its content is
+/// the claim of the current hold (one JSON [`Claimant`]), or empty.
 pub const GUARD_FILE_NAME: &str = ".consolidate-lock.dreamkit";
+/// A claim is a few hundred bytes; more is not ours.
+const MAX_CLAIM: u64 = 4096;
 /// Beside the lock file, written by `exec`: its PID, under an exclusive `flock` that `exec`'s
 /// command inherits. While any process keeps it open, a lock naming that PID stays held even
 /// after the PID died (a `kill -9` of `exec` does not free the lock while its command runs).
@@ -130,6 +136,36 @@ impl FileBackend {
                 Err(fs4::TryLockError::Error(e)) => return Err(Failure::io("lock", &path, &e)),
             }
         }
+    }
+
+    /// The claim written in the guard file (which the caller has locked).
+    fn read_claim(guard: &mut File) -> Option<Claimant> {
+        use std::io::Seek;
+        guard.rewind().ok()?;
+        let mut content = Vec::new();
+        guard
+            .by_ref()
+            .take(MAX_CLAIM + 1)
+            .read_to_end(&mut content)
+            .ok()?;
+        if content.len() as u64 > MAX_CLAIM {
+            return None;
+        }
+        serde_json::from_slice(&content).ok()
+    }
+
+    /// Replaces the guard file's claim (`None`: empties it).
+    fn write_claim(&self, guard: &mut File, claim: Option<&Claimant>) -> Result<(), Failure> {
+        use std::io::{Seek, Write};
+        let path = self.dir.join(GUARD_FILE_NAME);
+        let fail = |e: std::io::Error| Failure::io("write the claim in", &path, &e);
+        guard.set_len(0).map_err(fail)?;
+        if let Some(claim) = claim {
+            let bytes = serde_json::to_vec(claim).map_err(|e| fail(std::io::Error::other(e)))?;
+            guard.rewind().map_err(fail)?;
+            guard.write_all(&bytes).map_err(fail)?;
+        }
+        Ok(())
     }
 
     fn holder_path(&self) -> PathBuf {
@@ -247,6 +283,14 @@ fn token(pid: u32, mtime: SystemTime) -> String {
     format!("{pid}:{}", epoch_ms(mtime))
 }
 
+/// The last-consolidated time (epoch ms) a file-lock token's acquire wrote: its mtime part.
+/// `None` for tokens of other backends.
+pub fn token_time_ms(token: &str) -> Option<i64> {
+    let (pid, ms) = token.split_once(':')?;
+    pid.parse::<u32>().ok()?;
+    ms.parse().ok()
+}
+
 impl Backend for FileBackend {
     fn name(&self) -> &'static str {
         "file"
@@ -294,7 +338,7 @@ impl Backend for FileBackend {
     }
 
     fn acquire(&self, pid: u32, now: SystemTime) -> Result<Acquired, Failure> {
-        let _guard = self.guard(true)?;
+        let mut guard = self.guard(true)?;
         let before = self.observe()?;
         if self.holder(&before, now)?.held {
             return Ok(Acquired::Held {
@@ -311,8 +355,10 @@ impl Backend for FileBackend {
                 .open(&self.path)
                 .map_err(|e| Failure::io("write the lock file", &self.path, &e))?;
         }
-        // A holder file left by an earlier `exec` names a holder that no longer holds.
+        // A holder file left by an earlier `exec` names a holder that no longer holds, and a
+        // claim of an earlier hold claims nothing now.
         self.unpin()?;
+        self.write_claim(&mut guard, None)?;
         self.write(pid.to_string().as_bytes(), before.mode, None)?;
         let after = self.observe()?;
         match (after.pid, after.mtime) {
@@ -336,7 +382,7 @@ impl Backend for FileBackend {
         prior_mtime_ms: i64,
         outcome: RunOutcome,
     ) -> Result<Released, Failure> {
-        let _guard = self.guard(false)?;
+        let mut guard = self.guard(false)?;
         let observed = self.observe()?;
         if !matches_token(&observed, token) {
             return Ok(Released::NotHolder {
@@ -344,6 +390,7 @@ impl Backend for FileBackend {
             });
         }
         self.unpin()?;
+        self.write_claim(&mut guard, None)?;
         let last_consolidated = match outcome {
             RunOutcome::Completed => {
                 self.write(b"", observed.mode, None)?;
@@ -367,6 +414,26 @@ impl Backend for FileBackend {
 
     fn holds(&self, token: &str) -> Result<bool, Failure> {
         Ok(matches_token(&self.observe()?, token))
+    }
+
+    fn claim(&self, token: &str, task_id: &str, replace: Option<&str>) -> Result<Claimed, Failure> {
+        let mut guard = self.guard(true)?;
+        if !matches_token(&self.observe()?, token) {
+            return Ok(Claimed::NotHeld);
+        }
+        if let Some(other) = Self::read_claim(&mut guard) {
+            let theirs = other.task_id != task_id && Some(other.task_id.as_str()) != replace;
+            if other.token == token && theirs {
+                return Ok(Claimed::ByOther(other));
+            }
+        }
+        self.write_claim(&mut guard, Some(&Claimant::new(token, task_id)))?;
+        Ok(Claimed::Ours)
+    }
+
+    fn claimant(&self, token: &str) -> Result<Option<Claimant>, Failure> {
+        let mut guard = self.guard(false)?;
+        Ok(Self::read_claim(&mut guard).filter(|c| c.token == token && c.alive()))
     }
 
     fn pin(&self, lease: &Lease) -> Result<Option<File>, Failure> {

@@ -90,6 +90,59 @@ pub struct Status {
     pub token: Option<String>,
 }
 
+/// The one runner that claimed a hold (see [`Backend::claim`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Claimant {
+    /// The hold claimed (the fencing token).
+    pub token: String,
+    /// The run's task id.
+    pub task_id: String,
+    pub pid: u32,
+    /// Where `pid` runs (`<boot id>` or host name); only a claimant here can be probed.
+    #[serde(default)]
+    pub node: String,
+    /// When it claimed (epoch ms): a later process with the same PID is not the claimant.
+    pub since_ms: i64,
+}
+
+impl Claimant {
+    pub fn new(token: &str, task_id: &str) -> Claimant {
+        Claimant {
+            token: token.to_string(),
+            task_id: task_id.to_string(),
+            pid: std::process::id(),
+            node: process::this_node(),
+            since_ms: crate::cli::time::epoch_ms(SystemTime::now()),
+        }
+    }
+
+    /// Whether the claiming process still runs (a claimant on another machine is taken at
+    /// its word; the lease bounds its claim).
+    pub fn alive(&self) -> bool {
+        if self.node != process::this_node() {
+            return true;
+        }
+        let info = process::probe(self.pid);
+        let since = crate::cli::time::from_epoch_ms(self.since_ms);
+        info.alive
+            && info
+                .started
+                .is_none_or(|started| started <= since + START_SLACK)
+    }
+}
+
+/// What [`Backend::claim`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The hold is this runner's now.
+    Ours,
+    /// Another runner claimed this hold first (it may have ended since: see
+    /// [`Claimant::alive`]).
+    ByOther(Claimant),
+    /// The token no longer holds the lock.
+    NotHeld,
+}
+
 /// A store of the last-consolidated time and the lock's holder.
 pub trait Backend {
     /// `file` or `etcd`, as printed in `lock.backend`.
@@ -117,6 +170,16 @@ pub trait Backend {
 
     /// Whether `token` still holds the lock (checked before every fenced write).
     fn holds(&self, token: &str) -> Result<bool, Failure>;
+
+    /// Binds the hold of `token` to one runner, `task_id`, so that two runs handed the same
+    /// envelope (the same token) cannot both write: the first claims, the next is told who
+    /// did (alive or not: whether a dead claimant's run crashed or finished is the caller's
+    /// to judge). `replace` names a claimant's task the caller judged crashed: its claim is
+    /// taken over. The claim goes with the hold.
+    fn claim(&self, token: &str, task_id: &str, replace: Option<&str>) -> Result<Claimed, Failure>;
+
+    /// The live runner that claimed the hold of `token`, if any.
+    fn claimant(&self, token: &str) -> Result<Option<Claimant>, Failure>;
 
     /// Keeps `lease` held, even after its PID dies, for as long as any process has the
     /// returned file open: `exec` hands it to its command, so a killed `exec` does not free

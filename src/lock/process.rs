@@ -50,6 +50,16 @@ pub fn probe(pid: u32) -> ProcessInfo {
     }
 }
 
+/// This machine and PID namespace (boot id and namespace): PIDs recorded elsewhere cannot be
+/// probed here.
+pub fn this_node() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let ns = std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{}/{ns}", boot.trim())
+}
+
 /// Whether `pid` is this process or one of its ancestors (the shell that ran us, its
 /// parent, ...): a lock held by one of them is held by "the caller".
 pub fn is_self_or_ancestor(pid: u32) -> bool {

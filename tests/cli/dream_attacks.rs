@@ -233,14 +233,22 @@ fn undo_with_a_tampered_manifest_never_touches_files_outside_the_memory_dir() {
         lab.mem().join(rel).exists(),
         "the relative path reaches the victim"
     );
-    let manifest_path = lab.snapshot_dir(&task).join("manifest.json");
-    let mut manifest: Value =
-        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
-    // Hashes of what the victims hold now, so "changed since the run" sees nothing changed;
-    // absent from `before`, so a restore "deletes the file the run created".
-    manifest["after"][rel] = json!(sha256_hex(b"keep me\n"));
-    manifest["after"][victim_abs.to_str().unwrap()] = json!(sha256_hex(b"keep me too\n"));
-    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    // The manifest is a log of JSON lines; events appended to it by someone else name the
+    // victims. Hashes of what the victims hold now, so "changed since the run" sees nothing
+    // changed; absent from `before`, so a restore "deletes the file the run created".
+    let manifest_path = lab.snapshot_dir(&task).join("manifest.jsonl");
+    let mut log = std::fs::read_to_string(&manifest_path).unwrap();
+    for (path, sha) in [
+        (rel.to_string(), sha256_hex(b"keep me\n")),
+        (
+            victim_abs.to_str().unwrap().to_string(),
+            sha256_hex(b"keep me too\n"),
+        ),
+    ] {
+        log.push_str(&json!({"event": "after", "path": path, "sha256": sha}).to_string());
+        log.push('\n');
+    }
+    std::fs::write(&manifest_path, log).unwrap();
 
     let out = lab.undo(&[&task]);
     let doc = json_of(&out);
@@ -410,7 +418,9 @@ fn undo_of_a_task_whose_record_is_a_fifo_exits_3_without_waiting() {
 fn undo_with_a_fifo_as_the_snapshot_manifest_exits_3_without_waiting() {
     let lab = Lab::new();
     let task = lab.completed_run_creating_new_md();
-    mkfifo(&lab.snapshot_dir(&task).join("manifest.json"));
+    let manifest = lab.snapshot_dir(&task).join("manifest.jsonl");
+    std::fs::remove_file(&manifest).unwrap();
+    mkfifo(&manifest);
     let out = lab.undo(&[]);
     let doc = json_of(&out);
     assert_eq!(code(&out), 3, "{doc}");
@@ -629,10 +639,11 @@ fn wrong_types_unknown_tools_and_repeated_ids_are_tool_errors() {
     assert_eq!(tree(&lab.mem()), before);
 }
 
-/// One answer with 500 tool calls: 500 results in the next request, in order; the run ends.
+/// One answer with 500 tool calls: 500 results in the next request, in order; 64 of them run
+/// (the default --max-calls-per-turn), the rest are tool errors saying why; with the limit
+/// raised, all run.
 #[test]
 fn a_reply_with_500_tool_calls_is_answered_call_by_call() {
-    let lab = Lab::new();
     let calls: Vec<(&str, Value)> = (0..500)
         .map(|n| {
             if n % 2 == 0 {
@@ -645,20 +656,36 @@ fn a_reply_with_500_tool_calls_is_answered_call_by_call() {
             }
         })
         .collect();
-    lab.api
-        .push(Reply::anthropic_tools("Many.", &calls))
-        .push(Reply::anthropic_text("Done."));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 0, "{}", stderr_text(&out));
-    let results = tool_results(&lab.api.requests()[1]);
-    assert_eq!(results.len(), 500);
-    assert!(results.iter().all(|(_, e)| !e));
-    assert_eq!(doc["run"]["files_touched"].as_array().unwrap().len(), 250);
-    assert_eq!(
-        std::fs::read_to_string(lab.mem().join("many/499.md")).unwrap(),
-        "499\n"
-    );
+    for (flags, run) in [(&[][..], 64), (&["--max-calls-per-turn", "500"][..], 500)] {
+        let lab = Lab::new();
+        lab.api
+            .push(Reply::anthropic_tools("Many.", &calls))
+            .push(Reply::anthropic_text("Done."));
+        let out = lab.run(flags);
+        let doc = json_of(&out);
+        assert_eq!(code(&out), 0, "{}", stderr_text(&out));
+        let results = tool_results(&lab.api.requests()[1]);
+        assert_eq!(results.len(), 500);
+        assert!(results[..run].iter().all(|(_, e)| !e), "{flags:?}");
+        for (text, is_error) in &results[run..] {
+            assert!(is_error);
+            assert!(
+                text.contains("at most 64 tool calls run per turn"),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            doc["run"]["files_touched"].as_array().unwrap().len(),
+            run / 2
+        );
+        assert_eq!(doc["run"]["tool_calls"], 500);
+        let last = format!("many/{}.md", run - 1);
+        assert_eq!(
+            std::fs::read_to_string(lab.mem().join(&last)).unwrap(),
+            format!("{}\n", run - 1)
+        );
+        assert!(!lab.mem().join(format!("many/{}.md", run + 1)).exists());
+    }
 }
 
 /// A 10 MB write and a path of 10 KB are refused as tool errors, the run goes on; nothing of
@@ -882,6 +909,7 @@ fn fifo_session_transcript_and_notify_transcript_never_block() {
         .push(Reply::anthropic_text("Done."));
     let envelope =
         json!({"gate": {"due": true, "sessions": [{"id": session_id(1)}, {"id": session_id(2)}]}});
+    // A FIFO named as the transcript to notify is refused before anything is asked.
     let out = lab
         .cmd()
         .args(["--unlocked", "--shell-timeout", "2s", "--notify-transcript"])
@@ -892,16 +920,38 @@ fn fifo_session_transcript_and_notify_transcript_never_block() {
     no_secret(&out);
     let doc = json_of(&out);
     assert_eq!(code(&out), 3, "{doc} {}", stderr_text(&out));
-    assert_eq!(doc["run"]["status"], "completed");
     assert!(
-        doc["run"]["message"]
+        doc["error"]["message"]
             .as_str()
             .unwrap()
             .contains("notify.jsonl"),
         "{doc}"
     );
+    assert!(lab.api.requests().is_empty(), "nothing asked of the model");
+    // Without it the run goes on; the FIFO session is left out, and the tools never wait on
+    // it either.
+    let out = lab
+        .cmd()
+        .args(["--unlocked", "--shell-timeout", "2s"])
+        .write_stdin(envelope.to_string())
+        .output()
+        .unwrap();
+    let doc = json_of(&out);
+    assert_eq!(code(&out), 0, "{doc} {}", stderr_text(&out));
+    assert_eq!(doc["run"]["status"], "completed");
+    assert_eq!(doc["run"]["sessions_reviewed"], 1);
+    assert_eq!(
+        doc["run"]["unreadable_sessions"][0]["session_id"],
+        session_id(2)
+    );
+    assert!(doc["run"]["warnings"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("unreadable_sessions")));
     let results = tool_results(&lab.api.requests()[1]);
     assert!(results[0].1, "read_file of a FIFO: {:?}", results[0]);
+    assert!(results[1].1, "wc of a FIFO: {:?}", results[1]);
+    assert!(results[1].0.contains("is a FIFO"), "{:?}", results[1]);
 }
 
 /// A full disk (file-size limit, SIGXFSZ ignored) when the model writes a large file: a tool

@@ -623,6 +623,7 @@ fn three_nodes_no_double_hold_while_the_leader_dies() {
                     .env_clear()
                     .env("HOME", &home.home)
                     .env("CLAUDE_CONFIG_DIR", &home.config)
+                    .env("XDG_STATE_HOME", &home.state_home)
                     .env("DREAMKIT_LOCK_URL", &url)
                     .current_dir(&home.project)
                     .stdin(Stdio::null())

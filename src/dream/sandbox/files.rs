@@ -8,8 +8,6 @@ use serde_json::{Map, Value};
 use super::paths::{self, WriteTarget};
 use super::{str_field, Change, Sandbox, ToolResult, WriteGuard};
 
-/// Mode of a memory file this tool creates (an existing file keeps its own).
-const NEW_FILE_MODE: u32 = 0o644;
 /// Longest line `read_file` returns whole; longer ones are cut with a marker.
 const MAX_LINE_CHARS: usize = 2000;
 
@@ -182,6 +180,7 @@ fn load(sandbox: &Sandbox, target: &WriteTarget, raw: &str) -> Result<String, St
 
 /// Asks the guard, then writes atomically (keeping an existing file's mode).
 fn land(
+    sandbox: &Sandbox,
     target: &WriteTarget,
     bytes: &[u8],
     guard: &mut dyn WriteGuard,
@@ -190,14 +189,15 @@ fn land(
         .existing
         .as_ref()
         .map(|m| m.permissions().mode() & 0o777)
-        .unwrap_or(NEW_FILE_MODE);
-    if let Err(refusal) = guard.before_write(&target.path) {
+        .unwrap_or(sandbox.limits.new_file_mode);
+    if let Err(refusal) = guard.before_write(&target.path, Some(bytes)) {
         return Err(ToolResult {
             stop_run: refusal.stop_run,
             ..ToolResult::error(refusal.message)
         });
     }
-    paths::create_missing_dirs(target).map_err(ToolResult::error)?;
+    paths::create_missing_dirs(target, sandbox.limits.new_file_mode & 0o077 == 0)
+        .map_err(ToolResult::error)?;
     crate::files::write_atomic(&target.path, bytes, mode).map_err(|e| {
         ToolResult::error(format!("cannot write {}: {e}", target.relative.display()))
     })?;
@@ -235,7 +235,18 @@ pub fn write_file(
         Ok(t) => t,
         Err(e) => return ToolResult::error(e),
     };
-    match land(&target, content.as_bytes(), guard) {
+    if target.existing.is_some() {
+        // The same bytes again are no change: nothing is written, nothing is touched.
+        if let Ok(current) = load(sandbox, &target, raw) {
+            if current.as_bytes() == content.as_bytes() {
+                return ToolResult::ok(format!(
+                    "unchanged: {} already holds exactly this content (nothing written)",
+                    target.relative.display()
+                ));
+            }
+        }
+    }
+    match land(sandbox, &target, content.as_bytes(), guard) {
         Ok(change) => {
             let verb = if change == Change::Created {
                 "created"
@@ -306,7 +317,7 @@ pub fn edit_file(
             updated.len()
         ));
     }
-    match land(&target, updated.as_bytes(), guard) {
+    match land(sandbox, &target, updated.as_bytes(), guard) {
         Ok(change) => done(target, change, "edited"),
         Err(result) => result,
     }
@@ -328,7 +339,7 @@ pub fn delete_file(
     if target.existing.is_none() {
         return ToolResult::error(format!("{raw} does not exist; nothing to delete"));
     }
-    if let Err(refusal) = guard.before_write(&target.path) {
+    if let Err(refusal) = guard.before_write(&target.path, None) {
         return ToolResult {
             stop_run: refusal.stop_run,
             ..ToolResult::error(refusal.message)

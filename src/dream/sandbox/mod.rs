@@ -38,6 +38,8 @@ pub struct Limits {
     pub max_file_bytes: usize,
     /// Lines `read_file` returns when the call gives no `limit`.
     pub read_default_lines: usize,
+    /// Mode of a memory file `write_file` creates (an existing file keeps its own).
+    pub new_file_mode: u32,
 }
 
 impl Default for Limits {
@@ -47,6 +49,7 @@ impl Default for Limits {
             output_cap: 64 * 1024,
             max_file_bytes: 256 * 1024,
             read_default_lines: 2000,
+            new_file_mode: 0o644,
         }
     }
 }
@@ -55,8 +58,9 @@ impl Default for Limits {
 /// changed-since-read check). `Err` stops the write.
 pub trait WriteGuard {
     /// Called with the absolute path (canonical memory dir joined with the checked relative
-    /// path) right before the write, replacement or deletion lands, after every policy check.
-    fn before_write(&mut self, path: &Path) -> Result<(), GuardRefusal>;
+    /// path) and the content about to be written (`None`: a deletion), right before the
+    /// write, replacement or deletion lands, after every policy check.
+    fn before_write(&mut self, path: &Path, content: Option<&[u8]>) -> Result<(), GuardRefusal>;
 }
 
 /// A [`WriteGuard`]'s refusal: `message` becomes the tool error; `stop_run` tells the run to
@@ -72,7 +76,7 @@ pub struct GuardRefusal {
 pub struct AllowAll;
 
 impl WriteGuard for AllowAll {
-    fn before_write(&mut self, _path: &Path) -> Result<(), GuardRefusal> {
+    fn before_write(&mut self, _path: &Path, _content: Option<&[u8]>) -> Result<(), GuardRefusal> {
         Ok(())
     }
 }
@@ -144,6 +148,9 @@ pub struct Sandbox {
     programs: shell::Programs,
     /// The Landlock ruleset applied in every spawned child, when the probe found it enforced.
     confinement: Option<confine::Confinement>,
+    /// Proposing: the real memory dir (as given, and canonical), whose paths the tools read as
+    /// paths in the staging copy, so the model sees one memory dir whichever it names.
+    alias: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -169,6 +176,25 @@ impl Sandbox {
                 roots.push(root);
             }
         }
+        // `/` or a folder above the home directory would open every user's files (and the
+        // home directory's keys and tokens) to the model.
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .and_then(|h| std::fs::canonicalize(h).ok());
+        for root in &roots {
+            let above_home = home
+                .as_ref()
+                .is_some_and(|home| home.starts_with(root) && home != root);
+            if root == Path::new("/") || above_home {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "refusing to make {} readable by the agent: it is / or holds the home directory",
+                        root.display()
+                    ),
+                ));
+            }
+        }
         let programs = shell::Programs::locate();
         let confinement = confine::Confinement::probe(&roots, &programs, &canonical);
         Ok(Sandbox {
@@ -178,7 +204,66 @@ impl Sandbox {
             limits,
             programs,
             confinement,
+            alias: Vec::new(),
         })
+    }
+
+    /// Makes paths under `real` (the real memory dir, while the sandbox works in a staging
+    /// copy) name the same files in the copy, and shows the copy's paths as `real` again.
+    pub fn with_alias(mut self, real: &Path) -> Sandbox {
+        if let Ok(absolute) = std::path::absolute(real) {
+            self.alias.push(absolute);
+        }
+        if let Ok(canonical) = std::fs::canonicalize(real) {
+            if !self.alias.contains(&canonical) {
+                self.alias.push(canonical);
+            }
+        }
+        self.alias
+            .retain(|a| *a != self.memory_dir && *a != self.memory_dir_given);
+        // The copy lives under the state dir, where every file is private; apply gives a new
+        // file the usual mode.
+        self.limits.new_file_mode = 0o600;
+        self
+    }
+
+    /// `raw` with a leading alias of the memory dir (see [`Sandbox::with_alias`]) replaced by
+    /// the memory dir itself.
+    fn unalias<'a>(&self, raw: &'a str) -> std::borrow::Cow<'a, str> {
+        for alias in &self.alias {
+            let Some(prefix) = alias.to_str() else {
+                continue;
+            };
+            if let Some(rest) = raw.strip_prefix(prefix) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return std::borrow::Cow::Owned(format!("{}{rest}", self.memory_dir.display()));
+                }
+            }
+        }
+        std::borrow::Cow::Borrowed(raw)
+    }
+
+    /// Tool output with the staging copy's paths shown as the real memory dir's.
+    fn realias(&self, text: String) -> String {
+        let Some(real) = self.alias.first().and_then(|a| a.to_str()) else {
+            return text;
+        };
+        let mut text = text;
+        for shown in [&self.memory_dir, &self.memory_dir_given] {
+            if let Some(staging) = shown.to_str().filter(|s| text.contains(*s)) {
+                text = text.replace(staging, real);
+            }
+        }
+        text
+    }
+
+    /// Adjusts the caps (the shell timeout shrinks as the run's deadline nears).
+    pub fn set_shell_timeout(&mut self, timeout: Duration) {
+        self.limits.shell_timeout = timeout;
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The five tools, as the model sees them.
@@ -259,6 +344,14 @@ impl Sandbox {
 
     /// Runs one tool call. Never panics on model input; every refusal is `is_error: true`.
     pub fn call(&mut self, name: &str, input: &Value, guard: &mut dyn WriteGuard) -> ToolResult {
+        let mut result = self.dispatch(name, input, guard);
+        if !self.alias.is_empty() {
+            result.content = self.realias(result.content);
+        }
+        result
+    }
+
+    fn dispatch(&mut self, name: &str, input: &Value, guard: &mut dyn WriteGuard) -> ToolResult {
         let Some(input) = input.as_object() else {
             return ToolResult::error(format!("{name}: the input must be a JSON object"));
         };

@@ -61,7 +61,8 @@ fn check_text(raw: &str) -> Result<(), String> {
 /// The relative path inside the memory dir that `raw` names, checked lexically: absolute paths
 /// must start with the memory dir (either spelling), and no `..` may appear anywhere.
 fn lexical_relative(sandbox: &Sandbox, raw: &str) -> Result<PathBuf, String> {
-    let path = Path::new(raw);
+    let unaliased = sandbox.unalias(raw);
+    let path = Path::new(unaliased.as_ref());
     let rest = if path.is_absolute() {
         if let Ok(rest) = path.strip_prefix(&sandbox.memory_dir) {
             rest
@@ -177,10 +178,11 @@ pub fn write_target(sandbox: &Sandbox, raw: &str) -> Result<WriteTarget, String>
 
 /// Creates the missing directories of a target one level at a time, refusing if anything
 /// appeared in their place meanwhile (a link would be followed by a later step).
-pub fn create_missing_dirs(target: &WriteTarget) -> Result<(), String> {
+pub fn create_missing_dirs(target: &WriteTarget, private: bool) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     for dir in &target.missing_dirs {
-        match std::fs::DirBuilder::new().mode(0o755).create(dir) {
+        let mode = if private { 0o700 } else { 0o755 };
+        match std::fs::DirBuilder::new().mode(mode).create(dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
@@ -197,7 +199,7 @@ pub fn create_missing_dirs(target: &WriteTarget) -> Result<(), String> {
 /// path must be inside a readable root.
 pub fn read_target(sandbox: &Sandbox, raw: &str) -> Result<PathBuf, String> {
     check_text(raw)?;
-    let joined = sandbox.memory_dir.join(raw);
+    let joined = sandbox.memory_dir.join(sandbox.unalias(raw).as_ref());
     let canonical = match std::fs::canonicalize(&joined) {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -117,7 +117,7 @@ struct Recorder {
 }
 
 impl WriteGuard for Recorder {
-    fn before_write(&mut self, path: &Path) -> Result<(), GuardRefusal> {
+    fn before_write(&mut self, path: &Path, _content: Option<&[u8]>) -> Result<(), GuardRefusal> {
         self.seen.push(path.to_path_buf());
         match &self.refuse {
             Some(r) => Err(r.clone()),
@@ -772,11 +772,30 @@ fn a_command_that_blocks_is_killed_at_the_timeout() {
         ..Limits::default()
     };
     let mut sb = sandbox(&f, limits);
-    // cat blocks opening a FIFO nobody writes to; the whole pipeline is killed.
-    let start = std::time::Instant::now();
+    // A FIFO nobody writes to would block cat: it is refused before anything runs.
     let result = sb.call(
         "shell",
         &json!({ "command": "cat pipe | wc -l" }),
+        &mut AllowAll,
+    );
+    assert!(result.is_error, "{result:?}");
+    assert!(
+        result
+            .content
+            .contains("pipe is a FIFO; only regular files and directories"),
+        "{result:?}"
+    );
+    // 64 GiB of zeros (sparse: no disk used) take far longer than the timeout to read: the
+    // whole pipeline is killed.
+    let big = f.mem.join("huge.bin");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    let start = std::time::Instant::now();
+    let result = sb.call(
+        "shell",
+        &json!({ "command": "cat huge.bin | wc -c" }),
         &mut AllowAll,
     );
     assert!(result.is_error, "{result:?}");

@@ -91,7 +91,17 @@ struct Stage {
 
 /// Tokenizes and checks a whole command line.
 fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
-    let stages = tokenize(command)?;
+    let mut stages = tokenize(command)?;
+    // Proposing: the real memory dir's paths name the staging copy's files.
+    for word in stages.iter_mut().flatten() {
+        let text = match word.text.split_once('=') {
+            Some((option, value)) if option.starts_with("--") => {
+                format!("{option}={}", sandbox.unalias(value))
+            }
+            _ => sandbox.unalias(&word.text).into_owned(),
+        };
+        word.text = text;
+    }
     let mut planned = Vec::new();
     for words in stages {
         let Some((head, args)) = words.split_first() else {
@@ -244,6 +254,8 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
             .stdout(Stdio::piped())
             .stderr(Stdio::from(err_write.try_clone()?))
             .process_group(pgid);
+        // Killed with us, even by SIGKILL: a command stuck on a file never outlives the run.
+        crate::cli::signals::die_with_parent(&mut command);
         if let Some(confinement) = &sandbox.confinement {
             confinement.apply(&mut command);
         }

@@ -239,7 +239,16 @@ fn check_path(sandbox: &Sandbox, program: &str, word: &Word) -> Result<(), Strin
             outside_roots_message(sandbox, raw, &canonical)
         ));
     }
-    Ok(())
+    // A FIFO would make the command wait for a writer until the timeout, a device may never
+    // end: only regular files and directories are arguments.
+    match std::fs::metadata(&canonical) {
+        Ok(meta) if meta.is_file() || meta.is_dir() => Ok(()),
+        Ok(meta) => Err(format!(
+            "{program}: {raw} is {}; only regular files and directories can be read",
+            crate::files::file_kind(meta.file_type())
+        )),
+        Err(e) => Err(format!("{program}: {raw}: {e}")),
+    }
 }
 
 /// Parses a getopt-style program's arguments against its allow-list and checks every path.

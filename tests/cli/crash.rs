@@ -1,0 +1,1172 @@
+//! dream-run when things go wrong midway: SIGTERM and kill -9 during an apply and during a run,
+//! limits inside one turn, records that say only what happened. Real processes, real signals,
+//! files checked on disk.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::dream::{script_full_consolidation, tool_results, Dream};
+use crate::support::fake_api::Reply;
+use crate::support::{
+    bin_path, epoch_ms, mode, mtime, session_id, stderr_text, stdout_json, tree, LiveProcess,
+};
+
+/// The memory files, with their content (the lock files beside them change with the lock).
+fn md_tree(d: &Dream) -> BTreeSet<(String, Vec<u8>)> {
+    let mut files = tree(&d.mem());
+    files.retain(|(path, _)| path.ends_with(".md"));
+    files
+}
+
+fn lock_ms(d: &Dream) -> i64 {
+    epoch_ms(mtime(&d.home.lock_file()))
+}
+
+fn journal(d: &Dream) -> PathBuf {
+    d.home.state_dir().join("journal")
+}
+
+/// Sends `signal` to `pid`.
+fn signal(pid: u32, signal: i32) {
+    assert_eq!(
+        unsafe { libc::kill(pid as i32, signal) },
+        0,
+        "kill {signal}"
+    );
+}
+
+/// Waits (bounded) until `ready` holds, checking as often as the machine allows: what is
+/// awaited may last only a fraction of a second.
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}: never happened");
+        std::thread::yield_now();
+    }
+}
+
+fn finish(child: Child) -> Output {
+    child.wait_with_output().expect("wait")
+}
+
+impl Dream {
+    /// A proposal that creates `files` topic files and rewrites MEMORY.md, made by one
+    /// proposing run (the lock held meanwhile by a live process, released afterwards).
+    fn propose_many(&self, files: usize) -> String {
+        let holder = LiveProcess::start();
+        let envelope = self.acquired_envelope(&holder);
+        let mut calls = vec![("read_file", json!({"path": "MEMORY.md"}))];
+        let body = "A fact worth keeping, and the reason it matters.\n".repeat(40);
+        for n in 0..files {
+            calls.push((
+                "write_file",
+                json!({"path": format!("many/{n:04}.md"), "content": format!("# {n}\n{body}")}),
+            ));
+        }
+        calls.push((
+            "write_file",
+            json!({"path": "MEMORY.md", "content": "# Memory\n- [Many](many/0000.md): many notes\n"}),
+        ));
+        self.api
+            .push(Reply::anthropic_tools("Writing many.", &calls))
+            .push(Reply::anthropic_text("Proposed many notes."));
+        let limit = (files + 2).to_string();
+        let out = self.run(
+            &envelope,
+            &[
+                "--propose",
+                "--max-calls-per-turn",
+                &limit,
+                "--max-files",
+                &limit,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        let released = self
+            .cmd("dream-lock")
+            .arg("release")
+            .write_stdin(out.stdout.clone())
+            .output()
+            .unwrap();
+        assert_eq!(
+            released.status.code(),
+            Some(0),
+            "{}",
+            stderr_text(&released)
+        );
+        let doc = stdout_json(&out);
+        assert_eq!(doc["run"]["status"], "proposed");
+        doc["run"]["task_id"].as_str().unwrap().to_string()
+    }
+
+    /// `dream-run ARGS` as a plain child process with this home's environment.
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.process(&bin_path("dream-run"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn dream-run")
+    }
+
+    /// `apply`, stopped (SIGSTOP) once its journal exists and before it finished: the memory
+    /// dir is then between the two states.
+    fn apply_stopped_midway(&self) -> Child {
+        let child = self.spawn(&["apply"]);
+        let journal = journal(self);
+        let first = self.mem().join("many/0000.md");
+        wait_for("the apply's first files", || {
+            journal.exists() && first.exists()
+        });
+        signal(child.id(), libc::SIGSTOP);
+        assert!(
+            journal.exists(),
+            "the apply finished before it could be stopped: make it longer"
+        );
+        child
+    }
+}
+
+#[test]
+fn sigterm_in_the_middle_of_an_apply_rolls_everything_back() {
+    let d = Dream::new();
+    let id = d.propose_many(500);
+    let before = md_tree(&d);
+    let lock_before = lock_ms(&d);
+    let child = d.apply_stopped_midway();
+    signal(child.id(), libc::SIGTERM);
+    signal(child.id(), libc::SIGCONT);
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(143), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["applied"], false, "{doc}");
+    assert_eq!(doc["reason"], "interrupted");
+    assert_eq!(doc["error"]["kind"], "interrupted");
+    assert_eq!(md_tree(&d), before, "the memory dir is byte-identical");
+    assert_eq!(lock_ms(&d), lock_before, "the lock's time was rolled back");
+    assert_eq!(
+        std::fs::read(d.home.lock_file()).unwrap(),
+        b"",
+        "and it is free"
+    );
+    assert!(!journal(&d).exists());
+    assert_eq!(d.task(&id)["status"], "proposed");
+    // Still applicable, and then applied whole.
+    let out = d.cmd("dream-run").arg("apply").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["files"].as_array().unwrap().len(), 501);
+    assert_eq!(d.task(&id)["status"], "completed");
+    assert!(d.read("many/0499.md").starts_with("# 499\n"));
+}
+
+#[test]
+fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
+    for next in ["recover", "apply", "undo", "discard", "run"] {
+        let d = Dream::new();
+        let id = d.propose_many(500);
+        let before = md_tree(&d);
+        let lock_before = lock_ms(&d);
+        let child = d.apply_stopped_midway();
+        signal(child.id(), libc::SIGKILL);
+        let _ = finish(child);
+        assert!(
+            journal(&d).exists(),
+            "{next}: the journal stays after kill -9"
+        );
+        assert_ne!(
+            md_tree(&d),
+            before,
+            "{next}: the memory dir is half applied"
+        );
+
+        // Read-only commands report it and leave it.
+        for read_only in [&["tasks"][..], &["show", &id][..], &["pending"][..]] {
+            let out = d.cmd("dream-run").args(read_only).output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{read_only:?}: {}",
+                stderr_text(&out)
+            );
+            let doc = stdout_json(&out);
+            assert_eq!(
+                doc["interrupted"]["command"], "apply",
+                "{read_only:?}: {doc}"
+            );
+            assert_eq!(doc["interrupted"]["task_id"], id.as_str());
+            assert!(
+                stderr_text(&out).contains("dream-run recover"),
+                "{read_only:?}"
+            );
+        }
+        let out = d
+            .cmd("dream-run")
+            .args(["apply", "--dry-run"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        assert_eq!(stdout_json(&out)["interrupted"]["command"], "apply");
+        assert!(journal(&d).exists(), "read-only commands leave it");
+
+        let out = match next {
+            "run" => {
+                d.touch_sessions();
+                let holder = LiveProcess::start();
+                let envelope = d.acquired_envelope(&holder);
+                d.api.push(Reply::anthropic_text("Nothing to change."));
+                let out = d.run(&envelope, &[]);
+                assert_eq!(stdout_json(&out)["run"]["recovered"]["command"], "apply");
+                out
+            }
+            _ => d.cmd("dream-run").arg(next).output().unwrap(),
+        };
+        // Nothing is completed yet, so undo has nothing of its own to do (exit 1).
+        let code = if next == "undo" { 1 } else { 0 };
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{next}: {}",
+            stderr_text(&out)
+        );
+        assert!(
+            stderr_text(&out).contains("rolled back the interrupted apply"),
+            "{next}: {}",
+            stderr_text(&out)
+        );
+        assert!(!journal(&d).exists(), "{next}");
+        let doc = stdout_json(&out);
+        match next {
+            "recover" => {
+                assert_eq!(doc["recovered"]["task_id"], id.as_str(), "{doc}");
+                assert_eq!(doc["recovered"]["lock_rolled_back"], true, "{doc}");
+                assert_eq!(md_tree(&d), before, "{next}");
+                assert_eq!(lock_ms(&d), lock_before, "{next}: the time is given back");
+                assert_eq!(d.task(&id)["status"], "proposed");
+            }
+            "apply" => {
+                assert_eq!(doc["recovered"]["command"], "apply", "{doc}");
+                assert_eq!(doc["applied"], true, "then applied whole: {doc}");
+                assert_eq!(d.task(&id)["status"], "completed");
+                assert!(d.read("many/0499.md").starts_with("# 499\n"));
+            }
+            "undo" => {
+                assert_eq!(doc["reason"], "nothing_to_undo", "{doc}");
+                assert_eq!(doc["recovered"]["command"], "apply", "{doc}");
+                assert_eq!(md_tree(&d), before, "{next}");
+                assert_eq!(d.task(&id)["status"], "proposed");
+            }
+            "discard" => {
+                assert_eq!(doc["recovered"]["command"], "apply", "{doc}");
+                assert_eq!(doc["discarded"], true);
+                assert_eq!(md_tree(&d), before, "{next}");
+            }
+            _ => {
+                assert_eq!(md_tree(&d), before, "{next}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_killed_run_is_orphaned_and_undo_repairs_it() {
+    let d = Dream::new();
+    let before = md_tree(&d);
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Rewriting.",
+            &[
+                ("read_file", json!({"path": "MEMORY.md"})),
+                ("read_file", json!({"path": "stale.md"})),
+                (
+                    "write_file",
+                    json!({"path": "MEMORY.md", "content": "half\n"}),
+                ),
+                ("delete_file", json!({"path": "stale.md"})),
+                ("write_file", json!({"path": "new/n.md", "content": "n\n"})),
+            ],
+        ))
+        .push(Reply::Hang(Duration::from_secs(120)));
+    let mut child = d
+        .process(&bin_path("dream-run"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(envelope.as_bytes())
+            .unwrap();
+    }
+    // The second request is in flight: the memory dir is partly rewritten.
+    wait_for("the second request", || d.api.requests().len() == 2);
+    signal(child.id(), libc::SIGKILL);
+    let _ = finish(child);
+    drop(holder);
+    assert_eq!(d.read("MEMORY.md"), "half\n");
+
+    let out = d.cmd("dream-run").arg("tasks").output().unwrap();
+    let task = &stdout_json(&out)["tasks"][0];
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["error"], "orphaned");
+    let id = task["task_id"].as_str().unwrap().to_string();
+
+    // With no id, undo picks the crash.
+    let out = d
+        .cmd("dream-run")
+        .args(["undo", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["task_id"], id.as_str());
+    assert_ne!(md_tree(&d), before, "a dry run changes nothing");
+    let out = d.cmd("dream-run").arg("undo").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["undone"], true);
+    assert_eq!(doc["task_id"], id.as_str());
+    assert_eq!(md_tree(&d), before);
+    assert!(!d.mem().join("new").exists(), "the folder it made is gone");
+    assert_eq!(d.task(&id)["status"], "undone");
+    let out = d.cmd("dream-run").args(["undo", &id]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout_json(&out)["reason"], "not_undoable");
+}
+
+#[test]
+fn a_killed_run_leaves_no_shell_command_behind() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let marker = format!("slow-{}.bin", std::process::id());
+    std::fs::File::create(d.mem().join(&marker))
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    d.api.push(Reply::anthropic_tools(
+        "Reading something slow.",
+        &[(
+            "shell",
+            json!({"command": format!("head -c 64G {marker} | wc -l")}),
+        )],
+    ));
+    let mut child = d
+        .process(&bin_path("dream-run"))
+        .args(["--shell-timeout", "5m"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(envelope.as_bytes())
+            .unwrap();
+    }
+    wait_for("the shell command", || {
+        !processes_naming(&marker).is_empty()
+    });
+    signal(child.id(), libc::SIGKILL);
+    let _ = finish(child);
+    wait_for("the shell command to die with the run", || {
+        processes_naming(&marker).is_empty()
+    });
+}
+
+/// PIDs of live processes whose command line holds `needle`.
+fn processes_naming(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_deadline_holds_inside_a_turn_of_a_thousand_calls() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    // Each call reads 1 GiB of zeros: a thousand of them take far longer than the deadline.
+    std::fs::File::create(d.mem().join("zeros.bin"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let calls: Vec<(&str, Value)> = (0..1000)
+        .map(|_| ("shell", json!({"command": "head -c 1G zeros.bin | wc -l"})))
+        .collect();
+    d.api.push(Reply::anthropic_tools("Reading a lot.", &calls));
+    let before = md_tree(&d);
+    let out = d.run(
+        &envelope,
+        &[
+            "--deadline",
+            "5s",
+            "--max-calls-per-turn",
+            "1000",
+            "--events",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], "deadline");
+    let ran = stderr_text(&out)
+        .lines()
+        .filter(|l| l.contains("\"type\":\"tool\""))
+        .count();
+    assert!(
+        ran < 1000,
+        "the deadline stopped the turn after {ran} calls"
+    );
+    assert_eq!(d.api.requests().len(), 1, "no second request");
+    assert_eq!(md_tree(&d), before);
+}
+
+#[test]
+fn the_file_limit_and_the_turn_output_cap_are_tool_errors() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let calls: Vec<(&str, Value)> = (0..5)
+        .map(|n| {
+            (
+                "write_file",
+                json!({"path": format!("f{n}.md"), "content": "x\n"}),
+            )
+        })
+        .collect();
+    std::fs::write(d.mem().join("big.txt"), "y".repeat(60 * 1024) + "\n").unwrap();
+    let reads: Vec<(&str, Value)> = (0..6)
+        .map(|_| ("shell", json!({"command": "cat big.txt"})))
+        .collect();
+    d.api
+        .push(Reply::anthropic_tools("Writing.", &calls))
+        .push(Reply::anthropic_tools("Reading.", &reads))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &["--max-files", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let requests = d.api.requests();
+    let writes = tool_results(&requests[1]);
+    assert!(writes[..3].iter().all(|(_, e)| !e));
+    for (text, is_error) in &writes[3..] {
+        assert!(*is_error && text.contains("--max-files"), "{text}");
+    }
+    assert!(!d.mem().join("f3.md").exists());
+    let reads = tool_results(&requests[2]);
+    let total: usize = reads.iter().map(|(t, _)| t.len()).sum();
+    assert!(
+        total <= 256 * 1024 + 1024,
+        "{total} bytes returned in one turn"
+    );
+    assert!(reads[4].0.contains("cap of 256 KiB"), "{}", reads[4].0);
+    assert!(
+        reads[5].1 && reads[5].0.starts_with("not run"),
+        "{}",
+        reads[5].0
+    );
+}
+
+#[test]
+fn a_shell_timeout_never_outlasts_the_deadline() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    std::fs::File::create(d.mem().join("zeros.bin"))
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    d.api.push(Reply::anthropic_tools(
+        "Reading.",
+        &[("shell", json!({"command": "head -c 64G zeros.bin | wc -l"}))],
+    ));
+    // The command would run for minutes and its own timeout is 10 m; the run's deadline is
+    // 3 s: the command is killed when the deadline comes.
+    let out = d.run(&envelope, &["--deadline", "3s", "--shell-timeout", "10m"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["run"]["error"], "deadline");
+}
+
+#[test]
+fn notify_transcript_never_corrupts_a_transcript() {
+    let d = Dream::new();
+    let live = d
+        .home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", session_id(9)));
+    let first = json!({"type": "user", "uuid": "u-1", "sessionId": session_id(9), "cwd": "/p",
+                       "message": {"role": "user", "content": "hi"}});
+    std::fs::write(
+        &live,
+        format!("{first}\n{{\"type\":\"assistant\",\"uuid\":\"a-"),
+    )
+    .unwrap();
+    let partial = std::fs::read(&live).unwrap();
+
+    // Not a transcript: refused before the model is asked.
+    let other = d.home.root.join("notes.jsonl");
+    std::fs::write(&other, "{\"a\":1}\n").unwrap();
+    let wrong_session = d
+        .home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", session_id(8)));
+    std::fs::write(&wrong_session, format!("{first}\n")).unwrap();
+    for bad in [&other, &wrong_session] {
+        let holder = LiveProcess::start();
+        let envelope = d.acquired_envelope(&holder);
+        let out = d.run(&envelope, &["--notify-transcript", bad.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
+        assert_eq!(stdout_json(&out)["error"]["reason"], "not_a_transcript");
+        assert!(d.api.requests().is_empty());
+    }
+
+    // A live writer mid-record: nothing is appended after its half line.
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    script_full_consolidation(&d);
+    let out = d.run(&envelope, &["--notify-transcript", live.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "completed");
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("notify_transcript_skipped")),
+        "{run}"
+    );
+    assert_eq!(std::fs::read(&live).unwrap(), partial, "not touched");
+    drop(holder);
+
+    // Once the line is whole, the record follows it, chained to it, with its session.
+    std::fs::write(
+        &live,
+        format!(
+            "{first}\n{}\n",
+            json!({"type": "assistant", "uuid": "a-2", "sessionId": session_id(9), "cwd": "/p",
+                   "message": {"role": "assistant", "content": "ok"}})
+        ),
+    )
+    .unwrap();
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Noting.",
+            &[(
+                "write_file",
+                json!({"path": "later.md", "content": "later\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &["--notify-transcript", live.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let text = std::fs::read_to_string(&live).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["subtype"], "memory_saved");
+    assert_eq!(last["parentUuid"], "a-2");
+    assert_eq!(last["sessionId"], session_id(9));
+    assert_eq!(last["cwd"], "/p");
+    drop(holder);
+}
+
+#[test]
+fn an_envelope_cannot_point_the_run_at_another_memory_dir() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope: Value = serde_json::from_str(&d.acquired_envelope(&holder)).unwrap();
+    let elsewhere = d.home.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    for field in ["memory_dir", "transcripts_dir", "state_dir"] {
+        let mut forged = envelope.clone();
+        forged["project"][field] = json!(elsewhere.to_str().unwrap());
+        let out = d.run(&forged.to_string(), &[]);
+        assert_eq!(out.status.code(), Some(2), "{field}: {}", stderr_text(&out));
+        let error = &stdout_json(&out)["error"];
+        assert_eq!(error["kind"], "bad_input", "{field}");
+        assert_eq!(error["reason"], "project_mismatch", "{field}");
+        assert!(d.api.requests().is_empty(), "{field}");
+    }
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
+    // The same override given to every stage is accepted.
+    let other_mem = d.home.root.join("other-memory");
+    std::fs::create_dir_all(&other_mem).unwrap();
+    let gate = d
+        .cmd("dream-gate")
+        .args([
+            "--min-hours",
+            "0",
+            "--min-sessions",
+            "0",
+            "--scan-interval",
+            "0",
+        ])
+        .arg("--memory-dir")
+        .arg(&other_mem)
+        .output()
+        .unwrap();
+    let acquire = d
+        .cmd("dream-lock")
+        .args([
+            "acquire",
+            "--pid",
+            &holder.pid().to_string(),
+            "--memory-dir",
+        ])
+        .arg(&other_mem)
+        .write_stdin(gate.stdout)
+        .output()
+        .unwrap();
+    assert_eq!(acquire.status.code(), Some(0), "{}", stderr_text(&acquire));
+    let out = d.run(
+        std::str::from_utf8(&acquire.stdout).unwrap(),
+        &["--dry-run"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "dream-run without the flag refuses"
+    );
+    d.api.push(Reply::anthropic_text("Nothing."));
+    let out = d.run(
+        std::str::from_utf8(&acquire.stdout).unwrap(),
+        &["--memory-dir", other_mem.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+}
+
+#[test]
+fn landlock_never_grants_the_root_or_a_parent_of_home() {
+    let d = Dream::new();
+    d.api.push(Reply::anthropic_text("Nothing."));
+    // A session of that project, so there is something to review.
+    let transcripts = d
+        .home
+        .config
+        .join("projects")
+        .join(crate::support::slug_of(&d.home.root));
+    std::fs::create_dir_all(&transcripts).unwrap();
+    std::fs::write(
+        transcripts.join(format!("{}.jsonl", session_id(1))),
+        format!("{}\n", json!({"type": "user", "sessionId": session_id(1), "message": {"role": "user", "content": "hi"}})),
+    )
+    .unwrap();
+    // The home directory's parent as the project, read with --read-project.
+    let out = d
+        .cmd("dream-run")
+        .args(["-n", "--unlocked", "--read-project", "--cwd"])
+        .arg(&d.home.root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
+    assert!(
+        stdout_json(&out)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("holds the home directory"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(d.api.requests().is_empty());
+}
+
+/// The apply-mode run and the proposal it would have made, with the model naming the real
+/// memory dir's paths.
+#[test]
+fn a_proposal_sees_the_real_memory_dir_and_is_what_an_apply_would_do() {
+    let mut results = Vec::new();
+    for mode in ["apply", "propose"] {
+        let d = Dream::new();
+        let mem = d.mem();
+        let real = |rel: &str| mem.join(rel).to_string_lossy().into_owned();
+        d.api
+            .push(Reply::anthropic_tools(
+                "Using full paths.",
+                &[
+                    ("read_file", json!({"path": real("MEMORY.md")})),
+                    ("read_file", json!({"path": real("stale.md")})),
+                    ("shell", json!({"command": format!("grep -c Build {}", real("MEMORY.md"))})),
+                    ("write_file", json!({"path": real("topics/deploy.md"), "content": "blue-green\n"})),
+                    ("edit_file", json!({"path": real("MEMORY.md"), "old_string": "- [Stale](stale.md): old notes\n", "new_string": "- [Deploy](topics/deploy.md): deploys\n"})),
+                    ("delete_file", json!({"path": real("stale.md")})),
+                ],
+            ))
+            .push(Reply::anthropic_text("Done."));
+        let holder = LiveProcess::start();
+        let envelope = d.acquired_envelope(&holder);
+        let flags: &[&str] = if mode == "propose" {
+            &["--propose"]
+        } else {
+            &[]
+        };
+        let out = d.run(&envelope, flags);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", stderr_text(&out));
+        let run = stdout_json(&out)["run"].clone();
+        let tool_out = tool_results(&d.api.requests()[1]);
+        for (text, is_error) in &tool_out {
+            assert!(!is_error, "{mode}: {text}");
+            assert!(
+                !text.contains("proposals"),
+                "{mode}: the staging path shows: {text}"
+            );
+        }
+        assert_eq!(tool_out[2].0.trim(), "1", "{mode}");
+        // Paths relative to each home's memory dir.
+        let prefix = format!("{}/", d.mem().display());
+        let diff = json!({
+            "created": run["diff"]["created"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().trim_start_matches(&prefix).to_string()).collect::<Vec<_>>(),
+            "modified": run["diff"]["modified"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().trim_start_matches(&prefix).to_string()).collect::<Vec<_>>(),
+            "deleted": run["diff"]["deleted"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().trim_start_matches(&prefix).to_string()).collect::<Vec<_>>(),
+        });
+        let tool_out: Vec<(String, bool)> = tool_out
+            .into_iter()
+            .map(|(text, e)| (text.replace(&prefix, "<mem>/"), e))
+            .collect();
+        let staged = match mode {
+            "propose" => d
+                .home
+                .state_dir()
+                .join("proposals")
+                .join(run["task_id"].as_str().unwrap())
+                .join("memory"),
+            _ => d.mem(),
+        };
+        let index = std::fs::read_to_string(staged.join("MEMORY.md")).unwrap();
+        results.push((diff, index, tool_out));
+    }
+    assert_eq!(results[0].0, results[1].0, "the same files change");
+    assert_eq!(results[0].1, results[1].1, "the same content");
+    assert_eq!(
+        results[0].2, results[1].2,
+        "the model saw the same tool results"
+    );
+}
+
+#[test]
+fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
+    // An identical rewrite (the model reads and writes the same bytes).
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let index = d.read("MEMORY.md");
+    d.api
+        .push(Reply::anthropic_tools(
+            "Rewriting.",
+            &[
+                ("read_file", json!({"path": "MEMORY.md"})),
+                ("write_file", json!({"path": "MEMORY.md", "content": index})),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let transcript = d
+        .home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", session_id(1)));
+    let transcript_before = std::fs::read(&transcript).unwrap();
+    let mtime_before = mtime(&d.mem().join("MEMORY.md"));
+    let out = d.run(
+        &envelope,
+        &["--notify-transcript", transcript.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["files_touched"], json!([]));
+    assert_eq!(
+        mtime(&d.mem().join("MEMORY.md")),
+        mtime_before,
+        "not even rewritten"
+    );
+    assert!(!d.home.state_dir().join("pending-updates.jsonl").exists());
+    assert_eq!(std::fs::read(&transcript).unwrap(), transcript_before);
+    let record = d.task(run["task_id"].as_str().unwrap());
+    assert_eq!(record["files_touched"], json!([]));
+    assert!(record["snapshot"].is_null(), "nothing to undo");
+    // Released as completed, the run was a consolidation (it looked and found nothing).
+    drop(holder);
+
+    // An empty proposal is not kept.
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let lock_before = lock_ms(&d);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Looking.",
+            &[("read_file", json!({"path": "MEMORY.md"}))],
+        ))
+        .push(Reply::anthropic_text("Nothing to change."));
+    let out = d.run(&envelope, &["--propose"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["run"]["status"], "no_changes");
+    let id = doc["run"]["task_id"].as_str().unwrap();
+    assert!(!d.home.state_dir().join("proposals").join(id).exists());
+    let show = d.cmd("dream-run").arg("show").output().unwrap();
+    assert_eq!(show.status.code(), Some(1));
+    assert_eq!(stdout_json(&show)["reason"], "no_proposal");
+    let released = d
+        .cmd("dream-lock")
+        .arg("release")
+        .write_stdin(out.stdout.clone())
+        .output()
+        .unwrap();
+    assert_eq!(
+        released.status.code(),
+        Some(0),
+        "{}",
+        stderr_text(&released)
+    );
+    assert_eq!(stdout_json(&released)["lock"]["outcome"], "no_changes");
+    assert!(lock_ms(&d) < lock_before, "rolled back, not moved");
+    drop(holder);
+
+    // And under exec, the same.
+    d.touch_sessions();
+    d.api.push(Reply::anthropic_text("Nothing to change."));
+    let lock_before = lock_ms(&d);
+    let out = d
+        .cmd("dream-gate")
+        .args([
+            "--min-hours",
+            "0",
+            "--min-sessions",
+            "0",
+            "--scan-interval",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    let exec = d
+        .cmd("dream-lock")
+        .args([
+            "exec",
+            "--",
+            bin_path("dream-run").to_str().unwrap(),
+            "--propose",
+        ])
+        .write_stdin(out.stdout)
+        .output()
+        .unwrap();
+    assert_eq!(exec.status.code(), Some(0), "{}", stderr_text(&exec));
+    assert_eq!(stdout_json(&exec)["run"]["status"], "no_changes");
+    assert_eq!(lock_ms(&d), lock_before, "exec rolled back too");
+}
+
+#[test]
+fn undo_withdraws_the_pending_line_and_marks_the_task_undone() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    script_full_consolidation(&d);
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let id = stdout_json(&out)["run"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.cmd("dream-lock")
+        .arg("release")
+        .write_stdin(out.stdout.clone())
+        .assert()
+        .code(0);
+    drop(holder);
+    let pending = d.cmd("dream-run").arg("pending").output().unwrap();
+    assert_eq!(stdout_json(&pending)["updates"][0]["task_id"], id.as_str());
+    let out = d.cmd("dream-run").arg("undo").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["pending_withdrawn"], true);
+    assert_eq!(d.task(&id)["status"], "undone");
+    let pending = d.cmd("dream-run").arg("pending").output().unwrap();
+    assert_eq!(stdout_json(&pending)["updates"], json!([]));
+}
+
+#[test]
+fn no_sessions_or_no_readable_session_asks_nothing_and_rolls_the_lock_back() {
+    for case in ["none", "unreadable"] {
+        let d = Dream::new();
+        let holder = LiveProcess::start();
+        let mut envelope: Value = serde_json::from_str(&d.acquired_envelope(&holder)).unwrap();
+        match case {
+            "none" => envelope["gate"]["sessions"] = json!([]),
+            _ => {
+                for n in 1..=5 {
+                    let path = d
+                        .home
+                        .transcripts_dir()
+                        .join(format!("{}.jsonl", session_id(n)));
+                    std::fs::remove_file(&path).unwrap();
+                    if n % 2 == 0 {
+                        std::fs::create_dir(&path).unwrap();
+                    }
+                }
+            }
+        }
+        let lock_before = lock_ms(&d);
+        let prior = envelope["lock"]["prior_mtime"].as_i64().unwrap();
+        let out = d.run(&envelope.to_string(), &[]);
+        assert_eq!(out.status.code(), Some(1), "{case}: {}", stderr_text(&out));
+        let run = &stdout_json(&out)["run"];
+        assert_eq!(run["status"], "skipped", "{case}");
+        let reason = if case == "none" {
+            "no_sessions"
+        } else {
+            "no_readable_sessions"
+        };
+        assert_eq!(run["reason"], reason, "{case}");
+        assert!(d.api.requests().is_empty(), "{case}: no model request");
+        assert!(
+            !d.home.state_dir().join("tasks").exists(),
+            "{case}: no task"
+        );
+        let released = d
+            .cmd("dream-lock")
+            .arg("release")
+            .write_stdin(out.stdout.clone())
+            .output()
+            .unwrap();
+        assert_eq!(
+            released.status.code(),
+            Some(0),
+            "{case}: {}",
+            stderr_text(&released)
+        );
+        assert_eq!(stdout_json(&released)["lock"]["outcome"], "skipped");
+        assert!(lock_ms(&d) <= lock_before);
+        assert_eq!(lock_ms(&d), prior, "{case}: the time is rolled back");
+    }
+    // Some unreadable: named, and only the readable ones are reviewed.
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    std::fs::remove_file(
+        d.home
+            .transcripts_dir()
+            .join(format!("{}.jsonl", session_id(3))),
+    )
+    .unwrap();
+    d.api.push(Reply::anthropic_text("Nothing."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["sessions_reviewed"], 4);
+    assert_eq!(run["unreadable_sessions"][0]["session_id"], session_id(3));
+    let prompt = d.api.requests()[0].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        prompt.contains("Sessions since last consolidation (4):"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains(&session_id(3)));
+}
+
+/// A Messages API answer cut at the output limit.
+fn cut_reply(text: &str) -> Reply {
+    Reply::json(
+        200,
+        json!({
+            "id": "msg_cut", "type": "message", "role": "assistant", "model": "test",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "max_tokens", "stop_sequence": null,
+            "usage": {"input_tokens": 50, "output_tokens": 64,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        }),
+    )
+}
+
+#[test]
+fn a_reply_cut_at_max_tokens_is_continued_once_then_fails_as_truncated() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(cut_reply("I will now consolidate the memory by first"))
+        .push(Reply::anthropic_text("Done, nothing to change."));
+    let out = d.run(&envelope, &["--max-answer-tokens", "64"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let requests = d.api.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["max_tokens"], 64);
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    assert!(messages.last().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("cut off"));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["turns"], 2);
+    assert!(run["warnings"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("no_tool_calls")));
+    drop(holder);
+
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api.push(cut_reply("First")).push(cut_reply("Second"));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], "truncated");
+}
+
+#[test]
+fn turns_counts_every_turn_past_the_thirty_the_record_keeps() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    for _ in 0..34 {
+        d.api.push(Reply::anthropic_tools(
+            "Looking.",
+            &[("shell", json!({"command": "ls"}))],
+        ));
+    }
+    d.api.push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["turns"], 35);
+    assert_eq!(run["tool_calls"], 34);
+    let record = d.task(run["task_id"].as_str().unwrap());
+    assert_eq!(record["turns"].as_array().unwrap().len(), 30);
+}
+
+#[test]
+fn every_file_under_the_state_dir_is_private() {
+    let d = Dream::new();
+    d.propose_many(3);
+    let out = d.cmd("dream-run").arg("apply").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    script_full_consolidation(&d);
+    let out = d.run(&envelope, &["--propose"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    d.cmd("dream-run")
+        .args(["pending", "--clear"])
+        .assert()
+        .code(0);
+    let mut stack = vec![d.home.state_dir()];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&dir).unwrap();
+        assert_eq!(mode(&meta), 0o700, "{}", dir.display());
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                files += 1;
+                assert_eq!(mode(&meta), 0o600, "{}", entry.path().display());
+            }
+        }
+    }
+    assert!(files > 10, "{files} files checked");
+}
+
+#[test]
+fn two_runs_on_one_token_cannot_both_write() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    // The first run waits in its second request; the second is handed the same envelope.
+    d.api
+        .push(Reply::anthropic_tools(
+            "First.",
+            &[("write_file", json!({"path": "first.md", "content": "1\n"}))],
+        ))
+        .push(Reply::Hang(Duration::from_secs(3)))
+        .push(Reply::anthropic_text("Done."));
+    let mut first = d
+        .process(&bin_path("dream-run"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        first
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(envelope.as_bytes())
+            .unwrap();
+    }
+    wait_for("the first run's second request", || {
+        d.api.requests().len() == 2
+    });
+    let second = d.run(&envelope, &[]);
+    assert_eq!(second.status.code(), Some(1), "{}", stderr_text(&second));
+    let run = &stdout_json(&second)["run"];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], "lock_claimed");
+    assert_eq!(d.api.requests().len(), 2, "the second asked nothing");
+    // Its envelope cannot free the lock under the first.
+    let released = d
+        .cmd("dream-lock")
+        .arg("release")
+        .write_stdin(second.stdout.clone())
+        .output()
+        .unwrap();
+    assert_eq!(
+        released.status.code(),
+        Some(1),
+        "{}",
+        stderr_text(&released)
+    );
+    assert_eq!(stdout_json(&released)["lock"]["reason"], "claimed");
+    let out = finish(first);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(d.read("first.md"), "1\n");
+    // After the first finished, a replay of its envelope is refused too.
+    let replay = d.run(&envelope, &[]);
+    assert_eq!(replay.status.code(), Some(1));
+    assert_eq!(stdout_json(&replay)["run"]["error"], "lock_claimed");
+    let released = d
+        .cmd("dream-lock")
+        .arg("release")
+        .write_stdin(out.stdout)
+        .output()
+        .unwrap();
+    assert_eq!(
+        released.status.code(),
+        Some(0),
+        "{}",
+        stderr_text(&released)
+    );
+}
