@@ -811,3 +811,116 @@ fn a_dream_run_keeps_its_etcd_lease_alive_past_the_ttl() {
         "late\n"
     );
 }
+
+/// One runner per lock on etcd: the claim lives in its own key under the holder's lease (the
+/// holder key, whose mod_revision is the token, is untouched); a second run handed the same
+/// envelope is refused while the first runs and after it finished; release clears the claim.
+#[test]
+fn two_dream_runs_on_one_etcd_token_cannot_both_write() {
+    use crate::support::fake_api::{FakeApi, Reply};
+    let etcd = Etcd::single();
+    let url = etcd.url("/claims");
+    let home = ClaudeHome::new();
+    std::fs::create_dir_all(home.memory_dir()).unwrap();
+    std::fs::write(home.memory_dir().join("MEMORY.md"), "# Memory\n").unwrap();
+    home.add_session(&crate::support::session_id(1), crate::support::hours(1));
+    let holder = LiveProcess::start();
+    let (code, envelope) = acquire(&home, &url, holder.pid());
+    assert_eq!(code, 0, "{envelope}");
+    let token = envelope["lock"]["token"].as_str().unwrap().to_string();
+    let api = FakeApi::start();
+    api.push(Reply::anthropic_tools(
+        "First.",
+        &[(
+            "write_file",
+            json!({"path": "first.md", "content": "one\n"}),
+        )],
+    ))
+    .push(Reply::Hang(Duration::from_secs(3)))
+    .push(Reply::anthropic_text("Done."));
+    let run = |home: &ClaudeHome| {
+        let mut cmd = home.process(bin_path("dream-run"));
+        cmd.env("DREAMKIT_LOCK_URL", &url)
+            .env("ANTHROPIC_BASE_URL", api.url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-etcd-test")
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(envelope.to_string().as_bytes())
+                .unwrap();
+        }
+        child
+    };
+    let first = run(&home);
+    let started = Instant::now();
+    while api.requests().len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the first run never asked twice"
+        );
+        std::thread::yield_now();
+    }
+    let second = run(&home).wait_with_output().unwrap();
+    assert_eq!(
+        second.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert_eq!(stdout_json(&second)["run"]["error"], "lock_claimed");
+    assert_eq!(api.requests().len(), 2, "the second asked nothing");
+    // The token is still the holder's: the claim did not touch the holder key.
+    let (code, status) = lock(&home, &url, &["status"], "");
+    assert_eq!(code, 1, "{status}");
+    assert_eq!(status["token"], token.as_str());
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let replay = run(&home).wait_with_output().unwrap();
+    assert_eq!(replay.status.code(), Some(1));
+    assert_eq!(stdout_json(&replay)["run"]["error"], "lock_claimed");
+    let (code, released) = lock(
+        &home,
+        &url,
+        &["release"],
+        &String::from_utf8_lossy(&first.stdout),
+    );
+    assert_eq!(code, 0, "{released}");
+    // A new hold has no claim: a run under it goes ahead (on a session newer than the
+    // consolidation just released).
+    let fresh = home.add_session(&crate::support::session_id(2), Duration::ZERO);
+    std::fs::File::options()
+        .write(true)
+        .open(&fresh)
+        .and_then(|f| f.set_modified(SystemTime::now() + Duration::from_secs(1)))
+        .unwrap();
+    let (code, envelope) = acquire(&home, &url, holder.pid());
+    assert_eq!(code, 0, "{envelope}");
+    api.push(Reply::anthropic_text("Nothing."));
+    let out = home
+        .cmd("dream-run")
+        .env("DREAMKIT_LOCK_URL", &url)
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-etcd-test")
+        .write_stdin(envelope.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
