@@ -237,7 +237,7 @@ fn dream_benchmarks() {
         let path = entry.expect("entry").path();
         if path.extension().is_some_and(|e| e == "jsonl") {
             raw += std::fs::metadata(&path).expect("stat").len();
-            digested += dreamkit::dream::digest::digest_text("fixture", &path)
+            digested += dreamkit::tools::dream_run::digest::digest_text("fixture", &path)
                 .expect("digest")
                 .len() as u64;
         }

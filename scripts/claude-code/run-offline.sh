@@ -15,8 +15,11 @@
 #   --tmux SESSION   run claude interactively inside a detached tmux session (socket
 #                    $HOME/tmux.sock) on a pty instead of in the foreground; this script (and
 #                    the namespace, and the stub) lives until that tmux session ends
-#   --keep-telemetry leave DISABLE_TELEMETRY unset (needed for remote-flag overrides such as
-#                    CLAUDE_INTERNAL_FC_OVERRIDES; nothing leaves the namespace anyway)
+#   --drop-env NAME  leave one of the switches CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,
+#                    DISABLE_AUTOUPDATER, DISABLE_ERROR_REPORTING, DISABLE_TELEMETRY (all =1 by
+#                    default) unset; repeatable [CC_DROP_ENV, space-separated]. Nothing can
+#                    leave the namespace anyway.
+#   --keep-telemetry same as --drop-env DISABLE_TELEMETRY
 #
 # With no claude args, a demo: `-p hello --output-format json --session-id UUID`, then
 # `-p again --output-format json --resume UUID`.
@@ -33,7 +36,7 @@ CC_LOG=${CC_LOG:-}
 CC_TIMEOUT=${CC_TIMEOUT:-120}
 CLAUDE_BIN=${CLAUDE_BIN:-}
 CC_TMUX=${CC_TMUX:-}
-CC_KEEP_TELEMETRY=${CC_KEEP_TELEMETRY:-}
+CC_DROP_ENV=${CC_DROP_ENV:-}
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -44,7 +47,8 @@ while [ $# -gt 0 ]; do
         --timeout) CC_TIMEOUT=$2; shift 2 ;;
         --claude) CLAUDE_BIN=$2; shift 2 ;;
         --tmux) CC_TMUX=$2; shift 2 ;;
-        --keep-telemetry) CC_KEEP_TELEMETRY=1; shift ;;
+        --drop-env) CC_DROP_ENV="$CC_DROP_ENV $2"; shift 2 ;;
+        --keep-telemetry) CC_DROP_ENV="$CC_DROP_ENV DISABLE_TELEMETRY"; shift ;;
         --) shift; break ;;
         *) break ;;
     esac
@@ -71,7 +75,7 @@ if [ -z "${_CC_IN_NETNS:-}" ]; then
     CC_CWD=$(cd "$CC_CWD" && pwd -P)
     CC_LOG=${CC_LOG:-$CC_HOME/stub-requests.jsonl}
     [ -z "$CC_REPLIES" ] || CC_REPLIES=$(cd "$(dirname "$CC_REPLIES")" && pwd -P)/$(basename "$CC_REPLIES")
-    export CC_HOME CC_CWD CC_REPLIES CC_LOG CC_TIMEOUT CLAUDE_BIN CC_TMUX CC_KEEP_TELEMETRY
+    export CC_HOME CC_CWD CC_REPLIES CC_LOG CC_TIMEOUT CLAUDE_BIN CC_TMUX CC_DROP_ENV
     export _CC_IN_NETNS=1
     unshare -n true 2>/dev/null || die "unshare -n is not permitted here (needs root or user namespaces)"
     exec unshare -n -- "$BASH" "${BASH_SOURCE[0]}" -- "$@"
@@ -94,15 +98,18 @@ port=$(cat "$portfile")
 
 env_args=(
     -u CC_HOME -u CC_CWD -u CC_REPLIES -u CC_LOG -u CC_TIMEOUT -u CLAUDE_BIN -u CC_TMUX
-    -u CC_KEEP_TELEMETRY
+    -u CC_DROP_ENV
     HOME="$CC_HOME"
     ANTHROPIC_BASE_URL="http://127.0.0.1:$port"
     ANTHROPIC_API_KEY=sk-ant-offline-test
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
-    DISABLE_AUTOUPDATER=1
-    DISABLE_ERROR_REPORTING=1
 )
-[ -n "$CC_KEEP_TELEMETRY" ] || env_args+=(DISABLE_TELEMETRY=1)
+for v in CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_AUTOUPDATER DISABLE_ERROR_REPORTING \
+         DISABLE_TELEMETRY; do
+    case " $CC_DROP_ENV " in
+        *" $v "*) env_args=(-u "$v" "${env_args[@]}") ;;
+        *) env_args+=("$v=1") ;;
+    esac
+done
 
 run_claude() {
     local start end rc=0

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    dreamkit::cli::main::<dreamkit::gate::Args>()
+    dreamkit::cli::main::<dreamkit::tools::dream_gate::Args>()
 }

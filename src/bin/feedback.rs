@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    dreamkit::cli::main::<dreamkit::feedback::Args>()
+    dreamkit::cli::main::<dreamkit::tools::feedback::Args>()
 }

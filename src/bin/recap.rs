@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    dreamkit::cli::main::<dreamkit::recap::Args>()
+    dreamkit::cli::main::<dreamkit::tools::recap::Args>()
 }

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    dreamkit::cli::main::<dreamkit::status::Args>()
+    dreamkit::cli::main::<dreamkit::tools::turn_status::Args>()
 }

@@ -3,6 +3,7 @@
 
 pub mod etcd;
 pub mod file;
+pub mod outcome;
 pub mod process;
 
 use std::time::{Duration, SystemTime};

@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::time::{parse_rfc3339, rfc3339};
+use crate::cli::Diag;
 use crate::files::{create_private_dir, write_atomic};
 use crate::lock::process;
 use crate::model::Usage;
@@ -81,7 +82,7 @@ pub struct TaskRecord {
     pub proposed: Option<std::collections::BTreeMap<String, Option<String>>>,
     /// What the run changed (or proposes), with absolute paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diff: Option<crate::dream::snapshot::Diff>,
+    pub diff: Option<crate::tools::dream_run::snapshot::Diff>,
     /// The same as a unified diff (`--- a/<rel>` / `+++ b/<rel>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_text: Option<String>,
@@ -297,6 +298,27 @@ fn rewrite_pending(state_dir: &Path, keep: impl Fn(&PendingUpdate) -> bool) -> s
     match std::fs::symlink_metadata(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         _ => write_atomic(&path, text.as_bytes(), 0o600),
+    }
+}
+
+/// Keeps the snapshots of the newest completed runs, drops the rest.
+pub fn prune_snapshots(store: &TaskStore, diag: &Diag) {
+    let Ok((records, _)) = store.list() else {
+        return;
+    };
+    let with_snapshot = records
+        .into_iter()
+        .filter(|r| r.status == "completed" && r.snapshot.is_some());
+    for mut old in with_snapshot.skip(super::snapshot::KEEP_COMPLETED) {
+        if let Some(dir) = old.snapshot.take() {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    diag.warn(&format!("cannot remove the old snapshot {dir}: {e}"));
+                    continue;
+                }
+            }
+            let _ = store.save(&old);
+        }
     }
 }
 

@@ -486,6 +486,53 @@ impl Snapshot {
     }
 }
 
+/// The diff with absolute paths, as files_touched has them.
+pub fn absolute_diff(memory_dir: &Path, diff: Diff) -> Diff {
+    let abs = |list: Vec<String>| list.iter().map(|rel| absolute(memory_dir, rel)).collect();
+    Diff {
+        created: abs(diff.created),
+        modified: abs(diff.modified),
+        deleted: abs(diff.deleted),
+    }
+}
+
+/// One file's unified diff, `--- a/<rel>` / `+++ b/<rel>` (empty when nothing changed).
+pub fn unified_diff(rel: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> String {
+    let old = before.map(String::from_utf8_lossy).unwrap_or_default();
+    let new = after.map(String::from_utf8_lossy).unwrap_or_default();
+    if old == new && before.is_some() == after.is_some() {
+        return String::new();
+    }
+    let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
+    let mut text = format!("--- a/{rel}\n+++ b/{rel}\n");
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        let hunk = hunk.to_string();
+        text.push_str(&hunk);
+        if !hunk.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The diff text of a run's changes: the snapshot's copies against the dir's files now.
+pub fn diff_text(snapshot: &Snapshot, dir: &Path, diff: &Diff) -> std::io::Result<String> {
+    let mut rels: Vec<&String> = diff
+        .created
+        .iter()
+        .chain(&diff.modified)
+        .chain(&diff.deleted)
+        .collect();
+    rels.sort();
+    let mut text = String::new();
+    for rel in rels {
+        let before = snapshot.before_content(rel)?.map(|(bytes, _)| bytes);
+        let after = current(dir, rel)?;
+        text.push_str(&unified_diff(rel, before.as_deref(), after.as_deref()));
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

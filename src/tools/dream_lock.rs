@@ -592,7 +592,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .tempfile();
     let mut command = Command::new(&args.command[0]);
     if let Ok(file) = &outcome_file {
-        command.env(crate::dream::review::OUTCOME_FILE_ENV, file.path());
+        command.env(crate::lock::outcome::OUTCOME_FILE_ENV, file.path());
     }
     command
         .args(&args.command[1..])
@@ -671,7 +671,11 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
         drop(keep_alive);
     }
-    let said = said_no_consolidation(outcome_file.as_ref().ok());
+    let said = outcome_file
+        .as_ref()
+        .ok()
+        .and_then(|f| crate::lock::outcome::read(f.path()))
+        .map(RunStatus::as_str);
     let outcome = if status.signal().is_some() || interrupted.is_some() {
         RunOutcome::Aborted
     } else if status.success() && said.is_none() {
@@ -699,17 +703,6 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1);
     Ok(Outcome::without_document(Exit::Child(code)))
-}
-
-/// What the command wrote in the outcome file when its run was no consolidation
-/// (`proposed`, `skipped`, `no_changes`: dream-run does).
-fn said_no_consolidation(file: Option<&tempfile::NamedTempFile>) -> Option<&'static str> {
-    let bytes = file.and_then(|f| crate::files::read_regular(f.path()).ok())?;
-    RunStatus::ALL
-        .into_iter()
-        .filter(|s| s.is_no_consolidation())
-        .find(|s| bytes.trim_ascii() == s.as_str().as_bytes())
-        .map(RunStatus::as_str)
 }
 
 /// Waits until the child `pid` has exited, leaving it unreaped.

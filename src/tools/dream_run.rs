@@ -10,6 +10,7 @@ pub mod review;
 mod run;
 pub mod sandbox;
 pub mod snapshot;
+pub mod staging;
 pub mod tasks;
 
 use std::path::PathBuf;

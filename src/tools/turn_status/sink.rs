@@ -133,7 +133,7 @@ fn headline(v: &Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::rules::Category;
+    use crate::tools::turn_status::rules::Category;
 
     fn status(category: Category, detail: &str) -> Status {
         Status {

@@ -1,8 +1,8 @@
 //! Per-program option allow-lists and the path check of every path argument.
 
 use super::tokenize::Word;
-use crate::dream::sandbox::paths::outside_roots_message;
-use crate::dream::sandbox::Sandbox;
+use crate::tools::dream_run::sandbox::paths::outside_roots_message;
+use crate::tools::dream_run::sandbox::Sandbox;
 
 /// What an option's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,199 +1,26 @@
-//! Review mode: a run that proposes (its writes land in a staging copy of the memory dir
-//! under the state dir), and `show`, `apply` and `discard` of what it proposed.
+//! Review mode's subcommands: `show`, `apply` and `discard` of what a proposing run staged
+//! (see [`super::staging`]).
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::SystemTime;
 
 use serde_json::json;
 
 use super::journal::{Intent, Journal};
-use super::snapshot::{self, Diff, Snapshot};
+use super::snapshot::{self, Snapshot};
+use super::staging::{proposal_dir, staging_dir};
 use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore};
 use super::{ApplyArgs, DiscardArgs, ShowArgs};
-use crate::claude::Env;
 use crate::cli::time::rfc3339;
 use crate::cli::{signals, Diag, Exit, Failure, Outcome};
-use crate::files::{create_private_dir, read_regular, write_atomic};
+use crate::files::write_atomic;
 use crate::lock::RunOutcome;
 
-/// Under the state dir: one folder per proposal, holding the staged `memory` copy.
-pub const PROPOSALS_DIR: &str = "proposals";
-/// Set by `dream-lock exec` for its command: a proposing run writes `proposed` there, so the
-/// release rolls back instead of completing.
-pub const OUTCOME_FILE_ENV: &str = "DREAMKIT_LOCK_OUTCOME_FILE";
-/// The mode without flags, for hook pipelines.
-pub const MODE_ENV: &str = "DREAMKIT_DREAM_MODE";
 /// A new memory file's mode when a proposal creates it.
 const NEW_FILE_MODE: u32 = 0o644;
-
-/// Apply (write the memory dir) or propose (write a staging copy).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Apply,
-    Propose,
-}
-
-impl Mode {
-    /// `--propose` wins; else `DREAMKIT_DREAM_MODE` (`apply` when unset or empty). Any other
-    /// value is bad input.
-    pub fn resolve(propose: bool, env: &Env) -> Result<Mode, Failure> {
-        if propose {
-            return Ok(Mode::Propose);
-        }
-        match env.get(MODE_ENV).map(|v| v.to_str()) {
-            None => Ok(Mode::Apply),
-            Some(Some("" | "apply")) => Ok(Mode::Apply),
-            Some(Some("propose")) => Ok(Mode::Propose),
-            Some(other) => Err(Failure::bad_input(format!(
-                "{MODE_ENV} must be \"propose\" or \"apply\", not {:?}",
-                other.unwrap_or("(not UTF-8)")
-            ))),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Apply => "apply",
-            Mode::Propose => "propose",
-        }
-    }
-}
-
-/// The folder of a task's proposal, and its staged memory copy.
-pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
-    state_dir.join(PROPOSALS_DIR).join(task_id)
-}
-
-pub fn staging_dir(state_dir: &Path, task_id: &str) -> PathBuf {
-    proposal_dir(state_dir, task_id).join("memory")
-}
-
-/// Copies every regular `.md` file of the memory dir (recursively, never through a symlink)
-/// into `staging`; returns rel -> sha256 of what was copied (the base the proposal is made
-/// against).
-pub fn stage_copy(memory_dir: &Path, staging: &Path) -> std::io::Result<BTreeMap<String, String>> {
-    create_private_dir(staging)?;
-    let mut base = BTreeMap::new();
-    copy_tree(memory_dir, staging, Path::new(""), &mut base)?;
-    Ok(base)
-}
-
-fn copy_tree(
-    from: &Path,
-    to: &Path,
-    rel: &Path,
-    base: &mut BTreeMap<String, String>,
-) -> std::io::Result<()> {
-    let entries = match std::fs::read_dir(from.join(rel)) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && rel.as_os_str().is_empty() => {
-            return Ok(())
-        }
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        let child = rel.join(&name);
-        // file_type() does not follow symlinks: a link is neither a dir nor a file here.
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            create_private_dir(&to.join(&child))?;
-            copy_tree(from, to, &child, base)?;
-        } else if kind.is_file() && child.extension().is_some_and(|e| e == "md") {
-            let bytes = read_regular(&from.join(&child))?;
-            // Under the state dir every file is private; apply keeps the memory file's mode.
-            write_atomic(&to.join(&child), &bytes, 0o600)?;
-            base.insert(
-                child.to_string_lossy().into_owned(),
-                snapshot::sha256_hex(&bytes),
-            );
-        }
-    }
-    Ok(())
-}
-
-/// One file's unified diff, `--- a/<rel>` / `+++ b/<rel>` (empty when nothing changed).
-pub fn unified_diff(rel: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> String {
-    let old = before.map(String::from_utf8_lossy).unwrap_or_default();
-    let new = after.map(String::from_utf8_lossy).unwrap_or_default();
-    if old == new && before.is_some() == after.is_some() {
-        return String::new();
-    }
-    let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
-    let mut text = format!("--- a/{rel}\n+++ b/{rel}\n");
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        let hunk = hunk.to_string();
-        text.push_str(&hunk);
-        if !hunk.ends_with('\n') {
-            text.push('\n');
-        }
-    }
-    text
-}
-
-/// The diff text of a run's changes: the snapshot's copies against the dir's files now.
-pub fn diff_text(snapshot: &Snapshot, dir: &Path, diff: &Diff) -> std::io::Result<String> {
-    let mut rels: Vec<&String> = diff
-        .created
-        .iter()
-        .chain(&diff.modified)
-        .chain(&diff.deleted)
-        .collect();
-    rels.sort();
-    let mut text = String::new();
-    for rel in rels {
-        let before = snapshot.before_content(rel)?.map(|(bytes, _)| bytes);
-        let after = snapshot::current(dir, rel)?;
-        text.push_str(&unified_diff(rel, before.as_deref(), after.as_deref()));
-    }
-    Ok(text)
-}
-
-/// The proposal manifest: every file a proposal changes, with the sha256 it had in the memory
-/// dir when the proposal was made (`None`: it did not exist).
-pub fn manifest(diff: &Diff, base: &BTreeMap<String, String>) -> BTreeMap<String, Option<String>> {
-    diff.created
-        .iter()
-        .chain(&diff.modified)
-        .chain(&diff.deleted)
-        .map(|rel| (rel.clone(), base.get(rel).cloned()))
-        .collect()
-}
-
-/// Tells `dream-lock exec` that this run was no consolidation (`proposed`, `no_changes`), so
-/// its release must roll back. Only a file exec made is written: nothing is created at a path
-/// from the environment.
-pub fn report_outcome(env: &Env, diag: &Diag, outcome: &str) {
-    let Some(path) = env.get(OUTCOME_FILE_ENV).filter(|p| !p.is_empty()) else {
-        return;
-    };
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .custom_flags_nonblock()
-        .open(path)
-        .and_then(|mut f| f.write_all(format!("{outcome}\n").as_bytes()));
-    if let Err(e) = written {
-        diag.warn(&format!(
-            "cannot tell dream-lock exec that this run ended {outcome} ({OUTCOME_FILE_ENV}): {e}"
-        ));
-    }
-}
-
-/// O_NONBLOCK on an open, so a FIFO put in the file's place fails instead of blocking.
-trait NonBlocking {
-    fn custom_flags_nonblock(&mut self) -> &mut Self;
-}
-
-impl NonBlocking for std::fs::OpenOptions {
-    fn custom_flags_nonblock(&mut self) -> &mut Self {
-        std::os::unix::fs::OpenOptionsExt::custom_flags(self, libc::O_NONBLOCK)
-    }
-}
 
 /// The record a subcommand works on: the named one, or the newest with `status`.
 fn pick(
@@ -594,7 +421,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let late = hold.end();
     let touched = record.files_touched.clone();
     let _ = std::fs::remove_dir_all(proposal_dir(&project.state_dir, &record.task_id));
-    super::run::prune_snapshots(&store, diag);
+    tasks::prune_snapshots(&store, diag);
     let mut exit = late.map_or(Exit::Yes, signals::exit_for);
     if !touched.is_empty() {
         let update = PendingUpdate {
@@ -711,29 +538,10 @@ fn write_all(
     Stopped::No
 }
 
-/// The run's staged result for the record: what a proposal changes, against what.
-pub fn record_proposal(
-    record: &mut TaskRecord,
-    diff: &Diff,
-    text: String,
-    base: &BTreeMap<String, String>,
-    (memory_dir, staging): (&Path, &Path),
-) -> std::io::Result<()> {
-    let proposal = manifest(diff, base);
-    let mut proposed = BTreeMap::new();
-    for rel in proposal.keys() {
-        proposed.insert(rel.clone(), snapshot::current_hash(staging, rel)?);
-    }
-    record.proposal = Some(proposal);
-    record.proposed = Some(proposed);
-    record.diff = Some(super::run::absolute_diff(memory_dir, diff.clone()));
-    record.diff_text = Some(text);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::dream_run::snapshot::unified_diff;
 
     #[test]
     fn a_unified_diff_names_both_sides_and_colours_only_its_marks() {
@@ -749,36 +557,5 @@ mod tests {
             colorize(&text),
             "\x1b[36m--- a/a/b.md\x1b[0m\n\x1b[36m+++ b/a/b.md\x1b[0m\n\x1b[36m@@ -1,2 +1,2 @@\x1b[0m\n one\n\x1b[31m-two\x1b[0m\n\x1b[32m+three\x1b[0m\n"
         );
-    }
-
-    #[test]
-    fn the_staging_copy_takes_md_files_at_any_depth_and_never_follows_a_symlink() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mem = tmp.path().join("memory");
-        let outside = tmp.path().join("outside");
-        std::fs::create_dir_all(mem.join("a/b")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(mem.join("MEMORY.md"), "index\n").unwrap();
-        std::fs::write(mem.join("a/b/deep.md"), "deep\n").unwrap();
-        std::fs::write(mem.join("notes.txt"), "not memory\n").unwrap();
-        std::fs::write(outside.join("secret.md"), "secret\n").unwrap();
-        std::os::unix::fs::symlink(outside.join("secret.md"), mem.join("link.md")).unwrap();
-        std::os::unix::fs::symlink(&outside, mem.join("linked")).unwrap();
-        let staging = tmp.path().join("staging");
-        let base = stage_copy(&mem, &staging).unwrap();
-        assert_eq!(
-            base.keys().collect::<Vec<_>>(),
-            ["MEMORY.md", "a/b/deep.md"]
-        );
-        assert_eq!(
-            std::fs::read_to_string(staging.join("a/b/deep.md")).unwrap(),
-            "deep\n"
-        );
-        for absent in ["notes.txt", "link.md", "linked"] {
-            assert!(
-                std::fs::symlink_metadata(staging.join(absent)).is_err(),
-                "{absent}"
-            );
-        }
     }
 }

@@ -31,7 +31,7 @@ mod linux {
         Scope, ABI,
     };
 
-    use crate::dream::sandbox::shell::Programs;
+    use crate::tools::dream_run::sandbox::shell::Programs;
 
     const SYSTEM_TREES: &[&str] = &[
         "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -145,7 +145,7 @@ mod other {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
-    use crate::dream::sandbox::shell::Programs;
+    use crate::tools::dream_run::sandbox::shell::Programs;
 
     #[derive(Debug)]
     pub struct Confinement;

@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 
 use super::digest::{self, Digest};
 use super::prompt;
-use super::review::{self, Mode};
 use super::sandbox::{Change, GuardRefusal, Limits, Sandbox, WriteGuard};
 use super::snapshot::{self, Diff, Snapshot};
+use super::staging::{self, Mode};
 use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore, Turn};
 use super::{RunArgs, FILE_LOCK_MAX_DEADLINE};
 use crate::claude::paths::ProjectHints;
@@ -22,7 +22,7 @@ use crate::claude::transcript::{cut_chars, BackwardReader};
 use crate::claude::{Env, Project};
 use crate::cli::envelope::Upstream;
 use crate::cli::time::{from_epoch_ms, rfc3339};
-use crate::cli::{signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, Outcome};
+use crate::cli::{signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, Outcome, RunStatus};
 use crate::lock::{Backend, Claimed};
 use crate::model::{Block, Client, Message, Request, Role, SystemBlock, Tier, Usage};
 
@@ -283,7 +283,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     // A proposing run works in its staging copy, but the model is told (and may use) the real
     // memory dir's path: the sandbox maps it onto the copy.
     let work_dir = match mode {
-        Mode::Propose if !args.dry_run => review::staging_dir(&project.state_dir, &task_id),
+        Mode::Propose if !args.dry_run => staging::staging_dir(&project.state_dir, &task_id),
         _ => project.memory_dir.clone(),
     };
     let task = prompt::task_prompt(
@@ -316,7 +316,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                 format!("none of the {} listed sessions could be read", listed.len()),
             )
         };
-        review::report_outcome(&env, diag, "skipped");
+        crate::lock::outcome::report(&env, diag, RunStatus::Skipped);
         let mut section = RunSection::early("skipped", mode);
         section.reason = Some(reason);
         section.message = Some(message.clone());
@@ -404,8 +404,8 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                 .map_err(|e| Failure::io("create", &project.memory_dir, &e))?;
             BTreeMap::new()
         }
-        Mode::Propose => review::stage_copy(&project.memory_dir, &work_dir).map_err(|e| {
-            let _ = std::fs::remove_dir_all(review::proposal_dir(&project.state_dir, &task_id));
+        Mode::Propose => staging::stage_copy(&project.memory_dir, &work_dir).map_err(|e| {
+            let _ = std::fs::remove_dir_all(staging::proposal_dir(&project.state_dir, &task_id));
             Failure::io("copy the memory dir to", &work_dir, &e)
         })?,
     };
@@ -1027,7 +1027,7 @@ keep it short, and use the tools for changes.",
         snapshot
             .diff(dir)
             .and_then(|d| {
-                let text = review::diff_text(snapshot, dir, &d)?;
+                let text = snapshot::diff_text(snapshot, dir, &d)?;
                 Ok((d, text))
             })
             .map_err(|e| e.to_string())
@@ -1097,7 +1097,7 @@ keep it short, and use the tools for changes.",
             }
             self.record.snapshot = None;
             let text = diff_text.get_or_insert_with(String::new).clone();
-            if let Err(e) = review::record_proposal(
+            if let Err(e) = staging::record_proposal(
                 self.record,
                 &diff,
                 text,
@@ -1112,19 +1112,19 @@ keep it short, and use the tools for changes.",
             if prompt::index_over_limit(&memory_dir) {
                 warnings.push("index_over_limit".into());
             }
-            review::report_outcome(self.env, self.diag, "proposed");
+            crate::lock::outcome::report(self.env, self.diag, RunStatus::Proposed);
         } else if proposing {
             // Nothing to review: the staging copy and its snapshot go.
             if let Some(snapshot) = &self.snapshot {
                 let _ = std::fs::remove_dir_all(&snapshot.dir);
             }
             self.record.snapshot = None;
-            let _ = std::fs::remove_dir_all(review::proposal_dir(
+            let _ = std::fs::remove_dir_all(staging::proposal_dir(
                 &self.project.state_dir,
                 &self.record.task_id,
             ));
             if status == "no_changes" {
-                review::report_outcome(self.env, self.diag, "no_changes");
+                crate::lock::outcome::report(self.env, self.diag, RunStatus::NoChanges);
             }
         } else if status == "completed" {
             match self.changes(&memory_dir) {
@@ -1144,7 +1144,10 @@ keep it short, and use the tools for changes.",
                 self.record.snapshot = None;
                 diff_text = None;
             } else {
-                self.record.diff = Some(absolute_diff(&self.project.memory_dir, diff.clone()));
+                self.record.diff = Some(snapshot::absolute_diff(
+                    &self.project.memory_dir,
+                    diff.clone(),
+                ));
                 self.record.diff_text.clone_from(&diff_text);
             }
             if prompt::index_over_limit(&memory_dir) {
@@ -1226,7 +1229,7 @@ keep it short, and use the tools for changes.",
         self.record.files_touched = files_touched.clone();
         self.save_record();
         if status == "completed" {
-            prune_snapshots(self.store, self.diag);
+            tasks::prune_snapshots(self.store, self.diag);
         }
         self.progress.done(status, &files_touched);
         Finished {
@@ -1240,7 +1243,7 @@ keep it short, and use the tools for changes.",
                 message,
                 sessions_reviewed: digests.len(),
                 files_touched,
-                diff: absolute_diff(&self.project.memory_dir, diff),
+                diff: snapshot::absolute_diff(&self.project.memory_dir, diff),
                 warnings,
                 summary,
                 turns: self.turns,
@@ -1317,20 +1320,6 @@ fn floor_char_boundary(text: &str, at: usize) -> usize {
         .unwrap_or(0)
 }
 
-/// The diff with absolute paths, as files_touched has them.
-pub(super) fn absolute_diff(memory_dir: &Path, diff: Diff) -> Diff {
-    let abs = |list: Vec<String>| {
-        list.iter()
-            .map(|rel| snapshot::absolute(memory_dir, rel))
-            .collect()
-    };
-    Diff {
-        created: abs(diff.created),
-        modified: abs(diff.modified),
-        deleted: abs(diff.deleted),
-    }
-}
-
 /// What became of the `memory_saved` record.
 enum Notified {
     Appended,
@@ -1404,27 +1393,6 @@ fn append_memory_saved(path: &Path, written: &[String], at: &str) -> std::io::Re
         Ok(true) => Ok(Try::Appended),
         Ok(false) => Ok(Try::Grew),
         Err(e) => Err(std::io::Error::other(e)),
-    }
-}
-
-/// Keeps the snapshots of the newest completed runs, drops the rest.
-pub(super) fn prune_snapshots(store: &TaskStore, diag: &Diag) {
-    let Ok((records, _)) = store.list() else {
-        return;
-    };
-    let with_snapshot = records
-        .into_iter()
-        .filter(|r| r.status == "completed" && r.snapshot.is_some());
-    for mut old in with_snapshot.skip(snapshot::KEEP_COMPLETED) {
-        if let Some(dir) = old.snapshot.take() {
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    diag.warn(&format!("cannot remove the old snapshot {dir}: {e}"));
-                    continue;
-                }
-            }
-            let _ = store.save(&old);
-        }
     }
 }
 

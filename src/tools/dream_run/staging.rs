@@ -1,0 +1,170 @@
+//! Review mode's staging copy: where a proposing run writes (a copy of the memory dir under
+//! the state dir), and the record of what a proposal changes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::snapshot::{self, Diff};
+use super::tasks::TaskRecord;
+use crate::claude::Env;
+use crate::cli::Failure;
+use crate::files::{create_private_dir, read_regular, write_atomic};
+
+/// Under the state dir: one folder per proposal, holding the staged `memory` copy.
+pub const PROPOSALS_DIR: &str = "proposals";
+/// The mode without flags, for hook pipelines.
+pub const MODE_ENV: &str = "DREAMKIT_DREAM_MODE";
+
+/// Apply (write the memory dir) or propose (write a staging copy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Apply,
+    Propose,
+}
+
+impl Mode {
+    /// `--propose` wins; else `DREAMKIT_DREAM_MODE` (`apply` when unset or empty). Any other
+    /// value is bad input.
+    pub fn resolve(propose: bool, env: &Env) -> Result<Mode, Failure> {
+        if propose {
+            return Ok(Mode::Propose);
+        }
+        match env.get(MODE_ENV).map(|v| v.to_str()) {
+            None => Ok(Mode::Apply),
+            Some(Some("" | "apply")) => Ok(Mode::Apply),
+            Some(Some("propose")) => Ok(Mode::Propose),
+            Some(other) => Err(Failure::bad_input(format!(
+                "{MODE_ENV} must be \"propose\" or \"apply\", not {:?}",
+                other.unwrap_or("(not UTF-8)")
+            ))),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Apply => "apply",
+            Mode::Propose => "propose",
+        }
+    }
+}
+
+/// The folder of a task's proposal, and its staged memory copy.
+pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
+    state_dir.join(PROPOSALS_DIR).join(task_id)
+}
+
+pub fn staging_dir(state_dir: &Path, task_id: &str) -> PathBuf {
+    proposal_dir(state_dir, task_id).join("memory")
+}
+
+/// Copies every regular `.md` file of the memory dir (recursively, never through a symlink)
+/// into `staging`; returns rel -> sha256 of what was copied (the base the proposal is made
+/// against).
+pub fn stage_copy(memory_dir: &Path, staging: &Path) -> std::io::Result<BTreeMap<String, String>> {
+    create_private_dir(staging)?;
+    let mut base = BTreeMap::new();
+    copy_tree(memory_dir, staging, Path::new(""), &mut base)?;
+    Ok(base)
+}
+
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    rel: &Path,
+    base: &mut BTreeMap<String, String>,
+) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(from.join(rel)) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && rel.as_os_str().is_empty() => {
+            return Ok(())
+        }
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let child = rel.join(&name);
+        // file_type() does not follow symlinks: a link is neither a dir nor a file here.
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            create_private_dir(&to.join(&child))?;
+            copy_tree(from, to, &child, base)?;
+        } else if kind.is_file() && child.extension().is_some_and(|e| e == "md") {
+            let bytes = read_regular(&from.join(&child))?;
+            // Under the state dir every file is private; apply keeps the memory file's mode.
+            write_atomic(&to.join(&child), &bytes, 0o600)?;
+            base.insert(
+                child.to_string_lossy().into_owned(),
+                snapshot::sha256_hex(&bytes),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The proposal manifest: every file a proposal changes, with the sha256 it had in the memory
+/// dir when the proposal was made (`None`: it did not exist).
+pub fn manifest(diff: &Diff, base: &BTreeMap<String, String>) -> BTreeMap<String, Option<String>> {
+    diff.created
+        .iter()
+        .chain(&diff.modified)
+        .chain(&diff.deleted)
+        .map(|rel| (rel.clone(), base.get(rel).cloned()))
+        .collect()
+}
+
+/// The run's staged result for the record: what a proposal changes, against what.
+pub fn record_proposal(
+    record: &mut TaskRecord,
+    diff: &Diff,
+    text: String,
+    base: &BTreeMap<String, String>,
+    (memory_dir, staging): (&Path, &Path),
+) -> std::io::Result<()> {
+    let proposal = manifest(diff, base);
+    let mut proposed = BTreeMap::new();
+    for rel in proposal.keys() {
+        proposed.insert(rel.clone(), snapshot::current_hash(staging, rel)?);
+    }
+    record.proposal = Some(proposal);
+    record.proposed = Some(proposed);
+    record.diff = Some(snapshot::absolute_diff(memory_dir, diff.clone()));
+    record.diff_text = Some(text);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_staging_copy_takes_md_files_at_any_depth_and_never_follows_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mem = tmp.path().join("memory");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(mem.join("a/b")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(mem.join("MEMORY.md"), "index\n").unwrap();
+        std::fs::write(mem.join("a/b/deep.md"), "deep\n").unwrap();
+        std::fs::write(mem.join("notes.txt"), "not memory\n").unwrap();
+        std::fs::write(outside.join("secret.md"), "secret\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.md"), mem.join("link.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, mem.join("linked")).unwrap();
+        let staging = tmp.path().join("staging");
+        let base = stage_copy(&mem, &staging).unwrap();
+        assert_eq!(
+            base.keys().collect::<Vec<_>>(),
+            ["MEMORY.md", "a/b/deep.md"]
+        );
+        assert_eq!(
+            std::fs::read_to_string(staging.join("a/b/deep.md")).unwrap(),
+            "deep\n"
+        );
+        for absent in ["notes.txt", "link.md", "linked"] {
+            assert!(
+                std::fs::symlink_metadata(staging.join(absent)).is_err(),
+                "{absent}"
+            );
+        }
+    }
+}
