@@ -43,7 +43,10 @@ stop_server() {
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
         kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 -- "-$pid" 2>/dev/null || true
+        if kill -0 "$pid" 2>/dev/null; then   # uvicorn waits for a running generation
+            kill -9 -- "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
+            for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        fi
         say "stopped server pid $pid"
     fi
     rm -f "$STATE/pid" "$STATE/port" "$STATE/base-url"

@@ -118,12 +118,12 @@ const WRAPPER_PREFIXES: &[&str] = &[
 
 impl Record {
     /// Parses one line; `None` when it is not a JSON object of the expected shape. Invalid
-    /// UTF-8 is replaced rather than losing the record.
+    /// UTF-8 and lone UTF-16 surrogate escapes are replaced rather than losing the record.
     pub fn parse(line: &[u8]) -> Option<Record> {
-        match serde_json::from_slice(line) {
+        match crate::cli::json::from_slice(line) {
             Ok(record) => Some(record),
             Err(_) if std::str::from_utf8(line).is_err() => {
-                serde_json::from_str(&String::from_utf8_lossy(line)).ok()
+                crate::cli::json::from_slice(String::from_utf8_lossy(line).as_bytes()).ok()
             }
             Err(_) => None,
         }
@@ -910,5 +910,13 @@ mod tests {
         }
         let err = Record::parse(br#"{"type":"assistant","isApiErrorMessage":true,"message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529"}]}}"#).unwrap();
         assert!(err.is_api_error());
+    }
+
+    #[test]
+    fn a_record_holding_a_lone_surrogate_is_kept() {
+        let line =
+            br#"{"type":"user","uuid":"u1","message":{"role":"user","content":"cut \ud83d here"}}"#;
+        let record = Record::parse(line).expect("kept");
+        assert_eq!(record.text(), "cut \u{fffd} here");
     }
 }

@@ -213,7 +213,10 @@ impl Envelope {
         failure: Failure,
         diag: &Diag,
     ) -> Result<Outcome, Failure> {
-        if !matches!(failure, Failure::Environment(_) | Failure::Remote { .. }) {
+        if !matches!(
+            failure,
+            Failure::Environment { .. } | Failure::Remote { .. }
+        ) {
             return Err(failure);
         }
         diag.warn(&failure.to_string());
@@ -233,6 +236,53 @@ impl Envelope {
             section,
         }
     }
+}
+
+/// The document a failing pipeline stage prints: the envelope it received, its own section
+/// marked failed (keeping what an earlier stage put there, such as the lock's token), and the
+/// failure at the top level. `dream-lock release` downstream then still finds the token and
+/// rolls back.
+pub fn failed(envelope: Envelope, section: &str, failure: &Failure) -> Value {
+    let error = failure.to_json();
+    let mut own = match envelope.0.get(section) {
+        Some(Value::Object(map)) => map.clone(),
+        _ => Map::new(),
+    };
+    match section {
+        "gate" => {
+            own.insert("due".into(), Value::Bool(false));
+            own.insert("reason".into(), Value::String("error".into()));
+            own.insert("error".into(), error.clone());
+        }
+        "lock" => {
+            // A release that failed keeps acquire's lease (token, prior_mtime) for a retry.
+            if own.contains_key("token") {
+                own.insert("released".into(), Value::Bool(false));
+            } else {
+                own.insert("acquired".into(), Value::Bool(false));
+                own.insert("reason".into(), Value::String("error".into()));
+            }
+            own.insert("error".into(), error.clone());
+        }
+        "run" => {
+            own.clear();
+            let status = if matches!(failure, Failure::Interrupted { .. }) {
+                "aborted"
+            } else {
+                "failed"
+            };
+            own.insert("status".into(), Value::String(status.into()));
+            own.insert("error".into(), Value::String(failure.kind().into()));
+            own.insert("message".into(), Value::String(failure.to_string()));
+        }
+        _ => {
+            own.insert("error".into(), error.clone());
+        }
+    }
+    let mut map = envelope.0;
+    map.insert(section.to_string(), Value::Object(own));
+    map.insert("error".into(), error);
+    Value::Object(map)
 }
 
 impl Serialize for Envelope {

@@ -4,7 +4,8 @@ use serde_json::{json, Value};
 
 use super::Exit;
 
-/// Why a tool could not do its job. The variant decides the exit code.
+/// Why a tool could not do its job. The variant decides the exit code; every variant prints
+/// as `{"error": {"kind", "reason"?, "message"}}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
     /// The command line itself is wrong (exit 2, `kind: "usage"`).
@@ -17,13 +18,44 @@ pub enum Failure {
         reason: Option<&'static str>,
         message: String,
     },
-    /// The local machine let us down: I/O, permissions, a missing directory (exit 3).
-    #[error("{0}")]
-    Environment(String),
-    /// The model or a remote store cannot be used (exit 4); `kind` is one of the model
-    /// error kinds, such as `auth` for a missing credential.
+    /// The local machine let us down: I/O, permissions, a missing directory, a file that is
+    /// not a regular file (exit 3, `kind: "environment"`, `reason` `not_found`, `permission`
+    /// or `not_a_file` when the cause is one of those).
     #[error("{message}")]
-    Remote { kind: &'static str, message: String },
+    Environment {
+        reason: Option<&'static str>,
+        message: String,
+    },
+    /// The model, the network or a remote store failed (exit 4); `kind` is one of the model
+    /// error kinds (`auth`, `rate_limited`, ...) or `remote` for the lock's store.
+    #[error("{message}")]
+    Remote {
+        kind: &'static str,
+        reason: Option<&'static str>,
+        message: String,
+    },
+    /// SIGINT or SIGTERM stopped the work (exit 130 / 143, `kind: "interrupted"`).
+    #[error("interrupted by {}", if *signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" })]
+    Interrupted { signal: i32 },
+}
+
+/// The `reason` an I/O error gives a file named by a flag or a payload: the same in every tool.
+pub fn io_reason(err: &std::io::Error) -> Option<&'static str> {
+    if crate::files::is_not_regular(err) {
+        return Some("not_a_file");
+    }
+    match err.kind() {
+        std::io::ErrorKind::NotFound => Some("not_found"),
+        std::io::ErrorKind::PermissionDenied => Some("permission"),
+        _ if err.raw_os_error() == Some(libc::ENOTDIR)
+            || err.raw_os_error() == Some(libc::EISDIR)
+            || err.raw_os_error() == Some(libc::ENXIO) =>
+        {
+            Some("not_a_file")
+        }
+        _ if err.raw_os_error() == Some(libc::ELOOP) => Some("not_found"),
+        _ => None,
+    }
 }
 
 impl Failure {
@@ -39,24 +71,58 @@ impl Failure {
     pub fn remote(message: impl Into<String>) -> Self {
         Failure::Remote {
             kind: "remote",
+            reason: None,
             message: message.into(),
         }
     }
 
     pub fn environment(message: impl Into<String>) -> Self {
-        Failure::Environment(message.into())
+        Failure::Environment {
+            reason: None,
+            message: message.into(),
+        }
     }
 
-    /// An I/O error on a path, worded the way a user can act on.
+    /// An I/O error on a path, worded the way a user can act on, with its `reason`.
     pub fn io(action: &str, path: &std::path::Path, err: &std::io::Error) -> Self {
-        Failure::Environment(format!("cannot {action} {}: {err}", path.display()))
+        Failure::Environment {
+            reason: io_reason(err),
+            message: format!("cannot {action} {}: {err}", path.display()),
+        }
+    }
+
+    /// SIGINT or SIGTERM ended the work (exit 130 / 143).
+    pub fn interrupted(signal: i32) -> Self {
+        Failure::Interrupted { signal }
+    }
+
+    /// The same failure with a specific `reason`.
+    pub fn with_reason(self, reason: &'static str) -> Self {
+        match self {
+            Failure::Usage(message) => Failure::Usage(message),
+            Failure::Interrupted { signal } => Failure::Interrupted { signal },
+            Failure::BadInput { message, .. } => Failure::BadInput {
+                reason: Some(reason),
+                message,
+            },
+            Failure::Environment { message, .. } => Failure::Environment {
+                reason: Some(reason),
+                message,
+            },
+            Failure::Remote { kind, message, .. } => Failure::Remote {
+                kind,
+                reason: Some(reason),
+                message,
+            },
+        }
     }
 
     pub fn exit(&self) -> Exit {
         match self {
             Failure::Usage(_) | Failure::BadInput { .. } => Exit::Usage,
-            Failure::Environment(_) => Exit::Environment,
+            Failure::Environment { .. } => Exit::Environment,
             Failure::Remote { .. } => Exit::Remote,
+            Failure::Interrupted { signal } => super::signals::exit_for(*signal),
         }
     }
 
@@ -64,19 +130,25 @@ impl Failure {
         match self {
             Failure::Usage(_) => "usage",
             Failure::BadInput { .. } => "bad_input",
-            Failure::Environment(_) => "environment",
+            Failure::Environment { .. } => "environment",
             Failure::Remote { kind, .. } => kind,
+            Failure::Interrupted { .. } => "interrupted",
+        }
+    }
+
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            Failure::Usage(_) | Failure::Interrupted { .. } => None,
+            Failure::BadInput { reason, .. }
+            | Failure::Environment { reason, .. }
+            | Failure::Remote { reason, .. } => *reason,
         }
     }
 
     /// The `{"kind", "reason"?, "message"}` object.
     pub fn to_json(&self) -> Value {
         let mut obj = json!({ "kind": self.kind() });
-        if let Failure::BadInput {
-            reason: Some(reason),
-            ..
-        } = self
-        {
+        if let Some(reason) = self.reason() {
             obj["reason"] = json!(reason);
         }
         obj["message"] = json!(self.to_string());

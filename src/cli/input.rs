@@ -2,6 +2,7 @@
 
 use std::io::{IsTerminal, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -53,13 +54,44 @@ pub fn stdin_bytes() -> Result<Option<Vec<u8>>, Failure> {
     }
 }
 
+/// The envelope section of the running tool (`gate`, `lock`, `run`; set by the shared `main`),
+/// and the envelope stdin held once read: every failure from then on prints that envelope with
+/// the section filled in, so the pipeline's release can still roll back.
+static SECTION: OnceLock<&'static str> = OnceLock::new();
+static RECEIVED: Mutex<Option<Envelope>> = Mutex::new(None);
+
+pub fn set_envelope_section(section: &'static str) {
+    let _ = SECTION.set(section);
+}
+
+/// The envelope stdin held, if a tool read one.
+pub fn received_envelope() -> Option<Envelope> {
+    RECEIVED.lock().ok().and_then(|e| e.clone())
+}
+
+fn remember(envelope: &Envelope) {
+    if let Ok(mut slot) = RECEIVED.lock() {
+        *slot = Some(envelope.clone());
+    }
+    if let Some(section) = SECTION.get() {
+        super::signals::set_documents(|signal| {
+            let failure = Failure::interrupted(signal);
+            super::envelope::failed(envelope.clone(), section, &failure).to_string()
+        });
+    }
+}
+
 impl Input {
     /// Reads the process's stdin, unless it is a terminal or `-n` was given.
     pub fn from_stdin() -> Result<Input, Failure> {
-        match stdin_bytes()? {
-            Some(bytes) => Input::parse(&bytes),
-            None => Ok(Input::Nothing),
+        let input = match stdin_bytes()? {
+            Some(bytes) => Input::parse(&bytes)?,
+            None => Input::Nothing,
+        };
+        if let Input::Envelope(envelope) = &input {
+            remember(envelope);
         }
+        Ok(input)
     }
 
     /// Classifies one stdin document.
@@ -73,7 +105,7 @@ impl Input {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Input::Nothing);
         }
-        let value: Value = serde_json::from_slice(bytes)
+        let value: Value = super::json::from_slice(bytes)
             .map_err(|e| Failure::bad_input(format!("stdin is not one JSON object: {e}")))?;
         match value {
             Value::Object(map) if map.contains_key("hook_event_name") => Ok(Input::Hook(map)),

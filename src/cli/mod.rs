@@ -8,6 +8,7 @@ pub mod envelope;
 pub mod exit;
 pub mod failure;
 pub mod input;
+pub mod json;
 pub mod output;
 pub mod redact;
 pub mod run;

@@ -94,6 +94,11 @@ fn to_json(document: &impl Serialize) -> Result<String, String> {
 
 /// A dreamkit binary: its clap definition plus what it does.
 pub trait Tool: clap::Parser {
+    /// The envelope section a pipeline stage adds (`gate`, `lock`, `run`). Every failure of
+    /// such a tool, a usage error included, prints the envelope it received with this section
+    /// marked failed, so the release at the end of the pipeline can still roll back.
+    const ENVELOPE_SECTION: Option<&'static str> = None;
+
     fn common(&self) -> &CommonArgs;
 
     /// Does the work. A returned `Failure` is printed as `{"error":{...}}` with its exit code;
@@ -104,9 +109,12 @@ pub trait Tool: clap::Parser {
 /// The whole life of a dreamkit process; `src/bin/<tool>.rs` calls only this.
 pub fn main<T: Tool>() -> ExitCode {
     let name = T::command().get_name().to_string();
-    let args = match T::try_parse() {
+    if let Some(section) = T::ENVELOPE_SECTION {
+        super::input::set_envelope_section(section);
+    }
+    let args = match parse::<T>() {
         Ok(args) => args,
-        Err(err) => return clap_exit(err),
+        Err(err) => return clap_exit(err, T::ENVELOPE_SECTION),
     };
     let common = args.common().clone();
     // First: nothing printed from here on may show a credential.
@@ -119,7 +127,7 @@ pub fn main<T: Tool>() -> ExitCode {
     }
     let outcome = args.run(&diag).unwrap_or_else(|failure| {
         diag.warn(&failure.to_string());
-        Outcome::new(failure.exit(), &failure.to_document())
+        failure_outcome(&failure, T::ENVELOPE_SECTION)
     });
     if outcome.exit == Exit::No {
         if let Some(note) = &outcome.note {
@@ -146,10 +154,48 @@ pub fn main<T: Tool>() -> ExitCode {
     outcome.exit.into()
 }
 
+/// The document of a failure: `{"error": ...}`, or for a pipeline stage that read an envelope,
+/// that envelope with the stage's section failed (see [`super::envelope::failed`]).
+fn failure_outcome(failure: &Failure, section: Option<&str>) -> Outcome {
+    match (section, super::input::received_envelope()) {
+        (Some(section), Some(envelope)) => Outcome::new(
+            failure.exit(),
+            &super::envelope::failed(envelope, section, failure),
+        ),
+        _ => Outcome::new(failure.exit(), &failure.to_document()),
+    }
+}
+
+/// Parses the command line. The shared flags (`-q -v -n --pretty --compact`) go before or
+/// after a subcommand; a tool's own flags never go with a subcommand they do not belong to
+/// (`dream-run --max-turns 5 tasks` is a usage error, not a silently ignored flag).
+fn parse<T: Tool>() -> Result<T, clap::Error> {
+    let mut command = T::command();
+    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    if let Some((subcommand, _)) = matches.subcommand() {
+        let misplaced = command.get_arguments().find_map(|arg| {
+            let id = arg.get_id().as_str();
+            let given = matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+            (given && !arg.is_global_set()).then(|| {
+                arg.get_long()
+                    .map(|l| format!("--{l}"))
+                    .unwrap_or_else(|| id.to_string())
+            })
+        });
+        if let Some(flag) = misplaced {
+            let message =
+                format!("the argument '{flag}' cannot be used with the subcommand '{subcommand}'");
+            return Err(command.error(ErrorKind::ArgumentConflict, message));
+        }
+    }
+    T::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
 /// `--help` and `--version` (and `help SUBCOMMAND`) print as usual; every other clap error is a
 /// usage error: clap's whole message on stderr (the missing argument, the "did you mean" tip,
-/// the `Usage:` line), and the same text, plain, in our JSON on stdout.
-fn clap_exit(err: clap::Error) -> ExitCode {
+/// the `Usage:` line), and the same text, plain, in our JSON on stdout (in the envelope, for a
+/// pipeline stage whose stdin held one).
+fn clap_exit(err: clap::Error, section: Option<&str>) -> ExitCode {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = err.print();
@@ -157,28 +203,38 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         }
         _ => {
             let failure = Failure::Usage(plain_message(&err));
-            // The flags did not parse, but a `-q` among them is still honoured.
-            let quiet = asks_quiet(std::env::args_os().skip(1));
+            // The flags did not parse, but a `-q` (or `-n`) among them is still honoured.
+            let quiet = asks_flag(std::env::args_os().skip(1), "quiet", 'q');
             if !quiet {
                 // As clap renders it (coloured on a terminal); a lost stderr cannot be reported.
                 let _ = err.print();
             }
-            let _ = write_stdout(&failure.to_document().to_string(), false);
+            if section.is_some() {
+                super::input::set_null_input(asks_flag(
+                    std::env::args_os().skip(1),
+                    "null-input",
+                    'n',
+                ));
+                // Whatever stdin holds, the usage error is what is reported.
+                let _ = super::input::Input::from_stdin();
+            }
+            let outcome = failure_outcome(&failure, section);
+            let _ = write_stdout(outcome.json.as_deref().unwrap_or("{}"), false);
             Exit::Usage.into()
         }
     }
 }
 
-/// Whether the command line holds `--quiet`, `-q` or a cluster such as `-qn`, before any `--`
-/// (what follows belongs to a command, as in `dream-lock exec -- grep -q x`).
-fn asks_quiet(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+/// Whether the command line holds `--<long>`, `-<short>` or a cluster such as `-qn`, before
+/// any `--` (what follows belongs to a command, as in `dream-lock exec -- grep -q x`).
+fn asks_flag(args: impl Iterator<Item = std::ffi::OsString>, long: &str, short: char) -> bool {
     args.take_while(|a| a != "--").any(|a| {
         let a = a.to_string_lossy();
-        a == "--quiet"
+        a.strip_prefix("--") == Some(long)
             || (a.starts_with('-')
                 && !a.starts_with("--")
                 && a[1..].chars().all(|c| c.is_ascii_alphabetic())
-                && a.contains('q'))
+                && a[1..].contains(short))
     })
 }
 
@@ -216,7 +272,8 @@ mod tests {
 
     #[test]
     fn quiet_is_found_in_clusters_but_not_in_a_commands_arguments() {
-        let quiet = |args: &[&str]| asks_quiet(args.iter().map(std::ffi::OsString::from));
+        let quiet =
+            |args: &[&str]| asks_flag(args.iter().map(std::ffi::OsString::from), "quiet", 'q');
         assert!(quiet(&["-q", "--bad"]));
         assert!(quiet(&["--quiet"]));
         assert!(quiet(&["-nq", "--bad"]));

@@ -10,8 +10,6 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
-use serde_json::json;
-
 use super::{Exit, Outcome};
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
@@ -59,7 +57,14 @@ impl Message {
 
 /// The document printed on stdout when a signal ends a tool.
 pub fn interrupted_document(signal: i32) -> serde_json::Value {
-    json!({"error": {"kind": "interrupted", "message": format!("interrupted by {}", name(signal))}})
+    super::Failure::interrupted(signal).to_document()
+}
+
+/// Replaces the documents a signal prints when it ends the process (an envelope tool, once it
+/// read its envelope, prints that envelope with its section failed).
+pub fn set_documents(document: impl Fn(i32) -> String) {
+    INT_DOC.set(format!("{}\n", document(libc::SIGINT)));
+    TERM_DOC.set(format!("{}\n", document(libc::SIGTERM)));
 }
 
 /// The outcome of a tool that stops because of `signal` (exit 130 / 143).

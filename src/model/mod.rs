@@ -200,6 +200,7 @@ server that needs none (llama.cpp, vLLM, Ollama), set OPENAI_API_KEY to the empt
 fn no_credential(message: &str) -> Failure {
     Failure::Remote {
         kind: ErrorKind::Auth.as_str(),
+        reason: Some("no_credential"),
         message: message.to_string(),
     }
 }
@@ -213,6 +214,7 @@ impl Secret {
         if !sendable {
             return Err(Failure::Remote {
                 kind: ErrorKind::Auth.as_str(),
+                reason: Some("unsendable_credential"),
                 message: format!(
                     "{variable} holds characters that cannot be sent in an HTTP header (a \
 newline or another control character?); its value is not shown"

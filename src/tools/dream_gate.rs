@@ -311,6 +311,8 @@ fn write_scan_stamp(
 }
 
 impl Tool for Args {
+    const ENVELOPE_SECTION: Option<&'static str> = Some("gate");
+
     fn common(&self) -> &CommonArgs {
         &self.common
     }

@@ -130,6 +130,8 @@ fn context(at: &LockLocation, hints: &ProjectHints) -> Result<Context, Failure> 
 }
 
 impl Tool for Args {
+    const ENVELOPE_SECTION: Option<&'static str> = Some("lock");
+
     fn common(&self) -> &CommonArgs {
         &self.common
     }
@@ -313,9 +315,10 @@ fn release_source(
         let section: LockSection = envelope.section("lock")?.unwrap_or_default();
         (section.token, section.prior_mtime)
     };
-    // A stage that said no is passed through, unless a token on the command line says what
-    // to release.
-    if let (None, Upstream::Declined(why)) = (&args.token, upstream) {
+    // A stage that said no is passed through, unless the envelope carries a lease (our lock
+    // token) or a token on the command line says what to release: whatever failed upstream,
+    // a held lock is never stranded.
+    if let (None, None, Upstream::Declined(why)) = (&args.token, &token, upstream) {
         return Ok(Err(Outcome::new(Exit::No, &envelope).with_note(why)));
     }
     let (token, prior_mtime) = match (&args.token, token) {
@@ -387,6 +390,10 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             Some(RunStatus::Aborted) => RunOutcome::Aborted,
             Some(status) => {
                 reported = Some(status.as_str());
+                RunOutcome::Failed
+            }
+            None if envelope.get("error").is_some() => {
+                warning = Some("an earlier stage failed: rolled back as failed");
                 RunOutcome::Failed
             }
             None => {

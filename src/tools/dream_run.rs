@@ -32,7 +32,6 @@ pub const FILE_LOCK_MAX_DEADLINE: Duration = Duration::from_secs(50 * 60);
 #[command(
     name = "dream-run",
     version,
-    args_conflicts_with_subcommands = true,
     about = "Run the restricted memory-consolidation agent",
     long_about = "Run one memory consolidation (\"dream\") over the sessions a dream-gate \
 envelope lists: a model conversation with five sandboxed tools (read-only shell, read, write, \
@@ -214,6 +213,8 @@ pub struct RecoverArgs {
 }
 
 impl Tool for Args {
+    const ENVELOPE_SECTION: Option<&'static str> = Some("run");
+
     fn common(&self) -> &CommonArgs {
         &self.common
     }

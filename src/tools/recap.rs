@@ -526,7 +526,7 @@ impl Args {
         if self.auto {
             let settings = match Project::resolve(hints, env) {
                 Ok((_, settings)) => settings,
-                Err(Failure::Environment(message)) => return failed(message),
+                Err(Failure::Environment { message, .. }) => return failed(message),
                 Err(other) => return Err(other),
             };
             if let Some((reason, message)) =

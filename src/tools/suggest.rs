@@ -27,7 +27,6 @@ use suppress::{Conversation, LiveState};
 #[command(
     name = "suggest",
     version,
-    args_conflicts_with_subcommands = true,
     about = "Next-prompt suggestion with strict filters; `check` runs the filters alone",
     long_about = "Suggest what the user would naturally type next in a Claude Code session, \
 as Claude Code's prompt suggestion does: first the enablement switch and the suppression \
