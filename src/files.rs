@@ -22,7 +22,7 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Why [`open_regular`] refused a path that exists: what it is instead.
 #[derive(Debug)]
-pub struct NotRegular(&'static str);
+pub struct NotRegular(pub &'static str);
 
 impl fmt::Display for NotRegular {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

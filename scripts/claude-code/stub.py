@@ -7,8 +7,8 @@ Answers POST /v1/messages (any query string, e.g. ?beta=true) with the Messages 
 SSE shape when the request has "stream": true (message_start, content_block_start, ping,
 content_block_delta text_delta / input_json_delta, content_block_stop, message_delta with
 stop_reason and usage, message_stop), or the plain JSON Message otherwise.
-POST /v1/messages/count_tokens answers {"input_tokens": N}. Every other request gets a
-404 in the API's error shape. Every request is logged, one JSON object a line, to --log:
+POST /v1/messages/count_tokens answers {"input_tokens": N}, GET/HEAD /api/hello (the client's
+connectivity probe) 200. Every other request gets a 404 in the API's error shape. Every request is logged, one JSON object a line, to --log:
 method, path, headers (keys redacted), parsed body, and which reply was sent.
 
 REPLIES.json is a list; each entry is consumed by one "main" request (see below), in order:
@@ -139,7 +139,8 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in (extra or {}).items():
             self.send_header(k, v)
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
     def _record(self, body, **extra):
         rec = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
@@ -151,6 +152,10 @@ class Handler(BaseHTTPRequestHandler):
     # -- verbs ---------------------------------------------------------------------------
     def do_GET(self):
         self._record(None)
+        if self.path.split("?", 1)[0] == "/api/hello":
+            # the client's connectivity probe (HEAD, interactive mode, when
+            # CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is unset)
+            return self._send_json(200, {"message": "hello"})
         self._not_found()
 
     do_HEAD = do_GET

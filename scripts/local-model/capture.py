@@ -351,16 +351,35 @@ def main():
     ap.add_argument("--rates", action="store_true",
                     help="measure valid-JSON rates over the 10 classifier prompts instead")
     ap.add_argument("--tag", default="", help="label for --rates output")
+    ap.add_argument("--timeout", type=float, default=240, help="seconds per request")
+    ap.add_argument("--start", default="", help="skip the plan up to this capture")
     args = ap.parse_args()
     srv = Server(args.base_url)
     os.makedirs(args.out_dir, exist_ok=True)
     if args.rates:
         return rates(srv, args)
     only = set(filter(None, args.only.split(",")))
+    started = False
     for name, method, path, body, raw in plan():
         if only and name not in only:
             continue
-        rec = srv.call(method, path, body=body, raw=raw)
+        if args.start and not started:
+            if name != args.start:
+                continue
+            started = True
+        try:
+            rec = srv.call(method, path, body=body, raw=raw, timeout=args.timeout)
+        except TimeoutError:
+            rec = {"request": {"method": method, "path": srv.prefix + path, "body": body},
+                   "status": None, "timed_out_after_s": args.timeout,
+                   "note": "no answer within the client timeout; the server keeps generating "
+                           "after the client gives up (it had to be restarted)"}
+            with open(os.path.join(args.out_dir, f"{args.prefix}{name}.json"), "w") as f:
+                json.dump(rec, f, indent=2, ensure_ascii=False)
+                f.write("\n")
+            print(f"{name}: TIMEOUT after {args.timeout}s; restart the server and go on "
+                  f"with --start <next>", file=sys.stderr)
+            sys.exit(75)
         out = os.path.join(args.out_dir, f"{args.prefix}{name}.json")
         with open(out, "w") as f:
             json.dump(rec, f, indent=2, ensure_ascii=False)
@@ -391,7 +410,11 @@ def rates(srv, args):
             body = chat(messages=status_messages(text), temperature=0, max_tokens=300, seed=42)
             if rf is not None:
                 body["response_format"] = rf
-            rec = srv.call("POST", "/chat/completions", body=body)
+            try:
+                rec = srv.call("POST", "/chat/completions", body=body, timeout=args.timeout)
+            except TimeoutError:
+                print(f"{args.tag} {vname}: TIMEOUT; restart the server", file=sys.stderr)
+                sys.exit(75)
             content = None
             if rec["status"] == 200:
                 content = rec["response"]["choices"][0]["message"].get("content")

@@ -106,9 +106,21 @@ impl FileBackend {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            // Never through a symlink: the guard holds the claim, and writing it would write
+            // whatever file a link put there leads to.
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| Failure::io("open the lock guard", &path, &e))?;
+            .map_err(|e| {
+                let e = if e.raw_os_error() == Some(libc::ELOOP) {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        crate::files::NotRegular("a symbolic link"),
+                    )
+                } else {
+                    e
+                };
+                Failure::io("open the lock guard", &path, &e)
+            })?;
         let meta = guard
             .metadata()
             .map_err(|e| Failure::io("stat the lock guard", &path, &e))?;

@@ -57,7 +57,8 @@ pub enum Subcommand {
     Tasks(TasksArgs),
     /// Memory updates not yet announced to a session (`--clear` empties the list)
     Pending(PendingArgs),
-    /// Put the memory dir back as it was before a completed run
+    /// Put the memory dir back as it was before a run that changed it (completed, or killed
+    /// or failed without a restore)
     Undo(UndoArgs),
     /// A proposal's changes as JSON, or with --diff as a unified diff [default: the latest]
     Show(ShowArgs),

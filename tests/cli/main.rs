@@ -1,5 +1,6 @@
 //! The one integration-test binary: every tool driven as a user drives it, as a process.
 
+mod attack16;
 mod binaries;
 mod crash;
 mod docs;

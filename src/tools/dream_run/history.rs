@@ -73,6 +73,9 @@ fn not_undoable(record: &TaskRecord) -> Option<String> {
     if record.status == "undone" || record.undone_at.is_some() {
         return Some("already undone".into());
     }
+    if record.mode == "propose" && record.status != "completed" {
+        return Some("it proposed: it never changed the memory dir".into());
+    }
     match record.status.as_str() {
         "completed" | "failed" | "aborted" => None,
         "running" if record.is_orphaned() => None,
@@ -113,9 +116,11 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
             let (records, _) = store
                 .list()
                 .map_err(|e| Failure::io("list the task records in", &project.state_dir, &e))?;
+            // The change that landed last (an applied proposal counts from its apply).
             match records
                 .into_iter()
-                .find(|r| r.snapshot.is_some() && not_undoable(r).is_none())
+                .filter(|r| r.snapshot.is_some() && not_undoable(r).is_none())
+                .max_by(|a, b| a.landed_at().cmp(b.landed_at()))
             {
                 Some(record) => record,
                 None => {
@@ -380,9 +385,4 @@ pub(super) fn take_lock(
     }
 }
 
-/// Task ids name files: letters, digits and `-` only.
-pub(super) fn is_task_id(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= 64
-        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-}
+pub(super) use super::tasks::is_task_id;

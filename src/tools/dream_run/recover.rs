@@ -236,6 +236,7 @@ pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Outcome, Failur
     if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
         diag.warn(&format!("cannot release the lock: {failure}"));
     }
-    drop(hold);
-    Ok(Outcome::new(Exit::Yes, &json!({"recovered": recovered?})))
+    // A signal during the roll-back waited for it: what was done is still reported.
+    let exit = hold.end().map_or(Exit::Yes, crate::cli::signals::exit_for);
+    Ok(Outcome::new(exit, &json!({"recovered": recovered?})))
 }

@@ -175,16 +175,45 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Outcome, Failur
             ),
         ));
     }
-    match std::fs::remove_dir_all(&dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(Failure::io("remove", &dir, &e))
+    // Under the lock: an apply of this proposal running meanwhile reads the staged copy.
+    let backend = args.backend.open(&project)?;
+    let hold = signals::hold();
+    let lease = match super::history::take_lock(backend.as_ref(), "discarded", &record.task_id)? {
+        Ok(lease) => lease,
+        Err(busy) => return Ok(busy),
+    };
+    // The record again, under the lock: an apply may have completed it meanwhile.
+    let discarded = (|| {
+        let mut now = store
+            .load(&record.task_id)
+            .map_err(|e| Failure::io("read", &store.path_of(&record.task_id), &e))?;
+        if now.status != "proposed" {
+            return Ok(Some(now.status));
         }
-        _ => {}
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Failure::io("remove", &dir, &e))
+            }
+            _ => {}
+        }
+        now.status = "discarded".into();
+        store
+            .save(&now)
+            .map_err(|e| Failure::io("write", &store.path_of(&now.task_id), &e))?;
+        record = now;
+        Ok(None)
+    })();
+    if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+        diag.warn(&format!("cannot release the lock: {failure}"));
     }
-    record.status = "discarded".into();
-    store
-        .save(&record)
-        .map_err(|e| Failure::io("write", &store.path_of(&record.task_id), &e))?;
+    drop(hold);
+    if let Some(status) = discarded? {
+        return Ok(Outcome::new(
+            Exit::No,
+            &json!({"discarded": false, "reason": "not_a_proposal", "task_id": record.task_id, "status": status}),
+        )
+        .with_note(format!("task {} is {status} now, not a proposal", record.task_id)));
+    }
     Ok(Outcome::new(
         Exit::Yes,
         &super::recover::tidy(
@@ -342,6 +371,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
         &files,
         &memory_dir,
         &staging,
+        &proposed,
         (backend.as_ref(), &lease.token),
     );
     let stopped = match stopped {
@@ -498,6 +528,7 @@ fn write_all(
     files: &BTreeMap<String, Option<String>>,
     memory_dir: &Path,
     staging: &Path,
+    proposed: &BTreeMap<String, Option<String>>,
     (backend, token): (&dyn crate::lock::Backend, &str),
 ) -> Stopped {
     for rel in files.keys() {
@@ -509,8 +540,18 @@ fn write_all(
             Ok(false) => return Stopped::LockLost("the lock was taken by another process".into()),
             Err(e) => return Stopped::LockLost(format!("the lock cannot be checked: {e}")),
         }
+        let staged = match snapshot::current(staging, rel) {
+            Ok(staged) => staged,
+            Err(e) => return Stopped::Failed(format!("cannot read the staged {rel}: {e}")),
+        };
+        // Exactly what the proposal showed, read at the moment it is written: a staged copy
+        // changed or removed meanwhile is never taken for "delete this file".
+        if staged.as_deref().map(snapshot::sha256_hex) != proposed.get(rel).cloned().flatten() {
+            return Stopped::Failed(format!(
+                "the staged {rel} is not what the proposal showed any more"
+            ));
+        }
         let written = (|| -> std::io::Result<()> {
-            let staged = snapshot::current(staging, rel)?;
             let path = snapshot::target(memory_dir, rel)?;
             match staged {
                 Some(bytes) => {

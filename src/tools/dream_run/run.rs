@@ -102,8 +102,11 @@ fn sessions(
             .map_err(|e| Failure::io("list", &project.transcripts_dir, &e))?;
         return Ok(found.into_iter().map(|s| (s.id, s.path)).collect());
     };
+    let mut seen = std::collections::HashSet::new();
     listed
         .into_iter()
+        // A session listed twice is reviewed (and counted) once.
+        .filter(|s| seen.insert(s.id.clone()))
         .map(|s| {
             // The id names files under the state dir: only real session ids.
             if !is_session_id(&s.id) {
@@ -188,10 +191,14 @@ impl RunSection {
 
 /// `--notify-transcript PATH` checked before the run: a Claude Code transcript, named
 /// `<session id>.jsonl`, whose records carry that session id.
-fn check_notify_transcript(path: &Path) -> Result<(), Failure> {
+fn check_notify_transcript(path: &Path) -> Result<PathBuf, Failure> {
     let file = crate::files::open_regular(path)
         .map_err(|e| Failure::io("open --notify-transcript", path, &e))?;
     drop(file);
+    // A link is judged (and later appended to) as the file it leads to.
+    let resolved = std::fs::canonicalize(path)
+        .map_err(|e| Failure::io("resolve --notify-transcript", path, &e))?;
+    let path = resolved.as_path();
     let stem = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -212,7 +219,7 @@ fn check_notify_transcript(path: &Path) -> Result<(), Failure> {
         if let Some(record) = entry.into_record() {
             if let Some(id) = record.session_id {
                 if id == session {
-                    return Ok(());
+                    return Ok(path.to_path_buf());
                 }
                 return Err(Failure::BadInput {
                     reason: Some("not_a_transcript"),
@@ -250,9 +257,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                 .into(),
         ));
     }
-    if let Some(path) = &args.notify_transcript {
-        check_notify_transcript(path)?;
-    }
+    let notify = match &args.notify_transcript {
+        Some(path) => Some(check_notify_transcript(path)?),
+        None => None,
+    };
     let since = if claim.prior_mtime > 0 {
         Some(from_epoch_ms(claim.prior_mtime))
     } else if claim.token.is_some() {
@@ -448,6 +456,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         claim.prior_mtime,
         claim.token.clone(),
     );
+    record.mode = mode.as_str().into();
     store
         .save(&record)
         .map_err(|e| Failure::io("write the task record in", &project.state_dir, &e))?;
@@ -479,6 +488,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         mode,
         base,
         env: &env,
+        notify,
     };
     let end = agent.converse(&client, &task, deadline);
     if keep_alive.as_ref().is_some_and(|k| k.lost()) {
@@ -574,6 +584,8 @@ struct Agent<'a> {
     /// Proposing: rel -> sha256 of each memory file copied into the staging dir.
     base: BTreeMap<String, String>,
     env: &'a Env,
+    /// `--notify-transcript`, checked and resolved.
+    notify: Option<PathBuf>,
 }
 
 /// The write guard: the fencing check, the file limit, the changed-since-read check, and a
@@ -823,7 +835,11 @@ keep it short, and use the tools for changes.",
                 continue;
             }
             let mut results = Vec::new();
-            let mut output_left = TURN_OUTPUT_CAP;
+            // The refusals' share of the cap is kept aside, so everything this turn returns,
+            // refusals included, stays within it.
+            let reserve = (calls.len() * 8 + 1024).min(TURN_OUTPUT_CAP / 2);
+            let mut output_left = TURN_OUTPUT_CAP - reserve;
+            let mut refused_once = false;
             let max_calls = self.args.max_calls_per_turn as usize;
             for (index, (id, name, input)) in calls.into_iter().enumerate() {
                 let left = remaining(started);
@@ -831,15 +847,28 @@ keep it short, and use the tools for changes.",
                     // The run ends here; the calls not run need no result.
                     return self.deadline_passed(deadline);
                 }
-                let (content, is_error) = if index >= max_calls {
-                    not_run(&format!(
+                let refusal = if index >= max_calls {
+                    Some(format!(
                         "at most {max_calls} tool calls run per turn (--max-calls-per-turn); make the rest in your next turn"
                     ))
                 } else if output_left == 0 {
-                    not_run(&format!(
+                    Some(format!(
                         "this turn's tool output reached its cap of {} KiB; ask for less at a time (| head, offset/limit) in your next turn",
                         TURN_OUTPUT_CAP / 1024
                     ))
+                } else {
+                    None
+                };
+                let (content, is_error) = if let Some(why) = refusal {
+                    // The whole reason once; after it a refusal is two words, paid from the
+                    // share of the cap kept for them.
+                    let text = if refused_once {
+                        "not run".to_string()
+                    } else {
+                        refused_once = true;
+                        not_run(&why).0
+                    };
+                    (text, true)
                 } else {
                     // No command may outlast the run's deadline.
                     self.sandbox
@@ -1286,7 +1315,7 @@ keep it short, and use the tools for changes.",
                 tasks::pending_path(&self.project.state_dir).display()
             )
         })?;
-        let Some(transcript) = &self.args.notify_transcript else {
+        let Some(transcript) = &self.notify else {
             return Ok(None);
         };
         let written: Vec<String> = diff

@@ -53,6 +53,19 @@ pub struct Manifest {
     /// them empty.
     #[serde(default)]
     pub created_dirs: Vec<String>,
+    /// Every content the run wrote (or was about to write) to each file, in order: a run
+    /// killed between two writes to one file left one of them there, and each is the run's.
+    #[serde(default, skip_serializing)]
+    pub written: BTreeMap<String, Vec<Option<String>>>,
+}
+
+impl Manifest {
+    /// Whether `now` is what the run left in `rel` (its last write, or any earlier one of
+    /// this run that a kill left there).
+    pub fn left_by_run(&self, rel: &str, now: &Option<String>) -> bool {
+        self.after.get(rel) == Some(now)
+            || self.written.get(rel).is_some_and(|all| all.contains(now))
+    }
 }
 
 /// One line of the manifest log.
@@ -95,6 +108,10 @@ impl Manifest {
                 self.before.entry(path).or_insert(kept);
             }
             Event::After { path, sha256 } => {
+                let all = self.written.entry(path.clone()).or_default();
+                if !all.contains(&sha256) {
+                    all.push(sha256.clone());
+                }
                 self.after.insert(path, sha256);
             }
         }
@@ -119,6 +136,13 @@ impl Manifest {
             });
         }
         for (path, sha256) in &self.after {
+            let earlier = self.written.get(path).into_iter().flatten();
+            for written in earlier.filter(|w| *w != sha256) {
+                events.push(Event::After {
+                    path: path.clone(),
+                    sha256: written.clone(),
+                });
+            }
             events.push(Event::After {
                 path: path.clone(),
                 sha256: sha256.clone(),
@@ -438,7 +462,7 @@ impl Snapshot {
             // As it was before the run (its write never landed, or was undone).
             return Ok(None);
         }
-        if self.manifest.after.get(rel) != Some(&now) {
+        if !self.manifest.left_by_run(rel, &now) {
             return Ok(Some(
                 "changed by someone else since the run wrote it".into(),
             ));
@@ -471,14 +495,14 @@ impl Snapshot {
     /// since): `undo` refuses when there is any.
     pub fn changed_since(&self, memory_dir: &Path) -> std::io::Result<Vec<String>> {
         let mut changed = Vec::new();
-        for (rel, after) in &self.manifest.after {
+        for rel in self.manifest.after.keys() {
             let now = current_hash(memory_dir, rel)?;
             let before = self
                 .manifest
                 .before
                 .get(rel)
                 .map(|kept| kept.as_ref().map(|k| k.sha256.clone()));
-            if now != *after && Some(&now) != before.as_ref() {
+            if !self.manifest.left_by_run(rel, &now) && Some(&now) != before.as_ref() {
                 changed.push(rel.clone());
             }
         }

@@ -89,6 +89,13 @@ pub struct TaskRecord {
     /// Set when `apply` wrote a proposal into the memory dir.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied_at: Option<String>,
+    /// `apply` (the run wrote the memory dir) or `propose` (a staging copy).
+    #[serde(default = "apply_mode")]
+    pub mode: String,
+}
+
+fn apply_mode() -> String {
+    "apply".into()
 }
 
 impl TaskRecord {
@@ -115,7 +122,16 @@ impl TaskRecord {
             diff: None,
             diff_text: None,
             applied_at: None,
+            mode: apply_mode(),
         }
+    }
+
+    /// When the run's change landed in the memory dir (an applied proposal: when applied).
+    pub fn landed_at(&self) -> &str {
+        self.applied_at
+            .as_deref()
+            .or(self.ended_at.as_deref())
+            .unwrap_or(&self.started_at)
     }
 
     pub fn push_turn(&mut self, turn: Turn) {
@@ -154,6 +170,11 @@ impl TaskStore {
         TaskStore {
             dir: state_dir.join(TASKS_DIR),
         }
+    }
+
+    /// The project's state dir the records live in.
+    pub fn state_dir(&self) -> &Path {
+        self.dir.parent().unwrap_or(&self.dir)
     }
 
     pub fn path_of(&self, task_id: &str) -> PathBuf {
@@ -308,18 +329,29 @@ pub fn prune_snapshots(store: &TaskStore, diag: &Diag) {
     };
     let with_snapshot = records
         .into_iter()
-        .filter(|r| r.status == "completed" && r.snapshot.is_some());
+        .filter(|r| r.status == "completed" && r.snapshot.is_some() && is_task_id(&r.task_id));
     for mut old in with_snapshot.skip(super::snapshot::KEEP_COMPLETED) {
-        if let Some(dir) = old.snapshot.take() {
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    diag.warn(&format!("cannot remove the old snapshot {dir}: {e}"));
-                    continue;
-                }
+        // Always the task's own folder under the state dir: the record only says one exists.
+        let dir = super::snapshot::dir_of(store.state_dir(), &old.task_id);
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                diag.warn(&format!(
+                    "cannot remove the old snapshot {}: {e}",
+                    dir.display()
+                ));
+                continue;
             }
-            let _ = store.save(&old);
         }
+        old.snapshot = None;
+        let _ = store.save(&old);
     }
+}
+
+/// Task ids name files: letters, digits and `-` only.
+pub fn is_task_id(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 
 #[cfg(test)]

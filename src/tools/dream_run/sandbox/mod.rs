@@ -176,20 +176,18 @@ impl Sandbox {
                 roots.push(root);
             }
         }
-        // `/` or a folder above the home directory would open every user's files (and the
-        // home directory's keys and tokens) to the model.
+        // `/`, the home directory or a folder above it would open every user's files, or the
+        // home directory's keys and tokens (~/.ssh, ~/.aws), to the model.
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
             .and_then(|h| std::fs::canonicalize(h).ok());
         for root in &roots {
-            let above_home = home
-                .as_ref()
-                .is_some_and(|home| home.starts_with(root) && home != root);
+            let above_home = home.as_ref().is_some_and(|home| home.starts_with(root));
             if root == Path::new("/") || above_home {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
                     format!(
-                        "refusing to make {} readable by the agent: it is / or holds the home directory",
+                        "refusing to make {} readable by the agent: it is /, the home directory or holds it",
                         root.display()
                     ),
                 ));

@@ -1,0 +1,1296 @@
+//! Attacks on what issue 16 delivered (crash safety, limits inside a turn, truthful records,
+//! one runner per lock), as a user, an attacker and a crash would try them. Real processes,
+//! real signals, files checked on disk.
+//!
+//! The first half are findings: each asserts the correct behaviour and fails until dream-run
+//! (or dream-lock) is fixed. The second half are attacks that held: they pass today and keep
+//! it that way.
+
+use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sha2::Digest as _;
+
+use crate::dream::{script_full_consolidation, tool_results, Dream};
+use crate::support::fake_api::Reply;
+use crate::support::{bin_path, session_id, stderr_text, stdout_json, tree, LiveProcess};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers.
+
+/// The memory files, with their content (the lock files beside them change with the lock).
+fn md_tree(d: &Dream) -> BTreeSet<(String, Vec<u8>)> {
+    let mut files = tree(&d.mem());
+    files.retain(|(path, _)| path.ends_with(".md"));
+    files
+}
+
+fn journal(d: &Dream) -> PathBuf {
+    d.home.state_dir().join("journal")
+}
+
+fn signal(pid: u32, signal: i32) {
+    assert_eq!(
+        unsafe { libc::kill(pid as i32, signal) },
+        0,
+        "kill {signal}"
+    );
+}
+
+/// Waits (bounded) until `ready` holds.
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}: never happened");
+        std::thread::yield_now();
+    }
+}
+
+/// Waits for a child (its pipes drained meanwhile, so a long output cannot block it), killing
+/// it (and failing) if it does not end by itself in time.
+fn finish(child: Child) -> Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+            let out = rx.recv().unwrap().unwrap();
+            panic!("still running (it hung): {}", stderr_text(&out));
+        }
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+/// Limits the size of any file the child writes to `limit` bytes; with `ignore`, a write past
+/// it fails with EFBIG (a full disk, as the process sees it), else SIGXFSZ kills the process at
+/// that very write (a crash at a precise point).
+fn limit_file_size(cmd: &mut std::process::Command, limit: u64, ignore: bool) {
+    unsafe {
+        cmd.pre_exec(move || {
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            if ignore {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            }
+            Ok(())
+        });
+    }
+}
+
+impl Dream {
+    /// `dream-run ARGS` as a plain child process with this home's environment.
+    fn spawn16(&self, args: &[&str]) -> Child {
+        self.process(&bin_path("dream-run"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn dream-run")
+    }
+
+    /// `dream-run` fed `envelope` on stdin, as a child (so it can be signalled).
+    fn spawn_run(&self, envelope: &str, args: &[&str], fsize: Option<(u64, bool)>) -> Child {
+        let mut cmd = self.process(&bin_path("dream-run"));
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some((limit, ignore)) = fsize {
+            limit_file_size(&mut cmd, limit, ignore);
+        }
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(envelope.as_bytes())
+            .unwrap();
+        child
+    }
+
+    /// A proposal made by one proposing run (under a lock released afterwards): the model
+    /// reads what it then rewrites, and makes `calls` writes; returns the task id.
+    fn propose_with(&self, reads: &[&str], writes: Vec<(&str, Value)>) -> String {
+        let holder = LiveProcess::start();
+        let envelope = self.acquired_envelope(&holder);
+        let mut calls: Vec<(&str, Value)> = reads
+            .iter()
+            .map(|rel| ("read_file", json!({ "path": rel })))
+            .collect();
+        calls.extend(writes);
+        let limit = (calls.len() + 2).to_string();
+        self.api
+            .push(Reply::anthropic_tools("Proposing.", &calls))
+            .push(Reply::anthropic_text("Proposed."));
+        let out = self.run(
+            &envelope,
+            &[
+                "--propose",
+                "--max-calls-per-turn",
+                &limit,
+                "--max-files",
+                &limit,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        let doc = stdout_json(&out);
+        assert_eq!(doc["run"]["status"], "proposed", "{doc}");
+        let released = self
+            .cmd("dream-lock")
+            .arg("release")
+            .write_stdin(out.stdout.clone())
+            .output()
+            .unwrap();
+        assert_eq!(
+            released.status.code(),
+            Some(0),
+            "{}",
+            stderr_text(&released)
+        );
+        doc["run"]["task_id"].as_str().unwrap().to_string()
+    }
+
+    /// `count` new topic files, plus the given rewrites of existing files.
+    fn many_writes(count: usize, rewrites: &[(&'static str, &str)]) -> Vec<(&'static str, Value)> {
+        let body = "A fact worth keeping, and the reason it matters.\n".repeat(40);
+        let mut calls: Vec<(&str, Value)> = (0..count)
+            .map(|n| {
+                (
+                    "write_file",
+                    json!({"path": format!("many/{n:04}.md"), "content": format!("# {n}\n{body}")}),
+                )
+            })
+            .collect();
+        for (rel, content) in rewrites {
+            calls.push(("write_file", json!({"path": rel, "content": content})));
+        }
+        calls
+    }
+
+    fn task16(&self, id: &str) -> Value {
+        let path = self
+            .home
+            .state_dir()
+            .join("tasks")
+            .join(format!("{id}.json"));
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+}
+
+// =============================================================================================
+// Findings: these fail until the bug is fixed.
+// =============================================================================================
+
+/// BUG (data loss): `dream-run discard` takes no lock and does not check for a live apply, and
+/// `apply` reads each staged file again at write time and takes a missing one as "delete". A
+/// discard while an apply of that proposal runs (a second terminal, a hook) removes the
+/// staging copy under the apply, which then DELETES the memory files the proposal modifies
+/// (here `stale.md` and `topics/build.md`, a user's notes), records the task `completed`
+/// (overwriting `discarded`) and exits 0 saying it applied them.
+///
+/// Expected: discard of a proposal whose apply runs is refused (it is a state-changing
+/// command: under the lock, exit 1 busy), and apply never deletes a file the proposal did not
+/// delete (it writes exactly the staged bytes whose hash the record holds, or rolls back).
+#[test]
+fn discard_during_a_live_apply_must_not_make_the_apply_delete_memory_files() {
+    let d = Dream::new();
+    let id = d.propose_with(
+        &["stale.md", "topics/build.md"],
+        Dream::many_writes(
+            400,
+            &[
+                ("stale.md", "The deploy is blue-green.\n"),
+                ("topics/build.md", "Build with make -j2.\n"),
+            ],
+        ),
+    );
+    let child = d.spawn16(&["apply"]);
+    let first = d.mem().join("many/0000.md");
+    let journal = journal(&d);
+    wait_for("the apply's first files", || {
+        journal.exists() && first.exists()
+    });
+    signal(child.id(), libc::SIGSTOP);
+    assert!(
+        journal.exists(),
+        "the apply finished before it could be stopped: make it longer"
+    );
+    // A person (or a hook) discards the proposal meanwhile.
+    let discard = d.cmd("dream-run").arg("discard").output().unwrap();
+    signal(child.id(), libc::SIGCONT);
+    let apply = finish(child);
+    let discard_code = discard.status.code();
+    // Whatever each command answered, the user's notes still exist, either as they were or as
+    // the proposal made them: never deleted.
+    assert!(
+        d.mem().join("stale.md").exists() && d.mem().join("topics/build.md").exists(),
+        "memory files deleted: discard exited {discard_code:?} ({}), apply exited {:?} ({}) {}",
+        String::from_utf8_lossy(&discard.stdout),
+        apply.status.code(),
+        String::from_utf8_lossy(&apply.stdout)
+            .chars()
+            .take(300)
+            .collect::<String>(),
+        stderr_text(&apply)
+    );
+    assert_ne!(
+        discard_code,
+        Some(0),
+        "discard succeeded under a live apply of the same proposal"
+    );
+    let _ = id;
+}
+
+/// BUG (arbitrary file truncation): the file lock's guard `<memory_dir>/.consolidate-lock.dreamkit`
+/// is opened following symlinks (O_CREAT without O_NOFOLLOW), and since issue 16 it holds the
+/// claim, so every acquire/release `set_len(0)`s it and `dream-run` writes its claim JSON into
+/// it. A symlink planted there (by anything that can write the memory dir: a Claude Code
+/// session's shell, a synced or repo-hosted memory dir) makes `dream-lock acquire` truncate the
+/// file it points to (here a stand-in for `~/.bashrc`) and `dream-run` overwrite it.
+///
+/// Expected: the guard is opened with O_NOFOLLOW (or lstat-checked), a symlink there is refused
+/// (exit 3, like a FIFO) and the link's target is never changed.
+#[test]
+fn a_symlinked_lock_guard_never_truncates_the_file_it_points_to() {
+    let d = Dream::new();
+    let victim = d.home.home.join(".bashrc");
+    std::fs::write(&victim, "export PATH=$HOME/bin:$PATH\n").unwrap();
+    let before = std::fs::read(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, d.mem().join(".consolidate-lock.dreamkit")).unwrap();
+    let holder = LiveProcess::start();
+    let gate = d
+        .cmd("dream-gate")
+        .args([
+            "--min-hours",
+            "0",
+            "--min-sessions",
+            "0",
+            "--scan-interval",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    let acquire = d
+        .cmd("dream-lock")
+        .args(["acquire", "--pid", &holder.pid().to_string()])
+        .write_stdin(gate.stdout)
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        before,
+        "dream-lock acquire (exit {:?}) changed the symlink's target",
+        acquire.status.code()
+    );
+    if acquire.status.code() == Some(0) {
+        d.api.push(Reply::anthropic_text("Nothing to change."));
+        let out = d.run(std::str::from_utf8(&acquire.stdout).unwrap(), &[]);
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            before,
+            "dream-run (exit {:?}) wrote its claim into the symlink's target",
+            out.status.code()
+        );
+    }
+}
+
+/// BUG (a killed run cannot be undone): a run's snapshot records only the LAST content it
+/// intended for each file (`intend` overwrites `after` before the write lands). When a run
+/// writes a file twice and dies between recording the second write and that write landing,
+/// the file holds the run's FIRST write, which is neither `before` nor `after`: `dream-run
+/// undo` then refuses with `changed_since` ("someone else changed it"), so the crash cannot be
+/// repaired. The kill is made deterministic with RLIMIT_FSIZE: SIGXFSZ ends the process at the
+/// second write, as a kill -9 or power cut could.
+///
+/// Expected (issue 16 §2: "a killed run can always be undone"): undo of the orphaned run puts
+/// MEMORY.md back as it was before the run (every content the run itself left there counts as
+/// the run's, not as someone else's).
+#[test]
+fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
+    let d = Dream::new();
+    let before = md_tree(&d);
+    let original = d.read("MEMORY.md");
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Rewriting the index twice.",
+            &[
+                ("read_file", json!({"path": "MEMORY.md"})),
+                (
+                    "write_file",
+                    json!({"path": "MEMORY.md", "content": "# Memory\n- first draft\n"}),
+                ),
+                (
+                    "write_file",
+                    json!({"path": "MEMORY.md", "content": "# Memory\n".to_string() + &"- a long second draft line\n".repeat(8000)}),
+                ),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    // 64 KiB: room for the record, digests and snapshot, not for the 200 KiB second draft.
+    let child = d.spawn_run(&envelope, &[], Some((64 * 1024, false)));
+    let out = finish(child);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGXFSZ),
+        "the run was to die at its second write: {:?} {}",
+        out.status,
+        stderr_text(&out)
+    );
+    assert_eq!(d.read("MEMORY.md"), "# Memory\n- first draft\n");
+    drop(holder);
+    let tasks = d.cmd("dream-run").arg("tasks").output().unwrap();
+    let task = stdout_json(&tasks)["tasks"][0].clone();
+    assert_eq!(task["error"], "orphaned", "{task}");
+    let undo = d.cmd("dream-run").arg("undo").output().unwrap();
+    assert_eq!(
+        undo.status.code(),
+        Some(0),
+        "{} {}",
+        String::from_utf8_lossy(&undo.stdout),
+        stderr_text(&undo)
+    );
+    assert_eq!(d.read("MEMORY.md"), original);
+    assert_eq!(md_tree(&d), before);
+}
+
+/// BUG (deletes a directory a record names): `prune_snapshots` (after every completed run and
+/// apply) removes `record.snapshot` — a path read from a task record — with `remove_dir_all`,
+/// while `undo` deliberately uses only `<state_dir>/snapshots/<task_id>` ("the record only says
+/// one exists"). A record naming another folder (a corrupt, hand-edited, restored-from-backup
+/// or copied state dir) makes the next completed run delete that folder wherever it is.
+///
+/// Expected: pruning only ever removes `<state_dir>/snapshots/<task_id>` (a task id being
+/// letters, digits and `-`), never the path a record names.
+#[test]
+fn pruning_snapshots_never_removes_a_folder_a_record_names_outside_the_state_dir() {
+    let d = Dream::new();
+    let precious = d.home.root.join("precious");
+    std::fs::create_dir_all(&precious).unwrap();
+    std::fs::write(precious.join("thesis.md"), "years of work\n").unwrap();
+    // A real completed run gives a real record to copy.
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    script_full_consolidation(&d);
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let real_id = stdout_json(&out)["run"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    drop(holder);
+    let template = d.task16(&real_id);
+    let tasks_dir = d.home.state_dir().join("tasks");
+    // Eleven older completed records; the oldest names the precious folder as its snapshot.
+    for n in 0..11 {
+        let id = format!("20200101T0000{n:02}Z-0000000{n:x}");
+        let mut record = template.clone();
+        record["task_id"] = json!(id);
+        record["started_at"] = json!(format!("2020-01-01T00:00:{:02}.000Z", 20 - n));
+        record["snapshot"] = if n == 10 {
+            json!(precious.to_str().unwrap())
+        } else {
+            json!(d
+                .home
+                .state_dir()
+                .join("snapshots")
+                .join(&id)
+                .to_str()
+                .unwrap())
+        };
+        std::fs::write(
+            tasks_dir.join(format!("{id}.json")),
+            serde_json::to_vec(&record).unwrap(),
+        )
+        .unwrap();
+    }
+    // The next completed run prunes.
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Noting.",
+            &[(
+                "write_file",
+                json!({"path": "topics/note.md", "content": "a note\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(
+        precious.join("thesis.md").exists(),
+        "a completed run's pruning deleted {}",
+        precious.display()
+    );
+}
+
+/// BUG (limit): "the total tool output returned in one turn is capped (256 KiB)" does not
+/// count the refusals: past `--max-calls-per-turn` every extra call still gets a ~110-byte
+/// "not run: ..." result, so one reply with 5,000 tool calls makes dream-run send back more
+/// than 500 KiB of tool results in one turn (and the cost grows with whatever the model
+/// sends). Expected: everything returned in one turn, refusals included, stays within
+/// 256 KiB (e.g. one shared refusal, or the calls past the cap answered with an empty error
+/// once the cap is reached).
+#[test]
+fn the_turn_output_cap_counts_the_refusals_too() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let calls: Vec<(&str, Value)> = (0..5000)
+        .map(|_| ("shell", json!({"command": "ls"})))
+        .collect();
+    d.api
+        .push(Reply::anthropic_tools("Listing a lot.", &calls))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let requests = d.api.requests();
+    let results = tool_results(&requests[1]);
+    assert_eq!(results.len(), 5000, "every tool_use gets its result");
+    let total: usize = results.iter().map(|(t, _)| t.len()).sum();
+    assert!(
+        total <= 256 * 1024 + 1024,
+        "{total} bytes of tool results returned in one turn"
+    );
+}
+
+/// BUG (undo takes the wrong run): with no id, `undo` takes the newest record by `started_at`,
+/// but an applied proposal keeps the start time of the run that proposed it. A proposal made
+/// first, a normal run after it, then `dream-run apply` of the proposal: `dream-run undo` (the
+/// README: "takes the newest run that left changes behind") undoes the normal run, not the
+/// apply the person just did and wants to take back.
+///
+/// Expected: the newest change to land is undone first (order by when it completed/applied).
+#[test]
+fn undo_after_apply_undoes_the_apply_not_an_older_run() {
+    let d = Dream::new();
+    let proposal = d.propose_with(
+        &["stale.md"],
+        vec![(
+            "write_file",
+            json!({"path": "stale.md", "content": "The deploy is blue-green.\n"}),
+        )],
+    );
+    // A normal run, later, changes another file.
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Noting.",
+            &[(
+                "write_file",
+                json!({"path": "topics/ci.md", "content": "CI runs on push.\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    d.cmd("dream-lock")
+        .arg("release")
+        .write_stdin(out.stdout.clone())
+        .assert()
+        .code(0);
+    drop(holder);
+    // Now the person applies the proposal, and changes their mind.
+    let apply = d.cmd("dream-run").arg("apply").output().unwrap();
+    assert_eq!(apply.status.code(), Some(0), "{}", stderr_text(&apply));
+    let undo = d
+        .cmd("dream-run")
+        .args(["undo", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(undo.status.code(), Some(0), "{}", stderr_text(&undo));
+    assert_eq!(
+        stdout_json(&undo)["task_id"],
+        proposal.as_str(),
+        "undo picks the run before the apply"
+    );
+}
+
+/// BUG (inconsistent check): `--notify-transcript` is checked before the run with
+/// `open_regular`, which follows symlinks, but appended to with O_NOFOLLOW. A transcript path
+/// that is a symlink to a real transcript passes the check, the model is asked, memory is
+/// rewritten, and only then the append fails: the consolidation is done but the run exits 3
+/// ("cannot append ... Too many levels of symbolic links").
+///
+/// Expected: the same rule before and after: either a symlink is refused up front (exit 2,
+/// before any model request, nothing changed), or it is followed for the append too.
+#[test]
+fn a_symlinked_notify_transcript_is_judged_the_same_before_and_after_the_run() {
+    let d = Dream::new();
+    let real = d
+        .home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", session_id(9)));
+    std::fs::write(
+        &real,
+        format!(
+            "{}\n",
+            json!({"type": "user", "uuid": "u-1", "sessionId": session_id(9), "cwd": "/p",
+                   "message": {"role": "user", "content": "hi"}})
+        ),
+    )
+    .unwrap();
+    let link_dir = d.home.root.join("links");
+    std::fs::create_dir_all(&link_dir).unwrap();
+    let link = link_dir.join(format!("{}.jsonl", session_id(9)));
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Noting.",
+            &[(
+                "write_file",
+                json!({"path": "later.md", "content": "later\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &["--notify-transcript", link.to_str().unwrap()]);
+    let code = out.status.code();
+    let refused_up_front = code == Some(2) && d.api.requests().is_empty();
+    let appended = code == Some(0)
+        && std::fs::read_to_string(&real)
+            .unwrap()
+            .contains("memory_saved");
+    assert!(
+        refused_up_front || appended,
+        "exit {code:?} after {} model requests: {}",
+        d.api.requests().len(),
+        stderr_text(&out)
+    );
+}
+
+/// BUG (report lost): SIGTERM while `dream-run recover` rolls back is held until the roll-back
+/// is done (good), but then the Hold's drop ends the process with only
+/// `{"error":{"kind":"interrupted"}}`: the JSON does not say that the roll-back happened and
+/// what it restored, although it completed. `apply` and `undo` claim the late signal and keep
+/// their document; `recover` (and `when_needed`) drop the hold instead.
+///
+/// Expected: exit 143 (a signal came) with the `recovered` document of what was rolled back.
+#[test]
+fn sigterm_during_recover_still_reports_what_was_rolled_back() {
+    let d = Dream::new();
+    let _ = d.propose_with(&[], Dream::many_writes(500, &[]));
+    let before = md_tree(&d);
+    // kill -9 in the middle of an apply.
+    let child = d.spawn16(&["apply"]);
+    let journal = journal(&d);
+    let first = d.mem().join("many/0000.md");
+    wait_for("the apply's first files", || {
+        journal.exists() && first.exists()
+    });
+    signal(child.id(), libc::SIGKILL);
+    let _ = finish(child);
+    assert!(journal.exists());
+    // The roll-back removes many/0000.md first (the files go in order); stop it just after.
+    let child = d.spawn16(&["recover"]);
+    wait_for("the roll-back's first file", || !first.exists());
+    signal(child.id(), libc::SIGSTOP);
+    assert!(
+        journal.exists(),
+        "the roll-back finished before it could be stopped"
+    );
+    signal(child.id(), libc::SIGTERM);
+    signal(child.id(), libc::SIGCONT);
+    let out = finish(child);
+    assert_eq!(md_tree(&d), before, "the roll-back finished whole");
+    assert!(!journal.exists());
+    assert_eq!(out.status.code(), Some(143), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert!(
+        doc["recovered"]["restored"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()),
+        "the document hides the roll-back that happened: {doc}"
+    );
+}
+
+/// BUG (secrets readable): the sandbox refuses `/` and any folder ABOVE the home directory as
+/// a readable root ("would open ... the home directory's keys and tokens to the model"), but
+/// accepts the home directory itself. `dream-run --read-project` in a project that is `~`
+/// (Claude Code started in the home directory is common) makes `~/.ssh`, `~/.aws`, ... readable:
+/// the model's `cat ~/.ssh/id_ed25519` succeeds and the private key is sent to the model API.
+///
+/// Expected: the home directory itself is refused like its parents (exit 2 before any model
+/// request), or at least nothing under it outside the project's own dirs reaches the model.
+#[test]
+fn read_project_never_makes_the_home_directory_itself_readable() {
+    let d = Dream::new();
+    let home = d.home.home.clone();
+    let key = home.join(".ssh/id_ed25519");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(
+        &key,
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret-key-bytes\n",
+    )
+    .unwrap();
+    let transcripts = d
+        .home
+        .config
+        .join("projects")
+        .join(crate::support::slug_of(&home));
+    std::fs::create_dir_all(&transcripts).unwrap();
+    std::fs::write(
+        transcripts.join(format!("{}.jsonl", session_id(1))),
+        format!("{}\n", json!({"type": "user", "sessionId": session_id(1), "message": {"role": "user", "content": "hi"}})),
+    )
+    .unwrap();
+    d.api
+        .push(Reply::anthropic_tools(
+            "Looking around the project.",
+            &[
+                (
+                    "shell",
+                    json!({"command": format!("cat {}", key.display())}),
+                ),
+                ("read_file", json!({"path": key.to_str().unwrap()})),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d
+        .cmd("dream-run")
+        .args(["-n", "--unlocked", "--read-project", "--cwd"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let leaked = d
+        .api
+        .requests()
+        .iter()
+        .any(|r| r.body.to_string().contains("secret-key-bytes"));
+    assert!(
+        !leaked,
+        "the private key in ~/.ssh was sent to the model (exit {:?})",
+        out.status.code()
+    );
+}
+
+/// BUG (undo takes a run that changed nothing): a `--propose` run killed midway (its writes
+/// were all in its staging copy) is left `running`, shown `failed`/`orphaned`, with a snapshot
+/// (of the staging copy) named in its record. `dream-run undo` with no id picks it as "the
+/// newest run that left changes behind", "restores" nothing in the memory dir, answers
+/// `undone: true` naming files it did not touch, and the completed run the person wanted to
+/// undo stays. (Its staging copy is also never removed: `discard` only takes `proposed`.)
+///
+/// Expected: a killed proposal left no changes in the memory dir: undo skips it and takes the
+/// completed run.
+#[test]
+fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Noting.",
+            &[(
+                "write_file",
+                json!({"path": "topics/ci.md", "content": "CI runs on push.\n"}),
+            )],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let completed = stdout_json(&out)["run"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.cmd("dream-lock")
+        .arg("release")
+        .write_stdin(out.stdout.clone())
+        .assert()
+        .code(0);
+    drop(holder);
+    // A proposing run, killed while it waits for its second answer.
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Proposing.",
+            &[
+                ("read_file", json!({"path": "stale.md"})),
+                (
+                    "write_file",
+                    json!({"path": "stale.md", "content": "blue-green\n"}),
+                ),
+            ],
+        ))
+        .push(Reply::Hang(Duration::from_secs(120)));
+    let child = d.spawn_run(&envelope, &["--propose"], None);
+    wait_for("the proposal's second request", || {
+        d.api.requests().len() == 4
+    });
+    signal(child.id(), libc::SIGKILL);
+    let _ = finish(child);
+    drop(holder);
+    assert_eq!(
+        d.read("stale.md"),
+        "The deploy uses FTP.\n",
+        "proposing wrote nothing"
+    );
+    let undo = d.cmd("dream-run").arg("undo").output().unwrap();
+    assert_eq!(undo.status.code(), Some(0), "{}", stderr_text(&undo));
+    let doc = stdout_json(&undo);
+    assert_eq!(
+        doc["task_id"],
+        completed.as_str(),
+        "undo took the killed proposal, which changed no memory file: {doc}"
+    );
+    assert!(
+        !d.mem().join("topics/ci.md").exists(),
+        "the completed run was not undone"
+    );
+}
+
+/// The same session listed twice in the envelope is one session: `sessions_reviewed` counts
+/// sessions, not list entries (issue 16 §7: records tell the truth).
+#[test]
+fn a_session_listed_twice_is_reviewed_and_counted_once() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let mut envelope: Value = serde_json::from_str(&d.acquired_envelope(&holder)).unwrap();
+    envelope["gate"]["sessions"] = json!([{"id": session_id(1)}, {"id": session_id(1)}]);
+    d.api.push(Reply::anthropic_text("Nothing to change."));
+    let out = d.run(&envelope.to_string(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["run"]["sessions_reviewed"], 1);
+    let prompt = d.api.requests()[0].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        prompt.contains("Sessions since last consolidation (1):"),
+        "{prompt}"
+    );
+}
+
+/// DOC BUG (minor): issue 16 §2 asked dream-run-undo(1) to match the new behaviour (undo also
+/// repairs failed, aborted and killed runs), but its one-line description (`undo --help`, the
+/// man page's NAME) still says "before a completed run".
+///
+/// Expected: the description names what undo takes (the newest run that left changes behind).
+#[test]
+fn undo_help_does_not_say_only_completed_runs() {
+    let d = Dream::new();
+    let out = d
+        .cmd("dream-run")
+        .args(["undo", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let first = text.lines().next().unwrap_or("");
+    assert!(
+        !first.contains("before a completed run"),
+        "undo --help: {first}"
+    );
+}
+
+// =============================================================================================
+// Attacks that held: these pass today.
+// =============================================================================================
+
+/// A journal forged to name files outside the memory dir (`..`, absolute) is refused by every
+/// command that would act on it, and nothing outside is created or changed.
+#[test]
+fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
+    let d = Dream::new();
+    let outside = d.home.root.join("outside.md");
+    std::fs::write(&outside, "mine\n").unwrap();
+    let before = md_tree(&d);
+    let jdir = journal(&d);
+    std::fs::create_dir_all(jdir.join("files")).unwrap();
+    for name in ["../../../../outside.md", outside.to_str().unwrap()] {
+        let intent = json!({
+            "command": "apply", "task_id": "20260101T000000Z-deadbeef", "pid": 999_999_999u32,
+            "started_at": "2026-01-01T00:00:00.000Z", "memory_dir": d.mem().to_str().unwrap(),
+            "prior_mtime": 0, "lock_time": 0,
+            "files": {name: {"before": null, "after": sha256_hex(b"mine\n")}},
+            "created_dirs": []
+        });
+        std::fs::write(jdir.join("intent.json"), intent.to_string()).unwrap();
+        for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
+            let out = d.cmd("dream-run").args(args).output().unwrap();
+            assert_ne!(out.status.code(), Some(0), "{args:?} {name}");
+            assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+        }
+        // Read-only commands warn and go on.
+        let out = d.cmd("dream-run").arg("tasks").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    }
+    assert_eq!(md_tree(&d), before);
+}
+
+/// A corrupt journal (garbage, a FIFO in its place, a symlink loop) never hangs a command and
+/// never changes the memory dir; read-only commands still answer.
+#[test]
+fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
+    for case in ["garbage", "fifo", "loop", "file"] {
+        let d = Dream::new();
+        let before = md_tree(&d);
+        let jdir = journal(&d);
+        std::fs::create_dir_all(d.home.state_dir()).unwrap();
+        match case {
+            "garbage" => {
+                std::fs::create_dir_all(&jdir).unwrap();
+                std::fs::write(jdir.join("intent.json"), "{\"command\": \"apply\", ").unwrap();
+            }
+            "fifo" => {
+                std::fs::create_dir_all(&jdir).unwrap();
+                mkfifo(&jdir.join("intent.json"));
+            }
+            "loop" => std::os::unix::fs::symlink(&jdir, &jdir).unwrap(),
+            _ => std::fs::write(&jdir, "not a dir").unwrap(),
+        }
+        for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
+            let out = d.cmd("dream-run").args(args).output().unwrap();
+            assert_ne!(out.status.code(), Some(0), "{case} {args:?}");
+        }
+        let out = d.cmd("dream-run").arg("tasks").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr_text(&out));
+        assert_eq!(md_tree(&d), before, "{case}");
+    }
+}
+
+/// A journal whose process still runs is not rolled back under it: `recover` leaves it, and
+/// an `apply` refuses rather than writing beside it.
+#[test]
+fn held_a_journal_of_a_live_process_is_left_alone() {
+    let d = Dream::new();
+    let _ = d.propose_with(&[], Dream::many_writes(500, &[]));
+    let child = d.spawn16(&["apply"]);
+    let jdir = journal(&d);
+    let first = d.mem().join("many/0000.md");
+    wait_for("the apply's first files", || {
+        jdir.exists() && first.exists()
+    });
+    signal(child.id(), libc::SIGSTOP);
+    assert!(jdir.exists());
+    let half = md_tree(&d);
+    for args in [
+        &["recover"][..],
+        &["undo"],
+        &["discard", "--dry-run"],
+        &["apply"],
+    ] {
+        let out = d.cmd("dream-run").args(args).output().unwrap();
+        assert_eq!(
+            md_tree(&d),
+            half,
+            "{args:?} changed files under a live apply"
+        );
+        assert!(jdir.exists(), "{args:?}");
+        let _ = out;
+    }
+    signal(child.id(), libc::SIGCONT);
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(d.read("many/0499.md").starts_with("# 499\n"));
+}
+
+/// A full disk (EFBIG from RLIMIT_FSIZE) in the middle of an apply rolls everything back in
+/// the process: exit 3, memory dir byte-identical, no journal left, the proposal applicable.
+#[test]
+fn held_a_full_disk_during_apply_rolls_back() {
+    let d = Dream::new();
+    let big = "z".repeat(200 * 1024);
+    let id = d.propose_with(
+        &["MEMORY.md"],
+        Dream::many_writes(
+            50,
+            &[
+                ("MEMORY.md", "# Memory\n- rewritten\n"),
+                ("zz-big.md", &big),
+            ],
+        ),
+    );
+    let before = md_tree(&d);
+    let mut cmd = d.process(&bin_path("dream-run"));
+    cmd.arg("apply")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    limit_file_size(&mut cmd, 64 * 1024, true);
+    let out = finish(cmd.spawn().unwrap());
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["applied"], false);
+    assert_eq!(md_tree(&d), before);
+    assert!(!journal(&d).exists());
+    assert_eq!(d.task16(&id)["status"], "proposed");
+    let out = d.cmd("dream-run").arg("apply").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(d.read("zz-big.md"), big);
+}
+
+/// The process killed by SIGXFSZ at a write in the middle of an apply (a crash at a precise
+/// point): the journal stays and `recover` puts everything back.
+#[test]
+fn held_an_apply_killed_at_a_write_is_recovered() {
+    let d = Dream::new();
+    let big = "z".repeat(200 * 1024);
+    let id = d.propose_with(
+        &["MEMORY.md"],
+        Dream::many_writes(
+            50,
+            &[
+                ("MEMORY.md", "# Memory\n- rewritten\n"),
+                ("zz-big.md", &big),
+            ],
+        ),
+    );
+    let before = md_tree(&d);
+    let mut cmd = d.process(&bin_path("dream-run"));
+    cmd.arg("apply")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    limit_file_size(&mut cmd, 64 * 1024, false);
+    let out = finish(cmd.spawn().unwrap());
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGXFSZ)
+    );
+    assert!(journal(&d).exists());
+    assert_ne!(md_tree(&d), before);
+    let out = d.cmd("dream-run").arg("recover").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.task16(&id)["status"], "proposed");
+}
+
+/// The staged copy changed between propose and apply (a file edited, one deleted, one made a
+/// symlink): apply refuses with `staging_changed` and writes nothing.
+#[test]
+fn held_a_staging_copy_tampered_before_apply_is_refused() {
+    for case in ["edit", "delete", "symlink"] {
+        let d = Dream::new();
+        let id = d.propose_with(
+            &["stale.md"],
+            vec![
+                (
+                    "write_file",
+                    json!({"path": "stale.md", "content": "blue-green\n"}),
+                ),
+                (
+                    "write_file",
+                    json!({"path": "topics/new.md", "content": "new\n"}),
+                ),
+            ],
+        );
+        let staged = d
+            .home
+            .state_dir()
+            .join("proposals")
+            .join(&id)
+            .join("memory");
+        match case {
+            "edit" => std::fs::write(staged.join("stale.md"), "evil\n").unwrap(),
+            "delete" => std::fs::remove_file(staged.join("topics/new.md")).unwrap(),
+            _ => {
+                let outside = d.home.root.join("evil.md");
+                std::fs::write(&outside, "new\n").unwrap();
+                std::fs::remove_file(staged.join("topics/new.md")).unwrap();
+                std::os::unix::fs::symlink(&outside, staged.join("topics/new.md")).unwrap();
+            }
+        }
+        let before = md_tree(&d);
+        let out = d.cmd("dream-run").arg("apply").output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{case}: {}", stderr_text(&out));
+        assert_eq!(stdout_json(&out)["reason"], "staging_changed", "{case}");
+        assert_eq!(md_tree(&d), before, "{case}");
+    }
+}
+
+/// Envelope project fields with `..` and relative spellings: one that names this project's
+/// own dirs is accepted, one that leads elsewhere is `project_mismatch` before any request.
+#[test]
+fn held_dotdot_and_relative_project_fields_are_judged_by_where_they_lead() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope: Value = serde_json::from_str(&d.acquired_envelope(&holder)).unwrap();
+    let mem = d.mem();
+    let mem_s = mem.to_str().unwrap().to_string();
+    let parent = mem.parent().unwrap().to_str().unwrap().to_string();
+    for (field, value) in [
+        ("memory_dir", format!("{mem_s}/../../elsewhere/memory")),
+        ("memory_dir", format!("{parent}/../x/memory")),
+        ("memory_dir", "memory".to_string()),
+        ("state_dir", format!("{}/..", d.home.state_dir().display())),
+        (
+            "transcripts_dir",
+            format!("{}/../../..", d.home.transcripts_dir().display()),
+        ),
+        ("transcripts_dir", "/".to_string()),
+        ("transcripts_dir", "".to_string()),
+    ] {
+        let mut forged = envelope.clone();
+        forged["project"][field] = json!(value);
+        let out = d.run(&forged.to_string(), &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{field}={value}: {}",
+            stderr_text(&out)
+        );
+        assert!(d.api.requests().is_empty(), "{field}={value}");
+    }
+    // The project's own memory dir, spelt with `..` and `.`: accepted.
+    let mut same = envelope.clone();
+    same["project"]["memory_dir"] = json!(format!("{parent}/./x/../memory"));
+    d.api.push(Reply::anthropic_text("Nothing to change."));
+    let out = d.run(&same.to_string(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    // Wrong types in the project section are bad input.
+    for (field, value) in [
+        ("memory_dir", json!(5)),
+        ("state_dir", json!(["a"])),
+        ("transcripts_dir", json!({"p": 1})),
+        ("cwd", json!(true)),
+    ] {
+        let mut forged = envelope.clone();
+        forged["project"][field] = value.clone();
+        let out = d.run(&forged.to_string(), &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{field}={value}: {}",
+            stderr_text(&out)
+        );
+    }
+}
+
+/// Shell arguments that are FIFOs (directly, through a symlink, a device, a socket) are
+/// refused at once; `grep -r` over a folder holding a FIFO does not wait on it.
+#[test]
+fn held_the_shell_refuses_fifos_devices_and_sockets_even_through_links() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    mkfifo(&d.mem().join("pipe.md"));
+    std::os::unix::fs::symlink(d.mem().join("pipe.md"), d.mem().join("link.md")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.mem().join("zero.md")).unwrap();
+    let socket = d.mem().join("sock.md");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    d.api
+        .push(Reply::anthropic_tools(
+            "Reading odd files.",
+            &[
+                ("shell", json!({"command": "cat pipe.md"})),
+                ("shell", json!({"command": "head -c 10 link.md"})),
+                ("shell", json!({"command": "wc -c zero.md"})),
+                ("shell", json!({"command": "cat sock.md"})),
+                ("shell", json!({"command": "grep -r deploy ."})),
+                ("read_file", json!({"path": "link.md"})),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &["--shell-timeout", "5m"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let results = tool_results(&d.api.requests()[1]);
+    for (n, (text, is_error)) in results.iter().enumerate() {
+        if n == 4 {
+            assert!(!text.contains("timed out"), "{text}");
+        } else {
+            assert!(is_error, "{n}: {text}");
+        }
+    }
+}
+
+/// Two runs and a replay on one token: the second and the replay exit `lock_claimed` before
+/// any request, whatever the first does; a forged claim naming a finished task of another
+/// token does not block the real holder.
+#[test]
+fn held_a_claim_of_an_older_hold_does_not_block_a_new_hold() {
+    let d = Dream::new();
+    let guard = d.mem().join(".consolidate-lock.dreamkit");
+    // A claim left in the guard by an older hold (a different token).
+    std::fs::write(
+        &guard,
+        json!({"token": "1:1", "task_id": "20200101T000000Z-00000000", "pid": 1,
+               "node": "", "since_ms": 1})
+        .to_string(),
+    )
+    .unwrap();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api.push(Reply::anthropic_text("Nothing to change."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let replay = d.run(&envelope, &[]);
+    assert_eq!(replay.status.code(), Some(1));
+    assert_eq!(stdout_json(&replay)["run"]["error"], "lock_claimed");
+    assert_eq!(d.api.requests().len(), 1);
+}
+
+/// A reply of 1,000 writes under `--deadline 2s` with every call allowed: the deadline stops
+/// the turn between calls and the run's writes are restored.
+#[test]
+fn held_the_deadline_stops_a_turn_of_a_thousand_writes_and_restores() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let before = md_tree(&d);
+    let calls = Dream::many_writes(1000, &[]);
+    d.api.push(Reply::anthropic_tools("Writing a lot.", &calls));
+    let out = d.run(
+        &envelope,
+        &[
+            "--deadline",
+            "2s",
+            "--max-calls-per-turn",
+            "1000",
+            "--max-files",
+            "1000",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["error"], "deadline");
+    assert_eq!(md_tree(&d), before);
+    assert!(!d.mem().join("many").exists());
+}
+
+/// The default 64 calls per turn and 500 files per run hold over several turns.
+#[test]
+fn held_default_call_and_file_limits() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let first: Vec<(&str, Value)> = Dream::many_writes(100, &[]);
+    d.api.push(Reply::anthropic_tools("Writing.", &first));
+    for turn in 0..10 {
+        let calls: Vec<(&str, Value)> = (0..64)
+            .map(|n| {
+                (
+                    "write_file",
+                    json!({"path": format!("more/{turn}-{n}.md"), "content": "x\n"}),
+                )
+            })
+            .collect();
+        d.api.push(Reply::anthropic_tools("More.", &calls));
+    }
+    d.api.push(Reply::anthropic_text("Done."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["files_touched"].as_array().unwrap().len(), 500);
+    let results = tool_results(&d.api.requests()[1]);
+    assert!(results[..64].iter().all(|(_, e)| !e));
+    assert!(results[64].1 && results[64].0.contains("--max-calls-per-turn"));
+    assert!(results[65..].iter().all(|(t, e)| *e && t == "not run"));
+}
+
+/// kill -9 in the middle of an `undo` of a 500-file apply: `recover` puts the applied state
+/// back (the undo never happened), the task stays `completed`, and `undo` then works whole.
+#[test]
+fn held_kill_9_during_undo_is_rolled_back_and_undo_works_again() {
+    let d = Dream::new();
+    let before = md_tree(&d);
+    let id = d.propose_with(&[], Dream::many_writes(500, &[]));
+    let out = d.cmd("dream-run").arg("apply").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let applied = md_tree(&d);
+    let child = d.spawn16(&["undo"]);
+    let jdir = journal(&d);
+    let first = d.mem().join("many/0000.md");
+    wait_for("the undo's first files", || {
+        jdir.exists() && !first.exists()
+    });
+    signal(child.id(), libc::SIGSTOP);
+    assert!(
+        jdir.exists(),
+        "the undo finished before it could be stopped"
+    );
+    signal(child.id(), libc::SIGKILL);
+    let _ = finish(child);
+    assert_ne!(md_tree(&d), applied, "half undone");
+    let out = d.cmd("dream-run").arg("recover").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["recovered"]["command"], "undo");
+    assert_eq!(md_tree(&d), applied);
+    assert_eq!(d.task16(&id)["status"], "completed");
+    let out = d.cmd("dream-run").arg("undo").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.task16(&id)["status"], "undone");
+}
+
+/// Every file and folder under the state dir stays private through a proposal that makes new
+/// folders, an apply killed midway (its journal and snapshot) and the recover.
+#[test]
+fn held_the_state_dir_stays_private_with_a_journal_left_by_a_kill() {
+    let d = Dream::new();
+    let _ = d.propose_with(&[], Dream::many_writes(500, &[]));
+    let child = d.spawn16(&["apply"]);
+    let jdir = journal(&d);
+    let first = d.mem().join("many/0000.md");
+    wait_for("the apply's first files", || {
+        jdir.exists() && first.exists()
+    });
+    signal(child.id(), libc::SIGKILL);
+    let _ = finish(child);
+    let check = |d: &Dream| {
+        let mut stack = vec![d.home.state_dir()];
+        while let Some(dir) = stack.pop() {
+            let meta = std::fs::symlink_metadata(&dir).unwrap();
+            assert_eq!(crate::support::mode(&meta), 0o700, "{}", dir.display());
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+                if meta.is_dir() {
+                    stack.push(entry.path());
+                } else {
+                    assert_eq!(
+                        crate::support::mode(&meta),
+                        0o600,
+                        "{}",
+                        entry.path().display()
+                    );
+                }
+            }
+        }
+    };
+    assert!(jdir.exists());
+    check(&d);
+    let out = d.cmd("dream-run").arg("recover").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    check(&d);
+}
