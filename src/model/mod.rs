@@ -299,7 +299,7 @@ pub struct Message {
     pub content: Vec<Block>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,

@@ -6,6 +6,7 @@ mod history;
 pub mod journal;
 pub mod prompt;
 mod recover;
+mod report;
 pub mod review;
 mod run;
 pub mod sandbox;
@@ -221,7 +222,8 @@ impl Tool for Args {
     }
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
-        match self.command {
+        let report = match self.command {
+            None => return run::run(&self.run, &self.common, diag),
             Some(Subcommand::Tasks(args)) => history::tasks(&args, diag),
             Some(Subcommand::Pending(args)) => history::pending(&args, diag),
             Some(Subcommand::Undo(args)) => history::undo(&args, diag),
@@ -229,8 +231,11 @@ impl Tool for Args {
             Some(Subcommand::Apply(args)) => review::apply(&args, diag),
             Some(Subcommand::Discard(args)) => review::discard(&args, diag),
             Some(Subcommand::Recover(args)) => recover::recover(&args, diag),
-            None => run::run(&self.run, &self.common, diag),
+        }?;
+        if let Some(problem) = report.problem() {
+            diag.warn(&problem);
         }
+        Ok(report.into())
     }
 }
 

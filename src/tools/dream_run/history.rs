@@ -3,16 +3,15 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use serde_json::json;
-
 use super::journal::{Intent, Journal};
+use super::report::{Cause, Report, Verb};
 use super::snapshot::Snapshot;
 use super::tasks::{self, TaskRecord, TaskStore};
 use super::{PendingArgs, TasksArgs, UndoArgs};
 use crate::claude::paths::ProjectHints;
 use crate::claude::{Env, Project};
 use crate::cli::time::rfc3339;
-use crate::cli::{signals, Diag, Exit, Failure, Input, LocationArgs, Outcome};
+use crate::cli::{signals, Diag, Failure, Input, LocationArgs};
 use crate::lock::{Acquired, RunOutcome};
 
 pub(super) fn project(location: &LocationArgs) -> Result<Project, Failure> {
@@ -22,13 +21,13 @@ pub(super) fn project(location: &LocationArgs) -> Result<Project, Failure> {
 
 /// `dream-run tasks`: every record, newest first; a running record whose process is gone is
 /// shown as what it is, a failed run (`error: "orphaned"`).
-pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Outcome, Failure> {
+pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = project(&args.location)?;
     let store = TaskStore::new(&project.state_dir);
     let (records, unreadable) = store
         .list()
         .map_err(|e| Failure::io("list the task records in", &project.state_dir, &e))?;
-    let records: Vec<TaskRecord> = records
+    let tasks: Vec<TaskRecord> = records
         .into_iter()
         .map(|mut r| {
             if r.is_orphaned() {
@@ -38,17 +37,15 @@ pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Outcome, Failure> {
             r
         })
         .collect();
-    let interrupted = super::recover::report(&project, diag);
-    Ok(Outcome::new(
-        Exit::Yes,
-        &super::recover::tidy(
-            json!({"tasks": records, "unreadable": unreadable, "interrupted": interrupted}),
-        ),
-    ))
+    Ok(Report::Tasks {
+        tasks,
+        unreadable,
+        interrupted: super::recover::report(&project, diag),
+    })
 }
 
 /// `dream-run pending [--clear]`.
-pub(super) fn pending(args: &PendingArgs, diag: &Diag) -> Result<Outcome, Failure> {
+pub(super) fn pending(args: &PendingArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = project(&args.location)?;
     let state = &project.state_dir;
     let interrupted = super::recover::report(&project, diag);
@@ -59,12 +56,13 @@ pub(super) fn pending(args: &PendingArgs, diag: &Diag) -> Result<Outcome, Failur
         tasks::clear_pending(state, &updates)
             .map_err(|e| Failure::io("clear", &tasks::pending_path(state), &e))?;
     }
-    let mut document = json!({"updates": updates, "cleared": clear, "interrupted": interrupted});
-    if args.dry_run {
-        document["dry_run"] = json!(true);
-        document["would_clear"] = json!(args.clear && !updates.is_empty());
-    }
-    Ok(Outcome::new(Exit::Yes, &super::recover::tidy(document)))
+    let would_clear = args.dry_run.then(|| args.clear && !updates.is_empty());
+    Ok(Report::Pending {
+        updates,
+        cleared: clear,
+        would_clear,
+        interrupted,
+    })
 }
 
 /// Why a record cannot be undone, or `None` when it can: a completed run, or a run that
@@ -86,13 +84,16 @@ fn not_undoable(record: &TaskRecord) -> Option<String> {
 
 /// `dream-run undo [TASK_ID]`: under the lock, put the files a run touched back as they were
 /// before it, unless one of them changed since; all or nothing (journaled like `apply`).
-pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
+pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = project(&args.location)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
         None
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
+    };
+    let refuse = |reason, note: String| {
+        Report::refused(Some(Verb::Undone), reason, note).after_recovering(recovered.clone())
     };
     let store = TaskStore::new(&project.state_dir);
     let record = match &args.task_id {
@@ -103,11 +104,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
             match store.load(id) {
                 Ok(record) => record,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Ok(Outcome::new(
-                        Exit::No,
-                        &json!({"undone": false, "reason": "not_found", "task_id": id}),
-                    )
-                    .with_note(format!("no task {id}")))
+                    return Ok(refuse("not_found", format!("no task {id}")).of_task(id))
                 }
                 Err(e) => return Err(Failure::io("read", &store.path_of(id), &e)),
             }
@@ -117,54 +114,37 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
                 .list()
                 .map_err(|e| Failure::io("list the task records in", &project.state_dir, &e))?;
             // The change that landed last (an applied proposal counts from its apply).
-            match records
+            let newest = records
                 .into_iter()
                 .filter(|r| r.snapshot.is_some() && not_undoable(r).is_none())
-                .max_by(|a, b| a.landed_at().cmp(b.landed_at()))
-            {
+                .max_by(|a, b| a.landed_at().cmp(b.landed_at()));
+            match newest {
                 Some(record) => record,
-                None => {
-                    return Ok(Outcome::new(
-                        Exit::No,
-                        &super::recover::tidy(json!({"undone": false, "reason": "nothing_to_undo",
-                                                     "recovered": recovered})),
-                    )
-                    .with_note("no run left changes to undo (none completed, or failed without a restore, with a snapshot)"))
-                }
+                None => return Ok(refuse(
+                    "nothing_to_undo",
+                    "no run left changes to undo (none completed, or failed without a restore, with a snapshot)".into(),
+                )),
             }
         }
     };
-    let refuse = |reason: &str, note: String, task_id: &str, files: Vec<String>| {
-        Ok(Outcome::new(
-            Exit::No,
-            &super::recover::tidy(
-                json!({"undone": false, "reason": reason, "task_id": task_id,
-                                         "files": files, "recovered": recovered}),
-            ),
-        )
-        .with_note(note))
-    };
+    let id = record.task_id.clone();
     if let Some(why) = not_undoable(&record) {
-        return refuse(
-            "not_undoable",
-            format!("task {} cannot be undone: {why}", record.task_id),
-            &record.task_id,
-            vec![],
+        return Ok(
+            refuse("not_undoable", format!("task {id} cannot be undone: {why}"))
+                .of_task(&id)
+                .naming(vec![]),
         );
     }
     if record.snapshot.is_none() {
-        return refuse(
+        return Ok(refuse(
             "no_snapshot",
-            format!(
-                "task {} changed nothing, was restored already, or its snapshot was pruned",
-                record.task_id
-            ),
-            &record.task_id,
-            vec![],
-        );
+            format!("task {id} changed nothing, was restored already, or its snapshot was pruned"),
+        )
+        .of_task(&id)
+        .naming(vec![]));
     }
     // Always the task's own folder under the state dir: the record only says one exists.
-    let snapshot_dir = super::snapshot::dir_of(&project.state_dir, &record.task_id);
+    let snapshot_dir = super::snapshot::dir_of(&project.state_dir, &id);
     let snapshot = Snapshot::load(&snapshot_dir)
         .map_err(|e| Failure::io("read the snapshot", &snapshot_dir, &e))?;
     let memory_dir = &project.memory_dir;
@@ -175,22 +155,22 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
     };
     let touched: Vec<String> = snapshot.manifest.before.keys().cloned().collect();
     if args.dry_run {
-        let interrupted = super::recover::report(&project, diag);
-        return Ok(Outcome::new(
-            Exit::Yes,
-            &super::recover::tidy(
-                json!({"undone": false, "dry_run": true, "task_id": record.task_id,
-                    "files": absolute(&touched), "interrupted": interrupted}),
-            ),
-        ));
+        return Ok(Report::WouldDo {
+            verb: Verb::Undone,
+            task_id: id,
+            files: absolute(&touched),
+            diff: None,
+            staging: None,
+            interrupted: super::recover::report(&project, diag),
+        });
     }
 
     let backend = args.backend.open(&project)?;
     // From the lock on, SIGINT/SIGTERM wait for a file boundary, then everything is put back.
     let hold = signals::hold();
-    let mut lease = match take_lock(backend.as_ref(), "undone", &record.task_id)? {
+    let mut lease = match take_lock(backend.as_ref(), Verb::Undone, &id)? {
         Ok(lease) => lease,
-        Err(busy) => return Ok(busy),
+        Err(busy) => return Ok(busy.after_recovering(recovered)),
     };
     let lock_time = backend
         .last_consolidated()
@@ -227,17 +207,12 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
     if !changed.is_empty() {
         release(&lease);
         let files = absolute(&changed);
-        return Ok(Outcome::new(
-            Exit::No,
-            &super::recover::tidy(
-                json!({"undone": false, "reason": "changed_since", "task_id": record.task_id,
-                    "files": files, "recovered": recovered}),
-            ),
+        return Ok(refuse(
+            "changed_since",
+            format!("not undone: changed since the run: {}", files.join(", ")),
         )
-        .with_note(format!(
-            "not undone: changed since the run: {}",
-            files.join(", ")
-        )));
+        .of_task(&id)
+        .naming(files));
     }
     let after: BTreeMap<String, Option<String>> = snapshot
         .manifest
@@ -245,13 +220,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         .iter()
         .map(|(rel, kept)| (rel.clone(), kept.as_ref().map(|k| k.sha256.clone())))
         .collect();
-    let intent = Intent::new(
-        "undo",
-        &record.task_id,
-        memory_dir,
-        lease.prior_mtime_ms,
-        lock_time,
-    );
+    let intent = Intent::new("undo", &id, memory_dir, lease.prior_mtime_ms, lock_time);
     let journal = match Journal::begin(&project.state_dir, memory_dir, intent, &after) {
         Ok(journal) => journal,
         Err(e) => {
@@ -266,30 +235,19 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let mut stop = None;
     for rel in &touched {
         if let Some(signal) = signals::received() {
-            stop = Some((
-                signals::exit_for(signal),
-                "interrupted",
-                format!("interrupted by signal {signal}"),
-            ));
+            stop = Some(Cause::Signal(signal));
             break;
         }
         match snapshot.restore_file(memory_dir, rel) {
             Ok(None) => {}
             Ok(Some(why)) => {
                 // Checked above, so only a race (a file changed, a symlink swapped in).
-                stop = Some((
-                    Exit::No,
-                    "changed_since",
-                    format!("{}: {why}", super::snapshot::absolute(memory_dir, rel)),
-                ));
+                let path = super::snapshot::absolute(memory_dir, rel);
+                stop = Some(Cause::ChangedSince(format!("{path}: {why}")));
                 break;
             }
             Err(e) => {
-                stop = Some((
-                    Exit::Environment,
-                    "environment",
-                    format!("cannot restore {rel}: {e}"),
-                ));
+                stop = Some(Cause::Failed(format!("cannot restore {rel}: {e}")));
                 break;
             }
         }
@@ -301,46 +259,40 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         record.undone_at = Some(rfc3339(SystemTime::now()));
         record.snapshot = None;
         if let Err(e) = store.save(&record) {
-            stop = Some((
-                Exit::Environment,
-                "environment",
-                format!(
-                    "cannot record the undo in {}: {e}",
-                    store.path_of(&record.task_id).display()
-                ),
-            ));
+            stop = Some(Cause::Failed(format!(
+                "cannot record the undo in {}: {e}",
+                store.path_of(&id).display()
+            )));
         }
     }
-    if let Some((exit, reason, message)) = stop {
+    if let Some(cause) = stop {
         let rolled = journal.roll_back(memory_dir);
         release(&lease);
-        let late = hold.end();
-        if let Err(e) = rolled {
-            diag.warn(&format!(
+        let cause = match hold.end() {
+            Some(signal) => Cause::Signal(signal),
+            None => cause,
+        };
+        let not_rolled_back = rolled.err().map(|e| {
+            vec![format!(
                 "the roll-back failed ({e}); run `dream-run recover` once the problem is fixed"
-            ));
-        }
-        let exit = late.map_or(exit, signals::exit_for);
-        let message = format!("not undone: {message}; nothing was changed");
-        if exit != Exit::No {
-            diag.warn(&message);
-        }
-        let mut document = super::recover::tidy(json!({"undone": false, "reason": reason,
-            "task_id": record.task_id, "files": [], "recovered": recovered}));
-        if exit == Exit::No {
-            return Ok(Outcome::new(exit, &document).with_note(message));
-        }
-        document["error"] = json!({"kind": reason, "message": message});
-        return Ok(Outcome::new(exit, &document));
+            )]
+        });
+        return Ok(Report::Stopped {
+            verb: Verb::Undone,
+            task_id: id,
+            cause,
+            not_rolled_back,
+            recovered,
+        });
     }
     if let Err(e) = journal.commit() {
         diag.warn(&format!("cannot remove the finished journal: {e}"));
     }
     let _ = std::fs::remove_dir_all(&snapshot_dir);
     release(&lease);
-    let late = hold.end();
+    let late_signal = hold.end();
     // No session hears of changes that are gone again.
-    let withdrawn = match tasks::withdraw_pending(&project.state_dir, &record.task_id) {
+    let withdrawn = match tasks::withdraw_pending(&project.state_dir, &id) {
         Ok(withdrawn) => withdrawn,
         Err(e) => {
             diag.warn(&format!(
@@ -351,37 +303,38 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Outcome, Failure> {
         }
     };
     let files = absolute(&touched);
-    diag.info(&format!(
-        "undid task {}: {} files restored",
-        record.task_id,
-        files.len()
-    ));
-    Ok(Outcome::new(
-        late.map_or(Exit::Yes, signals::exit_for),
-        &super::recover::tidy(
-            json!({"undone": true, "task_id": record.task_id, "files": files,
-                "pending_withdrawn": withdrawn, "recovered": recovered}),
-        ),
-    ))
+    diag.info(&format!("undid task {id}: {} files restored", files.len()));
+    Ok(Report::Done {
+        verb: Verb::Undone,
+        task_id: id,
+        files,
+        diff: None,
+        pending_withdrawn: Some(withdrawn),
+        recovered,
+        late_signal,
+        problem: None,
+    })
 }
 
-/// The lock for `undo` and `apply`, which change memory like a run: the lease, or (busy) the
-/// exit-1 answer `{<done>: false, reason: "busy", task_id, holder_pid}`.
+/// The lock for `undo`, `apply`, `discard` and `recover`, which change memory like a run: the
+/// lease, or (busy) the exit-1 answer `{<verb>: false, reason: "busy", task_id, holder_pid}`.
 pub(super) fn take_lock(
     backend: &dyn crate::lock::Backend,
-    done: &str,
+    verb: Verb,
     task_id: &str,
-) -> Result<Result<crate::lock::Lease, Outcome>, Failure> {
+) -> Result<Result<crate::lock::Lease, Report>, Failure> {
     match backend.acquire(std::process::id(), SystemTime::now())? {
         Acquired::Yes(lease) => Ok(Ok(lease)),
-        Acquired::Held { holder_pid, .. } => Ok(Err(Outcome::new(
-            Exit::No,
-            &json!({done: false, "reason": "busy", "task_id": task_id, "holder_pid": holder_pid}),
+        Acquired::Held { holder_pid, .. } => Ok(Err(Report::refused(
+            Some(verb),
+            "busy",
+            format!(
+                "the consolidation lock is held by {}: try again later",
+                holder_pid.map_or("another process".into(), |p| format!("PID {p}"))
+            ),
         )
-        .with_note(format!(
-            "the consolidation lock is held by {}: try again later",
-            holder_pid.map_or("another process".into(), |p| format!("PID {p}"))
-        )))),
+        .of_task(task_id)
+        .held_by(holder_pid))),
     }
 }
 

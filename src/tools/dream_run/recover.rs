@@ -3,13 +3,13 @@
 //! read-only commands report it and leave it; `dream-run recover` does only this.
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::journal::{self, Intent, Journal};
+use super::report::{Report, Verb};
 use super::tasks::TaskStore;
 use super::RecoverArgs;
 use crate::claude::Project;
-use crate::cli::{Diag, Exit, Failure, Outcome};
+use crate::cli::{Diag, Failure};
 use crate::lock::RunOutcome;
 
 /// What a command found and rolled back before doing its own work (`recovered` in its JSON).
@@ -41,19 +41,6 @@ pub struct Interrupted {
     pub started_at: String,
     pub files: usize,
     pub journal: String,
-}
-
-/// A command's document without the `recovered` and `interrupted` keys when they are null:
-/// they appear only when there was something to say.
-pub fn tidy(mut document: serde_json::Value) -> serde_json::Value {
-    if let Some(map) = document.as_object_mut() {
-        for key in ["recovered", "interrupted"] {
-            if map.get(key).is_some_and(serde_json::Value::is_null) {
-                map.remove(key);
-            }
-        }
-    }
-    document
 }
 
 /// Whether the intent's command recorded its end (the task record is its commit point): then
@@ -212,22 +199,28 @@ pub(super) fn when_needed(
 }
 
 /// `dream-run recover`: takes the lock only when there is something to roll back.
-pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Outcome, Failure> {
+pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
     let Some(task_id) = interrupted_journal(&project)?.map(|j| j.intent.task_id) else {
         diag.info("nothing to recover: no interrupted apply or undo");
-        return Ok(Outcome::new(Exit::Yes, &json!({"recovered": null})));
+        return Ok(Report::Recover {
+            recovered: None,
+            dry_run: args.dry_run,
+            interrupted: None,
+            late_signal: None,
+        });
     };
     if args.dry_run {
-        let found = report(&project, diag);
-        return Ok(Outcome::new(
-            Exit::Yes,
-            &json!({"recovered": null, "dry_run": true, "interrupted": found}),
-        ));
+        return Ok(Report::Recover {
+            recovered: None,
+            dry_run: true,
+            interrupted: report(&project, diag),
+            late_signal: None,
+        });
     }
     let backend = args.backend.open(&project)?;
     let hold = crate::cli::signals::hold();
-    let mut lease = match super::history::take_lock(backend.as_ref(), "recovered", &task_id)? {
+    let mut lease = match super::history::take_lock(backend.as_ref(), Verb::Recovered, &task_id)? {
         Ok(lease) => lease,
         Err(busy) => return Ok(busy),
     };
@@ -237,6 +230,11 @@ pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Outcome, Failur
         diag.warn(&format!("cannot release the lock: {failure}"));
     }
     // A signal during the roll-back waited for it: what was done is still reported.
-    let exit = hold.end().map_or(Exit::Yes, crate::cli::signals::exit_for);
-    Ok(Outcome::new(exit, &json!({"recovered": recovered?})))
+    let late_signal = hold.end();
+    Ok(Report::Recover {
+        recovered: recovered?,
+        dry_run: false,
+        interrupted: None,
+        late_signal,
+    })
 }

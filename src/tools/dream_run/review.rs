@@ -7,15 +7,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::SystemTime;
 
-use serde_json::json;
-
 use super::journal::{Intent, Journal};
+use super::report::{Cause, Report, Verb};
 use super::snapshot::{self, Snapshot};
 use super::staging::{proposal_dir, staging_dir};
 use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore};
 use super::{ApplyArgs, DiscardArgs, ShowArgs};
 use crate::cli::time::rfc3339;
-use crate::cli::{signals, Diag, Exit, Failure, Outcome};
+use crate::cli::{signals, Diag, Failure};
 use crate::files::write_atomic;
 use crate::lock::RunOutcome;
 
@@ -28,7 +27,8 @@ fn pick(
     state_dir: &Path,
     task_id: Option<&str>,
     status: &str,
-) -> Result<Result<TaskRecord, Outcome>, Failure> {
+    verb: Option<Verb>,
+) -> Result<Result<TaskRecord, Report>, Failure> {
     match task_id {
         Some(id) => {
             if !super::history::is_task_id(id) {
@@ -36,11 +36,12 @@ fn pick(
             }
             match store.load(id) {
                 Ok(record) => Ok(Ok(record)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err(Outcome::new(
-                    Exit::No,
-                    &json!({"reason": "not_found", "task_id": id}),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err(Report::refused(
+                    verb,
+                    "not_found",
+                    format!("no task {id}"),
                 )
-                .with_note(format!("no task {id}")))),
+                .of_task(id))),
                 Err(e) => Err(Failure::io("read", &store.path_of(id), &e)),
             }
         }
@@ -50,18 +51,18 @@ fn pick(
                 .map_err(|e| Failure::io("list the task records in", state_dir, &e))?;
             match records.into_iter().find(|r| r.status == status) {
                 Some(record) => Ok(Ok(record)),
-                None => Ok(Err(Outcome::new(
-                    Exit::No,
-                    &json!({"reason": "no_proposal"}),
-                )
-                .with_note("no memory proposal: run dream-run --propose first"))),
+                None => Ok(Err(Report::refused(
+                    verb,
+                    "no_proposal",
+                    "no memory proposal: run dream-run --propose first",
+                ))),
             }
         }
     }
 }
 
 /// `dream-run show [TASK_ID] [--diff]`.
-pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Outcome, Failure> {
+pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
     let interrupted = super::recover::report(&project, diag);
     let store = TaskStore::new(&project.state_dir);
@@ -70,44 +71,39 @@ pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Outcome, Failure> {
         &project.state_dir,
         args.task_id.as_deref(),
         "proposed",
+        None,
     )? {
         Ok(record) => record,
-        Err(outcome) => return Ok(outcome),
+        Err(refusal) => return Ok(refusal),
     };
     let Some(diff_text) = record.diff_text.clone() else {
-        return Ok(Outcome::new(
-            Exit::No,
-            &json!({"reason": "no_changes_recorded", "task_id": record.task_id, "status": record.status}),
+        return Ok(Report::refused(
+            None,
+            "no_changes_recorded",
+            format!("task {} has no recorded changes to show", record.task_id),
         )
-        .with_note(format!(
-            "task {} has no recorded changes to show",
-            record.task_id
-        )));
+        .of_task(&record.task_id)
+        .with_status(&record.status));
     };
     if args.diff {
-        // The one exception to one JSON object: the diff itself, for a person.
+        // The one exception to one JSON object: the diff itself, for a person. The model
+        // wrote its lines: no control character of theirs reaches the terminal.
+        let safe = crate::cli::text::sanitize(&diff_text).into_owned();
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        let text = if color {
-            colorize(&diff_text)
-        } else {
-            diff_text
-        };
+        let text = if color { colorize(&safe) } else { safe };
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes())
             .and_then(|_| out.flush())
             .map_err(|e| Failure::environment(format!("cannot write the diff: {e}")))?;
-        return Ok(Outcome::without_document(Exit::Yes));
+        return Ok(Report::DiffText);
     }
-    Ok(Outcome::new(
-        Exit::Yes,
-        &super::recover::tidy(json!({
-            "task_id": record.task_id,
-            "status": record.status,
-            "diff": record.diff.clone().unwrap_or_default(),
-            "diff_text": diff_text,
-            "interrupted": interrupted,
-        })),
-    ))
+    Ok(Report::Shown {
+        task_id: record.task_id,
+        status: record.status,
+        diff: record.diff.unwrap_or_default(),
+        diff_text,
+        interrupted,
+    })
 }
 
 /// Red removals, green additions, cyan file and hunk headers.
@@ -136,8 +132,9 @@ fn colorize(text: &str) -> String {
     out
 }
 
-/// `dream-run discard [TASK_ID]`: drops a proposal's staging copy; the task is `discarded`.
-pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Outcome, Failure> {
+/// `dream-run discard [TASK_ID]`: drops a proposal's staging copy, under the lock (an apply
+/// of the same proposal may be reading it); the task is `discarded`.
+pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
     // An apply killed midway may be of this very proposal: rolled back first, under the lock.
     let recovered = if args.dry_run {
@@ -146,41 +143,47 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Outcome, Failur
         super::recover::when_needed(&project, &args.backend, diag)?
     };
     let store = TaskStore::new(&project.state_dir);
-    let mut record = match pick(
+    let record = match pick(
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
         "proposed",
+        Some(Verb::Discarded),
     )? {
         Ok(record) => record,
-        Err(outcome) => return Ok(outcome),
+        Err(refusal) => return Ok(refusal.after_recovering(recovered)),
+    };
+    let not_a_proposal = |record: &TaskRecord, status: &str| {
+        Report::refused(
+            Some(Verb::Discarded),
+            "not_a_proposal",
+            format!("task {} is {status}, not a proposal", record.task_id),
+        )
+        .of_task(&record.task_id)
+        .with_status(status)
+        .after_recovering(recovered.clone())
     };
     if record.status != "proposed" {
-        return Ok(Outcome::new(
-            Exit::No,
-            &json!({"discarded": false, "reason": "not_a_proposal", "task_id": record.task_id, "status": record.status}),
-        )
-        .with_note(format!(
-            "task {} is {}, not a proposal",
-            record.task_id, record.status
-        )));
+        return Ok(not_a_proposal(&record, &record.status));
     }
     let dir = proposal_dir(&project.state_dir, &record.task_id);
     if args.dry_run {
-        return Ok(Outcome::new(
-            Exit::Yes,
-            &super::recover::tidy(
-                json!({"discarded": false, "dry_run": true, "task_id": record.task_id,
-                    "staging": dir.to_string_lossy(), "interrupted": super::recover::report(&project, diag)}),
-            ),
-        ));
+        return Ok(Report::WouldDo {
+            verb: Verb::Discarded,
+            task_id: record.task_id,
+            files: Vec::new(),
+            diff: None,
+            staging: Some(dir.to_string_lossy().into_owned()),
+            interrupted: super::recover::report(&project, diag),
+        });
     }
     // Under the lock: an apply of this proposal running meanwhile reads the staged copy.
     let backend = args.backend.open(&project)?;
     let hold = signals::hold();
-    let lease = match super::history::take_lock(backend.as_ref(), "discarded", &record.task_id)? {
+    let lease = match super::history::take_lock(backend.as_ref(), Verb::Discarded, &record.task_id)?
+    {
         Ok(lease) => lease,
-        Err(busy) => return Ok(busy),
+        Err(busy) => return Ok(busy.after_recovering(recovered)),
     };
     // The record again, under the lock: an apply may have completed it meanwhile.
     let discarded = (|| {
@@ -200,26 +203,25 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Outcome, Failur
         store
             .save(&now)
             .map_err(|e| Failure::io("write", &store.path_of(&now.task_id), &e))?;
-        record = now;
         Ok(None)
     })();
     if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
         diag.warn(&format!("cannot release the lock: {failure}"));
     }
-    drop(hold);
+    let late_signal = hold.end();
     if let Some(status) = discarded? {
-        return Ok(Outcome::new(
-            Exit::No,
-            &json!({"discarded": false, "reason": "not_a_proposal", "task_id": record.task_id, "status": status}),
-        )
-        .with_note(format!("task {} is {status} now, not a proposal", record.task_id)));
+        return Ok(not_a_proposal(&record, &format!("{status} now")));
     }
-    Ok(Outcome::new(
-        Exit::Yes,
-        &super::recover::tidy(
-            json!({"discarded": true, "task_id": record.task_id, "recovered": recovered}),
-        ),
-    ))
+    Ok(Report::Done {
+        verb: Verb::Discarded,
+        task_id: record.task_id,
+        files: Vec::new(),
+        diff: None,
+        pending_withdrawn: None,
+        recovered,
+        late_signal,
+        problem: None,
+    })
 }
 
 /// `dream-run apply [TASK_ID]`: under the lock, and only when every file the proposal
@@ -228,7 +230,7 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Outcome, Failur
 /// intent journal (so a kill -9 midway is rolled back by the next command), the writes with
 /// SIGINT/SIGTERM and the lock checked between files (a signal or a lost lock rolls back at
 /// once), then the task record (the commit point), then the release as completed.
-pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
+pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
@@ -242,19 +244,16 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
         &project.state_dir,
         args.task_id.as_deref(),
         "proposed",
+        Some(Verb::Applied),
     )? {
         Ok(record) => record,
-        Err(outcome) => return Ok(outcome),
+        Err(refusal) => return Ok(refusal.after_recovering(recovered)),
     };
-    let refuse = |reason: &str, note: String, task_id: &str, files: Vec<String>| {
-        Ok(Outcome::new(
-            Exit::No,
-            &super::recover::tidy(
-                json!({"applied": false, "reason": reason, "task_id": task_id,
-                    "files": files, "recovered": recovered}),
-            ),
-        )
-        .with_note(note))
+    let refuse = |reason, note: String, task_id: &str, files: Vec<String>| {
+        Ok(Report::refused(Some(Verb::Applied), reason, note)
+            .of_task(task_id)
+            .naming(files)
+            .after_recovering(recovered.clone()))
     };
     if record.proposal.is_none() || record.status != "proposed" {
         return refuse(
@@ -274,22 +273,22 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
             .flat_map(|p| p.keys())
             .map(|rel| snapshot::absolute(&project.memory_dir, rel))
             .collect();
-        let interrupted = super::recover::report(&project, diag);
-        return Ok(Outcome::new(
-            Exit::Yes,
-            &super::recover::tidy(
-                json!({"applied": false, "dry_run": true, "task_id": record.task_id, "files": files,
-                    "diff": record.diff.clone().unwrap_or_default(), "interrupted": interrupted}),
-            ),
-        ));
+        return Ok(Report::WouldDo {
+            verb: Verb::Applied,
+            task_id: record.task_id,
+            files,
+            diff: Some(record.diff.unwrap_or_default()),
+            staging: None,
+            interrupted: super::recover::report(&project, diag),
+        });
     }
     let backend = args.backend.open(&project)?;
     // From the lock on, SIGINT/SIGTERM wait for a file boundary: the lock and the memory dir
     // are then put back as they were before the process ends.
     let hold = signals::hold();
-    let lease = match super::history::take_lock(backend.as_ref(), "applied", &record.task_id)? {
+    let lease = match super::history::take_lock(backend.as_ref(), Verb::Applied, &record.task_id)? {
         Ok(lease) => lease,
-        Err(busy) => return Ok(busy),
+        Err(busy) => return Ok(busy.after_recovering(recovered)),
     };
     // The time this apply's own acquire wrote: a roll-back after a kill gives it back only
     // while the lock still shows it.
@@ -400,7 +399,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
         let _ = std::fs::remove_dir_all(&snapshot_dir);
         release(&lease, RunOutcome::Failed);
         let late = hold.end();
-        let skipped = match rolled {
+        let not_rolled_back: Vec<String> = match rolled {
             Ok(done) => done
                 .skipped
                 .into_iter()
@@ -410,38 +409,21 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
                 "the roll-back failed ({e}); run `dream-run recover` once the problem is fixed"
             )],
         };
-        for line in &skipped {
+        for line in &not_rolled_back {
             diag.warn(&format!("not rolled back: {line}"));
         }
-        let (exit, kind, reason, message) = match (stopped, late) {
-            (Stopped::Signal(signal), _) | (_, Some(signal)) => (
-                signals::exit_for(signal),
-                "interrupted",
-                "interrupted",
-                format!(
-                    "interrupted by signal {signal}: nothing was applied; the proposal stays and can be applied again"
-                ),
-            ),
-            (Stopped::LockLost(m), None) => (Exit::No, "lock_lost", "lock_lost", m),
-            (Stopped::Failed(m), None) => (Exit::Environment, "environment", "environment", m),
-            (Stopped::No, None) => (Exit::Environment, "environment", "environment", String::new()),
+        let cause = match (stopped, late) {
+            (Stopped::Signal(signal), _) | (_, Some(signal)) => Cause::Signal(signal),
+            (Stopped::LockLost(m), None) => Cause::LockLost(m),
+            (Stopped::Failed(m), None) => Cause::Failed(m),
+            (Stopped::No, None) => Cause::Failed("stopped".into()),
         };
-        let message = format!("not applied: {message}");
-        if exit != Exit::No {
-            diag.warn(&message);
-        }
-        let outcome = Outcome::new(
-            exit,
-            &super::recover::tidy(
-                json!({"applied": false, "reason": reason, "task_id": record.task_id,
-                    "files": [], "not_rolled_back": skipped, "recovered": recovered,
-                    "error": {"kind": kind, "message": message}}),
-            ),
-        );
-        return Ok(if exit == Exit::No {
-            outcome.with_note(message)
-        } else {
-            outcome
+        return Ok(Report::Stopped {
+            verb: Verb::Applied,
+            task_id: record.task_id,
+            cause,
+            not_rolled_back: Some(not_rolled_back),
+            recovered,
         });
     }
     if let Err(e) = journal.commit() {
@@ -452,7 +434,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let touched = record.files_touched.clone();
     let _ = std::fs::remove_dir_all(proposal_dir(&project.state_dir, &record.task_id));
     tasks::prune_snapshots(&store, diag);
-    let mut exit = late.map_or(Exit::Yes, signals::exit_for);
+    let mut problem = None;
     if !touched.is_empty() {
         let update = PendingUpdate {
             source: "dream".into(),
@@ -461,11 +443,12 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
             at: rfc3339(SystemTime::now()),
         };
         if let Err(e) = tasks::append_pending(&project.state_dir, &update) {
-            diag.warn(&format!(
+            let message = format!(
                 "cannot append to {}: {e}",
                 tasks::pending_path(&project.state_dir).display()
-            ));
-            exit = Exit::Environment;
+            );
+            diag.warn(&message);
+            problem = Some(message);
         }
     }
     diag.info(&format!(
@@ -473,16 +456,16 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Outcome, Failure> {
         record.task_id,
         touched.len()
     ));
-    Ok(Outcome::new(
-        exit,
-        &super::recover::tidy(json!({
-            "applied": true,
-            "task_id": record.task_id,
-            "files": touched,
-            "diff": record.diff.clone().unwrap_or_default(),
-            "recovered": recovered,
-        })),
-    ))
+    Ok(Report::Done {
+        verb: Verb::Applied,
+        task_id: record.task_id,
+        files: touched,
+        diff: Some(record.diff.unwrap_or_default()),
+        pending_withdrawn: None,
+        recovered,
+        late_signal: late,
+        problem,
+    })
 }
 
 /// Before the first write: the snapshot `undo` will use (every file kept, what each will

@@ -123,6 +123,18 @@ fn sessions(
         .collect()
 }
 
+/// `--dry-run`'s answer: what the agent would be told and given, and nothing written.
+#[derive(Debug, Serialize)]
+struct DryRun {
+    prompt: String,
+    tools: Vec<crate::model::ToolSpec>,
+    sessions: Vec<String>,
+    digests: Vec<Digest>,
+    unreadable_sessions: Vec<digest::Unreadable>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interrupted: Option<super::recover::Interrupted>,
+}
+
 /// The `run` section.
 #[derive(Debug, Clone, Serialize)]
 struct RunSection {
@@ -302,16 +314,14 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         project_dir,
     );
     if args.dry_run {
-        let document = super::recover::tidy(json!({
-            "prompt": format!("{}\n\n{task}", prompt::system_prompt()),
-            "tools": Sandbox::tool_specs().iter().map(|t| json!({
-                "name": t.name, "description": t.description, "input_schema": t.input_schema,
-            })).collect::<Vec<_>>(),
-            "sessions": session_ids,
-            "digests": digests,
-            "unreadable_sessions": unreadable,
-            "interrupted": super::recover::report(&project, diag),
-        }));
+        let document = DryRun {
+            prompt: format!("{}\n\n{task}", prompt::system_prompt()),
+            tools: Sandbox::tool_specs(),
+            sessions: session_ids,
+            digests,
+            unreadable_sessions: unreadable,
+            interrupted: super::recover::report(&project, diag),
+        };
         return Ok(Outcome::new(Exit::Yes, &document));
     }
     // Nothing to review: no model request, and the downstream release rolls the time back.
@@ -1429,6 +1439,32 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
 
+/// One `--events` line.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event<'a> {
+    Turn {
+        turn: u32,
+        text: String,
+        tool_use_count: usize,
+        elapsed_ms: u64,
+        tokens: u64,
+    },
+    Tool {
+        name: &'a str,
+        call: String,
+        is_error: bool,
+    },
+    FileTouched {
+        path: String,
+        change: &'static str,
+    },
+    Done {
+        status: &'a str,
+        files_touched: &'a [String],
+    },
+}
+
 /// What a person watching sees: one status line on a terminal (elapsed time, turn, tokens
 /// so far, the tool running), JSON Lines with `--events`, else nothing.
 struct Progress {
@@ -1458,10 +1494,13 @@ impl Progress {
         }
     }
 
-    fn event(&self, value: Value) {
+    fn event(&self, event: &Event) {
         if self.events {
+            let Ok(text) = serde_json::to_string(event) else {
+                return;
+            };
             // Events quote the model and the tools: no known secret goes out with them.
-            let line = format!("{}\n", crate::cli::redact::redact(&value.to_string()));
+            let line = format!("{}\n", crate::cli::redact::redact(&text));
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
     }
@@ -1491,11 +1530,13 @@ impl Progress {
         } else {
             "running tools"
         });
-        self.event(
-            json!({"type": "turn", "turn": n, "text": cut_chars(text.trim(), TURN_TEXT_CHARS),
-                          "tool_use_count": tool_uses, "elapsed_ms": elapsed.as_millis() as u64,
-                          "tokens": self.tokens.get()}),
-        );
+        self.event(&Event::Turn {
+            turn: n,
+            text: cut_chars(text.trim(), TURN_TEXT_CHARS),
+            tool_use_count: tool_uses,
+            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            tokens: self.tokens.get(),
+        });
     }
 
     fn tool_started(&self, name: &str, input: &Value) {
@@ -1505,19 +1546,27 @@ impl Progress {
 
     fn tool(&self, name: &str, input: &Value, is_error: bool) {
         let what = crate::claude::transcript::describe_tool_call(name, Some(input));
-        self.event(json!({"type": "tool", "name": name, "call": what, "is_error": is_error}));
+        self.event(&Event::Tool {
+            name,
+            call: what,
+            is_error,
+        });
     }
 
     fn file_touched(&self, path: &Path, change: Change) {
-        self.event(
-            json!({"type": "file_touched", "path": path.to_string_lossy(), "change": change.as_str()}),
-        );
+        self.event(&Event::FileTouched {
+            path: path.to_string_lossy().into_owned(),
+            change: change.as_str(),
+        });
     }
 
     fn done(&self, status: &str, files: &[String]) {
         if let Some(line) = &self.line {
             line.finish_and_clear();
         }
-        self.event(json!({"type": "done", "status": status, "files_touched": files}));
+        self.event(&Event::Done {
+            status,
+            files_touched: files,
+        });
     }
 }
