@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 use clap::Parser;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::{Env, Project};
@@ -110,11 +110,203 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
-/// The fields of an envelope's `lock` section that a release uses.
-#[derive(Debug, Default, Deserialize)]
+/// The envelope's `lock` section, as acquire writes it and release extends it. Fields this
+/// version does not know (written by another) pass through unchanged, after the known ones.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct LockSection {
-    token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    acquired: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    backend: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     prior_mtime: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
+    /// Busy (and refused releases): who holds it; `Some(None)` prints null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    holder_pid: Option<Option<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    held_since: Option<Option<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    released: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_consolidated_at: Option<Option<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+    #[serde(flatten)]
+    other: serde_json::Map<String, Value>,
+}
+
+impl LockSection {
+    /// Names the backend and where its lock lives (`path` or `key`).
+    fn at(mut self, backend: &dyn Backend) -> LockSection {
+        let (kind, place) = backend.location();
+        self.backend = Some(backend.name().to_string());
+        match kind {
+            "key" => self.key = Some(place),
+            _ => self.path = Some(place),
+        }
+        self
+    }
+}
+
+/// What a dream-lock subcommand answers; the exit code of each is decided in
+/// [`Report::exit`], nowhere else.
+enum Report {
+    /// An upstream stage said no: the envelope untouched (exit 1), with why.
+    PassedThrough { envelope: Envelope, why: String },
+    /// acquire took the lock (exit 0). The lease is rolled back when the envelope, its only
+    /// record, cannot be printed.
+    Acquired {
+        envelope: Envelope,
+        lock: LockSection,
+        backend: Box<dyn Backend>,
+        lease: Lease,
+    },
+    /// The lock is held by another (exit 1).
+    Busy {
+        envelope: Envelope,
+        lock: LockSection,
+        note: String,
+    },
+    /// release freed or rolled back the lock (exit 0).
+    Released {
+        envelope: Envelope,
+        lock: LockSection,
+    },
+    /// release changed nothing (exit 1): not ours, a live holder, a live claimant.
+    NotReleased {
+        envelope: Envelope,
+        lock: LockSection,
+        note: String,
+    },
+    /// The lock's store failed (exit 3 or 4); the envelope flows with lock.error.
+    Failed {
+        envelope: Envelope,
+        lock: LockSection,
+        failure: Failure,
+    },
+    /// status (exit 0 free, 1 held).
+    Status {
+        status: StatusDocument,
+        note: Option<String>,
+    },
+    /// A signal came while the lock was being taken: it was rolled back (exit 130/143).
+    Interrupted(i32),
+    /// exec: the command's stdout was ours; its exit code (or ours) is the answer.
+    Exec(Exit),
+}
+
+impl Report {
+    fn exit(&self) -> Exit {
+        match self {
+            Report::Acquired { .. } | Report::Released { .. } => Exit::Yes,
+            Report::Status { status, .. } if !status.held => Exit::Yes,
+            Report::PassedThrough { .. }
+            | Report::Busy { .. }
+            | Report::NotReleased { .. }
+            | Report::Status { .. } => Exit::No,
+            Report::Failed { failure, .. } => failure.exit(),
+            Report::Interrupted(signal) => signals::exit_for(*signal),
+            Report::Exec(exit) => *exit,
+        }
+    }
+}
+
+impl From<Report> for Outcome {
+    fn from(report: Report) -> Outcome {
+        let exit = report.exit();
+        match report {
+            Report::PassedThrough { envelope, why } => Outcome::new(exit, &envelope).with_note(why),
+            Report::Acquired {
+                envelope,
+                lock,
+                backend,
+                lease,
+            } => {
+                // The token lives only in the printed envelope: a lease nobody received would
+                // stay held with nobody to release it.
+                let undo = move |diag: &Diag| {
+                    let line = match backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+                        Ok(Released::Yes { .. }) => {
+                            "the lock was rolled back: its token was not delivered".to_string()
+                        }
+                        Ok(Released::NotHolder { .. }) => {
+                            "the token was not delivered, and the lock is no longer ours: nothing was rolled back".to_string()
+                        }
+                        Err(failure) => format!(
+                            "the token was not delivered, and rolling the lock back failed: {failure}"
+                        ),
+                    };
+                    diag.warn(&line);
+                };
+                Outcome::new(exit, &envelope.with("lock", &lock)).undo_unless_printed(undo)
+            }
+            Report::Busy {
+                envelope,
+                lock,
+                note,
+            }
+            | Report::NotReleased {
+                envelope,
+                lock,
+                note,
+            } => Outcome::new(exit, &envelope.with("lock", &lock)).with_note(note),
+            Report::Released { envelope, lock } => {
+                Outcome::new(exit, &envelope.with("lock", &lock))
+            }
+            Report::Failed {
+                envelope,
+                mut lock,
+                failure,
+            } => {
+                lock.error = Some(failure.to_json());
+                let mut envelope = envelope;
+                envelope.set("error", failure.to_json());
+                Outcome::new(exit, &envelope.with("lock", &lock))
+            }
+            Report::Status { status, note } => {
+                let outcome = Outcome::new(exit, &status);
+                match note {
+                    Some(note) => outcome.with_note(note),
+                    None => outcome,
+                }
+            }
+            Report::Interrupted(signal) => signals::outcome(signal),
+            Report::Exec(exit) => Outcome::without_document(exit),
+        }
+    }
+}
+
+/// `dream-lock status`.
+#[derive(Debug, Serialize)]
+struct StatusDocument {
+    held: bool,
+    holder_pid: Option<u32>,
+    holder_alive: Option<bool>,
+    command_running: bool,
+    since: Option<String>,
+    stale: bool,
+    last_consolidated_at: Option<String>,
+    token: Option<String>,
+    backend: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    project: Project,
 }
 
 /// The project and backend a subcommand works on, with the envelope read from stdin.
@@ -137,21 +329,17 @@ impl Tool for Args {
     }
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
-        match &self.command {
+        let report = match &self.command {
             Subcommand::Acquire(args) => acquire(args, diag),
             Subcommand::Release(args) => release(args, diag),
             Subcommand::Status(args) => status(args),
             Subcommand::Exec(args) => exec(args, diag),
+        }?;
+        if let Report::Failed { failure, .. } = &report {
+            diag.warn(&failure.to_string());
         }
+        Ok(report.into())
     }
-}
-
-fn lock_base(backend: &dyn Backend) -> serde_json::Map<String, Value> {
-    let (kind, place) = backend.location();
-    let mut lock = serde_json::Map::new();
-    lock.insert("backend".into(), json!(backend.name()));
-    lock.insert(kind.into(), json!(place));
-    lock
 }
 
 /// `the etcd backend (key /x/holder)`.
@@ -161,15 +349,15 @@ fn describe(backend: &dyn Backend) -> String {
 }
 
 /// The backend an acquirer's `lock` section names, when it is not `backend`.
-fn other_backend(lock: &serde_json::Map<String, Value>, backend: &dyn Backend) -> Option<String> {
-    let name = lock.get("backend")?.as_str()?;
+fn other_backend(lock: &LockSection, backend: &dyn Backend) -> Option<String> {
+    let name = lock.backend.as_deref()?;
     if name != backend.name() {
         return Some(format!("the {name} backend"));
     }
     // Two etcd keys are two locks; file paths are re-resolved from the project, so they
     // are not compared.
     let (kind, place) = backend.location();
-    match lock.get(kind).and_then(Value::as_str) {
+    match lock.key.as_deref() {
         Some(named) if kind == "key" && named != place => {
             Some(format!("the {name} backend ({kind} {named})"))
         }
@@ -177,31 +365,37 @@ fn other_backend(lock: &serde_json::Map<String, Value>, backend: &dyn Backend) -
     }
 }
 
-fn acquired_json(backend: &dyn Backend, lease: &Lease) -> Value {
-    let mut lock = serde_json::Map::new();
-    lock.insert("acquired".into(), json!(true));
-    lock.extend(lock_base(backend));
-    lock.insert("pid".into(), json!(lease.pid));
-    lock.insert("prior_mtime".into(), json!(lease.prior_mtime_ms));
-    lock.insert("token".into(), json!(lease.token));
-    Value::Object(lock)
+fn acquired_section(backend: &dyn Backend, lease: &Lease) -> LockSection {
+    LockSection {
+        acquired: Some(true),
+        pid: Some(lease.pid),
+        prior_mtime: Some(lease.prior_mtime_ms),
+        token: Some(lease.token.clone()),
+        ..LockSection::default()
+    }
+    .at(backend)
 }
 
 /// A busy lock: the envelope's `lock` section, and the one line that says so.
 fn held(
-    envelope: &mut Envelope,
+    envelope: Envelope,
     backend: &dyn Backend,
     holder_pid: Option<u32>,
     since: Option<SystemTime>,
-) -> Outcome {
-    let mut lock = serde_json::Map::new();
-    lock.insert("acquired".into(), json!(false));
-    lock.insert("reason".into(), json!("held"));
-    lock.extend(lock_base(backend));
-    lock.insert("holder_pid".into(), json!(holder_pid));
-    lock.insert("held_since".into(), json!(since.map(rfc3339)));
-    envelope.set("lock", Value::Object(lock));
-    Outcome::new(Exit::No, envelope).with_note(format!("busy: {}", holder_line(holder_pid, since)))
+) -> Report {
+    let lock = LockSection {
+        acquired: Some(false),
+        reason: Some("held".into()),
+        holder_pid: Some(holder_pid),
+        held_since: Some(since.map(rfc3339)),
+        ..LockSection::default()
+    }
+    .at(backend);
+    Report::Busy {
+        envelope,
+        lock,
+        note: format!("busy: {}", holder_line(holder_pid, since)),
+    }
 }
 
 /// `held by PID 4242 since 2026-12-03T10:00:00.000Z`.
@@ -215,10 +409,10 @@ fn holder_line(holder_pid: Option<u32>, since: Option<SystemTime>) -> String {
 
 /// An envelope from a stage that said no is passed through untouched; a mistyped one is bad
 /// input (returned as the error).
-fn declined(envelope: &Envelope) -> Result<Option<Outcome>, Failure> {
+fn declined(envelope: &Envelope) -> Result<Option<String>, Failure> {
     Ok(match envelope.upstream()? {
         Upstream::Proceed => None,
-        Upstream::Declined(why) => Some(Outcome::new(Exit::No, envelope).with_note(why)),
+        Upstream::Declined(why) => Some(why),
     })
 }
 
@@ -235,16 +429,32 @@ fn take_lock(
     Ok((ctx, acquired))
 }
 
-fn acquire_failed(envelope: Envelope, failure: Failure, diag: &Diag) -> Result<Outcome, Failure> {
-    let section = json!({"acquired": false, "reason": "error"});
-    envelope.fail_stage("lock", section, failure, diag)
+/// An acquire that failed on its environment or store: the envelope flows, lock.error set.
+/// Usage and input failures are returned as they are (exit 2).
+fn acquire_failed(envelope: Envelope, failure: Failure) -> Result<Report, Failure> {
+    if !matches!(
+        failure,
+        Failure::Environment { .. } | Failure::Remote { .. }
+    ) {
+        return Err(failure);
+    }
+    let lock = LockSection {
+        acquired: Some(false),
+        reason: Some("error".into()),
+        ..LockSection::default()
+    };
+    Ok(Report::Failed {
+        envelope,
+        lock,
+        failure,
+    })
 }
 
-fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
+fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Report, Failure> {
     let (hints, _hook, mut envelope) =
         ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
-    if let Some(passed) = declined(&envelope)? {
-        return Ok(passed);
+    if let Some(why) = declined(&envelope)? {
+        return Ok(Report::PassedThrough { envelope, why });
     }
     let pid = args.pid.unwrap_or_else(std::os::unix::process::parent_id);
     // A signal while the lock is being written waits; then a lock taken is rolled back, so
@@ -255,34 +465,19 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Outcome, Failure> {
         if let Ok((ctx, Acquired::Yes(lease))) = &taken {
             finish(ctx.backend.as_ref(), lease, RunOutcome::Aborted, diag);
         }
-        return Ok(signals::outcome(signal));
+        return Ok(Report::Interrupted(signal));
     }
     match taken {
-        Ok((ctx, Acquired::Yes(lease))) => {
-            envelope.set("lock", acquired_json(ctx.backend.as_ref(), &lease));
-            // The token lives only in the printed envelope: a lease nobody received would
-            // stay held with nobody to release it.
-            let backend = ctx.backend;
-            let undo = move |diag: &Diag| {
-                let line = match backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
-                    Ok(Released::Yes { .. }) => {
-                        "the lock was rolled back: its token was not delivered".to_string()
-                    }
-                    Ok(Released::NotHolder { .. }) => {
-                        "the token was not delivered, and the lock is no longer ours: nothing was rolled back".to_string()
-                    }
-                    Err(failure) => format!(
-                        "the token was not delivered, and rolling the lock back failed: {failure}"
-                    ),
-                };
-                diag.warn(&line);
-            };
-            Ok(Outcome::new(Exit::Yes, &envelope).undo_unless_printed(undo))
-        }
+        Ok((ctx, Acquired::Yes(lease))) => Ok(Report::Acquired {
+            envelope,
+            lock: acquired_section(ctx.backend.as_ref(), &lease),
+            backend: ctx.backend,
+            lease,
+        }),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
-            Ok(held(&mut envelope, ctx.backend.as_ref(), holder_pid, since))
+            Ok(held(envelope, ctx.backend.as_ref(), holder_pid, since))
         }
-        Err(failure) => acquire_failed(envelope, failure, diag),
+        Err(failure) => acquire_failed(envelope, failure),
     }
 }
 
@@ -298,11 +493,11 @@ struct ReleaseSource {
 
 /// The lease to release: `--token` (with `--prior-mtime`, else the stdin's when it names
 /// the same token, else 0), else the envelope's `lock`, else `dream-lock status` output.
-/// `Err(Ok(outcome))` is a pass-through of a declined envelope.
+/// `Ok(Err(report))` is a pass-through of a declined envelope.
 fn release_source(
     args: &ReleaseArgs,
     envelope: Envelope,
-) -> Result<Result<ReleaseSource, Outcome>, Failure> {
+) -> Result<Result<ReleaseSource, Report>, Failure> {
     let upstream = envelope.upstream()?;
     // `dream-lock status` prints `held` at the top level, which no envelope has.
     let from_status =
@@ -319,7 +514,7 @@ fn release_source(
     // token) or a token on the command line says what to release: whatever failed upstream,
     // a held lock is never stranded.
     if let (None, None, Upstream::Declined(why)) = (&args.token, &token, upstream) {
-        return Ok(Err(Outcome::new(Exit::No, &envelope).with_note(why)));
+        return Ok(Err(Report::PassedThrough { envelope, why }));
     }
     let (token, prior_mtime) = match (&args.token, token) {
         (Some(flag), from_stdin) => {
@@ -365,7 +560,7 @@ fn release_source(
     }))
 }
 
-fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
+fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
     let (hints, _hook, envelope) = ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
     let ReleaseSource {
         token,
@@ -402,16 +597,25 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             }
         },
     };
-    let mut lock = match envelope.get("lock") {
-        Some(Value::Object(map)) => map.clone(),
-        _ => serde_json::Map::new(),
+    let mut lock: LockSection = envelope.section("lock")?.unwrap_or_default();
+    // A failure from an earlier try is not this release's.
+    lock.error = None;
+    let failed = |envelope, mut lock: LockSection, failure| {
+        lock.released = Some(false);
+        acquire_failed(envelope, failure).map(|report| match report {
+            Report::Failed {
+                envelope, failure, ..
+            } => Report::Failed {
+                envelope,
+                lock,
+                failure,
+            },
+            other => other,
+        })
     };
     let ctx = match context(&args.at, &hints) {
         Ok(ctx) => ctx,
-        Err(failure) => {
-            lock.insert("released".into(), json!(false));
-            return envelope.fail_stage("lock", Value::Object(lock), failure, diag);
-        }
+        Err(failure) => return failed(envelope, lock, failure),
     };
     if !envelope.get("project").is_some_and(Value::is_object) {
         envelope.set("project", ctx.project.to_json()?);
@@ -424,25 +628,23 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             describe(ctx.backend.as_ref())
         )));
     }
-    lock.extend(lock_base(ctx.backend.as_ref()));
-    lock.insert("token".into(), json!(token));
-    lock.insert(
-        "outcome".into(),
-        json!(reported.unwrap_or(outcome.as_str())),
-    );
-    if let Some(text) = warning {
-        lock.insert("warning".into(), json!(text));
-    }
-    let refused = |mut lock: serde_json::Map<String, Value>,
-                   mut envelope: Envelope,
+    let mut lock = lock.at(ctx.backend.as_ref());
+    lock.token = Some(token.clone());
+    lock.outcome = Some(reported.unwrap_or(outcome.as_str()).to_string());
+    lock.warning = warning.map(str::to_string);
+    let refused = |mut lock: LockSection,
+                   envelope: Envelope,
                    reason: &str,
                    holder_pid: Option<u32>,
                    note: String| {
-        lock.insert("released".into(), json!(false));
-        lock.insert("reason".into(), json!(reason));
-        lock.insert("holder_pid".into(), json!(holder_pid));
-        envelope.set("lock", Value::Object(lock));
-        Outcome::new(Exit::No, &envelope).with_note(note)
+        lock.released = Some(false);
+        lock.reason = Some(reason.to_string());
+        lock.holder_pid = Some(holder_pid);
+        Report::NotReleased {
+            envelope,
+            lock,
+            note,
+        }
     };
     // By hand, a live holder that is not the caller (this shell or a parent of it) is
     // somebody else's run: releasing it lets a second run start beside it, so it takes
@@ -466,10 +668,7 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
                 }
             }
             Ok(_) => {}
-            Err(failure) => {
-                lock.insert("released".into(), json!(false));
-                return envelope.fail_stage("lock", Value::Object(lock), failure, diag);
-            }
+            Err(failure) => return failed(envelope, lock, failure),
         }
     }
     // One runner per lock: while the run that claimed this hold still runs, only its own
@@ -488,10 +687,7 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             return Ok(refused(lock, envelope, "claimed", Some(claimant.pid), note));
         }
         Ok(_) => {}
-        Err(failure) => {
-            lock.insert("released".into(), json!(false));
-            return envelope.fail_stage("lock", Value::Object(lock), failure, diag);
-        }
+        Err(failure) => return failed(envelope, lock, failure),
     }
     // A release is never cut short by a signal; what it did is still reported.
     let hold = signals::hold();
@@ -502,13 +698,9 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             if let Some(text) = warning {
                 diag.warn(text);
             }
-            lock.insert("released".into(), json!(true));
-            lock.insert(
-                "last_consolidated_at".into(),
-                json!(last_consolidated.map(rfc3339)),
-            );
-            envelope.set("lock", Value::Object(lock));
-            Ok(Outcome::new(Exit::Yes, &envelope))
+            lock.released = Some(true);
+            lock.last_consolidated_at = Some(last_consolidated.map(rfc3339));
+            Ok(Report::Released { envelope, lock })
         }
         Ok(Released::NotHolder { holder_pid }) => Ok(refused(
             lock,
@@ -517,46 +709,44 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Outcome, Failure> {
             holder_pid,
             "not released: the lock is no longer ours (taken over, or released already); nothing was changed".into(),
         )),
-        Err(failure) => {
-            lock.insert("released".into(), json!(false));
-            envelope.fail_stage("lock", Value::Object(lock), failure, diag)
-        }
+        Err(failure) => failed(envelope, lock, failure),
     }
 }
 
-fn status(args: &StatusArgs) -> Result<Outcome, Failure> {
+fn status(args: &StatusArgs) -> Result<Report, Failure> {
     let (hints, _hook, _envelope) = ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
     let ctx = context(&args.at, &hints)?;
     let s = ctx.backend.status(SystemTime::now())?;
     let (kind, place) = ctx.backend.location();
-    let document = json!({
-        "held": s.held,
-        "holder_pid": s.holder_pid,
-        "holder_alive": s.holder_alive,
-        "command_running": s.command_running,
-        "since": s.since.map(rfc3339),
-        "stale": s.stale,
-        "last_consolidated_at": s.last_consolidated.map(rfc3339),
-        "token": s.token,
-        "backend": ctx.backend.name(),
-        kind: place,
-        "project": ctx.project.to_json()?,
+    let note = s.held.then(|| {
+        let mut note = holder_line(s.holder_pid, s.since);
+        if s.command_running {
+            note.push_str(" (that process is gone; the command it ran still runs)");
+        }
+        note
     });
-    if !s.held {
-        return Ok(Outcome::new(Exit::Yes, &document));
-    }
-    let mut note = holder_line(s.holder_pid, s.since);
-    if s.command_running {
-        note.push_str(" (that process is gone; the command it ran still runs)");
-    }
-    Ok(Outcome::new(Exit::No, &document).with_note(note))
+    let status = StatusDocument {
+        held: s.held,
+        holder_pid: s.holder_pid,
+        holder_alive: s.holder_alive,
+        command_running: s.command_running,
+        since: s.since.map(rfc3339),
+        stale: s.stale,
+        last_consolidated_at: s.last_consolidated.map(rfc3339),
+        token: s.token,
+        backend: ctx.backend.name(),
+        path: (kind == "path").then(|| place.clone()),
+        key: (kind == "key").then_some(place),
+        project: ctx.project,
+    };
+    Ok(Report::Status { status, note })
 }
 
-fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
+fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let (hints, _hook, mut envelope) =
         ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
-    if let Some(passed) = declined(&envelope)? {
-        return Ok(passed);
+    if let Some(why) = declined(&envelope)? {
+        return Ok(Report::PassedThrough { envelope, why });
     }
     // From before the lock is taken to its release, signals are forwarded to the command and
     // answered by a rollback, so none can leave the lock held with a moved mtime.
@@ -564,23 +754,27 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
     let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope) {
         Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
-            return Ok(held(&mut envelope, ctx.backend.as_ref(), holder_pid, since));
+            return Ok(held(envelope, ctx.backend.as_ref(), holder_pid, since));
         }
-        Err(failure) => return acquire_failed(envelope, failure, diag),
+        Err(failure) => return acquire_failed(envelope, failure),
     };
     let backend = ctx.backend.as_ref();
     if let Some(signal) = signals::claim() {
         finish(backend, &lease, RunOutcome::Aborted, diag);
         drop(hold);
-        return Ok(signals::outcome(signal));
+        return Ok(Report::Interrupted(signal));
     }
-    envelope.set("lock", acquired_json(backend, &lease));
+    envelope.set(
+        "lock",
+        serde_json::to_value(acquired_section(backend, &lease))
+            .map_err(|e| Failure::environment(format!("cannot serialise the lock: {e}")))?,
+    );
     // The command inherits the pin: the lock stays held while it runs, even if we are killed.
     let pin = match backend.pin(&lease) {
         Ok(pin) => pin,
         Err(failure) => {
             finish(backend, &lease, RunOutcome::Failed, diag);
-            return acquire_failed(envelope, failure, diag);
+            return acquire_failed(envelope, failure);
         }
     };
     // A lease that expires on its own (etcd) is renewed while the command runs.
@@ -588,7 +782,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
         Ok(keep_alive) => keep_alive,
         Err(failure) => {
             finish(backend, &lease, RunOutcome::Failed, diag);
-            return acquire_failed(envelope, failure, diag);
+            return acquire_failed(envelope, failure);
         }
     };
 
@@ -635,10 +829,8 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
             } else {
                 126
             };
-            return Ok(Outcome {
-                exit: Exit::Child(code),
-                ..Outcome::new(Exit::Usage, &failure.to_document())
-            });
+            let _ = crate::cli::output::write_stdout(&failure.to_document().to_string(), false);
+            return Ok(Report::Exec(Exit::Child(code)));
         }
     };
     signals::forward_to(child.id());
@@ -702,14 +894,14 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Outcome, Failure> {
     // when the command ignored the signal and exited 0, or was killed because we were asked
     // twice.
     if let Some(signal) = interrupted {
-        return Ok(Outcome::without_document(signals::exit_for(signal)));
+        return Ok(Report::Exec(signals::exit_for(signal)));
     }
     let code = status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1);
-    Ok(Outcome::without_document(Exit::Child(code)))
+    Ok(Report::Exec(Exit::Child(code)))
 }
 
 /// Waits until the child `pid` has exited, leaving it unreaped.
