@@ -5,7 +5,7 @@ use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::{Diag, Failure, Outcome};
+use super::Failure;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Envelope(Map<String, Value>);
@@ -202,31 +202,6 @@ impl Envelope {
         Value::Object(self.0)
     }
 
-    /// A stage failed on its environment (exit 3) or its remote store (exit 4): the envelope still flows, with the stage's
-    /// `key` set to `section` plus `error: {kind, message}`, so a later stage sees the failure
-    /// and does nothing. Usage and input failures are returned as they are (exit 2, no
-    /// envelope).
-    pub fn fail_stage(
-        mut self,
-        key: &str,
-        mut section: Value,
-        failure: Failure,
-        diag: &Diag,
-    ) -> Result<Outcome, Failure> {
-        if !matches!(
-            failure,
-            Failure::Environment { .. } | Failure::Remote { .. }
-        ) {
-            return Err(failure);
-        }
-        diag.warn(&failure.to_string());
-        if let Value::Object(map) = &mut section {
-            map.insert("error".into(), failure.to_json());
-        }
-        self.set(key, section);
-        Ok(Outcome::new(failure.exit(), &self))
-    }
-
     /// The envelope as it will be printed with `key` set to a typed section (replaced in
     /// place, or appended), serialised directly without building a `Value` for it.
     pub fn with<'a, T: Serialize>(&'a self, key: &'a str, section: &'a T) -> WithSection<'a, T> {
@@ -359,30 +334,26 @@ mod tests {
     }
 
     #[test]
-    fn an_environment_failure_keeps_the_envelope_flowing() {
-        let Value::Object(map) = json!({"trace": 1}) else {
-            unreachable!()
-        };
-        let diag = Diag::new("t", true, false);
-        let env = Envelope::from_map(map);
-        let out = env
-            .clone()
-            .fail_stage(
-                "gate",
-                json!({"due": false}),
-                Failure::environment("disk"),
-                &diag,
-            )
-            .unwrap();
-        assert_eq!(out.exit.code(), 3);
+    fn a_failed_stage_keeps_the_envelope_and_the_lease() {
+        let failure = Failure::environment("disk");
+        let got = failed(env(json!({"trace": 1})), "gate", &failure);
         assert_eq!(
-            out.json.as_deref(),
-            Some(
-                r#"{"trace":1,"gate":{"due":false,"error":{"kind":"environment","message":"disk"}}}"#
-            )
+            got,
+            json!({"trace": 1, "gate": {"due": false, "reason": "error",
+                   "error": {"kind": "environment", "message": "disk"}},
+                   "error": {"kind": "environment", "message": "disk"}})
         );
-        let usage = env.fail_stage("gate", json!({}), Failure::Usage("u".into()), &diag);
-        assert_eq!(usage.unwrap_err().kind(), "usage");
+        let leased = env(json!({"lock": {"acquired": true, "token": "1:2", "prior_mtime": 5}}));
+        let got = failed(leased, "lock", &failure);
+        assert_eq!(got["lock"]["token"], "1:2");
+        assert_eq!(got["lock"]["released"], false);
+        let got = failed(
+            env(json!({"lock": {"token": "1:2"}})),
+            "run",
+            &Failure::interrupted(15),
+        );
+        assert_eq!(got["run"]["status"], "aborted");
+        assert_eq!(got["error"]["kind"], "interrupted");
     }
 
     fn env(v: Value) -> Envelope {

@@ -38,9 +38,11 @@ impl Diag {
         }
     }
 
-    /// One line, secrets removed, in one write (stderr is unbuffered).
+    /// One line, secrets and control characters removed, in one write (stderr is
+    /// unbuffered): a message may quote a model, a transcript or a file name.
     fn line(&self, message: &str) {
-        let line = format!("{}: {}\n", self.tool, redact(message));
+        let clean = super::text::sanitize(message);
+        let line = format!("{}: {}\n", self.tool, redact(&clean));
         // Nothing useful can be done when stderr itself is gone.
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }

@@ -5,7 +5,6 @@ use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 use serde::Serialize;
-use serde_json::json;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::sessions::{sessions_touched_since, SessionFile};
@@ -362,13 +361,16 @@ impl Tool for Args {
                     None => outcome,
                 })
             }
-            // The envelope keeps flowing so a later stage sees `gate.due == false`.
-            Err(failure) => envelope.fail_stage(
-                "gate",
-                json!({"due": false, "reason": "error"}),
-                failure,
-                diag,
-            ),
+            // The envelope keeps flowing so a later stage sees `gate.due == false`; usage and
+            // input errors are exit 2 (in the envelope too, by the shared main).
+            Err(failure @ (Failure::Environment { .. } | Failure::Remote { .. })) => {
+                diag.warn(&failure.to_string());
+                Ok(Outcome::new(
+                    failure.exit(),
+                    &crate::cli::envelope::failed(envelope, "gate", &failure),
+                ))
+            }
+            Err(failure) => Err(failure),
         }
     }
 }
