@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
 use crate::claude::paths::{
     check_location, config_dir, config_source, home_dir, project_dir, state_home,
@@ -16,11 +17,12 @@ use crate::claude::paths::{
 use crate::claude::settings::FeedbackDrafts;
 use crate::claude::{Env, HookPayload, Settings};
 use crate::cli::duration::parse_duration;
+use crate::cli::text::{for_terminal, sanitize};
 use crate::cli::{CommonArgs, Diag, Exit, Failure, Input, Outcome, Tool};
 use crate::files::{create_private_dir, write_atomic};
 use crate::model::{self, ErrorKind, ModelError, RetryPolicy};
 use send::{attach, github_issue, payload, Attachment, PAYLOAD_BUDGET};
-use store::{Draft, Listed, NewDraft, Store, TranscriptRef, MAX_QUEUES_PER_SESSION};
+use store::{for_display, Draft, Listed, NewDraft, Store, TranscriptRef, MAX_QUEUES_PER_SESSION};
 
 /// Queue, review and send feedback drafts.
 #[derive(Debug, Clone, Parser)]
@@ -105,7 +107,7 @@ pub struct SendArgs {
     #[arg(long)]
     pub with_transcript: bool,
     /// The transcript file [default: the draft's transcript_ref]
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", requires = "with_transcript")]
     pub transcript: Option<PathBuf>,
     /// Consent given: send without asking (required when stdin is not a terminal)
     #[arg(long)]
@@ -131,46 +133,325 @@ impl Tool for Args {
         // the JSON could not name exactly, before anything is written.
         check_location(config_source(&env), &config)?;
         let store = Store::new(&config);
-        match &self.command {
-            Subcommand::Queue(args) => queue(args, &store, &config, &env, home.as_deref(), diag),
-            Subcommand::List => list(&store),
+        let report = match &self.command {
+            Subcommand::Queue(args) => queue(args, &store, &config, &env, home.as_deref(), diag)?,
+            Subcommand::List => list(&store)?,
             Subcommand::Show { id } => match store.read(id)? {
-                Some(draft) => Ok(Outcome::new(Exit::Yes, &draft)),
-                None => Ok(not_found(id)),
+                Some(draft) => FeedbackReport::Shown(Box::new(draft.for_display())),
+                None => FeedbackReport::not_found(id),
             },
             Subcommand::Discard { id } => {
                 if store.delete(id)? {
-                    Ok(Outcome::new(
-                        Exit::Yes,
-                        &json!({"discarded": true, "draft_id": id}),
-                    ))
+                    FeedbackReport::Discarded {
+                        discarded: Is,
+                        draft_id: id.clone(),
+                    }
                 } else {
-                    Ok(Outcome::new(
-                        Exit::No,
-                        &json!({"discarded": false, "draft_id": id, "reason": "not_found"}),
-                    )
-                    .with_note(format!("no draft {id} (`feedback list` shows the drafts)")))
+                    FeedbackReport::NotDiscarded {
+                        discarded: Is,
+                        draft_id: id.clone(),
+                        reason: Reason::NotFound,
+                    }
                 }
             }
-            Subcommand::Send(args) => send_draft(args, &store, &config, &env, diag),
+            Subcommand::Send(args) => send_draft(args, &store, &config, &env, diag)?,
+        };
+        Ok(report.into_outcome(diag))
+    }
+}
+
+/// A field whose value the variant fixes: `sent: True` always prints `"sent": true`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Is<const B: bool>;
+type True = Is<true>;
+type False = Is<false>;
+
+impl<const B: bool> Serialize for Is<B> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(B)
+    }
+}
+
+/// Why the answer is a clean "no" (exit 1), as the JSON's `reason` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Reason {
+    /// No draft has that id.
+    NotFound,
+    /// `feedbackDrafts: off`.
+    Disabled,
+    /// The source session queued its [`MAX_QUEUES_PER_SESSION`] drafts already.
+    SessionLimit,
+    /// The person answered no at the prompt.
+    Declined,
+}
+
+/// What one `feedback` command did: the variant decides the exit code ([`FeedbackReport::exit`])
+/// and the stderr line ([`FeedbackReport::line`]); the fields are the stdout document. A
+/// failure before there is anything to report (a bad id, a drafts dir that cannot be read) is
+/// a [`Failure`] instead, printed as `{"error": {kind, reason?, message}}`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum FeedbackReport {
+    /// `queue` wrote a draft.
+    Queued {
+        draft_id: String,
+        path: String,
+        evicted: Vec<String>,
+    },
+    /// `queue` wrote nothing: drafts are off, or the session's queue is full.
+    Refused {
+        queued: False,
+        reason: Reason,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        source_session_id: Option<String>,
+    },
+    /// `list`, newest first, after the expired drafts were deleted.
+    Listed {
+        drafts: Vec<ListEntry>,
+        expired: Vec<String>,
+    },
+    /// `show`: the draft as a person may see it ([`Draft::for_display`]).
+    Shown(Box<Draft>),
+    /// `show` or `send` of an id that names no draft.
+    NotFound {
+        found: False,
+        draft_id: String,
+        reason: Reason,
+    },
+    Discarded {
+        discarded: True,
+        draft_id: String,
+    },
+    NotDiscarded {
+        discarded: False,
+        draft_id: String,
+        reason: Reason,
+    },
+    /// The server took the draft (2xx). `error` only when the draft could not be deleted
+    /// afterwards (exit 3: sending it again would send it twice).
+    Sent {
+        sent: True,
+        feedback_id: Value,
+        draft_id: String,
+        transcript: Box<Attachment>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        url: Option<Value>,
+        #[serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "optional_failure"
+        )]
+        error: Option<Failure>,
+    },
+    /// The person said no at the prompt; the draft is kept.
+    Declined {
+        sent: False,
+        queued: True,
+        draft_id: String,
+        reason: Reason,
+    },
+    /// The draft exists but was not sent, and is kept: `error` says why.
+    NotSent {
+        sent: False,
+        queued: True,
+        draft_id: String,
+        error: Unsent,
+    },
+}
+
+impl FeedbackReport {
+    fn not_found(id: &str) -> Self {
+        FeedbackReport::NotFound {
+            found: Is,
+            draft_id: id.to_string(),
+            reason: Reason::NotFound,
+        }
+    }
+
+    /// The exit code, for every report in one place.
+    fn exit(&self) -> Exit {
+        match self {
+            FeedbackReport::Queued { .. }
+            | FeedbackReport::Listed { .. }
+            | FeedbackReport::Shown(_)
+            | FeedbackReport::Discarded { .. }
+            | FeedbackReport::Sent { error: None, .. } => Exit::Yes,
+            FeedbackReport::Refused { .. }
+            | FeedbackReport::NotFound { .. }
+            | FeedbackReport::NotDiscarded { .. }
+            | FeedbackReport::Declined { .. } => Exit::No,
+            FeedbackReport::Sent {
+                error: Some(failure),
+                ..
+            } => failure.exit(),
+            FeedbackReport::NotSent { error, .. } => error.exit(),
+        }
+    }
+
+    /// The one line a person reads on stderr, when there is one. Text from a server is made
+    /// safe for the terminal first.
+    fn line(&self) -> Option<String> {
+        match self {
+            FeedbackReport::NotFound { draft_id, .. }
+            | FeedbackReport::NotDiscarded { draft_id, .. } => Some(format!(
+                "no draft {draft_id} (`feedback list` shows the drafts)"
+            )),
+            FeedbackReport::Refused {
+                reason: Reason::SessionLimit,
+                source_session_id,
+                ..
+            } => Some(format!(
+                "not queued: session {} has queued {MAX_QUEUES_PER_SESSION} drafts already",
+                source_session_id.as_deref().unwrap_or("?")
+            )),
+            FeedbackReport::Declined { .. } => {
+                Some("not sent (declined); the draft is kept".into())
+            }
+            FeedbackReport::Sent {
+                error: Some(failure),
+                ..
+            } => Some(format!(
+                "sent, but the draft is still there (do not send it again): {}",
+                sanitize(&failure.to_string())
+            )),
+            FeedbackReport::NotSent { error, .. } => Some(format!(
+                "not sent, the draft is kept: {}",
+                sanitize(&error.message())
+            )),
+            _ => None,
+        }
+    }
+
+    /// The process's outcome: the document, its exit code and its line (a note for a clean
+    /// "no", which the shared main prints; otherwise printed here).
+    fn into_outcome(self, diag: &Diag) -> Outcome {
+        let exit = self.exit();
+        let line = self.line();
+        let outcome = Outcome::new(exit, &self);
+        match line {
+            Some(line) if exit == Exit::No => outcome.with_note(line),
+            Some(line) => {
+                diag.warn(&line);
+                outcome
+            }
+            None => outcome,
         }
     }
 }
 
-/// A path for the JSON output. `json!` on a `Path` panics on bytes that are not UTF-8; the
-/// config dir and the hook's paths are checked at input, so only a foreign file dropped into
-/// the drafts dir can have such a name, and `list` shows it with the bytes replaced rather
-/// than fail the whole listing.
-fn path_text(path: &std::path::Path) -> String {
-    path.to_string_lossy().into_owned()
+/// One entry of `list`: a draft with its path (as [`Draft::for_display`]), or a file that is
+/// not a readable draft, with its error.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ListEntry {
+    Draft {
+        #[serde(flatten)]
+        draft: Box<Draft>,
+        path: String,
+    },
+    Broken {
+        draft_id: String,
+        path: String,
+        error: String,
+    },
 }
 
-fn not_found(id: &str) -> Outcome {
-    Outcome::new(
-        Exit::No,
-        &json!({"found": false, "draft_id": id, "reason": "not_found"}),
-    )
-    .with_note(format!("no draft {id} (`feedback list` shows the drafts)"))
+/// Why a draft that exists was not sent.
+#[derive(Debug)]
+enum Unsent {
+    /// The request failed (after retries), or could not be authorised (no `GITHUB_TOKEN`):
+    /// exit 4, `{kind, status, message, attempts}`.
+    Remote(ModelError),
+    /// A local gate (the transcript file, the payload's size, consent, the machine): its
+    /// own exit code, `{kind, reason?, message}`.
+    Local(Failure),
+}
+
+impl From<Failure> for Unsent {
+    fn from(failure: Failure) -> Self {
+        Unsent::Local(failure)
+    }
+}
+
+impl Unsent {
+    fn exit(&self) -> Exit {
+        match self {
+            Unsent::Remote(_) => Exit::Remote,
+            Unsent::Local(failure) => failure.exit(),
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Unsent::Remote(error) => error.message.clone(),
+            Unsent::Local(failure) => failure.to_string(),
+        }
+    }
+}
+
+/// `{kind, reason?, message}`, the message made safe to print.
+#[derive(Serialize)]
+struct ErrorBody {
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    message: String,
+}
+
+impl ErrorBody {
+    fn of(failure: &Failure) -> Self {
+        ErrorBody {
+            kind: failure.kind(),
+            reason: failure.reason(),
+            message: sanitize(&failure.to_string()).into_owned(),
+        }
+    }
+}
+
+fn optional_failure<S: Serializer>(failure: &Option<Failure>, s: S) -> Result<S::Ok, S::Error> {
+    failure.as_ref().map(ErrorBody::of).serialize(s)
+}
+
+/// `{kind, status, message, attempts}` of a failed request.
+#[derive(Serialize)]
+struct RemoteBody {
+    kind: &'static str,
+    status: Option<u16>,
+    message: String,
+    attempts: u32,
+}
+
+impl Serialize for Unsent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Unsent::Remote(error) => RemoteBody {
+                kind: send_kind(error),
+                status: error.status,
+                message: sanitize(&error.message).into_owned(),
+                attempts: error.attempts,
+            }
+            .serialize(s),
+            Unsent::Local(failure) => ErrorBody::of(failure).serialize(s),
+        }
+    }
+}
+
+/// The `kind` of a failed send: 413 is `too_large`, another refusal of the request
+/// `rejected`, the rest as the client typed it.
+fn send_kind(error: &ModelError) -> &'static str {
+    match (error.kind, error.status) {
+        (_, Some(413)) => "too_large",
+        (ErrorKind::InvalidRequest, _) => "rejected",
+        (kind, _) => kind.as_str(),
+    }
+}
+
+/// A path for the JSON output, bytes that are not UTF-8 replaced. The config dir and the
+/// hook's paths are checked at input, so only a foreign file dropped into the drafts dir can
+/// have such a name, and `list` shows it with the bytes replaced rather than fail the whole
+/// listing.
+fn path_text(path: &std::path::Path) -> String {
+    path.to_string_lossy().into_owned()
 }
 
 fn queue(
@@ -180,7 +461,7 @@ fn queue(
     env: &Env,
     home: Option<&std::path::Path>,
     diag: &Diag,
-) -> Result<Outcome, Failure> {
+) -> Result<FeedbackReport, Failure> {
     let mut new = match Input::from_stdin()? {
         Input::Nothing => NewDraft::default(),
         Input::Envelope(fields) => serde_json::from_value(fields.into_value())
@@ -234,10 +515,11 @@ fn queue(
     let settings = Settings::load(config, &cwd)?;
     let mode = settings.feedback_drafts.unwrap_or(FeedbackDrafts::Notify);
     if mode == FeedbackDrafts::Off {
-        return Ok(Outcome::new(
-            Exit::No,
-            &json!({"queued": false, "reason": "disabled"}),
-        ));
+        return Ok(FeedbackReport::Refused {
+            queued: Is,
+            reason: Reason::Disabled,
+            source_session_id: None,
+        });
     }
     // Validation and the size cap come before anything is written.
     let draft = new.into_draft(SystemTime::now())?;
@@ -246,10 +528,11 @@ fn queue(
     let session = draft.source_session_id.clone();
     if let Some(session) = &session {
         if counts.get(session)? >= MAX_QUEUES_PER_SESSION {
-            return Ok(Outcome::new(
-                Exit::No,
-                &json!({"queued": false, "reason": "session_limit", "source_session_id": session}),
-            ));
+            return Ok(FeedbackReport::Refused {
+                queued: Is,
+                reason: Reason::SessionLimit,
+                source_session_id: Some(session.clone()),
+            });
         }
     }
     let path = store.write(&draft.draft_id, &bytes)?;
@@ -260,38 +543,45 @@ fn queue(
         }
     }
     if mode == FeedbackDrafts::Notify {
+        // The title is the user's text: one line, without control characters.
         diag.warn(&format!(
-            "feedback draft queued: {} (review with `feedback show {}`)",
-            draft.title, draft.draft_id
+            "draft queued: {} (review with `feedback show {}`)",
+            for_terminal(&draft.title, 200),
+            draft.draft_id
         ));
     }
-    Ok(Outcome::new(
-        Exit::Yes,
-        &json!({"draft_id": draft.draft_id, "path": path_text(&path), "evicted": evicted}),
-    ))
+    Ok(FeedbackReport::Queued {
+        draft_id: draft.draft_id,
+        path: path_text(&path),
+        evicted,
+    })
 }
 
-fn list(store: &Store) -> Result<Outcome, Failure> {
+fn list(store: &Store) -> Result<FeedbackReport, Failure> {
     let (remaining, expired) = store.expire(store.list()?, SystemTime::now())?;
-    let drafts: Vec<Value> = remaining
+    let safe = |text: &str| sanitize(text).into_owned();
+    let drafts = remaining
         .into_iter()
         .map(|item| match item {
-            Listed::Draft(draft, path) => {
-                let mut value = serde_json::to_value(&*draft).unwrap_or(Value::Null);
-                value["path"] = json!(path_text(&path));
-                value
-            }
+            Listed::Draft(draft, path) => ListEntry::Draft {
+                draft: Box::new(draft.for_display()),
+                path: safe(&path_text(&path)),
+            },
             Listed::Broken {
                 draft_id,
                 path,
                 error,
-            } => json!({"draft_id": draft_id, "path": path_text(&path), "error": error}),
+            } => ListEntry::Broken {
+                draft_id: safe(&draft_id),
+                path: safe(&path_text(&path)),
+                error: safe(&error),
+            },
         })
         .collect();
-    Ok(Outcome::new(
-        Exit::Yes,
-        &json!({"drafts": drafts, "expired": expired}),
-    ))
+    Ok(FeedbackReport::Listed {
+        drafts,
+        expired: expired.iter().map(|id| safe(id)).collect(),
+    })
 }
 
 /// How many drafts each source session has queued (`<state>/dreamkit/feedback-queues.json`).
@@ -325,7 +615,7 @@ impl QueueCounts {
     fn increment(&self, session: &str) -> std::io::Result<()> {
         let mut counts = self.load().unwrap_or_default();
         let n = counts.get(session).and_then(Value::as_u64).unwrap_or(0);
-        counts.insert(session.to_string(), json!(n + 1));
+        counts.insert(session.to_string(), Value::from(n + 1));
         // Bounded: the oldest sessions are forgotten first.
         while counts.len() > 1000 {
             let first = counts.keys().next().cloned().unwrap_or_default();
@@ -344,7 +634,8 @@ enum Target {
     GitHub {
         api: String,
         repo: String,
-        token: String,
+        /// Checked only after the local gates, like a model key (`auth`, exit 4).
+        token: Option<String>,
     },
 }
 
@@ -359,6 +650,7 @@ fn is_github_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
+/// The target named by the flags; a wrong one is a usage error, before any draft is read.
 fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
     if let Some(to) = &args.to {
         let repo = to
@@ -372,8 +664,7 @@ fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
         let token = env
             .get("GITHUB_TOKEN")
             .map(|t| t.to_string_lossy().trim().to_string())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| Failure::Usage("--to github needs GITHUB_TOKEN".into()))?;
+            .filter(|t| !t.is_empty());
         let api = env.get("GITHUB_API_URL").map_or_else(
             || "https://api.github.com".to_string(),
             |u| u.to_string_lossy().trim_end_matches('/').to_string(),
@@ -397,16 +688,41 @@ fn send_draft(
     config: &std::path::Path,
     env: &Env,
     diag: &Diag,
-) -> Result<Outcome, Failure> {
-    let Some(draft) = store.read(&args.id)? else {
-        return Ok(not_found(&args.id));
-    };
+) -> Result<FeedbackReport, Failure> {
+    // The caller's mistakes first, then the draft, then everything else about sending it.
     let target = target(args, env)?;
-    let mut body = match &target {
-        Target::Endpoint(_) => payload(&draft),
-        Target::GitHub { .. } => github_issue(&draft),
+    let Some(draft) = store.read(&args.id)? else {
+        return Ok(FeedbackReport::not_found(&args.id));
     };
-    let attachment = match (&target, args.with_transcript) {
+    Ok(
+        send_found(args, &draft, &target, store, config, env, diag).unwrap_or_else(|error| {
+            FeedbackReport::NotSent {
+                sent: Is,
+                queued: Is,
+                draft_id: draft.draft_id.clone(),
+                error,
+            }
+        }),
+    )
+}
+
+/// Sends a draft that exists. Gates in order: the transcript file (exit 3), the payload's
+/// size (exit 2), consent without a terminal (exit 2), the credential (exit 4), the person's
+/// answer (exit 1), then the request.
+fn send_found(
+    args: &SendArgs,
+    draft: &Draft,
+    target: &Target,
+    store: &Store,
+    config: &std::path::Path,
+    env: &Env,
+    diag: &Diag,
+) -> Result<FeedbackReport, Unsent> {
+    let mut body = match target {
+        Target::Endpoint(_) => payload(draft),
+        Target::GitHub { .. } => github_issue(draft),
+    };
+    let attachment = match (target, args.with_transcript) {
         (_, false) => Attachment::default(),
         (Target::GitHub { .. }, true) => {
             diag.warn("the transcript is never attached to a GitHub issue");
@@ -419,19 +735,26 @@ fn send_draft(
             let path = args
                 .transcript
                 .clone()
-                .or_else(|| transcript_path(&draft, config));
+                .or_else(|| transcript_path(draft, config));
+            // A transcript that is named, by the flag or the draft, must be there to read:
+            // missing, unreadable or not a regular file is exit 3 and nothing is sent.
+            if let Some(path) = &path {
+                crate::files::open_regular(path)
+                    .map_err(|e| Failure::io("read the transcript", path, &e))?;
+            }
             let base = serde_json::to_vec(&body).map_or(0, |b| b.len());
-            let a = attach(&draft, path.as_deref(), base);
+            let a = attach(draft, path.as_deref(), base);
             if let Some(reason) = a.withheld {
                 diag.warn(&format!("transcript withheld: {reason}"));
             }
             if let Some(text) = &a.text {
-                body["transcript"] = json!(text);
+                body["transcript"] = Value::from(text.as_str());
             }
             a
         }
     };
-    let bytes = serde_json::to_vec(&body).map_err(|e| Failure::environment(e.to_string()))?;
+    let bytes = serde_json::to_vec(&body)
+        .map_err(|e| Failure::environment(format!("cannot serialise the payload: {e}")))?;
     if bytes.len() > PAYLOAD_BUDGET {
         return Err(Failure::BadInput {
             reason: Some("too_large"),
@@ -439,44 +762,90 @@ fn send_draft(
                 "the payload is {} bytes; at most {PAYLOAD_BUDGET}",
                 bytes.len()
             ),
+        }
+        .into());
+    }
+    let ask = !args.yes;
+    if ask && !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Err(Failure::BadInput {
+            reason: Some("consent_required"),
+            message: "without a terminal to ask on, pass --yes to consent".into(),
+        }
+        .into());
+    }
+    let request = Request::to(target)?;
+    if ask && !ask_consent(&body, &attachment, &request.destination)? {
+        return Ok(FeedbackReport::Declined {
+            sent: Is,
+            queued: Is,
+            draft_id: draft.draft_id.clone(),
+            reason: Reason::Declined,
         });
     }
-
-    let destination = match &target {
-        Target::Endpoint(url) => url.clone(),
-        Target::GitHub { repo, .. } => format!("a new issue in github.com/{repo}"),
+    let answer = deliver(&request, &bytes, args, env)?.map_err(Unsent::Remote)?;
+    let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
+    let feedback_id = match target {
+        Target::Endpoint(_) => answer.get("feedback_id").or_else(|| answer.get("id")),
+        Target::GitHub { .. } => answer.get("number"),
     };
-    if !args.yes {
-        let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        if !terminal {
-            return Err(Failure::BadInput {
-                reason: Some("consent_required"),
-                message: "nothing sent: without a terminal to ask on, pass --yes to consent (the draft is kept)".into(),
-            });
-        }
-        if !ask_consent(&body, &attachment, &destination)? {
-            return Ok(Outcome::new(
-                Exit::No,
-                &json!({"sent": false, "queued": true, "draft_id": draft.draft_id, "reason": "declined"}),
-            ));
+    Ok(FeedbackReport::Sent {
+        sent: Is,
+        feedback_id: feedback_id.map_or(Value::Null, for_display),
+        draft_id: draft.draft_id.clone(),
+        transcript: Box::new(attachment),
+        url: answer.get("html_url").map(for_display),
+        error: store.delete(&draft.draft_id).err(),
+    })
+}
+
+/// The POST for a target.
+struct Request {
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    /// How the prompt names where it goes.
+    destination: String,
+}
+
+impl Request {
+    /// A GitHub target without `GITHUB_TOKEN` fails here, after the local gates (`auth`,
+    /// exit 4, as a missing model key).
+    fn to(target: &Target) -> Result<Request, Unsent> {
+        let json = ("content-type", "application/json".to_string());
+        match target {
+            Target::Endpoint(url) => Ok(Request {
+                url: url.clone(),
+                headers: vec![json],
+                destination: url.clone(),
+            }),
+            Target::GitHub { api, repo, token } => {
+                let token = token.as_deref().ok_or_else(|| {
+                    Unsent::Remote(ModelError {
+                        attempts: 0,
+                        ..ModelError::new(ErrorKind::Auth, "--to github needs GITHUB_TOKEN")
+                    })
+                })?;
+                Ok(Request {
+                    url: format!("{api}/repos/{repo}/issues"),
+                    headers: vec![
+                        json,
+                        ("accept", "application/vnd.github+json".to_string()),
+                        ("x-github-api-version", "2022-11-28".to_string()),
+                        ("authorization", format!("Bearer {token}")),
+                    ],
+                    destination: format!("a new issue in github.com/{repo}"),
+                })
+            }
         }
     }
+}
 
-    let (url, headers) = match &target {
-        Target::Endpoint(url) => (
-            url.clone(),
-            vec![("content-type", "application/json".to_string())],
-        ),
-        Target::GitHub { api, repo, token } => (
-            format!("{api}/repos/{repo}/issues"),
-            vec![
-                ("content-type", "application/json".to_string()),
-                ("accept", "application/vnd.github+json".to_string()),
-                ("x-github-api-version", "2022-11-28".to_string()),
-                ("authorization", format!("Bearer {token}")),
-            ],
-        ),
-    };
+/// POSTs the payload, with retries; the answer's body on a 2xx.
+fn deliver(
+    request: &Request,
+    bytes: &[u8],
+    args: &SendArgs,
+    env: &Env,
+) -> Result<Result<Vec<u8>, ModelError>, Failure> {
     // Room for every attempt and its backoff; saturating, whatever the flags say.
     let deadline = args
         .timeout
@@ -484,50 +853,10 @@ fn send_draft(
         .saturating_mul(2);
     let policy = RetryPolicy::from_env(args.retries, args.timeout, deadline, env);
     let http = model::http_client(args.timeout)?;
-    let result = model::block_on(policy.run(|t| model::post(&http, &url, &headers, &bytes, t)))?;
-    match result {
-        Ok((_, answer)) => {
-            let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
-            let feedback_id = match &target {
-                Target::Endpoint(_) => answer
-                    .get("feedback_id")
-                    .or_else(|| answer.get("id"))
-                    .cloned(),
-                Target::GitHub { .. } => answer.get("number").cloned(),
-            };
-            store.delete(&draft.draft_id)?;
-            let mut out = json!({
-                "sent": true,
-                "feedback_id": feedback_id.unwrap_or(Value::Null),
-                "draft_id": draft.draft_id,
-                "transcript": attachment,
-            });
-            if let Some(url) = answer.get("html_url") {
-                out["url"] = url.clone();
-            }
-            Ok(Outcome::new(Exit::Yes, &out))
-        }
-        Err(error) => {
-            diag.warn(&format!("not sent, the draft is kept: {}", error.message));
-            Ok(Outcome::new(Exit::Remote, &send_error(&draft, &error)))
-        }
-    }
-}
-
-/// `{sent: false, queued: true, error: {kind, status, message, attempts}}`: 413 is
-/// `too_large`, another refusal of the request `rejected`, the rest as the client typed it.
-fn send_error(draft: &Draft, error: &ModelError) -> Value {
-    let kind = match (error.kind, error.status) {
-        (_, Some(413)) => "too_large",
-        (ErrorKind::InvalidRequest, _) => "rejected",
-        (kind, _) => kind.as_str(),
-    };
-    json!({
-        "sent": false,
-        "queued": true,
-        "draft_id": draft.draft_id,
-        "error": {"kind": kind, "status": error.status, "message": error.message, "attempts": error.attempts},
-    })
+    let result = model::block_on(
+        policy.run(|t| model::post(&http, &request.url, &request.headers, bytes, t)),
+    )?;
+    Ok(result.map(|(_, answer)| answer))
 }
 
 /// The draft's transcript: `transcript_ref.session_file`, else
@@ -554,12 +883,12 @@ fn transcript_path(draft: &Draft, config: &std::path::Path) -> Option<PathBuf> {
 }
 
 /// Shows on the terminal exactly what will be sent (the transcript by its size and first
-/// lines) and asks. Only "y" or "yes" consents.
+/// lines), its texts without control characters, and asks. Only "y" or "yes" consents.
 fn ask_consent(body: &Value, attachment: &Attachment, destination: &str) -> Result<bool, Failure> {
     let mut shown = body.clone();
     if let Some(text) = body.get("transcript").and_then(Value::as_str) {
         let preview: String = text.lines().take(3).collect::<Vec<_>>().join("\n");
-        shown["transcript"] = json!(format!(
+        shown["transcript"] = Value::from(format!(
             "<{} bytes: {} of {} messages from {}; first lines:>\n{preview}",
             text.len(),
             attachment.kept,
@@ -567,9 +896,20 @@ fn ask_consent(body: &Value, attachment: &Attachment, destination: &str) -> Resu
             attachment.path.as_deref().unwrap_or("?")
         ));
     }
+    let safe = for_display(&shown);
     let mut err = std::io::stderr().lock();
-    let pretty = serde_json::to_string_pretty(&shown).unwrap_or_default();
-    let _ = writeln!(err, "This will be sent to {destination}:\n{pretty}");
+    let pretty = serde_json::to_string_pretty(&safe).unwrap_or_default();
+    let _ = writeln!(
+        err,
+        "This will be sent to {}:\n{pretty}",
+        sanitize(destination)
+    );
+    if safe != shown {
+        let _ = writeln!(
+            err,
+            "(control characters are not shown here; they are sent as written)"
+        );
+    }
     if let Some(reason) = attachment.withheld {
         let _ = writeln!(err, "(the transcript is withheld: {reason})");
     }
@@ -611,14 +951,22 @@ reason too_large) and nothing is written. After writing, at most 10 drafts are k
 oldest by created_at are evicted and reported. At most 10 drafts may be queued per source \
 session (exit 1, reason session_limit; counted in $XDG_STATE_HOME/dreamkit/feedback-queues.json). \
 feedbackDrafts: off in settings turns queue off (exit 1, reason disabled); notify (the default) \
-prints one line on stderr, quiet does not. Prints {draft_id, path, evicted}.
+prints one line on stderr (feedback: draft queued: TITLE (review with `feedback show ID`)), quiet \
+does not. Prints {draft_id, path, evicted}.
 
 list: first deletes drafts whose created_at is over 30 days old, then prints {drafts, \
 expired}, newest first, each draft with its path; a file that is not a readable draft is \
 listed as {draft_id, path, error}, never fatal.
 
 show ID prints the draft; discard ID deletes it ({discarded: true}). An unknown ID exits 1 \
-(reason not_found); an ID that is not letters, digits, - and _ is bad input.",
+(reason not_found); an ID that is not letters, digits, - and _ is bad input. A draft file that \
+cannot be read or is not a regular file (a FIFO, device, socket or directory) is exit 3, \
+{\"error\": {\"kind\": \"environment\", \"reason\", \"message\"}} with reason permission or \
+not_a_file, never waited on; one that does not hold a draft is exit 3 with reason corrupt.
+
+show and list print every text of a draft (title, details, unknown fields too) with its control \
+characters (ESC, BEL, the other C0 and C1 controls, but newline and tab) removed, so a draft \
+cannot retitle, clear or fake the terminal; the file keeps the user's bytes, and send sends them.",
     ),
     (
         "SENDING",
@@ -629,21 +977,32 @@ has the details and its exit codes.",
     (
         "send/SENDING",
         "send ID --endpoint URL never sends without a person's consent: on a terminal it shows \
-what will be sent (the transcript by size, message count and first lines) and asks; \
+what will be sent (the transcript by size, message count and first lines; texts without their \
+control characters, with a line saying so when some were removed from view) and asks; \
 otherwise --yes is required, and without it send exits 2 (reason consent_required) with the \
 draft kept. The POST body is {description, type, title, details, area, trigger, draft_id, \
 version, platform, transcript?}. On 2xx the draft is deleted and send prints {sent: true, \
-feedback_id, draft_id, transcript}, feedback_id from the answer's feedback_id (or id). On a \
-network error, a timeout, 401/403, 413, another 4xx or 5xx (after --retries for 429, 5xx, \
-resets and timeouts) the draft is kept and send prints {sent: false, queued: true, error: \
-{kind, status, message, attempts}} and exits 4; kind is one of network, timeout, auth, \
-too_large, rejected, rate_limited, overloaded, server.
+feedback_id, draft_id, transcript}, feedback_id from the answer's feedback_id (or id); when \
+the draft cannot be deleted afterwards, the same document also holds error {kind, reason?, \
+message} and send exits 3 (do not send it again).
 
---with-transcript attaches the draft's session transcript (--transcript, else \
-transcript_ref.session_file, else <config>/projects/<project_dir_key>/<source_session_id>.jsonl). \
-It is withheld (and the feedback sent without it, the reason in transcript.withheld) when the \
-file is missing, when any record names another session than the draft's source_session_id \
-(session_mismatch), or when it contains a third-party marker (msg_bdrk_ msg_vrtx_ bolt-inf- \
+Once the draft is found, every failure keeps it and prints {sent: false, queued: true, \
+draft_id, error}. On a network error, a timeout, 401/403, 413, another 4xx or 5xx (after \
+--retries for 429, 5xx, resets and timeouts) error is {kind, status, message, attempts} and \
+send exits 4; kind is one of network, timeout, auth, too_large, rejected, rate_limited, \
+overloaded, server, malformed_response. A local refusal gives error {kind, reason?, message} \
+and its own exit code: the transcript file (3), the payload over 8 MiB minus 64 KiB (2, \
+too_large), no consent (2, consent_required). A usage error (a bad --endpoint, --to or \
+GITHUB_API_URL) comes before the draft is read and prints {error} alone.
+
+--with-transcript attaches the draft's session transcript (--transcript, which needs \
+--with-transcript, else transcript_ref.session_file, else \
+<config>/projects/<project_dir_key>/<source_session_id>.jsonl). A transcript so named that is \
+missing, unreadable or not a regular file (a FIFO, device, socket or directory) is exit 3, \
+error kind environment, reason not_found, permission or not_a_file, and nothing is sent. The \
+transcript is withheld (and the feedback sent without it, the reason in transcript.withheld) \
+when the draft names none (missing), when any record names another session than the draft's \
+source_session_id (session_mismatch), or when it contains a third-party marker (msg_bdrk_ msg_vrtx_ bolt-inf- \
 toolu_bdrk_ toolu_vrtx_ srvtoolu_bdrk_ srvtoolu_vrtx_ req_bdrk_ req_vrtx_ or \
 \"type\":\"hybrid-organization\"; third_party). At most the last 4 MiB of the file are read, \
 and its records are kept newest first within a payload of 8 MiB minus 64 KiB; when some are \
@@ -652,7 +1011,8 @@ counting the records read.
 
 --to github:OWNER/REPO creates a GitHub issue instead (POST $GITHUB_API_URL/repos/OWNER/REPO/issues, \
 default https://api.github.com, with GITHUB_TOKEN); the transcript is never attached there, \
-and feedback_id is the issue number.",
+and feedback_id is the issue number. Without GITHUB_TOKEN nothing is sent and send exits 4 \
+with error kind auth (status null, attempts 0), after the local checks and before asking.",
     ),
     (
         "send/EXIT STATUS",
@@ -661,12 +1021,15 @@ and feedback_id is the issue number.",
 1 declined at the prompt (the draft is kept), or no draft has that ID (reason not_found).
 
 2 usage error or bad input; also no consent: stdin is not a terminal and --yes was not given \
-(reason consent_required, the draft kept).
+(reason consent_required, the draft kept), or a payload over the budget (reason too_large).
 
-3 local environment failure, such as a drafts directory that cannot be read or written.
+3 local environment failure: a drafts directory that cannot be read or written; a transcript \
+that is missing, or a draft or transcript file that is unreadable or not a regular file \
+(reason not_found, permission or not_a_file); a sent draft that could not be deleted.
 
 4 the send failed after retries (network, timeout, auth, too_large, rejected, rate_limited, \
-overloaded, server): sent false, queued true, the draft kept.",
+overloaded, server, malformed_response), or GITHUB_TOKEN is missing (auth): sent false, \
+queued true, the draft kept.",
     ),
     (
         "EXAMPLES",
@@ -683,6 +1046,105 @@ List the drafts' ids and titles:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn json_of(report: &FeedbackReport) -> String {
+        serde_json::to_string(report).unwrap()
+    }
+
+    #[test]
+    fn every_report_prints_its_contract_and_decides_its_exit() {
+        let cases = [
+            (
+                FeedbackReport::Queued {
+                    draft_id: "d1".into(),
+                    path: "/c/d1.json".into(),
+                    evicted: vec![],
+                },
+                r#"{"draft_id":"d1","path":"/c/d1.json","evicted":[]}"#,
+                0,
+            ),
+            (
+                FeedbackReport::Refused {
+                    queued: Is,
+                    reason: Reason::Disabled,
+                    source_session_id: None,
+                },
+                r#"{"queued":false,"reason":"disabled"}"#,
+                1,
+            ),
+            (
+                FeedbackReport::Refused {
+                    queued: Is,
+                    reason: Reason::SessionLimit,
+                    source_session_id: Some("s1".into()),
+                },
+                r#"{"queued":false,"reason":"session_limit","source_session_id":"s1"}"#,
+                1,
+            ),
+            (
+                FeedbackReport::not_found("d1"),
+                r#"{"found":false,"draft_id":"d1","reason":"not_found"}"#,
+                1,
+            ),
+            (
+                FeedbackReport::Discarded {
+                    discarded: Is,
+                    draft_id: "d1".into(),
+                },
+                r#"{"discarded":true,"draft_id":"d1"}"#,
+                0,
+            ),
+            (
+                FeedbackReport::Declined {
+                    sent: Is,
+                    queued: Is,
+                    draft_id: "d1".into(),
+                    reason: Reason::Declined,
+                },
+                r#"{"sent":false,"queued":true,"draft_id":"d1","reason":"declined"}"#,
+                1,
+            ),
+            (
+                FeedbackReport::NotSent {
+                    sent: Is,
+                    queued: Is,
+                    draft_id: "d1".into(),
+                    error: Unsent::Remote(ModelError {
+                        status: Some(413),
+                        ..ModelError::new(ErrorKind::InvalidRequest, "big\u{1b}[2J")
+                    }),
+                },
+                r#"{"sent":false,"queued":true,"draft_id":"d1","error":{"kind":"too_large","status":413,"message":"big[2J","attempts":1}}"#,
+                4,
+            ),
+            (
+                FeedbackReport::NotSent {
+                    sent: Is,
+                    queued: Is,
+                    draft_id: "d1".into(),
+                    error: Unsent::Local(Failure::environment("gone").with_reason("not_found")),
+                },
+                r#"{"sent":false,"queued":true,"draft_id":"d1","error":{"kind":"environment","reason":"not_found","message":"gone"}}"#,
+                3,
+            ),
+            (
+                FeedbackReport::Sent {
+                    sent: Is,
+                    feedback_id: Value::from("fb1"),
+                    draft_id: "d1".into(),
+                    transcript: Box::default(),
+                    url: None,
+                    error: Some(Failure::environment("cannot delete")),
+                },
+                r#"{"sent":true,"feedback_id":"fb1","draft_id":"d1","transcript":{"attached":false,"kept":0,"total":0,"truncated":false},"error":{"kind":"environment","message":"cannot delete"}}"#,
+                3,
+            ),
+        ];
+        for (report, json, code) in cases {
+            assert_eq!(json_of(&report), json);
+            assert_eq!(report.exit().code(), code, "{json}");
+        }
+    }
 
     #[test]
     fn github_names() {

@@ -84,9 +84,12 @@ fn queue_writes_a_private_pretty_draft() {
     assert_eq!(draft["type"], "bug");
     assert_eq!(draft["source_session_id"], "s1");
     assert!(draft["created_at"].as_str().unwrap().ends_with('Z'));
-    assert!(
-        err.contains("feedback draft queued"),
-        "notify is the default: {err}"
+    assert_eq!(
+        err,
+        format!(
+            "feedback: draft queued: gate crashes on a FIFO (review with `feedback show {id}`)\n"
+        ),
+        "notify is the default"
     );
 
     // Flags win over stdin; quiet mode says nothing.
@@ -564,7 +567,13 @@ fn github_issues_never_carry_the_transcript() {
         .args(["send", &id, "--to", "github:octo/tools", "--yes"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "no GITHUB_TOKEN");
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(4), "no GITHUB_TOKEN: {doc}");
+    assert_eq!(
+        (doc["error"]["kind"].as_str(), &doc["sent"], &doc["queued"]),
+        (Some("auth"), &json!(false), &json!(true))
+    );
+    assert_eq!(draft_files(&home).len(), 1, "the draft is kept");
     let out = home
         .cmd("feedback")
         .env("GITHUB_TOKEN", "t")

@@ -2,6 +2,7 @@
 
 mod attack16;
 mod binaries;
+mod contract_feedback;
 mod crash;
 mod docs;
 mod dream;

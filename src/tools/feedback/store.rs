@@ -7,10 +7,11 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cli::text::sanitize;
 use crate::cli::time::{parse_rfc3339, rfc3339};
 use crate::cli::Failure;
 use crate::files::{
-    create_private_dir, is_not_regular, is_unresolvable, read_regular, write_atomic,
+    create_private_dir, is_not_regular, is_unresolvable, not_regular, read_regular, write_atomic,
 };
 
 /// A draft file larger than this is refused and nothing is written.
@@ -59,6 +60,55 @@ pub struct Draft {
     pub status: String,
     #[serde(flatten)]
     pub other: serde_json::Map<String, Value>,
+}
+
+impl Draft {
+    /// The draft as a person sees it (`show`, `list`): every text, unknown fields included,
+    /// without control characters (newline and tab stay), so a title holding an escape
+    /// sequence cannot retitle the terminal or clear it. The file keeps the user's bytes.
+    pub fn for_display(&self) -> Draft {
+        let text = |s: &str| sanitize(s).into_owned();
+        let opt = |s: &Option<String>| s.as_deref().map(text);
+        Draft {
+            draft_id: text(&self.draft_id),
+            created_at: text(&self.created_at),
+            source_session_id: opt(&self.source_session_id),
+            cwd: opt(&self.cwd),
+            model: opt(&self.model),
+            cli_version: opt(&self.cli_version),
+            os: opt(&self.os),
+            kind: text(&self.kind),
+            title: text(&self.title),
+            details: text(&self.details),
+            area: opt(&self.area),
+            trigger: opt(&self.trigger),
+            transcript_ref: self.transcript_ref.as_ref().map(|r| TranscriptRef {
+                session_file: opt(&r.session_file),
+                message_range: r.message_range.as_ref().map(for_display),
+                project_dir_key: opt(&r.project_dir_key),
+            }),
+            status: text(&self.status),
+            other: self
+                .other
+                .iter()
+                .map(|(k, v)| (text(k), for_display(v)))
+                .collect(),
+        }
+    }
+}
+
+/// A JSON value as a person sees it: every string (and key) without control characters.
+pub fn for_display(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(sanitize(s).into_owned()),
+        Value::Array(items) => Value::Array(items.iter().map(for_display).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (sanitize(k).into_owned(), for_display(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// What `queue` accepts: the draft's own fields, the tool fills the rest.
@@ -226,15 +276,25 @@ impl Store {
         match read_regular(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
                 Failure::environment(format!("{} is not a draft: {e}", path.display()))
+                    .with_reason("corrupt")
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Failure::io("read", &path, &e)),
         }
     }
 
-    /// Deletes a draft; `false` when there was none.
+    /// Deletes a draft; `false` when there was none. A FIFO, device, socket or directory in
+    /// a draft's place is refused (exit 3, `not_a_file`), as `show` refuses it.
     pub fn delete(&self, draft_id: &str) -> Result<bool, Failure> {
         let path = self.path_of(draft_id)?;
+        match std::fs::metadata(&path) {
+            Ok(meta) if !meta.is_file() => {
+                return Err(Failure::io("delete", &path, &not_regular(meta.file_type())))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Failure::io("delete", &path, &e)),
+        }
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -438,6 +498,24 @@ mod tests {
             ..new(&"t".repeat(200))
         };
         assert!(edge.into_draft(now).is_ok());
+    }
+
+    #[test]
+    fn the_displayed_draft_has_no_control_characters_the_draft_keeps_them() {
+        let mut d = new("\u{1b}]0;PWNED\u{7}title\u{9b}2J")
+            .into_draft(SystemTime::now())
+            .unwrap();
+        d.details = "line\n\tindented\u{1b}[31m".into();
+        d.other.insert(
+            "note\u{7}".into(),
+            serde_json::json!({"deep": ["x\u{1b}y", 3]}),
+        );
+        let shown = d.for_display();
+        assert_eq!(shown.title, "]0;PWNEDtitle2J");
+        assert_eq!(shown.details, "line\n\tindented[31m");
+        assert_eq!(shown.other["note"], serde_json::json!({"deep": ["xy", 3]}));
+        assert_eq!(shown.draft_id, d.draft_id);
+        assert!(d.title.contains('\u{1b}'), "the draft itself is untouched");
     }
 
     #[test]
