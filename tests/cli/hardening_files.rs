@@ -302,7 +302,7 @@ fn special_files_in_the_drafts_dir_are_skipped_by_listings_and_refused_by_show()
 }
 
 #[test]
-fn a_special_session_file_is_withheld_and_the_draft_still_sent() {
+fn a_special_session_file_is_refused_and_nothing_is_sent() {
     for special in SPECIALS {
         let home = ClaudeHome::new();
         let api = FakeApi::start();
@@ -327,10 +327,14 @@ fn a_special_session_file_is_withheld_and_the_draft_still_sent() {
             ],
             "",
         );
-        assert_eq!(code, 0, "{special:?}: {out}");
-        assert_eq!(out["transcript"]["attached"], false);
-        assert!(out["transcript"]["withheld"].is_string(), "{out}");
-        assert!(api.requests()[0].body.get("transcript").is_none());
+        assert_eq!(code, 3, "{special:?}: {out}");
+        assert_eq!(out["error"]["kind"], "environment");
+        assert_eq!(out["error"]["reason"], "not_a_file");
+        assert_eq!(
+            (&out["sent"], &out["queued"]),
+            (&json!(false), &json!(true))
+        );
+        assert!(api.requests().is_empty(), "sent without the transcript");
     }
 }
 
