@@ -1,6 +1,7 @@
 //! The one integration-test binary: every tool driven as a user drives it, as a process.
 
 mod binaries;
+mod contract_model_tools;
 mod crash;
 mod docs;
 mod dream;
