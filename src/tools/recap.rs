@@ -7,16 +7,19 @@ use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 use serde::Serialize;
-use serde_json::json;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::transcript::{context_line, BackwardReader, Item, Record};
 use crate::claude::{Env, Project, Settings};
 use crate::cli::duration::{count, parse_duration};
+use crate::cli::failure::io_reason;
+use crate::cli::text::sanitize;
 use crate::cli::time::{epoch_ms, parse_rfc3339, rfc3339};
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
 use crate::files::append_undoable;
-use crate::model::{self, Client, ModelArgs, ModelError, Request, Tier, Usage};
+use crate::model::{
+    self, Client, ErrorKind, ModelArgs, ModelConfig, ModelError, Request, Tier, Usage,
+};
 
 /// The recent conversation sent to the model: at most this many messages.
 pub const CONTEXT_MESSAGES: usize = 30;
@@ -235,6 +238,30 @@ impl Recent {
     pub fn has_real_turn(&self) -> bool {
         self.messages.iter().any(|m| m.starts_with("User: "))
     }
+
+    /// What the reading found, for `-v`.
+    pub fn describe(&self, path: &Path) -> String {
+        let turns = count(
+            self.real_turns_since_summary as u64,
+            "real user turn",
+            "real user turns",
+        );
+        format!(
+            "read {}: {} of context, {turns} {}, {}",
+            path.display(),
+            count(self.messages.len() as u64, "message", "messages"),
+            if self.saw_summary {
+                "since the last away summary"
+            } else {
+                "and no away summary"
+            },
+            if self.reached_start {
+                "read to the start"
+            } else {
+                "read back only as far as needed"
+            }
+        )
+    }
 }
 
 const SYSTEM_PROMPT: &str = "You write the note a person reads when they come back to a coding \
@@ -252,11 +279,11 @@ fn request(recent: &Recent) -> Request {
     )
 }
 
-/// Plain text: markdown marks, list bullets, headings, wrapping quotes and line breaks removed,
-/// capped at [`MAX_TEXT_CHARS`].
+/// Plain text: control characters, markdown marks, list bullets, headings, wrapping quotes and
+/// line breaks removed, capped at [`MAX_TEXT_CHARS`].
 pub fn clean(text: &str) -> String {
     let mut lines = Vec::new();
-    for line in text.lines() {
+    for line in sanitize(text).lines() {
         let mut line = line.trim();
         line = line.trim_start_matches('#').trim_start();
         for bullet in ["- ", "* ", "+ ", "> "] {
@@ -296,27 +323,175 @@ pub fn clean(text: &str) -> String {
     }
 }
 
-/// The printed result.
-#[derive(Debug, Serialize)]
-pub struct Summary {
-    pub status: &'static str,
+/// The `error` object of a failed result: `{kind, reason?, message}`, and for a failed model
+/// exchange also `status` (the HTTP status, or null) and `attempts` (requests made).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorBody {
+    pub kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
+    pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
+    pub status: Option<Option<u16>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ModelError>,
-    /// The uuid of the appended `away_summary` record (`--auto`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub record_uuid: Option<String>,
-    pub usage: Usage,
+    pub attempts: Option<u32>,
 }
 
-impl Summary {
-    fn new(status: &'static str) -> Self {
-        Summary {
+impl ErrorBody {
+    /// A failure of ours (or of the setup before any request), message cleaned for a terminal.
+    pub fn of_failure(failure: &Failure) -> Self {
+        ErrorBody {
+            kind: failure.kind(),
+            reason: failure.reason(),
+            message: sanitize(&failure.to_string()).into_owned(),
+            status: None,
+            attempts: None,
+        }
+    }
+
+    /// A model exchange that failed after its retries: the model error kind.
+    pub fn of_model(error: &ModelError) -> Self {
+        ErrorBody {
+            kind: error.kind.as_str(),
+            reason: None,
+            message: sanitize(&error.message).into_owned(),
+            status: Some(error.status),
+            attempts: Some(error.attempts),
+        }
+    }
+
+    /// The one stderr line of the failure.
+    fn line(&self) -> String {
+        match self.attempts {
+            Some(_) => format!("model request failed: {}: {}", self.kind, self.message),
+            None => format!("{}: {}", self.kind, self.message),
+        }
+    }
+}
+
+/// What recap did. The variant decides the exit code ([`RecapReport::exit`]) and the one
+/// document printed (its `Serialize`); [`RecapReport::into_outcome`] is the only way out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecapReport {
+    /// `ok` (exit 0); `record_uuid` names the appended `away_summary` record (`--auto`).
+    Summary {
+        text: String,
+        record_uuid: Option<String>,
+        usage: Usage,
+    },
+    /// `no-turn` (exit 1): no real user turn in the transcript; no request made.
+    NoTurn,
+    /// `skipped` (exit 1): an away-summary gate said no (`--auto`); no request made.
+    Skipped {
+        reason: &'static str,
+        message: String,
+    },
+    /// `aborted`, reason `stale` (exit 1): the transcript changed while the summary was
+    /// generated, so it was dropped and nothing written.
+    Stale { text: String, usage: Usage },
+    /// `aborted`, reason `interrupted` (exit 130 / 143): SIGINT or SIGTERM.
+    Interrupted { signal: i32, usage: Usage },
+    /// `api-error` (exit 4): no summary from the model (`error.kind` is the model error kind).
+    ApiError { error: ErrorBody, usage: Usage },
+    /// `failed` (exit 3): the transcript or the settings could not be read, or the summary
+    /// not appended (`error.reason` `not_found`, `permission`, `not_a_file` when that is why).
+    Failed { failure: Failure, usage: Usage },
+    /// The caller is wrong (exit 2, usage or bad input): `{error}` alone, as for every tool.
+    Refused(Failure),
+}
+
+/// The document of every result but a refusal.
+#[derive(Serialize)]
+struct Document<'a> {
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record_uuid: Option<&'a str>,
+    usage: Usage,
+}
+
+/// `{error}`: a usage error or bad input.
+#[derive(Serialize)]
+struct Refusal {
+    error: ErrorBody,
+}
+
+const NO_TURN: &str = "no real user turn in the transcript";
+const STALE: &str = "the transcript changed while the summary was written";
+
+impl RecapReport {
+    /// Where a failure belongs: the caller's mistakes are refused, the machine's are
+    /// `failed`, the model's (a missing credential included) `api-error`, a signal `aborted`.
+    pub fn from_failure(failure: Failure, usage: Usage) -> Self {
+        match failure {
+            Failure::Usage(_) | Failure::BadInput { .. } => RecapReport::Refused(failure),
+            Failure::Environment { .. } => RecapReport::Failed { failure, usage },
+            Failure::Remote { .. } => RecapReport::ApiError {
+                error: ErrorBody::of_failure(&failure),
+                usage,
+            },
+            Failure::Interrupted { signal } => RecapReport::Interrupted { signal, usage },
+        }
+    }
+
+    /// The exit code: decided here and nowhere else.
+    pub fn exit(&self) -> Exit {
+        match self {
+            RecapReport::Summary { .. } => Exit::Yes,
+            RecapReport::NoTurn | RecapReport::Skipped { .. } | RecapReport::Stale { .. } => {
+                Exit::No
+            }
+            RecapReport::Interrupted { signal, .. } => signals::exit_for(*signal),
+            RecapReport::ApiError { .. } => Exit::Remote,
+            RecapReport::Failed { failure, .. } | RecapReport::Refused(failure) => failure.exit(),
+        }
+    }
+
+    /// The one stderr line that says why (none for a summary).
+    fn line(&self) -> Option<String> {
+        match self {
+            RecapReport::Summary { .. } => None,
+            RecapReport::NoTurn => Some(format!("no-turn: {NO_TURN}")),
+            RecapReport::Skipped { reason, message } => {
+                Some(format!("skipped: {reason}: {message}"))
+            }
+            RecapReport::Stale { .. } => Some(format!("aborted: stale: {STALE}")),
+            RecapReport::Interrupted { signal, .. } => {
+                Some(Failure::interrupted(*signal).to_string())
+            }
+            RecapReport::ApiError { error, .. } => Some(error.line()),
+            RecapReport::Failed { failure, .. } | RecapReport::Refused(failure) => {
+                Some(failure.to_string())
+            }
+        }
+    }
+
+    /// The outcome the shared `main` prints: the document, and the line on stderr (a note for
+    /// exit 1, a warning for a failure), cleaned of control characters.
+    pub fn into_outcome(self, diag: &Diag) -> Outcome {
+        let exit = self.exit();
+        let outcome = Outcome::new(exit, &self);
+        match self.line() {
+            None => outcome,
+            Some(line) if exit == Exit::No => outcome.with_note(sanitize(&line)),
+            Some(line) => {
+                diag.warn(&sanitize(&line));
+                outcome
+            }
+        }
+    }
+}
+
+impl Serialize for RecapReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let document = |status| Document {
             status,
             reason: None,
             text: None,
@@ -324,44 +499,111 @@ impl Summary {
             error: None,
             record_uuid: None,
             usage: Usage::default(),
-        }
-    }
-
-    /// The one line that says why (`skipped: disabled: away summaries are turned off`).
-    fn note(&self) -> Option<String> {
-        let mut parts = vec![self.status];
-        parts.extend(self.reason);
-        parts.extend(self.message.as_deref());
-        (self.status != "ok").then(|| parts.join(": "))
-    }
-
-    fn skipped(reason: &'static str, message: String) -> (Exit, Summary) {
-        let mut s = Summary::new("skipped");
-        s.reason = Some(reason);
-        s.message = Some(message);
-        (Exit::No, s)
+        };
+        let document = match self {
+            RecapReport::Summary {
+                text,
+                record_uuid,
+                usage,
+            } => Document {
+                text: Some(text),
+                record_uuid: record_uuid.as_deref(),
+                usage: *usage,
+                ..document("ok")
+            },
+            RecapReport::NoTurn => Document {
+                message: Some(NO_TURN.into()),
+                ..document("no-turn")
+            },
+            RecapReport::Skipped { reason, message } => Document {
+                reason: Some(reason),
+                message: Some(sanitize(message).into_owned()),
+                ..document("skipped")
+            },
+            RecapReport::Stale { text, usage } => Document {
+                reason: Some("stale"),
+                text: Some(text),
+                message: Some(STALE.into()),
+                usage: *usage,
+                ..document("aborted")
+            },
+            RecapReport::Interrupted { signal, usage } => Document {
+                reason: Some("interrupted"),
+                error: Some(ErrorBody::of_failure(&Failure::interrupted(*signal))),
+                usage: *usage,
+                ..document("aborted")
+            },
+            RecapReport::ApiError { error, usage } => Document {
+                message: Some(error.message.clone()),
+                error: Some(error.clone()),
+                usage: *usage,
+                ..document("api-error")
+            },
+            RecapReport::Failed { failure, usage } => {
+                let error = ErrorBody::of_failure(failure);
+                Document {
+                    message: Some(error.message.clone()),
+                    error: Some(error),
+                    usage: *usage,
+                    ..document("failed")
+                }
+            }
+            RecapReport::Refused(failure) => {
+                return Refusal {
+                    error: ErrorBody::of_failure(failure),
+                }
+                .serialize(serializer)
+            }
+        };
+        document.serialize(serializer)
     }
 }
 
-/// The away-summary gates, in order; the first that fails is the skip reason.
+/// A missing or unsendable credential is put off until a request is due, after every local
+/// gate (a hook that finds nothing to summarise says so, key or not); every other model
+/// setting is checked at once, so a bad one is a usage error whatever the gates say.
+fn credentials_later(
+    config: Result<ModelConfig, Failure>,
+) -> Result<Result<ModelConfig, Failure>, Failure> {
+    match config {
+        Ok(config) => Ok(Ok(config)),
+        Err(failure @ Failure::Remote { .. }) => Ok(Err(failure)),
+        Err(failure) => Err(failure),
+    }
+}
+
+/// A `-v` line, cleaned of control characters (paths and model names come from outside).
+fn explain(diag: &Diag, line: &str) {
+    diag.info(&sanitize(line));
+}
+
+/// The away-summary gates, in order; the first that fails is the skip reason. `explain` is
+/// told why each gate that passed let the summary go on.
 pub fn away_gate(
     args: &Args,
     recent: &Recent,
     settings: &Settings,
     env: &Env,
     now: SystemTime,
+    explain: &dyn Fn(&str),
 ) -> Option<(&'static str, String)> {
     const SWITCH: &str = "CLAUDE_CODE_ENABLE_AWAY_SUMMARY";
-    let enabled = if env.is_truthy(SWITCH) {
-        true
+    let (enabled, source) = if env.is_truthy(SWITCH) {
+        (true, SWITCH)
     } else if env.is_defined_falsy(SWITCH) {
-        false
+        (false, SWITCH)
     } else {
-        settings.away_summary_enabled != Some(false)
+        match settings.away_summary_enabled {
+            Some(on) => (on, "awaySummaryEnabled"),
+            None => (true, "the default"),
+        }
     };
     if !enabled {
         return Some(("disabled", "away summaries are turned off".into()));
     }
+    explain(&format!(
+        "checked disabled: away summaries are on ({source})"
+    ));
     // Before the turn counts: a transcript ending in a summary has no turns since it, and this
     // is the more telling reason.
     if recent.ends_with_summary {
@@ -370,66 +612,114 @@ pub fn away_gate(
             "the last conversational record is an away summary".into(),
         ));
     }
+    explain("checked already_summarized: the last conversational record is no away summary");
+    let turns = count(
+        recent.real_turns_since_summary as u64,
+        "real user turn",
+        "real user turns",
+    );
     if !recent.saw_summary && recent.real_turns_since_summary < 3 && recent.reached_start {
         return Some((
             "too_few_turns",
-            format!(
-                "{}; the first summary needs 3",
-                count(
-                    recent.real_turns_since_summary as u64,
-                    "real user turn",
-                    "real user turns"
-                )
-            ),
+            format!("{turns}; the first summary needs 3"),
         ));
     }
     if recent.saw_summary && recent.real_turns_since_summary < 2 {
         return Some((
             "too_few_turns",
-            format!(
-                "{} since the last summary; needs 2",
-                count(
-                    recent.real_turns_since_summary as u64,
-                    "real user turn",
-                    "real user turns"
-                )
-            ),
+            format!("{turns} since the last summary; needs 2"),
         ));
     }
+    explain(&if recent.saw_summary {
+        format!("checked too_few_turns: {turns} since the last summary (2 needed)")
+    } else if recent.real_turns_since_summary >= 3 {
+        format!("checked too_few_turns: {turns} (3 needed for the first summary)")
+    } else {
+        format!(
+            "checked too_few_turns: {turns} before the {} MiB reading budget ended, so the \
+             conversation counts as long enough",
+            SCAN_BUDGET_BYTES / (1024 * 1024)
+        )
+    });
     let since = |at: Option<SystemTime>| {
         at.map(|t| epoch_ms(now).saturating_sub(epoch_ms(t)).max(0) as u64)
     };
     let ttl = args.cache_ttl_ms() as f64;
     let delay = (args.delay_ms().max(30_000) as f64).min(0.8 * ttl);
-    if let Some(away) = args.away_ms().or_else(|| since(recent.last_record_at)) {
-        if (away as f64) < delay {
+    let (away, away_source) = match args.away_ms() {
+        Some(away) => (Some(away), "--away"),
+        None => (since(recent.last_record_at), "since the last record"),
+    };
+    match away {
+        Some(away) if (away as f64) < delay => {
             return Some((
                 "not_away_long_enough",
                 format!("away {away} ms; the delay is {delay:.0} ms"),
             ));
         }
+        Some(away) => explain(&format!(
+            "checked not_away_long_enough: away {away} ms ({away_source}); the delay is \
+             {delay:.0} ms"
+        )),
+        None => explain(
+            "checked not_away_long_enough: no time away known (no --away, no record with a \
+             timestamp)",
+        ),
     }
-    if let Some(age) = args
-        .cache_age_ms()
-        .or_else(|| since(recent.last_assistant_at))
-    {
-        if age as f64 > 0.9 * ttl {
+    let (age, age_source) = match args.cache_age_ms() {
+        Some(age) => (Some(age), "--cache-age"),
+        None => (
+            since(recent.last_assistant_at),
+            "since the last assistant record",
+        ),
+    };
+    let limit = 0.9 * ttl;
+    match age {
+        Some(age) if age as f64 > limit => {
             return Some((
                 "cache_cold",
-                format!("cache is {age} ms old; the limit is {:.0} ms", 0.9 * ttl),
+                format!("cache is {age} ms old; the limit is {limit:.0} ms"),
             ));
         }
+        Some(age) => explain(&format!(
+            "checked cache_cold: the cache is {age} ms old ({age_source}); the limit is \
+             {limit:.0} ms"
+        )),
+        None => explain(
+            "checked cache_cold: no cache age known (no --cache-age, no assistant record with \
+             a timestamp)",
+        ),
     }
     if args.draft.as_deref().is_some_and(|d| !d.trim().is_empty()) {
         return Some(("draft_pending", "the user has an unsent draft".into()));
     }
+    explain("checked draft_pending: no unsent draft");
     if args.pending_work {
         return Some(("pending_work", "work is still running".into()));
     }
+    explain("checked pending_work: no work running");
     if args.rate_limited {
         return Some(("rate_limited", "the account is rate-limited".into()));
     }
+    explain("checked rate_limited: not rate-limited; every gate passed");
     None
+}
+
+/// The away-summary record Claude Code reads back (field order as it writes them).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AwaySummaryRecord<'a> {
+    parent_uuid: Option<&'a str>,
+    is_sidechain: bool,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    subtype: &'static str,
+    content: &'a str,
+    is_meta: bool,
+    timestamp: String,
+    uuid: &'a str,
+    cwd: Option<&'a str>,
+    session_id: Option<&'a str>,
 }
 
 /// Appends the `away_summary` record in one `O_APPEND` write, unless the transcript changed
@@ -445,27 +735,27 @@ fn append_summary(
         return Ok(None);
     }
     let uuid = uuid::Uuid::new_v4().to_string();
-    let record = json!({
-        "parentUuid": recent.last_uuid,
-        "isSidechain": false,
-        "type": "system",
-        "subtype": "away_summary",
-        "content": text,
-        "isMeta": false,
-        "timestamp": rfc3339(SystemTime::now()),
-        "uuid": uuid,
-        "cwd": recent.cwd,
-        "sessionId": session_id.map(str::to_string).or_else(|| recent.session_id.clone()),
-    });
+    let record = AwaySummaryRecord {
+        parent_uuid: recent.last_uuid.as_deref(),
+        is_sidechain: false,
+        kind: "system",
+        subtype: "away_summary",
+        content: text,
+        is_meta: false,
+        timestamp: rfc3339(SystemTime::now()),
+        uuid: &uuid,
+        cwd: recent.cwd.as_deref(),
+        session_id: session_id.or(recent.session_id.as_deref()),
+    };
     let mut line = serde_json::to_vec(&record).map_err(|e| Failure::environment(e.to_string()))?;
     line.push(b'\n');
     match append_undoable(path, &line, Some(recent.file_len)) {
         Ok(true) => Ok(Some(uuid)),
         Ok(false) => Ok(None),
-        Err(e) => Err(Failure::environment(format!(
-            "cannot append to {}: {e}",
-            path.display()
-        ))),
+        Err(e) => Err(Failure::Environment {
+            reason: e.cause.as_ref().and_then(io_reason),
+            message: format!("cannot append to {}: {e}", path.display()),
+        }),
     }
 }
 
@@ -475,73 +765,56 @@ impl Tool for Args {
     }
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+        // A signal outside the model exchange ends the process at once; it prints the same
+        // `aborted` result as one inside it.
+        signals::set_documents(|signal| {
+            let report = RecapReport::Interrupted {
+                signal,
+                usage: Usage::default(),
+            };
+            serde_json::to_string(&report).unwrap_or_default()
+        });
+        let report = self
+            .recap(diag)
+            .unwrap_or_else(|failure| RecapReport::from_failure(failure, Usage::default()));
+        Ok(report.into_outcome(diag))
+    }
+}
+
+impl Args {
+    fn recap(&self, diag: &Diag) -> Result<RecapReport, Failure> {
         let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
         let transcript =
             crate::claude::hook::transcript_of(self.transcript.as_ref(), hook.as_ref())?;
         let session_id = hook.as_ref().and_then(|h| h.session_id.clone());
         let env = Env::from_process();
-        // Model settings are checked before any work, so a bad flag is a usage error.
-        let config = self.model.config(&env, Tier::SmallFast)?;
-        let (exit, summary) = self.summarise(
-            &transcript,
-            &hints,
-            session_id.as_deref(),
-            &env,
-            config,
-            diag,
-        )?;
-        let outcome = Outcome::new(exit, &summary);
-        Ok(match summary.note() {
-            Some(note) if exit == Exit::No => outcome.with_note(note),
-            _ => outcome,
-        })
-    }
-}
-
-impl Args {
-    fn summarise(
-        &self,
-        transcript: &Path,
-        hints: &ProjectHints,
-        session_id: Option<&str>,
-        env: &Env,
-        config: model::ModelConfig,
-        diag: &Diag,
-    ) -> Result<(Exit, Summary), Failure> {
-        let failed = |message: String| {
-            diag.warn(&message);
-            let mut s = Summary::new("failed");
-            s.message = Some(message);
-            Ok((Exit::Environment, s))
-        };
-        let recent = match Recent::read(transcript) {
-            Ok(recent) => recent,
-            Err(e) => return failed(format!("cannot read {}: {e}", transcript.display())),
-        };
+        let config = credentials_later(self.model.config(&env, Tier::SmallFast))?;
+        let recent = Recent::read(&transcript).map_err(|e| Failure::io("read", &transcript, &e))?;
+        explain(diag, &recent.describe(&transcript));
         if !recent.has_real_turn() {
-            let mut s = Summary::new("no-turn");
-            s.message = Some("no real user turn in the transcript".into());
-            return Ok((Exit::No, s));
+            return Ok(RecapReport::NoTurn);
         }
         if self.auto {
-            let settings = match Project::resolve(hints, env) {
-                Ok((_, settings)) => settings,
-                Err(Failure::Environment { message, .. }) => return failed(message),
-                Err(other) => return Err(other),
-            };
-            if let Some((reason, message)) =
-                away_gate(self, &recent, &settings, env, SystemTime::now())
-            {
-                return Ok(Summary::skipped(reason, message));
+            let (_, settings) = Project::resolve(&hints, &env)?;
+            let gate = away_gate(self, &recent, &settings, &env, SystemTime::now(), &|line| {
+                explain(diag, line)
+            });
+            if let Some((reason, message)) = gate {
+                return Ok(RecapReport::Skipped { reason, message });
             }
+        } else {
+            explain(diag, "default mode (/recap): no gates, nothing is written");
         }
-        let client = Client::new(config)?;
+        let client = Client::new(config?)?;
         let request = request(&recent);
-        diag.info(&format!(
-            "asking {} about {}",
-            client.model(),
-            count(recent.messages.len() as u64, "message", "messages")
-        ));
+        explain(
+            diag,
+            &format!(
+                "asking {} about {}",
+                client.model(),
+                count(recent.messages.len() as u64, "message", "messages")
+            ),
+        );
         // Held, so that a signal during the exchange is answered with an `aborted` result.
         let hold = signals::hold();
         let answer = model::block_on(async {
@@ -551,12 +824,12 @@ impl Args {
             }
         });
         if let Some(signal) = hold.end() {
-            let mut s = Summary::new("aborted");
-            s.reason = Some("interrupted");
-            return Ok((signals::exit_for(signal), s));
+            return Ok(RecapReport::Interrupted {
+                signal,
+                usage: Usage::default(),
+            });
         }
-        let answer = answer?;
-        let response = match answer {
+        let response = match answer? {
             // Only a signal ends the exchange early, and that was answered above.
             None => {
                 return Err(Failure::environment(
@@ -564,48 +837,53 @@ impl Args {
                 ))
             }
             Some(Err(error)) => {
-                diag.warn(&format!("model request failed: {}", error.message));
-                let mut s = Summary::new("api-error");
-                s.message = Some(error.message.clone());
-                s.error = Some(error);
-                return Ok((Exit::Remote, s));
+                return Ok(RecapReport::ApiError {
+                    error: ErrorBody::of_model(&error),
+                    usage: Usage::default(),
+                })
             }
             Some(Ok(response)) => response,
         };
+        let usage = response.usage;
         // What the summary says is printed and may be written to the transcript: no known
-        // secret goes with it.
+        // secret and no control character goes with it.
         let text = crate::cli::redact::redact(&clean(&response.text())).into_owned();
-        let mut summary = Summary::new("ok");
-        summary.usage = response.usage;
         if text.is_empty() {
-            summary.status = "api-error";
-            summary.message = Some("the model returned no text".into());
-            return Ok((Exit::Remote, summary));
+            return Ok(RecapReport::ApiError {
+                error: ErrorBody {
+                    kind: ErrorKind::MalformedResponse.as_str(),
+                    reason: None,
+                    message: "the model returned no text".into(),
+                    status: None,
+                    attempts: None,
+                },
+                usage,
+            });
         }
-        if self.auto {
-            // The record is appended (or undone) whole; the result reports what happened.
-            let hold = signals::hold();
-            let appended = append_summary(transcript, &recent, &text, session_id);
-            let _late = hold.end();
-            match appended {
-                Ok(Some(uuid)) => summary.record_uuid = Some(uuid),
-                Ok(None) => {
-                    summary.status = "aborted";
-                    summary.reason = Some("stale");
-                    summary.message =
-                        Some("the transcript changed while the summary was written".into());
-                    summary.text = Some(text);
-                    return Ok((Exit::No, summary));
-                }
-                Err(failure) => {
-                    let (exit, mut s) = failed(failure.to_string())?;
-                    s.usage = summary.usage;
-                    return Ok((exit, s));
+        if !self.auto {
+            explain(diag, "summary printed; the default mode writes nothing");
+            return Ok(RecapReport::Summary {
+                text,
+                record_uuid: None,
+                usage,
+            });
+        }
+        // The record is appended (or undone) whole; the result reports what happened.
+        let hold = signals::hold();
+        let appended = append_summary(&transcript, &recent, &text, session_id.as_deref());
+        let _late = hold.end();
+        Ok(match appended {
+            Ok(Some(uuid)) => {
+                explain(diag, &format!("appended the away_summary record {uuid}"));
+                RecapReport::Summary {
+                    text,
+                    record_uuid: Some(uuid),
+                    usage,
                 }
             }
-        }
-        summary.text = Some(text);
-        Ok((Exit::Yes, summary))
+            Ok(None) => RecapReport::Stale { text, usage },
+            Err(failure) => RecapReport::Failed { failure, usage },
+        })
     }
 }
 
@@ -617,9 +895,21 @@ pub const MAN_SECTIONS: &[(&str, &str)] = &[
 ok (exit 0); no-turn when the transcript holds no real user turn (exit 1, no request made); \
 skipped with a reason in --auto (exit 1); aborted with reason stale when the transcript changed \
 while the summary was generated (exit 1, nothing written) or interrupted on SIGINT/SIGTERM \
-(exit 130/143); api-error after retries, with error = {kind, status, message, attempts} \
-(exit 4); failed when the transcript cannot be read or appended to (exit 3). usage always has \
-input_tokens, output_tokens, cache_creation_input_tokens and cache_read_input_tokens.",
+(exit 130/143, error kind interrupted); api-error when the model gave no summary (exit 4), \
+error.kind naming the model error kind (auth, rate_limited, overloaded, invalid_request, \
+timeout, network, malformed_response, server), with status (HTTP, or null) and attempts once \
+a request was made; failed when the transcript cannot be read or appended to (exit 3), \
+error.kind environment with reason not_found, permission or not_a_file when the transcript \
+(--transcript, or the hook payload's transcript_path) is missing, unreadable or not a regular \
+file (a FIFO, device, socket or directory is refused at once, never waited on). Every failure \
+has error = {kind, reason?, message} beside its status; a usage error or bad input (exit 2) \
+prints {error} alone, as every tool does. usage always has input_tokens, output_tokens, \
+cache_creation_input_tokens and cache_read_input_tokens.
+
+Control characters (C0 and C1, but newline and tab) are removed from the text (and so from the \
+appended record) and from every line on stderr. Exit 1 prints one line on stderr naming the \
+result (skipped: cache_cold: ...), unless -q; -v also says what the transcript held and, for \
+--auto, each gate checked and why it let the summary go on (checked cache_cold: ...).",
     ),
     (
         "CONTEXT",
@@ -660,8 +950,11 @@ anthropic-version: 2023-06-01. --provider openai: POST $OPENAI_BASE_URL/chat/com
 (default https://api.openai.com/v1) with Authorization: Bearer $OPENAI_API_KEY, for \
 llama.cpp, vLLM, Ollama and other compatible servers; the model is --model or OPENAI_MODEL. \
 With no credential for the provider, recap fails before any network I/O (exit 4, error kind \
-auth, the message naming the variables); a server that needs none is declared by setting the \
-variable to the empty string (OPENAI_API_KEY= or ANTHROPIC_API_KEY=): set but empty means no \
+auth, reason no_credential, the message naming the variables), but only once a request is due: \
+no-turn and every --auto gate come first, so a hook with nothing to summarise exits 1 without \
+a key. Every other model setting (a base URL that is not an absolute http(s) URL, --provider \
+openai without a model) is a usage error (exit 2) at once. A server that needs no credential \
+is declared by setting the variable to the empty string (OPENAI_API_KEY= or ANTHROPIC_API_KEY=): set but empty means no \
 credential, unset is the auth error. \
 429, 529, 5xx, connection failures and timeouts are retried (--retries, default 3) with \
 exponential backoff and jitter, honouring retry-after and retry-after-ms, within --deadline; \
@@ -688,21 +981,90 @@ says no; end hook commands with exit 0):
 mod tests {
     use super::*;
 
+    fn document(report: &RecapReport) -> serde_json::Value {
+        serde_json::to_value(report).unwrap()
+    }
+
     #[test]
-    fn every_result_but_ok_has_its_one_line() {
-        let mut stale = Summary::new("aborted");
-        stale.reason = Some("stale");
-        stale.message = Some("the transcript changed while the summary was written".into());
+    fn every_result_but_ok_has_its_one_line_and_its_exit() {
+        let usage = Usage::default();
+        let stale = RecapReport::Stale {
+            text: "t".into(),
+            usage,
+        };
         assert_eq!(
-            stale.note().as_deref(),
+            stale.line().as_deref(),
             Some("aborted: stale: the transcript changed while the summary was written")
         );
-        let (_, skipped) = Summary::skipped("too_soon", "away 2 minutes of 5".into());
+        assert_eq!(stale.exit(), Exit::No);
+        let skipped = RecapReport::Skipped {
+            reason: "too_soon",
+            message: "away 2 minutes of 5".into(),
+        };
         assert_eq!(
-            skipped.note().as_deref(),
+            skipped.line().as_deref(),
             Some("skipped: too_soon: away 2 minutes of 5")
         );
-        assert_eq!(Summary::new("ok").note(), None);
+        let ok = RecapReport::Summary {
+            text: "t".into(),
+            record_uuid: None,
+            usage,
+        };
+        assert_eq!((ok.line(), ok.exit()), (None, Exit::Yes));
+        let signal = RecapReport::Interrupted {
+            signal: libc::SIGTERM,
+            usage,
+        };
+        assert_eq!(signal.exit().code(), 143);
+    }
+
+    #[test]
+    fn every_failure_has_the_error_object_beside_its_status() {
+        let usage = Usage::default();
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let failed =
+            RecapReport::from_failure(Failure::io("read", Path::new("/t.jsonl"), &missing), usage);
+        assert_eq!(failed.exit(), Exit::Environment);
+        let doc = document(&failed);
+        assert_eq!(doc["status"], "failed");
+        assert_eq!(doc["error"]["kind"], "environment");
+        assert_eq!(doc["error"]["reason"], "not_found");
+        assert_eq!(doc["message"], doc["error"]["message"]);
+
+        let mut error = ModelError::new(ErrorKind::RateLimited, "slow \u{1b}[2Jdown");
+        error.status = Some(429);
+        let api = RecapReport::ApiError {
+            error: ErrorBody::of_model(&error),
+            usage,
+        };
+        assert_eq!(api.exit(), Exit::Remote);
+        let doc = document(&api);
+        assert_eq!(
+            (doc["status"].as_str(), doc["error"]["kind"].as_str()),
+            (Some("api-error"), Some("rate_limited"))
+        );
+        assert_eq!(doc["error"]["message"], "slow [2Jdown");
+        assert_eq!(
+            (
+                doc["error"]["status"].as_u64(),
+                doc["error"]["attempts"].as_u64()
+            ),
+            (Some(429), Some(1))
+        );
+
+        let doc = document(&RecapReport::Interrupted {
+            signal: libc::SIGINT,
+            usage,
+        });
+        assert_eq!(doc["status"], "aborted");
+        assert_eq!(doc["error"]["kind"], "interrupted");
+
+        let refused = RecapReport::from_failure(Failure::Usage("no transcript".into()), usage);
+        assert_eq!(refused.exit(), Exit::Usage);
+        assert_eq!(
+            document(&refused),
+            serde_json::json!({"error": {"kind": "usage", "message": "no transcript"}})
+        );
     }
 
     #[test]
@@ -716,6 +1078,10 @@ mod tests {
         assert_eq!(clean("> quoted\n* bullet"), "quoted bullet");
         let long = "é".repeat(500);
         assert_eq!(clean(&long).chars().count(), MAX_TEXT_CHARS);
+        assert_eq!(
+            clean("\u{1b}]0;PWNED\u{7}You were \u{9b}testing."),
+            "]0;PWNEDYou were testing."
+        );
     }
 
     #[test]

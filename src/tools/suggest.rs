@@ -7,7 +7,6 @@ pub mod filter;
 pub mod generate;
 pub mod suppress;
 
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
@@ -18,8 +17,10 @@ use crate::claude::transcript::BackwardReader;
 use crate::claude::{Env, Project};
 use crate::cli::duration::count;
 use crate::cli::input::MAX_STDIN_BYTES;
+use crate::cli::text::sanitize;
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
-use crate::model::{self, Client, ModelArgs, ModelError, Tier, Usage};
+use crate::files::open_regular;
+use crate::model::{self, Client, ModelArgs, ModelConfig, ModelError, Tier, Usage};
 use suppress::{Conversation, LiveState};
 
 /// Suggest what the user would type next.
@@ -85,33 +86,104 @@ pub struct GenerateArgs {
     pub model: ModelArgs,
 }
 
-/// `{suggestion, usage}`, exit 0.
-#[derive(Debug, Serialize)]
+/// The `error` object of a failure: `{kind, reason?, message}`, and for a failed model
+/// exchange also `status` (the HTTP status, or null) and `attempts` (requests made).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorBody {
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Option<u16>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+}
+
+impl ErrorBody {
+    /// A failure of ours (or of the setup before any request), message cleaned for a terminal.
+    pub fn of_failure(failure: &Failure) -> Self {
+        ErrorBody {
+            kind: failure.kind(),
+            reason: failure.reason(),
+            message: sanitize(&failure.to_string()).into_owned(),
+            status: None,
+            attempts: None,
+        }
+    }
+
+    /// A model exchange that failed after its retries: the model error kind.
+    pub fn of_model(error: &ModelError) -> Self {
+        ErrorBody {
+            kind: error.kind.as_str(),
+            reason: None,
+            message: sanitize(&error.message).into_owned(),
+            status: Some(error.status),
+            attempts: Some(error.attempts),
+        }
+    }
+}
+
+/// What suggest did. The variant decides the exit code ([`SuggestReport::exit`]) and the one
+/// document printed (its `Serialize`); [`SuggestReport::into_outcome`] is the only way out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SuggestReport {
+    /// `{suggestion, usage?}` (exit 0); `usage` when the candidate came from a model.
+    Suggested {
+        suggestion: String,
+        usage: Option<Usage>,
+    },
+    /// `--events`: Claude Code's `{type: "prompt_suggestion", suggestion, uuid, session_id}`
+    /// (exit 0).
+    Event {
+        suggestion: String,
+        uuid: String,
+        session_id: Option<String>,
+    },
+    /// `{suppressed, usage}` (exit 1): no model call was made.
+    Suppressed {
+        reason: &'static str,
+        detail: String,
+    },
+    /// `{rejected, candidate, usage?}` (exit 1): the cleaned candidate failed a filter.
+    Rejected {
+        rejection: filter::Rejection,
+        candidate: String,
+        usage: Option<Usage>,
+    },
+    /// `{error, usage}` (exit 4): the model could not be asked or did not answer;
+    /// `error.kind` is the model error kind (`auth` for a missing credential).
+    ModelFailed { error: ErrorBody, usage: Usage },
+    /// `{aborted: "interrupted", error, usage}` (exit 130 / 143).
+    Interrupted { signal: i32 },
+    /// `{error}`: usage or bad input (exit 2), or the environment (exit 3: a transcript that
+    /// is missing, unreadable or not a regular file, with its `reason`).
+    Failed(Failure),
+}
+
+#[derive(Serialize)]
 struct Suggested<'a> {
     suggestion: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<Usage>,
 }
 
-/// `--events`: the event Claude Code emits for a suggestion.
-#[derive(Debug, Serialize)]
+#[derive(Serialize)]
 struct Event<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     suggestion: &'a str,
-    uuid: String,
-    session_id: Option<String>,
+    uuid: &'a str,
+    session_id: Option<&'a str>,
 }
 
-/// `{suppressed, usage}`, exit 1: no model call was made.
-#[derive(Debug, Serialize)]
+#[derive(Serialize)]
 struct Suppressed {
     suppressed: &'static str,
     usage: Usage,
 }
 
-/// `{rejected, candidate, usage?}`, exit 1 (`candidate` is the cleaned text).
-#[derive(Debug, Serialize)]
+#[derive(Serialize)]
 struct Rejected<'a> {
     rejected: &'static str,
     candidate: &'a str,
@@ -119,14 +191,134 @@ struct Rejected<'a> {
     usage: Option<Usage>,
 }
 
-/// A failed model exchange (exit 4) or an interrupted one (130/143).
-#[derive(Debug, Serialize)]
-struct Failed {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<ModelError>,
+#[derive(Serialize)]
+struct ModelFailed<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     aborted: Option<&'static str>,
+    error: &'a ErrorBody,
     usage: Usage,
+}
+
+#[derive(Serialize)]
+struct Failed {
+    error: ErrorBody,
+}
+
+impl SuggestReport {
+    /// Where a failure belongs: a model's (a missing credential included) is `{error, usage}`,
+    /// a signal's `aborted`, the others `{error}`.
+    pub fn from_failure(failure: Failure) -> Self {
+        match failure {
+            Failure::Remote { .. } => SuggestReport::ModelFailed {
+                error: ErrorBody::of_failure(&failure),
+                usage: Usage::default(),
+            },
+            Failure::Interrupted { signal } => SuggestReport::Interrupted { signal },
+            other => SuggestReport::Failed(other),
+        }
+    }
+
+    /// The exit code: decided here and nowhere else.
+    pub fn exit(&self) -> Exit {
+        match self {
+            SuggestReport::Suggested { .. } | SuggestReport::Event { .. } => Exit::Yes,
+            SuggestReport::Suppressed { .. } | SuggestReport::Rejected { .. } => Exit::No,
+            SuggestReport::ModelFailed { .. } => Exit::Remote,
+            SuggestReport::Interrupted { signal } => signals::exit_for(*signal),
+            SuggestReport::Failed(failure) => failure.exit(),
+        }
+    }
+
+    /// The one stderr line that says why (none for a suggestion).
+    fn line(&self) -> Option<String> {
+        match self {
+            SuggestReport::Suggested { .. } | SuggestReport::Event { .. } => None,
+            SuggestReport::Suppressed { reason, detail } => {
+                Some(format!("suppressed: {reason}: {detail}"))
+            }
+            SuggestReport::Rejected { rejection, .. } => Some(format!(
+                "rejected: {}: {}",
+                rejection.reason, rejection.detail
+            )),
+            SuggestReport::ModelFailed { error, .. } => Some(match error.attempts {
+                Some(_) => format!("model request failed: {}: {}", error.kind, error.message),
+                None => format!("{}: {}", error.kind, error.message),
+            }),
+            SuggestReport::Interrupted { signal } => {
+                Some(Failure::interrupted(*signal).to_string())
+            }
+            SuggestReport::Failed(failure) => Some(failure.to_string()),
+        }
+    }
+
+    /// The outcome the shared `main` prints: the document, and the line on stderr (a note for
+    /// exit 1, a warning for a failure), cleaned of control characters.
+    pub fn into_outcome(self, diag: &Diag) -> Outcome {
+        let exit = self.exit();
+        let outcome = Outcome::new(exit, &self);
+        match self.line() {
+            None => outcome,
+            Some(line) if exit == Exit::No => outcome.with_note(sanitize(&line)),
+            Some(line) => {
+                diag.warn(&sanitize(&line));
+                outcome
+            }
+        }
+    }
+}
+
+impl Serialize for SuggestReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SuggestReport::Suggested { suggestion, usage } => Suggested {
+                suggestion,
+                usage: *usage,
+            }
+            .serialize(serializer),
+            SuggestReport::Event {
+                suggestion,
+                uuid,
+                session_id,
+            } => Event {
+                kind: "prompt_suggestion",
+                suggestion,
+                uuid,
+                session_id: session_id.as_deref(),
+            }
+            .serialize(serializer),
+            SuggestReport::Suppressed { reason, .. } => Suppressed {
+                suppressed: reason,
+                usage: Usage::default(),
+            }
+            .serialize(serializer),
+            SuggestReport::Rejected {
+                rejection,
+                candidate,
+                usage,
+            } => Rejected {
+                rejected: rejection.reason,
+                candidate,
+                usage: *usage,
+            }
+            .serialize(serializer),
+            SuggestReport::ModelFailed { error, usage } => ModelFailed {
+                aborted: None,
+                error,
+                usage: *usage,
+            }
+            .serialize(serializer),
+            SuggestReport::Interrupted { signal } => ModelFailed {
+                aborted: Some("interrupted"),
+                error: &ErrorBody::of_failure(&Failure::interrupted(*signal)),
+                usage: Usage::default(),
+            }
+            .serialize(serializer),
+            SuggestReport::Failed(failure) => Failed {
+                error: ErrorBody::of_failure(failure),
+            }
+            .serialize(serializer),
+        }
+    }
 }
 
 impl Tool for Args {
@@ -135,55 +327,50 @@ impl Tool for Args {
     }
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
-        match &self.command {
+        let report = match &self.command {
             Some(Subcommand::Check(check)) => run_check(check),
-            None => self.generate.run(diag),
-        }
+            None => {
+                // A signal outside the model exchange ends the process at once; it prints
+                // the same `aborted` result as one inside it.
+                signals::set_documents(|signal| {
+                    serde_json::to_string(&SuggestReport::Interrupted { signal })
+                        .unwrap_or_default()
+                });
+                self.generate.run(diag)
+            }
+        };
+        Ok(report
+            .unwrap_or_else(SuggestReport::from_failure)
+            .into_outcome(diag))
     }
 }
 
 /// Cleanup and filters over a candidate: `{suggestion}` (exit 0) or `{rejected, candidate}`
 /// (exit 1). `usage` is added when the candidate came from a model.
-pub fn verdict(raw: &str, usage: Option<Usage>) -> (Result<String, filter::Rejection>, Outcome) {
+pub fn verdict(raw: &str, usage: Option<Usage>) -> SuggestReport {
     let cleaned = filter::clean(raw);
     match filter::check(&cleaned) {
-        None => {
-            let outcome = Outcome::new(
-                Exit::Yes,
-                &Suggested {
-                    suggestion: &cleaned,
-                    usage,
-                },
-            );
-            (Ok(cleaned), outcome)
-        }
-        Some(rejection) => {
-            let outcome = Outcome::new(
-                Exit::No,
-                &Rejected {
-                    rejected: rejection.reason,
-                    candidate: &cleaned,
-                    usage,
-                },
-            )
-            .with_note(format!(
-                "rejected: {}: {}",
-                rejection.reason, rejection.detail
-            ));
-            (Err(rejection), outcome)
-        }
+        None => SuggestReport::Suggested {
+            suggestion: cleaned,
+            usage,
+        },
+        Some(rejection) => SuggestReport::Rejected {
+            rejection,
+            candidate: cleaned,
+            usage,
+        },
     }
 }
 
 /// `suggest check`: never reads a transcript, never starts a runtime, never connects.
-fn run_check(args: &CheckArgs) -> Result<Outcome, Failure> {
+fn run_check(args: &CheckArgs) -> Result<SuggestReport, Failure> {
     let text = match &args.text {
         Some(text) => text.clone(),
         None => plain_stdin()?.ok_or_else(|| {
             Failure::Usage("no text to check: pass TEXT, or plain text on stdin".into())
         })?,
     };
-    Ok(verdict(&text, None).1)
+    Ok(verdict(&text, None))
 }
 
 /// stdin as plain text, under the stdin rule: not read when it is a terminal or `-n` was
@@ -203,57 +390,59 @@ fn plain_stdin() -> Result<Option<String>, Failure> {
     Ok((!text.trim().is_empty()).then_some(text))
 }
 
-fn suppressed(reason: &'static str, detail: &str) -> Outcome {
-    Outcome::new(
-        Exit::No,
-        &Suppressed {
-            suppressed: reason,
-            usage: Usage::default(),
-        },
-    )
-    .with_note(format!("suppressed: {reason}: {detail}"))
-}
-
-/// Opens the transcript for reading, refusing anything but a regular file (a FIFO would
-/// block the open, a device never end).
-fn open_transcript(path: &Path) -> Result<Conversation, Failure> {
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Failure::io("open the transcript", path, &e))?;
-    let meta = file
+/// Reads the end of the transcript, a regular file only: a FIFO, device, socket or directory
+/// is refused at once (exit 3, `not_a_file`), never waited on, as a missing or unreadable one
+/// is (`not_found`, `permission`).
+fn read_transcript(path: &Path) -> Result<Conversation, Failure> {
+    let file = open_regular(path).map_err(|e| Failure::io("read the transcript", path, &e))?;
+    let len = file
         .metadata()
-        .map_err(|e| Failure::io("stat the transcript", path, &e))?;
-    if !meta.is_file() {
-        return Err(Failure::bad_input(format!(
-            "the transcript {} is not a regular file",
-            path.display()
-        )));
-    }
-    Conversation::from_reader(BackwardReader::new(file, meta.len()))
+        .map_err(|e| Failure::io("read the transcript", path, &e))?
+        .len();
+    Conversation::from_reader(BackwardReader::new(file, len))
         .map_err(|e| Failure::io("read the transcript", path, &e))
 }
 
+/// A missing or unsendable credential is put off until a request is due, after every
+/// suppression (a hook that finds suggestions off or suppressed says so, key or not); every
+/// other model setting is checked at once, so a bad one is a usage error whatever the
+/// suppressions say.
+fn credentials_later(
+    config: Result<ModelConfig, Failure>,
+) -> Result<Result<ModelConfig, Failure>, Failure> {
+    match config {
+        Ok(config) => Ok(Ok(config)),
+        Err(failure @ Failure::Remote { .. }) => Ok(Err(failure)),
+        Err(failure) => Err(failure),
+    }
+}
+
+/// A `-v` line, cleaned of control characters (paths and model names come from outside).
+fn explain(diag: &Diag, line: &str) {
+    diag.info(&sanitize(line));
+}
+
 impl GenerateArgs {
-    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+    fn run(self, diag: &Diag) -> Result<SuggestReport, Failure> {
         let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
         let transcript =
             crate::claude::hook::transcript_of(self.transcript.as_ref(), hook.as_ref())?;
         let env = Env::from_process();
+        let config = credentials_later(self.model.config(&env, Tier::Main))?;
         let (_project, settings) = Project::resolve(&hints, &env)?;
-        diag.info(&format!(
-            "enabled: {}",
-            suppress::enablement_source(&env, &settings)
-        ));
+        explain(
+            diag,
+            &format!("enabled: {}", suppress::enablement_source(&env, &settings)),
+        );
         if !suppress::enabled(&env, &settings) {
-            return Ok(suppressed(
-                "disabled",
-                "prompt suggestions are turned off \
-                 (CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION, else promptSuggestionEnabled)",
-            ));
+            return Ok(SuggestReport::Suppressed {
+                reason: "disabled",
+                detail: "prompt suggestions are turned off \
+                         (CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION, else promptSuggestionEnabled)"
+                    .into(),
+            });
         }
-        let conversation = open_transcript(&transcript)?;
+        let conversation = read_transcript(&transcript)?;
         let in_plan_mode = hook
             .as_ref()
             .and_then(|h| h.permission_mode.as_deref())
@@ -270,33 +459,36 @@ impl GenerateArgs {
             plan_mode: self.plan_mode || in_plan_mode,
             rate_limited: self.rate_limited,
         };
-        diag.info(&format!(
-            "{} read: {} (2 needed), the last {}, {} in it (limit {}), plan mode {}",
-            transcript.display(),
-            count(
-                conversation.assistant_turns as u64,
-                "assistant turn",
-                "assistant turns"
+        explain(
+            diag,
+            &format!(
+                "{} read: {} (2 needed), the last {}, {} in it (limit {}), plan mode {}",
+                transcript.display(),
+                count(
+                    conversation.assistant_turns as u64,
+                    "assistant turn",
+                    "assistant turns"
+                ),
+                if conversation.last_is_error {
+                    "an API error"
+                } else {
+                    "not an error"
+                },
+                count(
+                    conversation.last_uncached_tokens(),
+                    "uncached token",
+                    "uncached tokens"
+                ),
+                suppress::MAX_UNCACHED_TOKENS,
+                match (self.plan_mode, in_plan_mode) {
+                    (true, _) => "on (--plan-mode)",
+                    (false, true) => "on (the payload's permission_mode)",
+                    (false, false) => "off",
+                }
             ),
-            if conversation.last_is_error {
-                "an API error"
-            } else {
-                "not an error"
-            },
-            count(
-                conversation.last_uncached_tokens(),
-                "uncached token",
-                "uncached tokens"
-            ),
-            suppress::MAX_UNCACHED_TOKENS,
-            match (self.plan_mode, in_plan_mode) {
-                (true, _) => "on (--plan-mode)",
-                (false, true) => "on (the payload's permission_mode)",
-                (false, false) => "off",
-            }
-        ));
+        );
         if let Some((reason, detail)) = suppress::suppression(&conversation, live) {
-            return Ok(suppressed(reason, &detail));
+            return Ok(SuggestReport::Suppressed { reason, detail });
         }
         let session_id = self
             .session
@@ -306,13 +498,16 @@ impl GenerateArgs {
 
         // After the suppression checks: a hook that finds suggestions off or suppressed says
         // so (exit 1) even where no credential is set.
-        let client = Client::new(self.model.config(&env, Tier::Main)?)?;
+        let client = Client::new(config?)?;
         let request = generate::request(&conversation.messages);
-        diag.info(&format!(
-            "asking {} about the last {} messages",
-            client.model(),
-            conversation.messages.len()
-        ));
+        explain(
+            diag,
+            &format!(
+                "asking {} about the last {} messages",
+                client.model(),
+                conversation.messages.len()
+            ),
+        );
         // While the model is asked, a signal ends the exchange (not the process), so the
         // answer says it was interrupted.
         let hold = signals::hold();
@@ -327,38 +522,23 @@ impl GenerateArgs {
             None => answer,
         };
         let response = match answer {
-            Err(signal) => {
-                let failed = Failed {
-                    error: None,
-                    aborted: Some("interrupted"),
-                    usage: Usage::default(),
-                };
-                return Ok(Outcome::new(signals::exit_for(signal), &failed));
-            }
+            Err(signal) => return Ok(SuggestReport::Interrupted { signal }),
             Ok(Err(error)) => {
-                diag.warn(&format!("model request failed: {}", error.message));
-                let failed = Failed {
-                    error: Some(error),
-                    aborted: None,
+                return Ok(SuggestReport::ModelFailed {
+                    error: ErrorBody::of_model(&error),
                     usage: Usage::default(),
-                };
-                return Ok(Outcome::new(Exit::Remote, &failed));
+                })
             }
             Ok(Ok(response)) => response,
         };
-        let (result, outcome) = verdict(&response.text(), Some(response.usage));
-        match result {
-            Ok(suggestion) if self.events => {
-                let event = Event {
-                    kind: "prompt_suggestion",
-                    suggestion: &suggestion,
-                    uuid: uuid::Uuid::new_v4().to_string(),
-                    session_id,
-                };
-                Ok(Outcome::new(Exit::Yes, &event))
-            }
-            _ => Ok(outcome),
-        }
+        Ok(match verdict(&response.text(), Some(response.usage)) {
+            SuggestReport::Suggested { suggestion, .. } if self.events => SuggestReport::Event {
+                suggestion,
+                uuid: uuid::Uuid::new_v4().to_string(),
+                session_id,
+            },
+            report => report,
+        })
     }
 }
 
@@ -369,13 +549,24 @@ pub const MAN_SECTIONS: &[(&str, &str)] = &[
         "One object. {suggestion, usage}: exit 0. {suppressed, usage}: exit 1, no model call \
 was made (usage is all zeros). {rejected, candidate, usage}: exit 1, the model's answer failed a \
 filter; candidate is the cleaned answer. {error: {kind, status, message, attempts}, usage}: \
-exit 4, the model exchange failed after retries. {aborted: \"interrupted\", usage}: exit 130 \
-or 143 on SIGINT or SIGTERM. With --events, a suggestion is printed as Claude Code's event \
+exit 4, the model exchange failed after retries, error.kind naming the model error kind \
+(auth, rate_limited, overloaded, invalid_request, timeout, network, malformed_response, \
+server); with no credential for the provider, {error: {kind: \"auth\", reason: \
+\"no_credential\", message}, usage}, exit 4, no request made, and only after every \
+suppression (a hook that finds suggestions off or suppressed exits 1 without a key). \
+{aborted: \"interrupted\", error: {kind: \"interrupted\", message}, usage}: exit 130 or 143 on \
+SIGINT or SIGTERM. {error: {kind: \"environment\", reason, message}}: exit 3, the transcript \
+(--transcript, or the hook payload's transcript_path) is missing (reason not_found), \
+unreadable (permission) or not a regular file (not_a_file: a FIFO, device, socket or \
+directory is refused at once, never waited on). {error: {kind, reason?, message}}: exit 2, a \
+usage error or bad input (a bad model setting, such as a base URL that is not an absolute \
+http(s) URL, is one at once, whatever the suppressions say). With --events, a suggestion is printed as Claude Code's event \
 {type: \"prompt_suggestion\", suggestion, uuid, session_id} instead (uuid is new for each \
 event; session_id is --session, else the hook payload's, else the transcript's); the other \
 results print as above, so select the events with jq 'select(.type == \"prompt_suggestion\")'. \
 Exit 1 prints one line on stderr naming the reason (suppressed: cache_cold: ..., rejected: \
-too_many_words: ...), unless -q.",
+too_many_words: ...), and a failure one line saying why, unless -q. No control character \
+reaches the suggestion, the candidate or stderr (the cleanup removes them).",
     ),
     (
         "ENABLEMENT AND SUPPRESSION",
@@ -407,7 +598,8 @@ OPENAI_MODEL. Model flags, retries and error kinds are those of recap(1).",
     ),
     (
         "FILTERS",
-        "Cleanup first: surrounding blanks, a wrapper tag (<suggestion>...</suggestion>, any \
+        "Cleanup first: control characters (C0 and C1 but newline and tab: an ESC could \
+retitle or clear the terminal that shows the suggestion), surrounding blanks, a wrapper tag (<suggestion>...</suggestion>, any \
 tag name), one pair of wrapping quotes and a leading label (Suggestion:, Suggested prompt:, \
 Next prompt:, Prompt:, User:, also in bold) are removed, repeatedly. Then the filters, in \
 order; the first that fails is the reason: empty; done (just done, any case); meta_text \
@@ -463,14 +655,14 @@ mod tests {
 
     #[test]
     fn verdict_documents() {
-        let (ok, outcome) = verdict("<suggestion>run the tests</suggestion>", None);
-        assert_eq!(ok.as_deref().ok(), Some("run the tests"));
+        let quiet = Diag::new("suggest", true, false);
+        let outcome = verdict("<suggestion>run the tests</suggestion>", None).into_outcome(&quiet);
         assert_eq!(outcome.exit, Exit::Yes);
         assert_eq!(
             outcome.json.as_deref(),
             Some(r#"{"suggestion":"run the tests"}"#)
         );
-        let (_, outcome) = verdict(" Thanks! ", None);
+        let outcome = verdict(" Thanks! ", None).into_outcome(&quiet);
         assert_eq!(outcome.exit, Exit::No);
         assert_eq!(
             outcome.json.as_deref(),
@@ -480,5 +672,36 @@ mod tests {
             .note
             .as_deref()
             .is_some_and(|n| n.starts_with("rejected: too_few_words: ")));
+    }
+
+    #[test]
+    fn failures_print_the_error_object_and_decide_the_exit() {
+        let missing = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let report =
+            SuggestReport::from_failure(Failure::io("read", Path::new("/t.jsonl"), &missing));
+        assert_eq!(report.exit(), Exit::Environment);
+        let doc = serde_json::to_value(&report).unwrap();
+        assert_eq!(doc["error"]["kind"], "environment");
+        assert_eq!(doc["error"]["reason"], "permission");
+        let report = SuggestReport::ModelFailed {
+            error: ErrorBody::of_model(&ModelError::new(
+                crate::model::ErrorKind::Overloaded,
+                "busy",
+            )),
+            usage: Usage::default(),
+        };
+        assert_eq!(report.exit(), Exit::Remote);
+        let doc = serde_json::to_value(&report).unwrap();
+        assert_eq!(doc["error"]["kind"], "overloaded");
+        assert!(doc["usage"].is_object());
+        let report = SuggestReport::Interrupted {
+            signal: libc::SIGINT,
+        };
+        assert_eq!(report.exit().code(), 130);
+        let doc = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            (doc["aborted"].as_str(), doc["error"]["kind"].as_str()),
+            (Some("interrupted"), Some("interrupted"))
+        );
     }
 }

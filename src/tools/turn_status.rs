@@ -13,20 +13,22 @@ pub mod turn;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::claude::paths::check_path;
 use crate::claude::HookPayload;
 use crate::cli::args::EnvNamed;
 use crate::cli::input::json_type_name;
 use crate::cli::output::write_stdout;
+use crate::cli::text::sanitize;
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, Outcome, Tool};
-use crate::files::{create_private_dir, write_atomic};
-use crate::model::{Client, ModelArgs, Tier};
+use crate::files::{create_private_dir, file_kind, open_regular, write_atomic};
+use crate::model::{Client, ModelArgs, ModelConfig, ModelError, Tier, Usage};
 
 use rules::{Category, Verdict};
 use sink::{Sink, Status, Surface};
-use turn::{open_regular, read_small, OpenError, Turn};
+use turn::{read_small, Turn};
 
 /// The clearing line printed (`--events`) or written (`--state-file`) before the result.
 pub const CLEAR: &str = r#"{"post_turn_summary":null}"#;
@@ -225,19 +227,13 @@ impl Args {
 }
 
 /// Reads the last turn of `path`. `Ok(None)`: an unnamed transcript that does not exist (yet).
+/// A named one that is missing, unreadable or not a regular file (never waited on) is an
+/// environment failure with its `reason`.
 fn read_turn(path: &Path, named: bool) -> Result<Option<Turn>, Failure> {
-    let what = if named {
-        "--transcript"
-    } else {
-        "the payload's transcript_path"
-    };
-    let file = match open_regular(what, path) {
+    let file = match open_regular(path) {
         Ok(file) => file,
-        Err(OpenError::Io(e)) if !named && e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(None)
-        }
-        Err(OpenError::Io(e)) => return Err(Failure::io("read", path, &e)),
-        Err(OpenError::NotRegular(failure)) => return Err(failure),
+        Err(e) if !named && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Failure::io("read", path, &e)),
     };
     Turn::read(file)
         .map(Some)
@@ -247,15 +243,14 @@ fn read_turn(path: &Path, named: bool) -> Result<Option<Turn>, Failure> {
 /// The uuid of the payload text's record in the transcript, when the transcript is readable
 /// and its last turn holds that text (else the record would name another message).
 fn uuid_for(text: &str, transcript: &Path, diag: &Diag) -> (Option<String>, Option<String>) {
-    let turn = match open_regular("the payload's transcript_path", transcript) {
-        Ok(file) => Turn::read(file).ok(),
-        Err(_) => None,
-    };
-    let Some(turn) = turn else {
-        diag.info(&format!(
-            "no summarizes_uuid: cannot read {}",
-            transcript.display()
-        ));
+    let Some(turn) = open_regular(transcript)
+        .ok()
+        .and_then(|file| Turn::read(file).ok())
+    else {
+        explain(
+            diag,
+            &format!("no summarizes_uuid: cannot read {}", transcript.display()),
+        );
         return (None, None);
     };
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -264,13 +259,31 @@ fn uuid_for(text: &str, transcript: &Path, diag: &Diag) -> (Option<String>, Opti
         !a.is_empty() && (a == b || a.contains(&b) || b.contains(&a))
     });
     if !same {
-        diag.info("no summarizes_uuid: the transcript's last turn holds another text");
+        explain(
+            diag,
+            "no summarizes_uuid: the transcript's last turn holds another text",
+        );
     }
     (same.then_some(turn.uuid).flatten(), turn.session_id)
 }
 
-/// `--previous`: its last line when it holds a status of this sink's shape.
-fn previous_status(path: &Path, sink: Sink) -> Result<Option<String>, Failure> {
+/// Every string in `value` (keys included) without control characters.
+fn sanitized(value: Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(sanitize(&s).into_owned()),
+        Value::Array(items) => Value::Array(items.into_iter().map(sanitized).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (sanitize(&k).into_owned(), sanitized(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// `--previous`: its last line when it holds a status of this sink's shape (cleaned of
+/// control characters: it is printed again).
+fn previous_status(path: &Path, sink: Sink) -> Result<Option<Value>, Failure> {
     let Some(bytes) = read_small("--previous", path, MAX_PREVIOUS_BYTES)? else {
         return Ok(None);
     };
@@ -278,7 +291,7 @@ fn previous_status(path: &Path, sink: Sink) -> Result<Option<String>, Failure> {
     let Some(last) = text.lines().rev().find(|l| !l.trim().is_empty()) else {
         return Ok(None);
     };
-    let value: Value = serde_json::from_str(last).map_err(|e| {
+    let value: Value = crate::cli::json::from_slice(last.as_bytes()).map_err(|e| {
         Failure::bad_input(format!(
             "--previous {}: the last line is not JSON: {e}",
             path.display()
@@ -291,7 +304,7 @@ fn previous_status(path: &Path, sink: Sink) -> Result<Option<String>, Failure> {
             json_type_name(&value)
         )));
     }
-    Ok(sink.holds(&value).then(|| value.to_string()))
+    Ok(sink.holds(&value).then(|| sanitized(value)))
 }
 
 /// Writes one line to the state file, atomically; a missing directory is created (0700).
@@ -305,17 +318,232 @@ fn write_state(path: &Path, line: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::io("write", path, &e))
 }
 
-/// A state file must be a regular file, or not exist yet.
+/// A state file must be a regular file (or a link to one), or not exist yet; anything else
+/// (a directory, a FIFO, a socket, a link to a device) is an environment failure
+/// (`not_a_file`), found before anything is written.
 fn check_state_file(path: &Path) -> Result<(), Failure> {
     check_path("--state-file", path)?;
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => Ok(()),
-        Ok(_) => Err(Failure::BadInput {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(meta) => Err(Failure::Environment {
             reason: Some("not_a_file"),
-            message: format!("--state-file {} is not a regular file", path.display()),
+            message: format!(
+                "--state-file {} is not a regular file ({})",
+                path.display(),
+                file_kind(meta.file_type())
+            ),
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Failure::io("inspect", path, &e)),
+    }
+}
+
+/// A missing or unsendable credential is put off until the model is to be asked (a
+/// permission prompt, an API failure or a turn with no text never needs it); every other
+/// model setting is checked at once, so a bad one is a usage error.
+fn credentials_later(
+    config: Result<ModelConfig, Failure>,
+) -> Result<Result<ModelConfig, Failure>, Failure> {
+    match config {
+        Ok(config) => Ok(Ok(config)),
+        Err(failure @ Failure::Remote { .. }) => Ok(Err(failure)),
+        Err(failure) => Err(failure),
+    }
+}
+
+/// A `-v` line, cleaned of control characters (paths and model names come from outside).
+fn explain(diag: &Diag, line: &str) {
+    diag.info(&sanitize(line));
+}
+
+/// The `error` object of a failure: `{kind, reason?, message}`, and for a failed model
+/// exchange also `status` (the HTTP status, or null) and `attempts` (requests made).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorBody {
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Option<u16>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+}
+
+impl ErrorBody {
+    /// A failure of ours (or of the setup before any request), message cleaned for a terminal.
+    pub fn of_failure(failure: &Failure) -> Self {
+        ErrorBody {
+            kind: failure.kind(),
+            reason: failure.reason(),
+            message: sanitize(&failure.to_string()).into_owned(),
+            status: None,
+            attempts: None,
+        }
+    }
+
+    /// A model exchange that failed after its retries: the model error kind.
+    pub fn of_model(error: &ModelError) -> Self {
+        ErrorBody {
+            kind: error.kind.as_str(),
+            reason: None,
+            message: sanitize(&error.message).into_owned(),
+            status: Some(error.status),
+            attempts: Some(error.attempts),
+        }
+    }
+}
+
+/// What turn-status did. The variant decides the exit code ([`StatusReport::exit`]) and the
+/// one document printed (its `Serialize`); [`StatusReport::into_outcome`] is the only way out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatusReport {
+    /// A status in the sink's shape (exit 0).
+    Status { sink: Sink, status: Status },
+    /// The previous status printed again (exit 0): `--previous`'s last line.
+    Reused(Value),
+    /// `{reason: "no_text", message}` (exit 1): nothing to report, nothing written.
+    NoText { message: String },
+    /// `{post_turn_summary: null, error, usage}` (exit 4): the LLM engine failed (its
+    /// credential missing included); `error.kind` is the model error kind.
+    LlmFailed { error: ErrorBody, usage: Usage },
+    /// `{post_turn_summary: null, aborted: "interrupted", error}` (exit 130 / 143).
+    Interrupted { signal: i32 },
+    /// `{post_turn_summary: null, error}` (exit 3): a file could not be read or written
+    /// (`error.reason` `not_found`, `permission`, `not_a_file` when that is why).
+    Failed(Failure),
+    /// `{error}` (exit 2): the caller is wrong (usage or bad input); nothing written.
+    Refused(Failure),
+}
+
+#[derive(Serialize)]
+struct NoText<'a> {
+    reason: &'static str,
+    message: &'a str,
+}
+
+/// Every failure with a section: `post_turn_summary: null` (no status), then why.
+#[derive(Serialize)]
+struct NoStatus {
+    post_turn_summary: (),
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aborted: Option<&'static str>,
+    error: ErrorBody,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+}
+
+#[derive(Serialize)]
+struct Refusal {
+    error: ErrorBody,
+}
+
+impl StatusReport {
+    /// Where a failure belongs: the caller's mistakes are refused, a missing credential is the
+    /// LLM engine failing, a signal interrupts, the rest is the environment's.
+    pub fn from_failure(failure: Failure) -> Self {
+        match failure {
+            Failure::Usage(_) | Failure::BadInput { .. } => StatusReport::Refused(failure),
+            Failure::Environment { .. } => StatusReport::Failed(failure),
+            Failure::Remote { .. } => StatusReport::LlmFailed {
+                error: ErrorBody::of_failure(&failure),
+                usage: Usage::default(),
+            },
+            Failure::Interrupted { signal } => StatusReport::Interrupted { signal },
+        }
+    }
+
+    /// The exit code: decided here and nowhere else.
+    pub fn exit(&self) -> Exit {
+        match self {
+            StatusReport::Status { .. } | StatusReport::Reused(_) => Exit::Yes,
+            StatusReport::NoText { .. } => Exit::No,
+            StatusReport::LlmFailed { .. } => Exit::Remote,
+            StatusReport::Interrupted { signal } => signals::exit_for(*signal),
+            StatusReport::Failed(failure) | StatusReport::Refused(failure) => failure.exit(),
+        }
+    }
+
+    /// Whether `--state-file` ends holding this document (a status, or the LLM engine's
+    /// error); nothing else is written there.
+    fn is_written(&self) -> bool {
+        matches!(
+            self,
+            StatusReport::Status { .. } | StatusReport::Reused(_) | StatusReport::LlmFailed { .. }
+        )
+    }
+
+    /// The compact JSON line (also what `--state-file` holds).
+    fn to_line(&self) -> Result<String, Failure> {
+        serde_json::to_string(self)
+            .map_err(|e| Failure::environment(format!("cannot serialise the status: {e}")))
+    }
+
+    /// The one stderr line that says why (none for a status).
+    fn line(&self) -> Option<String> {
+        match self {
+            StatusReport::Status { .. } | StatusReport::Reused(_) => None,
+            StatusReport::NoText { message } => Some(format!("no status: {message}")),
+            StatusReport::LlmFailed { error, .. } => Some(format!(
+                "llm engine failed: {}: {}",
+                error.kind, error.message
+            )),
+            StatusReport::Interrupted { signal } => Some(Failure::interrupted(*signal).to_string()),
+            StatusReport::Failed(failure) | StatusReport::Refused(failure) => {
+                Some(failure.to_string())
+            }
+        }
+    }
+
+    /// The outcome the shared `main` prints: the document, and the line on stderr (a note for
+    /// exit 1, a warning for a failure), cleaned of control characters.
+    pub fn into_outcome(self, diag: &Diag) -> Outcome {
+        let exit = self.exit();
+        let outcome = Outcome::new(exit, &self);
+        match self.line() {
+            None => outcome,
+            Some(line) if exit == Exit::No => outcome.with_note(sanitize(&line)),
+            Some(line) => {
+                diag.warn(&sanitize(&line));
+                outcome
+            }
+        }
+    }
+}
+
+impl Serialize for StatusReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let no_status = |aborted, error, usage| NoStatus {
+            post_turn_summary: (),
+            aborted,
+            error,
+            usage,
+        };
+        match self {
+            StatusReport::Status { sink, status } => sink.document(status).serialize(serializer),
+            StatusReport::Reused(value) => value.serialize(serializer),
+            StatusReport::NoText { message } => NoText {
+                reason: "no_text",
+                message: &sanitize(message),
+            }
+            .serialize(serializer),
+            StatusReport::LlmFailed { error, usage } => {
+                no_status(None, error.clone(), Some(*usage)).serialize(serializer)
+            }
+            StatusReport::Interrupted { signal } => no_status(
+                Some("interrupted"),
+                ErrorBody::of_failure(&Failure::interrupted(*signal)),
+                None,
+            )
+            .serialize(serializer),
+            StatusReport::Failed(failure) => {
+                no_status(None, ErrorBody::of_failure(failure), None).serialize(serializer)
+            }
+            StatusReport::Refused(failure) => Refusal {
+                error: ErrorBody::of_failure(failure),
+            }
+            .serialize(serializer),
+        }
     }
 }
 
@@ -325,6 +553,18 @@ impl Tool for Args {
     }
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+        // A signal outside the model exchange ends the process at once; it prints the same
+        // result as one inside it.
+        signals::set_documents(|signal| {
+            serde_json::to_string(&StatusReport::Interrupted { signal }).unwrap_or_default()
+        });
+        let report = self.report(diag).unwrap_or_else(StatusReport::from_failure);
+        Ok(report.into_outcome(diag))
+    }
+}
+
+impl Args {
+    fn report(&self, diag: &Diag) -> Result<StatusReport, Failure> {
         let payload = payload_of(Input::from_stdin()?)?;
         for (what, path) in [
             ("--transcript", self.transcript.as_deref()),
@@ -339,11 +579,12 @@ impl Tool for Args {
             }
         }
         let source = self.source(payload.as_ref())?;
-        // Model settings are checked before anything is written, so a bad one is a usage error.
-        let client = match self.engine {
+        // The model settings are checked before anything is written, so a bad one is a usage
+        // error; the credential only once the model is to be asked.
+        let config = match self.engine {
             Engine::Llm => {
                 let env = crate::claude::Env::from_process();
-                Some(self.model.config(&env, Tier::SmallFast)?)
+                Some(credentials_later(self.model.config(&env, Tier::SmallFast))?)
             }
             Engine::Heuristic => None,
         };
@@ -356,15 +597,24 @@ impl Tool for Args {
         // The text to classify, or the verdict when nothing needs classifying.
         let mut summarizes_uuid = None;
         let (text, immediate) = match source {
-            Source::Permission(detail) => (
-                None,
-                Some(Verdict::new(
-                    Category::Blocked,
-                    &detail,
-                    "answer the permission prompt",
-                )),
-            ),
-            Source::ApiFailure(detail) => (None, Some(Verdict::new(Category::Failed, &detail, ""))),
+            Source::Permission(detail) => {
+                explain(
+                    diag,
+                    "a permission prompt is pending: blocked, nothing classified",
+                );
+                (
+                    None,
+                    Some(Verdict::new(
+                        Category::Blocked,
+                        &detail,
+                        "answer the permission prompt",
+                    )),
+                )
+            }
+            Source::ApiFailure(detail) => {
+                explain(diag, "the turn ended on an API error: failed");
+                (None, Some(Verdict::new(Category::Failed, &detail, "")))
+            }
             Source::Text(text, transcript) => {
                 if let (Some(path), false) = (&transcript, text.trim().is_empty()) {
                     let (uuid, from_transcript) = uuid_for(&text, path, diag);
@@ -379,6 +629,7 @@ impl Tool for Args {
                     session = session.or(turn.session_id);
                     match (turn.text, turn.api_error) {
                         (Some(text), true) => {
+                            explain(diag, "the transcript's last turn is an API error: failed");
                             (None, Some(Verdict::new(Category::Failed, &text, "")))
                         }
                         (text, false) => (text, None),
@@ -386,7 +637,7 @@ impl Tool for Args {
                     }
                 }
                 None => {
-                    diag.info(&format!("{} does not exist yet", path.display()));
+                    explain(diag, &format!("{} does not exist yet", path.display()));
                     (None, None)
                 }
             },
@@ -402,84 +653,84 @@ impl Tool for Args {
 
         // The old status is cleared first, then the new one computed and written.
         self.clear()?;
-        let status = |verdict: Verdict, tempo: Option<&'static str>| Status {
-            tempo: tempo.unwrap_or(verdict.category.tempo()),
-            verdict,
-            summarizes_uuid: summarizes_uuid.clone(),
-            session_id: session.clone(),
+        let status = |verdict: Verdict, tempo: Option<&'static str>| {
+            let tempo = tempo.unwrap_or(verdict.category.tempo());
+            Status::new(verdict, tempo, summarizes_uuid.clone(), session.clone())
         };
         let text = text.unwrap_or_default();
-        let (exit, document) = match (immediate, client) {
-            (Some(verdict), _) => (Exit::Yes, sink.render(&status(verdict, None))),
-            (None, None) => (Exit::Yes, self.heuristic(&text, sink, diag, &status)),
+        let report = match (immediate, config) {
+            (Some(verdict), _) => StatusReport::Status {
+                sink,
+                status: status(verdict, None),
+            },
+            (None, None) => self.heuristic(&text, sink, diag, &status),
             (None, Some(config)) => {
-                let client = Client::new(config)?;
-                diag.info(&format!("asking {}", client.model()));
-                match llm::classify(&client, &text)? {
-                    llm::Outcome::Classified(answer, usage) => {
-                        diag.info(&format!(
-                            "llm: {} ({} input, {} output tokens)",
-                            answer.verdict.category.as_str(),
-                            usage.input_tokens,
-                            usage.output_tokens
-                        ));
-                        (
-                            Exit::Yes,
-                            sink.render(&status(answer.verdict, Some(answer.tempo))),
-                        )
+                let failed = |error: ErrorBody, usage: Usage| match self.fallback {
+                    Some(Fallback::Heuristic) => {
+                        diag.warn(&sanitize(&format!(
+                            "llm engine failed ({}: {}); classified with the rule table",
+                            error.kind, error.message
+                        )));
+                        self.heuristic(&text, sink, diag, &status)
                     }
-                    llm::Outcome::Failed(error, usage) => match self.fallback {
-                        Some(Fallback::Heuristic) => {
-                            diag.warn(&format!(
-                                "llm engine failed ({}: {}); classified with the rule table",
-                                error.kind.as_str(),
-                                error.message
-                            ));
-                            (Exit::Yes, self.heuristic(&text, sink, diag, &status))
+                    None => StatusReport::LlmFailed { error, usage },
+                };
+                match config {
+                    Err(failure) => failed(ErrorBody::of_failure(&failure), Usage::default()),
+                    Ok(config) => {
+                        let client = Client::new(config)?;
+                        explain(diag, &format!("asking {}", client.model()));
+                        match llm::classify(&client, &text)? {
+                            llm::Outcome::Classified(answer, usage) => {
+                                explain(
+                                    diag,
+                                    &format!(
+                                        "llm: {} ({} input, {} output tokens)",
+                                        answer.verdict.category.as_str(),
+                                        usage.input_tokens,
+                                        usage.output_tokens
+                                    ),
+                                );
+                                StatusReport::Status {
+                                    sink,
+                                    status: status(answer.verdict, Some(answer.tempo)),
+                                }
+                            }
+                            llm::Outcome::Failed(error, usage) => {
+                                failed(ErrorBody::of_model(&error), usage)
+                            }
+                            llm::Outcome::Interrupted(signal) => {
+                                StatusReport::Interrupted { signal }
+                            }
                         }
-                        None => {
-                            diag.warn(&format!(
-                                "llm engine failed: {}: {}",
-                                error.kind.as_str(),
-                                error.message
-                            ));
-                            let doc =
-                                json!({"post_turn_summary": null, "error": error, "usage": usage});
-                            (Exit::Remote, doc.to_string())
-                        }
-                    },
-                    llm::Outcome::Interrupted(signal) => (
-                        signals::exit_for(signal),
-                        json!({"post_turn_summary": null, "aborted": "interrupted"}).to_string(),
-                    ),
+                    }
                 }
             }
         };
         if let Some(path) = &self.state_file {
-            if matches!(exit, Exit::Yes | Exit::Remote) {
-                write_state(path, &document)?;
+            if report.is_written() {
+                write_state(path, &report.to_line()?)?;
             }
         }
-        Ok(Outcome {
-            exit,
-            json: Some(document),
-            note: None,
-            undo: None,
-        })
+        Ok(report)
     }
-}
 
-impl Args {
     fn heuristic(
         &self,
         text: &str,
         sink: Sink,
         diag: &Diag,
         status: &dyn Fn(Verdict, Option<&'static str>) -> Status,
-    ) -> String {
+    ) -> StatusReport {
         let (verdict, why) = rules::classify_explained(text);
-        diag.info(&format!("heuristic: {} ({why})", verdict.category.as_str()));
-        sink.render(&status(verdict, None))
+        explain(
+            diag,
+            &format!("heuristic: {} ({why})", verdict.category.as_str()),
+        );
+        StatusReport::Status {
+            sink,
+            status: status(verdict, None),
+        }
     }
 
     /// `--events` prints, and `--state-file` writes, the clearing line.
@@ -495,12 +746,12 @@ impl Args {
     }
 
     /// A turn with no new assistant text: the previous status again, else nothing to report.
-    fn reuse_previous(&self, sink: Sink, diag: &Diag) -> Result<Outcome, Failure> {
+    fn reuse_previous(&self, sink: Sink, diag: &Diag) -> Result<StatusReport, Failure> {
         let previous = match &self.previous {
             Some(path) => previous_status(path, sink)?,
             None => None,
         };
-        let Some(document) = previous else {
+        let Some(previous) = previous else {
             let message = match &self.previous {
                 Some(path) => format!(
                     "the turn has no new assistant text and --previous {} holds no {} status",
@@ -509,20 +760,15 @@ impl Args {
                 ),
                 None => "the turn has no new assistant text".to_string(),
             };
-            let doc = json!({"reason": "no_text", "message": message});
-            return Ok(Outcome::new(Exit::No, &doc).with_note(format!("no status: {message}")));
+            return Ok(StatusReport::NoText { message });
         };
-        diag.info("no new assistant text: the previous status is reused");
+        explain(diag, "no new assistant text: the previous status is reused");
+        let report = StatusReport::Reused(previous);
         self.clear()?;
         if let Some(path) = &self.state_file {
-            write_state(path, &document)?;
+            write_state(path, &report.to_line()?)?;
         }
-        Ok(Outcome {
-            exit: Exit::Yes,
-            json: Some(document),
-            note: None,
-            undo: None,
-        })
+        Ok(report)
     }
 }
 
@@ -600,8 +846,13 @@ conversation with the reply and a format correction. If both fail, or the model 
 reached after the retries (--retries, --timeout, --deadline, as for recap), stdout holds \
 {\"post_turn_summary\": null, \"error\": {kind, status, message, attempts}, \"usage\"} and \
 turn-status exits 4; with --fallback heuristic the rule table classifies instead (exit 0, \
-one line on stderr). The result field steers the model and is not printed. With no \
-credential for the provider, the request fails before any network I/O (exit 4, kind auth).",
+one line on stderr). error.kind names the model error kind (auth, rate_limited, overloaded, \
+invalid_request, timeout, network, malformed_response, server). The result field steers the \
+model and is not printed. With no credential for the provider, the engine fails the same way \
+before any network I/O (exit 4, kind auth, reason no_credential; --fallback heuristic falls \
+back), and only when the model is to be asked: a permission prompt, an API failure or a turn \
+with no new text needs no credential. Every other model setting (a base URL that is not an \
+absolute http(s) URL, --provider openai without a model) is a usage error (exit 2) at once.",
     ),
     (
         "OUTPUT",
@@ -624,7 +875,11 @@ A turn with no new assistant text (an empty last_assistant_message, a transcript
 real user turn is newer than any assistant text) reuses --previous FILE: its last line, \
 printed again as it is, when it is a status of the current sink's shape (it may be the \
 --state-file itself). Otherwise there is nothing to report: {\"reason\": \"no_text\", \
-\"message\"} and exit 1, nothing written.",
+\"message\"} and exit 1, nothing written.
+
+No control character (C0 and C1 but newline and tab) reaches status_detail, needs_action, \
+needs, headline or stderr, whether the text came from the turn, a payload, the model or \
+--previous (which is printed again without them).",
     ),
     (
         "EXIT STATUS",
@@ -634,18 +889,24 @@ error, or the previous status reused).
 1 nothing to report: the turn has no new assistant text and --previous holds no status; \
 stdout says why ({\"reason\": \"no_text\", \"message\"}), one line on stderr unless -q.
 
-2 usage error or bad input: nothing to classify, a field of the wrong JSON type, a \
---transcript, --previous or --state-file that is not a regular file, a --previous whose last \
-line is not a JSON object.
+2 usage error or bad input: nothing to classify, a field of the wrong JSON type, a bad model \
+setting with --engine llm, a --previous whose last line is not a JSON object or that holds \
+more than 1 MiB; stdout holds {\"error\": {kind, reason?, message}}.
 
-3 the transcript cannot be read, or the state file cannot be written.
+3 a file cannot be read or written: --transcript, the payload's transcript_path, --previous \
+(the last two once they exist) or --state-file is unreadable (reason permission), missing \
+(not_found) or not a regular file (not_a_file: a FIFO, device, socket or directory is refused \
+at once, never waited on), or the state file's directory cannot be created or written; stdout \
+holds {\"post_turn_summary\": null, \"error\": {kind: \"environment\", reason, message}}.
 
-4 the LLM engine failed (the model's reply did not parse twice, or the model could not be \
-reached), without --fallback heuristic.
+4 the LLM engine failed (the model's reply did not parse twice, the model could not be \
+reached, or no credential is set), without --fallback heuristic: {\"post_turn_summary\": \
+null, \"error\", \"usage\"}.
 
 130 interrupted by SIGINT while the model was asked.
 
-143 terminated by SIGTERM while the model was asked.",
+143 terminated by SIGTERM while the model was asked. Both print {\"post_turn_summary\": \
+null, \"aborted\": \"interrupted\", \"error\": {kind: \"interrupted\", message}}.",
     ),
     (
         "EXAMPLES",
@@ -666,6 +927,7 @@ As a Stop hook that keeps a status file (end hook commands with exit 0):
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_man_page_names_every_rule() {

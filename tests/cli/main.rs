@@ -3,6 +3,7 @@
 mod attack16;
 mod binaries;
 mod contract_feedback;
+mod contract_model_tools;
 mod crash;
 mod docs;
 mod dream;

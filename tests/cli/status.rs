@@ -462,7 +462,7 @@ fn state_file_ends_holding_the_result() {
     );
     assert_eq!(out.code, 2);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
-    // A directory or FIFO is not a state file.
+    // A directory or FIFO is not a state file: the environment, not the caller (exit 3).
     let dir = home.root.join("a-dir");
     std::fs::create_dir(&dir).unwrap();
     let out = run_in(
@@ -471,7 +471,8 @@ fn state_file_ends_holding_the_result() {
         &stop("x"),
         &[],
     );
-    assert_eq!(out.code, 2);
+    assert_eq!(out.code, 3);
+    assert_eq!(out.json()["error"]["kind"], "environment");
     assert_eq!(out.json()["error"]["reason"], "not_a_file");
 }
 
@@ -571,11 +572,13 @@ fn a_fifo_transcript_is_refused_not_waited_on() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let out = run_in(&home, &["--transcript", fifo.to_str().unwrap()], "", &[]);
-    assert_eq!(out.code, 2);
+    assert_eq!(out.code, 3);
+    assert_eq!(out.json()["error"]["kind"], "environment");
     assert_eq!(out.json()["error"]["reason"], "not_a_file");
     let missing = home.root.join("missing.jsonl");
     let out = run_in(&home, &["--transcript", missing.to_str().unwrap()], "", &[]);
     assert_eq!(out.code, 3, "a named transcript that cannot be read");
+    assert_eq!(out.json()["error"]["reason"], "not_found");
 }
 
 #[test]

@@ -646,7 +646,14 @@ fn transcript_problems() {
             .unwrap(),
     );
     assert_eq!(code, 3, "{out}");
-    // A FIFO is refused at once, never waited on.
+    assert_eq!(
+        (
+            out["error"]["kind"].as_str(),
+            out["error"]["reason"].as_str()
+        ),
+        (Some("environment"), Some("not_found"))
+    );
+    // A FIFO is refused at once, never waited on: the environment, not the caller.
     let fifo = s.home.root.join("fifo.jsonl");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -658,8 +665,14 @@ fn transcript_problems() {
             .output()
             .unwrap(),
     );
-    assert_eq!(code, 2, "{out}");
-    assert_eq!(out["error"]["kind"], "bad_input");
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(
+        (
+            out["error"]["kind"].as_str(),
+            out["error"]["reason"].as_str()
+        ),
+        (Some("environment"), Some("not_a_file"))
+    );
     // A hook payload of the wrong shape.
     let (code, out, _) = outcome(
         s.bare()
@@ -972,6 +985,8 @@ fn sigint_during_generation_ends_at_once_with_130() {
     assert_eq!(out.status.code(), Some(130));
     assert_eq!(
         stdout_json(&out),
-        json!({"aborted": "interrupted", "usage": serde_json::from_str::<Value>(NO_USAGE).unwrap()})
+        json!({"aborted": "interrupted",
+               "error": {"kind": "interrupted", "message": "interrupted by SIGINT"},
+               "usage": serde_json::from_str::<Value>(NO_USAGE).unwrap()})
     );
 }

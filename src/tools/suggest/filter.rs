@@ -117,11 +117,14 @@ pub struct Rejection {
     pub detail: String,
 }
 
-/// The candidate as a person would read it: surrounding blanks, wrappers such as
-/// `<suggestion>...</suggestion>`, wrapping quotes and labels such as `Suggestion:` removed,
-/// repeatedly (`Suggestion: "run it"` -> `run it`). Inner text is left alone.
+/// The candidate as a person would read it: control characters (C0 and C1 but newline and
+/// tab: an ESC could retitle or clear the terminal that shows it), surrounding blanks,
+/// wrappers such as `<suggestion>...</suggestion>`, wrapping quotes and labels such as
+/// `Suggestion:` removed, repeatedly (`Suggestion: "run it"` -> `run it`). Inner text is
+/// left alone.
 pub fn clean(text: &str) -> String {
-    let mut text = text.trim();
+    let printable = crate::cli::text::sanitize(text);
+    let mut text = printable.trim();
     loop {
         let before = text;
         text = strip_tag(text).trim();
@@ -689,6 +692,14 @@ mod tests {
             ("Suggestion：运行测试", "运行测试"),
             ("a <b>bold</b> move", "a <b>bold</b> move"),
             ("<a>x</b>", "<a>x</b>"),
+            (
+                "\u{1b}]0;PWNED\u{7}\u{1b}[2Jrun tests",
+                "]0;PWNED[2Jrun tests",
+            ),
+            (
+                "<suggestion>\u{9b}push\u{7f} it\u{0}</suggestion>",
+                "push it",
+            ),
         ] {
             assert_eq!(clean(raw), cleaned, "{raw:?}");
         }

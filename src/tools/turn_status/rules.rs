@@ -1,6 +1,8 @@
 //! The heuristic engine: the rule table (the one place the rules live) and the classifier that
 //! applies it to the end of the turn's final assistant text. No model, no I/O.
 
+use crate::cli::text::sanitize;
+
 /// How a turn ended, in the engine's words (SPEC §7). The order of the variants is the order in
 /// which categories are tried: the first that matches wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,12 +243,14 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The detail and the needed action are shown on a terminal (a status line, a headline):
+    /// control characters from the turn's text, a payload or a model are removed first.
     pub fn new(category: Category, detail: &str, needs: &str) -> Verdict {
         Verdict {
             category,
-            detail: cap(detail, DETAIL_CHARS),
+            detail: cap(&sanitize(detail), DETAIL_CHARS),
             needs: if category == Category::Blocked {
-                cap(needs, DETAIL_CHARS)
+                cap(&sanitize(needs), DETAIL_CHARS)
             } else {
                 String::new()
             },
@@ -261,7 +265,10 @@ pub fn classify(text: &str) -> Verdict {
 
 /// [`classify`], with the rule that decided, for `-v`.
 pub fn classify_explained(text: &str) -> (Verdict, String) {
-    let lines = prose_lines(tail(text, TAIL_CHARS));
+    // Without control characters first: none may reach the detail, and a bell or an escape
+    // next to a word does not hide it from the rules.
+    let text = sanitize(text);
+    let lines = prose_lines(tail(&text, TAIL_CHARS));
     for rule in RULES {
         if let Some(detail) = matches(rule, &lines) {
             let why = match rule.test {
@@ -475,6 +482,18 @@ mod tests {
         assert_eq!(tail("short", 800), "short");
         let one = "é".repeat(1000);
         assert_eq!(tail(&one, 800).chars().count(), 800);
+    }
+
+    #[test]
+    fn control_characters_neither_hide_a_phrase_nor_reach_the_detail() {
+        let v = classify("Pushed\u{7} the fix\u{1b}.");
+        assert_eq!(v.category, Category::Done);
+        assert_eq!(v.detail, "Pushed the fix.");
+        let v = Verdict::new(Category::Blocked, "ok?\u{9b}2J", "say \u{1b}]0;x\u{7}yes");
+        assert_eq!(
+            (v.detail.as_str(), v.needs.as_str()),
+            ("ok?2J", "say ]0;xyes")
+        );
     }
 
     #[test]

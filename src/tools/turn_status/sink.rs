@@ -39,16 +39,36 @@ impl Surface {
 }
 
 /// A classified turn with what the record needs around it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Status {
     pub verdict: Verdict,
     pub tempo: &'static str,
     pub summarizes_uuid: Option<String>,
     pub session_id: Option<String>,
+    /// The record's own uuid (summary sink): made once, so every copy printed or written is
+    /// the same record.
+    pub uuid: String,
+}
+
+impl Status {
+    pub fn new(
+        verdict: Verdict,
+        tempo: &'static str,
+        summarizes_uuid: Option<String>,
+        session_id: Option<String>,
+    ) -> Status {
+        Status {
+            verdict,
+            tempo,
+            summarizes_uuid,
+            session_id,
+            uuid: uuid::Uuid::new_v4().to_string(),
+        }
+    }
 }
 
 #[derive(Serialize)]
-struct Record<'a> {
+pub struct Record<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     subtype: &'static str,
@@ -56,20 +76,29 @@ struct Record<'a> {
     status_category: &'static str,
     status_detail: &'a str,
     needs_action: &'a str,
-    uuid: String,
+    uuid: &'a str,
     session_id: Option<&'a str>,
 }
 
 #[derive(Serialize)]
-struct State<'a> {
+pub struct State<'a> {
     state: &'static str,
     tempo: &'static str,
     needs: &'a str,
 }
 
 #[derive(Serialize)]
-struct Headline {
+pub struct Headline {
     headline: String,
+}
+
+/// A status in one sink's shape.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Document<'a> {
+    Record(Record<'a>),
+    State(State<'a>),
+    Headline(Headline),
 }
 
 impl Sink {
@@ -81,31 +110,29 @@ impl Sink {
         }
     }
 
-    /// The one compact JSON line of `status` in this shape.
-    pub fn render(self, status: &Status) -> String {
+    /// `status` in this shape.
+    pub fn document(self, status: &Status) -> Document<'_> {
         let v = &status.verdict;
-        let json = match self {
-            Sink::Summary => serde_json::to_string(&Record {
+        match self {
+            Sink::Summary => Document::Record(Record {
                 kind: "system",
                 subtype: "post_turn_summary",
                 summarizes_uuid: status.summarizes_uuid.as_deref(),
                 status_category: v.category.status_category(),
                 status_detail: &v.detail,
                 needs_action: &v.needs,
-                uuid: uuid::Uuid::new_v4().to_string(),
+                uuid: &status.uuid,
                 session_id: status.session_id.as_deref(),
             }),
-            Sink::State => serde_json::to_string(&State {
+            Sink::State => Document::State(State {
                 state: v.category.as_str(),
                 tempo: status.tempo,
                 needs: &v.needs,
             }),
-            Sink::Headline => serde_json::to_string(&Headline {
+            Sink::Headline => Document::Headline(Headline {
                 headline: headline(v),
             }),
-        };
-        // Plain strings and options cannot fail to serialise.
-        json.unwrap_or_default()
+        }
     }
 
     /// Whether `value` is a status of this shape (not a clearing line or an error).
@@ -136,18 +163,22 @@ mod tests {
     use crate::tools::turn_status::rules::Category;
 
     fn status(category: Category, detail: &str) -> Status {
-        Status {
-            verdict: Verdict::new(category, detail, detail),
-            tempo: category.tempo(),
-            summarizes_uuid: Some("a-1".into()),
-            session_id: None,
-        }
+        Status::new(
+            Verdict::new(category, detail, detail),
+            category.tempo(),
+            Some("a-1".into()),
+            None,
+        )
+    }
+
+    fn render(sink: Sink, status: &Status) -> String {
+        serde_json::to_string(&sink.document(status)).unwrap()
     }
 
     #[test]
     fn every_sink_shape() {
         let s = status(Category::Blocked, "approve the push?");
-        let record: Value = serde_json::from_str(&Sink::Summary.render(&s)).unwrap();
+        let record: Value = serde_json::from_str(&render(Sink::Summary, &s)).unwrap();
         let keys: Vec<&str> = record
             .as_object()
             .unwrap()
@@ -171,15 +202,15 @@ mod tests {
         assert_eq!(record["needs_action"], "approve the push?");
         assert!(Sink::Summary.holds(&record));
         assert_eq!(
-            Sink::State.render(&s),
+            render(Sink::State, &s),
             r#"{"state":"blocked","tempo":"blocked","needs":"approve the push?"}"#
         );
         assert_eq!(
-            Sink::Headline.render(&s),
+            render(Sink::Headline, &s),
             r#"{"headline":"Blocked: approve the push?"}"#
         );
         let long = status(Category::Done, &"x".repeat(100));
-        let h: Value = serde_json::from_str(&Sink::Headline.render(&long)).unwrap();
+        let h: Value = serde_json::from_str(&render(Sink::Headline, &long)).unwrap();
         assert_eq!(h["headline"].as_str().unwrap().chars().count(), 64);
     }
 }

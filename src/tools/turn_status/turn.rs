@@ -4,11 +4,11 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::claude::transcript::{BackwardReader, Item};
 use crate::cli::Failure;
+use crate::files::open_regular;
 
 /// How far back from the end the reader may go looking for the turn's text.
 pub const SCAN_BUDGET_BYTES: u64 = 8 * 1024 * 1024;
@@ -26,37 +26,14 @@ pub struct Turn {
     pub session_id: Option<String>,
 }
 
-/// Opens a file dreamkit reads without ever waiting on it: `O_NONBLOCK` so a FIFO does not
-/// block the open, then anything but a regular file is refused (bad input).
-pub fn open_regular(what: &str, path: &Path) -> Result<File, OpenError> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(OpenError::Io)?;
-    let meta = file.metadata().map_err(OpenError::Io)?;
-    if !meta.is_file() {
-        return Err(OpenError::NotRegular(Failure::BadInput {
-            reason: Some("not_a_file"),
-            message: format!("{what} {} is not a regular file", path.display()),
-        }));
-    }
-    Ok(file)
-}
-
-#[derive(Debug)]
-pub enum OpenError {
-    Io(std::io::Error),
-    NotRegular(Failure),
-}
-
-/// Reads at most `max` bytes of a regular file; `Ok(None)` when it does not exist.
+/// Reads at most `max` bytes of a regular file; `Ok(None)` when it does not exist. Anything
+/// but a regular file (a FIFO, a device, a socket, a directory) is refused at once, never
+/// waited on, and like an unreadable one is an environment failure with its `reason`.
 pub fn read_small(what: &str, path: &Path, max: u64) -> Result<Option<Vec<u8>>, Failure> {
-    let file = match open_regular(what, path) {
+    let file = match open_regular(path) {
         Ok(file) => file,
-        Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(OpenError::Io(e)) => return Err(Failure::io("open", path, &e)),
-        Err(OpenError::NotRegular(failure)) => return Err(failure),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Failure::io("read", path, &e)),
     };
     let mut bytes = Vec::new();
     file.take(max + 1)
