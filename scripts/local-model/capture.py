@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import time
+import subprocess
 import urllib.parse
 
 MODEL = "smollm2-135m-instruct"
@@ -342,6 +343,15 @@ def plan():
     return p
 
 
+def restart(args):
+    """Restarts the server with serve.sh (stop, start) and returns a Server for its URL."""
+    subprocess.run([args.restart_cmd, "stop"], check=False)
+    out = subprocess.run([args.restart_cmd], check=True, capture_output=True, text=True)
+    url = out.stdout.strip().splitlines()[-1]
+    print(f"(restarted the server: {url})", file=sys.stderr)
+    return Server(url)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("base_url")
@@ -353,6 +363,9 @@ def main():
     ap.add_argument("--tag", default="", help="label for --rates output")
     ap.add_argument("--timeout", type=float, default=240, help="seconds per request")
     ap.add_argument("--start", default="", help="skip the plan up to this capture")
+    ap.add_argument("--variants", default="", help="comma-separated subset for --rates")
+    ap.add_argument("--restart-cmd", default="",
+                    help="serve.sh path: on a timeout, restart the server with it and go on")
     args = ap.parse_args()
     srv = Server(args.base_url)
     os.makedirs(args.out_dir, exist_ok=True)
@@ -377,9 +390,12 @@ def main():
             with open(os.path.join(args.out_dir, f"{args.prefix}{name}.json"), "w") as f:
                 json.dump(rec, f, indent=2, ensure_ascii=False)
                 f.write("\n")
-            print(f"{name}: TIMEOUT after {args.timeout}s; restart the server and go on "
-                  f"with --start <next>", file=sys.stderr)
-            sys.exit(75)
+            print(f"{name}: TIMEOUT after {args.timeout}s", file=sys.stderr)
+            if not args.restart_cmd:
+                print("restart the server and go on with --start <next>", file=sys.stderr)
+                sys.exit(75)
+            srv = restart(args)
+            continue
         out = os.path.join(args.out_dir, f"{args.prefix}{name}.json")
         with open(out, "w") as f:
             json.dump(rec, f, indent=2, ensure_ascii=False)
@@ -402,19 +418,38 @@ def rates(srv, args):
             "name": "turn_status", "schema": STATUS_SCHEMA, "strict": True}},
         "json_object+schema": {"type": "json_object", "schema": STATUS_SCHEMA},
         "json_object": {"type": "json_object"},
+        # llama-cpp-python extra field: the server's default repeat_penalty is 1.1
+        "json_object+schema, repeat_penalty 1.0": ({"type": "json_object", "schema": STATUS_SCHEMA},
+                                                   {"repeat_penalty": 1.0}),
+        "none, repeat_penalty 1.0": (None, {"repeat_penalty": 1.0}),
     }
+    if args.variants:
+        variants = {k: v for k, v in variants.items() if k in args.variants.split(",")}
     report = {"tag": args.tag, "variants": {}}
     for vname, rf in variants.items():
         rows = []
+        rf0 = rf
         for text in STATUS_MESSAGES:
+            rf = rf0
             body = chat(messages=status_messages(text), temperature=0, max_tokens=300, seed=42)
+            extra = {}
+            if isinstance(rf, tuple):
+                rf, extra = rf
+            body.update(extra)
             if rf is not None:
                 body["response_format"] = rf
             try:
                 rec = srv.call("POST", "/chat/completions", body=body, timeout=args.timeout)
             except TimeoutError:
-                print(f"{args.tag} {vname}: TIMEOUT; restart the server", file=sys.stderr)
-                sys.exit(75)
+                print(f"{args.tag} {vname}: TIMEOUT after {args.timeout}s", file=sys.stderr)
+                rows.append({"message": text, "status": None, "content": None,
+                             "elapsed_s": args.timeout, "timed_out": True, "valid_json": False,
+                             "matches_schema": False, "within_lengths": False,
+                             "why": "timeout", "usage": None})
+                if not args.restart_cmd:
+                    sys.exit(75)
+                srv = restart(args)
+                continue
             content = None
             if rec["status"] == 200:
                 content = rec["response"]["choices"][0]["message"].get("content")
@@ -425,7 +460,7 @@ def rates(srv, args):
                          "usage": rec["response"].get("usage")
                          if isinstance(rec["response"], dict) else None})
         n = len(rows)
-        summary = {k: sum(r[k] for r in rows) for k in
+        summary = {k: sum(bool(r[k]) for r in rows) for k in
                    ("valid_json", "matches_schema", "within_lengths")}
         summary["n"] = n
         summary["seconds"] = round(sum(r["elapsed_s"] for r in rows), 1)

@@ -80,6 +80,8 @@ if [ -z "$port" ]; then
 fi
 url="http://127.0.0.1:$port/v1"
 threads=${N_THREADS:-$(nproc 2>/dev/null || echo 2)}
+# CHAT_FORMAT= (set and empty) leaves the choice to the server: the GGUF's own template.
+chat_format=${CHAT_FORMAT-chatml-function-calling}
 
 # The server reads its settings from the environment too (pydantic-settings: API_KEY,
 # MODEL, N_CTX, ...; and HOST/PORT override --host/--port), so it gets a clean one.
@@ -87,7 +89,7 @@ say "starting llama_cpp.server on $url (log: $STATE/server.log)"
 env -i PATH="$PATH" HOME="$HOME" LANG=C.UTF-8 TMPDIR="${TMPDIR:-/tmp}" PORT="$port" \
     setsid "$VENV/bin/python" -m llama_cpp.server \
     --model "$gguf" --model_alias smollm2-135m-instruct \
-    --chat_format "${CHAT_FORMAT:-chatml-function-calling}" \
+    ${chat_format:+--chat_format "$chat_format"} \
     --n_ctx "${N_CTX:-8192}" --n_threads "$threads" --n_threads_batch "$threads" \
     --seed "${SEED:-42}" --host 127.0.0.1 --port "$port" "$@" \
     </dev/null >"$STATE/server.log" 2>&1 &

@@ -39,6 +39,13 @@ pub enum Failure {
     Interrupted { signal: i32 },
 }
 
+/// A failure serialises as its `{"kind", "reason"?, "message"}` object.
+impl serde::Serialize for Failure {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
 /// The `reason` an I/O error gives a file named by a flag or a payload: the same in every tool.
 pub fn io_reason(err: &std::io::Error) -> Option<&'static str> {
     if crate::files::is_not_regular(err) {

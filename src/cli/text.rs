@@ -8,13 +8,57 @@ fn removed(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
 }
 
-/// `text` without control characters (newline and tab stay).
+/// `text` without control characters (newline and tab stay). A terminal escape sequence goes
+/// whole, not only its ESC: `\e]0;title\a` (OSC, to BEL or ST), `\e[2J` (CSI, to its final
+/// byte), `\e(B` and other short escapes, and their C1 forms.
 pub fn sanitize(text: &str) -> Cow<'_, str> {
-    if text.chars().any(removed) {
-        Cow::Owned(text.chars().filter(|c| !removed(*c)).collect())
-    } else {
-        Cow::Borrowed(text)
+    if !text.chars().any(removed) {
+        return Cow::Borrowed(text);
     }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let introducer = match c {
+            '\u{1b}' => chars.next_if(|n| ('\u{20}'..='\u{7e}').contains(n)),
+            '\u{9b}' => Some('['),
+            '\u{9d}' => Some(']'),
+            '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Some('P'),
+            c if removed(c) => continue,
+            c => {
+                out.push(c);
+                continue;
+            }
+        };
+        match introducer {
+            // CSI: parameters and intermediates, then one final byte.
+            Some('[') => {
+                for n in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&n) || removed(n) {
+                        break;
+                    }
+                }
+            }
+            // OSC, DCS, SOS, PM, APC: a string up to BEL or ST (ESC \ or its C1 form).
+            Some(']' | 'P' | 'X' | '^' | '_') => {
+                while let Some(n) = chars.next() {
+                    if n == '\u{7}' || n == '\u{9c}' {
+                        break;
+                    }
+                    if n == '\u{1b}' {
+                        chars.next_if_eq(&'\\');
+                        break;
+                    }
+                }
+            }
+            // `\e(B`, `\e#8` and the like: one more character.
+            Some('(' | ')' | '*' | '+' | '#' | '%') => {
+                chars.next();
+            }
+            // A two-character escape (`\eM`), or a lone ESC.
+            _ => {}
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// One line for a status display: sanitised, blanks folded to single spaces, at most
@@ -38,12 +82,20 @@ mod tests {
     fn escapes_and_bells_go_newlines_and_tabs_stay() {
         assert_eq!(
             sanitize("\u{1b}]0;PWNED\u{7}\u{1b}[2Jrun tests"),
-            "]0;PWNED[2Jrun tests"
+            "run tests"
         );
+        assert_eq!(sanitize("a\u{1b}[1;31mred\u{1b}[0m b"), "ared b");
+        assert_eq!(
+            sanitize("t\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\"),
+            "tlink"
+        );
+        assert_eq!(sanitize("\u{1b}(Bx\u{1b}My\u{9b}2Jz"), "xyz");
+        assert_eq!(sanitize("end\u{1b}"), "end");
         assert_eq!(sanitize("a\tb\nc"), "a\tb\nc");
-        assert_eq!(sanitize("x\u{9b}31my\u{7f}"), "x31my");
+        assert_eq!(sanitize("x\u{9b}31my\u{7f}"), "xy");
+        assert_eq!(sanitize("bell\u{7} and nul\u{0}"), "bell and nul");
         assert!(matches!(sanitize("plain"), Cow::Borrowed(_)));
-        assert_eq!(for_terminal("grep\n -rn\u{1b}[2J   x", 80), "grep -rn[2J x");
+        assert_eq!(for_terminal("grep\n -rn\u{1b}[2J   x", 80), "grep -rn x");
         assert_eq!(for_terminal("abcdef", 4), "abc…");
     }
 }
