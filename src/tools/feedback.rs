@@ -18,8 +18,8 @@ use crate::claude::{Env, HookPayload, Settings};
 use crate::cli::duration::parse_duration;
 use crate::cli::{CommonArgs, Diag, Exit, Failure, Input, Outcome, Tool};
 use crate::files::{create_private_dir, write_atomic};
-use crate::model::{self, ErrorKind, ModelError, RetryPolicy};
-use send::{attach, github_issue, payload, Attachment, PAYLOAD_BUDGET};
+use crate::model::{ErrorKind, ModelError};
+use send::{attach, deliver, github_issue, payload, target, Attachment, Target, PAYLOAD_BUDGET};
 use store::{Draft, Listed, NewDraft, Store, TranscriptRef, MAX_QUEUES_PER_SESSION};
 
 /// Queue, review and send feedback drafts.
@@ -338,59 +338,6 @@ impl QueueCounts {
     }
 }
 
-/// Where the feedback goes.
-enum Target {
-    Endpoint(String),
-    GitHub {
-        api: String,
-        repo: String,
-        token: String,
-    },
-}
-
-/// A GitHub owner or repository name: letters, digits, `-`, `_` and `.`, but not `.` or
-/// `..` (it becomes part of the API path).
-fn is_github_name(name: &str) -> bool {
-    (1..=100).contains(&name.len())
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
-    if let Some(to) = &args.to {
-        let repo = to
-            .strip_prefix("github:")
-            .filter(|r| {
-                let mut parts = r.split('/');
-                let ok = |p: Option<&str>| p.is_some_and(is_github_name);
-                ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
-            })
-            .ok_or_else(|| Failure::Usage(format!("--to {to:?}: expected github:OWNER/REPO")))?;
-        let token = env
-            .get("GITHUB_TOKEN")
-            .map(|t| t.to_string_lossy().trim().to_string())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| Failure::Usage("--to github needs GITHUB_TOKEN".into()))?;
-        let api = env.get("GITHUB_API_URL").map_or_else(
-            || "https://api.github.com".to_string(),
-            |u| u.to_string_lossy().trim_end_matches('/').to_string(),
-        );
-        model::checked_url(&api, "GITHUB_API_URL")?;
-        return Ok(Target::GitHub {
-            api,
-            repo: repo.to_string(),
-            token,
-        });
-    }
-    let url = args.endpoint.clone().unwrap_or_default();
-    // A URL that does not parse is a usage error before any request (never retried).
-    model::checked_url(&url, "--endpoint")?;
-    Ok(Target::Endpoint(url))
-}
-
 fn send_draft(
     args: &SendArgs,
     store: &Store,
@@ -462,29 +409,7 @@ fn send_draft(
         }
     }
 
-    let (url, headers) = match &target {
-        Target::Endpoint(url) => (
-            url.clone(),
-            vec![("content-type", "application/json".to_string())],
-        ),
-        Target::GitHub { api, repo, token } => (
-            format!("{api}/repos/{repo}/issues"),
-            vec![
-                ("content-type", "application/json".to_string()),
-                ("accept", "application/vnd.github+json".to_string()),
-                ("x-github-api-version", "2022-11-28".to_string()),
-                ("authorization", format!("Bearer {token}")),
-            ],
-        ),
-    };
-    // Room for every attempt and its backoff; saturating, whatever the flags say.
-    let deadline = args
-        .timeout
-        .saturating_mul(args.retries.saturating_add(1))
-        .saturating_mul(2);
-    let policy = RetryPolicy::from_env(args.retries, args.timeout, deadline, env);
-    let http = model::http_client(args.timeout)?;
-    let result = model::block_on(policy.run(|t| model::post(&http, &url, &headers, &bytes, t)))?;
+    let result = deliver(&target, &bytes, args.timeout, args.retries, env)?;
     match result {
         Ok((_, answer)) => {
             let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
@@ -679,18 +604,3 @@ List the drafts' ids and titles:
   feedback list | jq -c '.drafts[] | {draft_id, title}'",
     ),
 ];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn github_names() {
-        for good in ["octo", "my.repo", "a-b_c", "dreamkit.rs"] {
-            assert!(is_github_name(good), "{good}");
-        }
-        for bad in ["", ".", "..", "a b", "a%2f", "x?y", &"n".repeat(101)] {
-            assert!(!is_github_name(bad), "{bad:?}");
-        }
-    }
-}

@@ -564,7 +564,9 @@ fn github_issues_never_carry_the_transcript() {
         .args(["send", &id, "--to", "github:octo/tools", "--yes"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "no GITHUB_TOKEN");
+    // No GITHUB_TOKEN: a missing credential, as a model key is (tests/cli/net.rs has more).
+    assert_eq!(out.status.code(), Some(4), "no GITHUB_TOKEN");
+    assert_eq!(stdout_json(&out)["error"]["kind"], "auth");
     let out = home
         .cmd("feedback")
         .env("GITHUB_TOKEN", "t")

@@ -1,13 +1,122 @@
-//! Sending a draft: the transcript attachment rules, the payload, and the two targets (an
-//! HTTP endpoint, or a GitHub issue).
+//! Sending a draft: the transcript attachment rules, the payload, the two targets (an HTTP
+//! endpoint, or a GitHub issue) and the POST itself, through [`crate::net`] (same-origin
+//! redirects only, the answer cap, timeouts, redaction) with the model client's retry policy.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::store::{platform, Draft};
+use super::SendArgs;
+use crate::claude::Env;
+use crate::cli::Failure;
+use crate::model::{self, ModelError, RetryPolicy};
+use crate::net::{self, Secret};
+
+/// GitHub's REST API, when `GITHUB_API_URL` does not name another (GitHub Enterprise).
+pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
+
+/// Where the feedback goes.
+pub enum Target {
+    Endpoint(String),
+    GitHub {
+        api: String,
+        repo: String,
+        token: Secret,
+    },
+}
+
+/// A GitHub owner or repository name: letters, digits, `-`, `_` and `.`, but not `.` or
+/// `..` (it becomes part of the API path).
+fn is_github_name(name: &str) -> bool {
+    (1..=100).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The target of `--to` or `--endpoint`, checked before any network I/O: a malformed target
+/// or URL is a usage error (exit 2) naming its flag or variable; `--to github:...` without
+/// `GITHUB_TOKEN` is `auth` (exit 4), as a missing model key is.
+pub fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
+    if let Some(to) = &args.to {
+        let repo = to
+            .strip_prefix("github:")
+            .filter(|r| {
+                let mut parts = r.split('/');
+                let ok = |p: Option<&str>| p.is_some_and(is_github_name);
+                ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+            })
+            .ok_or_else(|| Failure::Usage(format!("--to {to:?}: expected github:OWNER/REPO")))?;
+        let api = env.get("GITHUB_API_URL").map(|u| u.to_string_lossy());
+        let api = net::base_url("GITHUB_API_URL", api.as_deref(), DEFAULT_GITHUB_API_URL)?;
+        let token = env
+            .get("GITHUB_TOKEN")
+            .map(|t| t.to_string_lossy().trim().to_string())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                net::no_credential(
+                    "--to github needs a credential: set GITHUB_TOKEN (a token that may create \
+issues in the repository); nothing was sent",
+                )
+            })?;
+        return Ok(Target::GitHub {
+            api,
+            repo: repo.to_string(),
+            token: Secret::checked("GITHUB_TOKEN", token)?,
+        });
+    }
+    let url = args.endpoint.clone().unwrap_or_default();
+    // A URL that does not parse is a usage error before any request (never retried).
+    net::checked_url(&url, "--endpoint")?;
+    Ok(Target::Endpoint(url))
+}
+
+impl Target {
+    /// The URL and headers of the POST.
+    fn request(&self) -> (String, Vec<(&'static str, String)>) {
+        match self {
+            Target::Endpoint(url) => (
+                url.clone(),
+                vec![("content-type", "application/json".to_string())],
+            ),
+            Target::GitHub { api, repo, token } => (
+                format!("{api}/repos/{repo}/issues"),
+                vec![
+                    ("content-type", "application/json".to_string()),
+                    ("accept", "application/vnd.github+json".to_string()),
+                    ("x-github-api-version", "2022-11-28".to_string()),
+                    ("authorization", format!("Bearer {}", token.expose())),
+                ],
+            ),
+        }
+    }
+}
+
+/// POSTs `body` to the target, each attempt within `timeout`, retrying `retries` times after
+/// 429, 5xx, resets and timeouts: the status and body of the 2xx answer, or the last error.
+/// The `Err` of the outer result is a local failure (no runtime, no HTTP client).
+pub fn deliver(
+    target: &Target,
+    body: &[u8],
+    timeout: Duration,
+    retries: u32,
+    env: &Env,
+) -> Result<Result<(u16, Vec<u8>), ModelError>, Failure> {
+    let (url, headers) = target.request();
+    // Room for every attempt and its backoff; saturating, whatever the flags say.
+    let deadline = timeout
+        .saturating_mul(retries.saturating_add(1))
+        .saturating_mul(2);
+    let policy = RetryPolicy::from_env(retries, timeout, deadline, env);
+    let http = net::Client::new(net::Options::new(timeout))?;
+    net::block_on(policy.run(|t| model::post(&http, &url, &headers, body, t)))
+}
 
 /// At most this much of the transcript file is read (its end: the newest messages).
 pub const MAX_TRANSCRIPT_READ: u64 = 4 * 1024 * 1024;
@@ -182,6 +291,16 @@ pub fn github_issue(draft: &Draft) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn github_names() {
+        for good in ["octo", "my.repo", "a-b_c", "dreamkit.rs"] {
+            assert!(is_github_name(good), "{good}");
+        }
+        for bad in ["", ".", "..", "a b", "a%2f", "x?y", &"n".repeat(101)] {
+            assert!(!is_github_name(bad), "{bad:?}");
+        }
+    }
 
     fn draft(session: &str) -> Draft {
         Draft {
