@@ -14,6 +14,7 @@ mod hardening_lock;
 mod hardening_net;
 mod locations;
 mod lock;
+mod net;
 mod recap;
 mod review;
 mod status;
