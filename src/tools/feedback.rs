@@ -591,7 +591,8 @@ and feedback_id is the issue number.",
 3 local environment failure, such as a drafts directory that cannot be read or written.
 
 4 the send failed after retries (network, timeout, auth, too_large, rejected, rate_limited, \
-overloaded, server): sent false, queued true, the draft kept.",
+overloaded, server): sent false, queued true, the draft kept. Also --to github without \
+GITHUB_TOKEN (error kind auth, reason no_credential), before any request.",
     ),
     (
         "EXAMPLES",
