@@ -8,6 +8,7 @@ pub mod cli;
 pub mod files;
 pub mod lock;
 pub mod model;
+pub mod net;
 pub mod tools;
 
 /// Every binary's documentation, for `make man completions` and the docs test.

@@ -419,9 +419,9 @@ def rates(srv, args):
         "json_object+schema": {"type": "json_object", "schema": STATUS_SCHEMA},
         "json_object": {"type": "json_object"},
         # llama-cpp-python extra field: the server's default repeat_penalty is 1.1
-        "json_object+schema, repeat_penalty 1.0": ({"type": "json_object", "schema": STATUS_SCHEMA},
+        "json_object+schema+rp1.0": ({"type": "json_object", "schema": STATUS_SCHEMA},
                                                    {"repeat_penalty": 1.0}),
-        "none, repeat_penalty 1.0": (None, {"repeat_penalty": 1.0}),
+        "none+rp1.0": (None, {"repeat_penalty": 1.0}),
     }
     if args.variants:
         variants = {k: v for k, v in variants.items() if k in args.variants.split(",")}

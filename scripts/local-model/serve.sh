@@ -11,7 +11,8 @@
 #   DREAMKIT_TEST_CACHE  cache dir of setup.sh (default ~/.cache/dreamkit-test)
 #   DREAMKIT_SERVE_DIR   state dir (default $CACHE/server): pid, port, base-url, server.log
 #   PORT                 port to listen on (default: a free port picked here)
-#   N_CTX (8192) N_THREADS (nproc) SEED (42) CHAT_FORMAT (chatml-function-calling)
+#   N_CTX (8192) N_THREADS (nproc) SEED (42) CHAT_FORMAT (chatml-function-calling;
+#                        set and empty: the GGUF's own chat template)
 #   DREAMKIT_SERVE_TIMEOUT  seconds to wait for /v1/models (default 120)
 #
 # Stdout: the base URL, e.g. http://127.0.0.1:41234/v1, as the last line. Also written

@@ -10,7 +10,7 @@ fn removed(c: char) -> bool {
 
 /// `text` without control characters (newline and tab stay). A terminal escape sequence goes
 /// whole, not only its ESC: `\e]0;title\a` (OSC, to BEL or ST), `\e[2J` (CSI, to its final
-/// byte), `\e(B` and other short escapes, and their C1 forms.
+/// byte), `\e(B` and other short escapes.
 pub fn sanitize(text: &str) -> Cow<'_, str> {
     if !text.chars().any(removed) {
         return Cow::Borrowed(text);
@@ -18,11 +18,10 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
+        // A C1 code point is dropped alone: UTF-8 terminals do not read it as an introducer,
+        // and the text after it is the person's.
         let introducer = match c {
             '\u{1b}' => chars.next_if(|n| ('\u{20}'..='\u{7e}').contains(n)),
-            '\u{9b}' => Some('['),
-            '\u{9d}' => Some(']'),
-            '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Some('P'),
             c if removed(c) => continue,
             c => {
                 out.push(c);
@@ -50,9 +49,10 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
                     }
                 }
             }
-            // `\e(B`, `\e#8` and the like: one more character.
-            Some('(' | ')' | '*' | '+' | '#' | '%') => {
-                chars.next();
+            // `\e(B`, `\e#8` and the like: intermediates, then one final character.
+            Some(' '..='/') => {
+                while chars.next_if(|n| (' '..='/').contains(n)).is_some() {}
+                chars.next_if(|n| ('0'..='~').contains(n));
             }
             // A two-character escape (`\eM`), or a lone ESC.
             _ => {}
@@ -89,10 +89,10 @@ mod tests {
             sanitize("t\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\"),
             "tlink"
         );
-        assert_eq!(sanitize("\u{1b}(Bx\u{1b}My\u{9b}2Jz"), "xyz");
+        assert_eq!(sanitize("\u{1b}(Bx\u{1b}My\u{9b}2Jz"), "xy2Jz");
         assert_eq!(sanitize("end\u{1b}"), "end");
         assert_eq!(sanitize("a\tb\nc"), "a\tb\nc");
-        assert_eq!(sanitize("x\u{9b}31my\u{7f}"), "xy");
+        assert_eq!(sanitize("x\u{9b}31my\u{7f}"), "x31my");
         assert_eq!(sanitize("bell\u{7} and nul\u{0}"), "bell and nul");
         assert!(matches!(sanitize("plain"), Cow::Borrowed(_)));
         assert_eq!(for_terminal("grep\n -rn\u{1b}[2J   x", 80), "grep -rn x");

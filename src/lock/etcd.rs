@@ -5,7 +5,10 @@
 //! expires an hour after it was granted unless kept alive) and `<prefix>/last-consolidated`
 //! (epoch ms, decimal). Every change is one transaction that compares what it read, so two
 //! acquirers never both win; the holder key's `mod_revision` is the fencing token. Only the
-//! binaries given an `etcd://` URL start an async runtime (a current-thread one, here).
+//! binaries given an `etcd://` URL start an async runtime (a current-thread one, in
+//! [`net::Blocking`]). Every answer goes through [`net`] (at most 4 MiB read) and is judged
+//! before it is believed: one that is not etcd's is `remote` / `foreign_answer`, never "not
+//! held" or "due".
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +26,7 @@ use super::{
 };
 use crate::cli::time::{epoch_ms, from_epoch_ms};
 use crate::cli::Failure;
+use crate::net;
 
 /// The prefix when the URL names none: one lock per project, by its slug.
 pub const DEFAULT_PREFIX: &str = "/dreamkit";
@@ -178,6 +182,11 @@ enum CallError {
     Refused { message: String },
     /// No member answered within the retry budget.
     Unreachable(String),
+    /// A member answered with something that is not etcd's (a redirect, another server's
+    /// JSON, a page): the URL names something else, and its answer means nothing.
+    Foreign(String),
+    /// A member's answer was larger than [`net::ANSWER_CAP`]: reading stopped there.
+    TooLarge(String),
 }
 
 impl CallError {
@@ -189,6 +198,15 @@ impl CallError {
             CallError::Unreachable(why) => Failure::remote(format!(
                 "etcd is unreachable, cannot {what} ({why}); nothing was changed"
             )),
+            CallError::Foreign(why) => Failure::remote(format!(
+                "not an answer from etcd, cannot {what}: {why} (is each member of the URL an \
+etcd client address, host:2379?)"
+            ))
+            .with_reason("foreign_answer"),
+            CallError::TooLarge(why) => Failure::remote(format!(
+                "cannot {what}: {why} (no answer of etcd to dreamkit is that large)"
+            ))
+            .with_reason("too_large"),
         }
     }
 }
@@ -196,30 +214,18 @@ impl CallError {
 /// A JSON-gateway client over a member list, failing over to the next member.
 struct Client {
     endpoints: Vec<String>,
-    http: reqwest::Client,
-    runtime: tokio::runtime::Runtime,
+    http: net::Blocking,
     /// The member that answered last, tried first.
     preferred: Cell<usize>,
 }
 
 impl Client {
     fn new(endpoints: Vec<String>) -> Result<Client, Failure> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Failure::environment(format!("cannot start the async runtime: {e}")))?;
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("dreamkit/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            // etcd members are named directly; a proxy from the environment has no say.
-            .no_proxy()
-            .build()
-            .map_err(|e| Failure::environment(format!("cannot set up HTTP: {e}")))?;
+        // etcd members are named directly; a proxy from the environment has no say.
+        let http = net::Blocking::new(net::Options::new(CONNECT_TIMEOUT).direct())?;
         Ok(Client {
             endpoints,
             http,
-            runtime,
             preferred: Cell::new(0),
         })
     }
@@ -227,10 +233,13 @@ impl Client {
     /// POSTs `body` to `path` on the preferred member, then the others in turn. A member
     /// that refuses the connection never got the request, so trying the next is safe; one
     /// that timed out or is electing a leader may have applied it, so callers of a write
-    /// must recognise their own write when they retry (see `acquire`'s nonce).
+    /// must recognise their own write when they retry (see `acquire`'s nonce). An answer
+    /// that is not etcd's, or one over the cap, ends the call at once.
     fn call(&self, path: &str, body: &Value) -> Result<Value, CallError> {
         let started = Instant::now();
         let n = self.endpoints.len().max(1);
+        let body = body.to_string();
+        let headers = [("content-type", "application/json".to_string())];
         let mut refused_passes = 0;
         let mut pass = 0u32;
         let mut last = String::from("no member");
@@ -242,31 +251,36 @@ impl Client {
                     continue;
                 };
                 let url = format!("http://{member}{path}");
-                match self.post(&url, body) {
-                    Ok((200, reply)) => {
-                        self.preferred.set(index);
-                        return Ok(reply);
-                    }
-                    Ok((status, reply)) => {
-                        let code = reply["code"].as_i64().unwrap_or(0);
-                        let message = reply["message"]
-                            .as_str()
-                            .or(reply["error"].as_str())
-                            .map_or_else(|| format!("HTTP {status}"), str::to_string);
+                match self
+                    .http
+                    .post(&url, &headers, body.as_bytes(), REQUEST_TIMEOUT)
+                {
+                    Ok(answer) => match verdict(member, &answer) {
+                        Verdict::Reply(reply) => {
+                            self.preferred.set(index);
+                            return Ok(reply);
+                        }
                         // Unavailable / deadline exceeded (no leader, leader changed, timed
                         // out) and 5xx: another member, or the same after an election, may
                         // answer.
-                        if status >= 500 || code == 14 || code == 4 {
+                        Verdict::Retry(why) => {
                             all_refused = false;
-                            last = format!("{member}: {message}");
-                        } else {
-                            return Err(CallError::Refused { message });
+                            last = why;
                         }
-                    }
-                    Err(Transport { connect, message }) => {
-                        all_refused &= connect;
-                        last = format!("{member}: {message}");
-                    }
+                        Verdict::Refused(message) => return Err(CallError::Refused { message }),
+                        Verdict::Foreign(why) => return Err(CallError::Foreign(why)),
+                    },
+                    Err(e) => match e.kind {
+                        net::ErrorKind::Connect => last = e.message,
+                        net::ErrorKind::Timeout | net::ErrorKind::Transport => {
+                            all_refused = false;
+                            last = e.message;
+                        }
+                        net::ErrorKind::Redirect => return Err(CallError::Foreign(e.message)),
+                        net::ErrorKind::TooLarge => {
+                            return Err(CallError::TooLarge(format!("{member}: {}", e.message)))
+                        }
+                    },
                 }
             }
             if all_refused {
@@ -281,27 +295,6 @@ impl Client {
             pass += 1;
             std::thread::sleep(Duration::from_millis(100 * u64::from(pass.min(5))));
         }
-    }
-
-    /// One request, blocking. Called from inside another runtime (an async caller such as
-    /// a model loop), nesting `block_on` would panic: the request then runs on a thread of
-    /// its own while the caller waits.
-    fn post(&self, url: &str, body: &Value) -> Result<(u16, Value), Transport> {
-        let (runtime, http) = (&self.runtime, &self.http);
-        if tokio::runtime::Handle::try_current().is_err() {
-            return runtime.block_on(post(http, url, body));
-        }
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| runtime.block_on(post(http, url, body)))
-                .join()
-                .unwrap_or_else(|_| {
-                    Err(Transport {
-                        connect: false,
-                        message: "the request thread failed".into(),
-                    })
-                })
-        })
     }
 
     /// A linearizable read of one key (`serializable: false`: through the leader).
@@ -343,48 +336,95 @@ impl Client {
     }
 }
 
-/// A transport failure: `connect` when the request was never sent.
-struct Transport {
-    connect: bool,
-    message: String,
+/// What one member's answer means.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// etcd's reply (its `header` names the cluster and member).
+    Reply(Value),
+    /// etcd (or a proxy before it) is unavailable for now: try another member, or later.
+    Retry(String),
+    /// etcd's own error, which retrying will not change.
+    Refused(String),
+    /// Not etcd's answer at all.
+    Foreign(String),
 }
 
-async fn post(http: &reqwest::Client, url: &str, body: &Value) -> Result<(u16, Value), Transport> {
-    let failed = |e: reqwest::Error| {
-        let mut message = String::new();
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            message = cause.to_string();
-            source = cause.source();
+/// One answer judged: a 200 must be etcd's reply (a JSON object whose `header`, or the
+/// keep-alive stream's `result.header`, names the cluster or member; the stream's first line
+/// counts); an error status must carry etcd's error (`code` and `message`), except a 5xx,
+/// which a proxy may send while a member restarts. Anything else is foreign: never read as
+/// "no key", "not held" or "due".
+fn verdict(member: &str, answer: &net::Answer) -> Verdict {
+    let first = answer
+        .body
+        .split(|b| *b == b'\n')
+        .next()
+        .unwrap_or_default();
+    let value = serde_json::from_slice::<Value>(first).ok();
+    let status = answer.status;
+    let error = value.as_ref().and_then(etcd_error);
+    if status == 200 {
+        if let Some(reply) = value.as_ref().filter(|v| is_etcd_reply(v)) {
+            return Verdict::Reply(reply.clone());
         }
-        if message.is_empty() {
-            message = if e.is_timeout() {
-                "timed out".into()
-            } else {
-                e.to_string()
-            };
+        // The keep-alive stream reports its errors inside a 200.
+        if error.is_none() {
+            return Verdict::Foreign(format!(
+                "{member} answered HTTP 200 with {}",
+                describe(first)
+            ));
         }
-        Transport {
-            connect: e.is_connect(),
-            message,
+    }
+    match error {
+        Some((code, message)) if status >= 500 || code == 14 || code == 4 => {
+            Verdict::Retry(format!("{member}: {message}"))
         }
+        Some((_, message)) => Verdict::Refused(message),
+        None if status >= 500 => Verdict::Retry(format!("{member}: HTTP {status}")),
+        None => Verdict::Foreign(format!(
+            "{member} answered HTTP {status} with {}",
+            describe(first)
+        )),
+    }
+}
+
+/// A reply of etcd's gateway: its response header names the cluster or the member.
+fn is_etcd_reply(reply: &Value) -> bool {
+    let header = reply.get("result").unwrap_or(reply).get("header");
+    // uint64 ids: decimal strings on the gateway (often above i64::MAX).
+    let id = |v: &Value| match v {
+        Value::String(s) => s.parse::<u64>().is_ok_and(|id| id > 0),
+        Value::Number(n) => n.as_u64().is_some_and(|id| id > 0),
+        _ => false,
     };
-    let response = http
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .map_err(failed)?;
-    let status = response.status().as_u16();
-    let bytes = response.bytes().await.map_err(failed)?;
-    // The keep-alive stream ends its reply with a newline; only the first object counts.
-    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
-    let reply = serde_json::from_slice(first).map_err(|e| Transport {
-        connect: false,
-        message: format!("not a JSON answer from etcd (HTTP {status}): {e}"),
-    })?;
-    Ok((status, reply))
+    header.is_some_and(|h| id(&h["cluster_id"]) || id(&h["member_id"]))
+}
+
+/// etcd's error, `(gRPC code, message)`: `{"error", "code", "message"}`, or the keep-alive
+/// stream's `{"error": {"grpc_code", "message"}}`.
+fn etcd_error(value: &Value) -> Option<(i64, String)> {
+    let (code, message) = match value.get("error") {
+        Some(Value::Object(inner)) => (inner.get("grpc_code")?, inner.get("message")?),
+        _ => (
+            value.get("code")?,
+            value.get("message").or_else(|| value.get("error"))?,
+        ),
+    };
+    Some((code.as_i64()?, message.as_str()?.to_string()))
+}
+
+/// What a foreign body held, briefly.
+fn describe(body: &[u8]) -> String {
+    if body.is_empty() {
+        return "an empty body".into();
+    }
+    let text = String::from_utf8_lossy(body);
+    let start: String = text.chars().take(60).collect();
+    let more = if start.len() < text.len() { "..." } else { "" };
+    format!(
+        "{} bytes that are not etcd's reply: {start:?}{more}",
+        body.len()
+    )
 }
 
 fn b64(text: &str) -> String {
@@ -856,11 +896,11 @@ impl Backend for EtcdBackend {
                     }
                     match client.keep_alive(lease) {
                         Ok(true) => wait = every,
-                        Ok(false) | Err(CallError::Refused { .. }) => {
+                        Err(CallError::Unreachable(_)) => wait = every.min(Duration::from_secs(1)),
+                        Ok(false) | Err(_) => {
                             flag.store(true, Ordering::SeqCst);
                             return;
                         }
-                        Err(CallError::Unreachable(_)) => wait = every.min(Duration::from_secs(1)),
                     }
                 }
             })
@@ -922,6 +962,67 @@ mod tests {
             Some((vec![], 0))
         );
         assert_eq!(first_kv(&json!({"count": "0"})), None);
+    }
+
+    #[test]
+    fn only_etcds_answers_are_believed() {
+        let answer = |status: u16, body: &str| net::Answer {
+            status,
+            retry_after: None,
+            body: body.as_bytes().to_vec(),
+            truncated: false,
+        };
+        let header = r#"{"cluster_id":"13466267132964393475","member_id":"2","revision":"3"}"#;
+        let range = format!(r#"{{"header":{header},"count":"0"}}"#);
+        assert!(matches!(
+            verdict("m", &answer(200, &range)),
+            Verdict::Reply(_)
+        ));
+        let keepalive = format!("{{\"result\":{{\"header\":{header},\"ID\":\"1\"}}}}\n");
+        assert!(matches!(
+            verdict("m", &answer(200, &keepalive)),
+            Verdict::Reply(_)
+        ));
+        for foreign in [
+            "",
+            "{}",
+            r#"{"ok":true}"#,
+            r#"{"header":{}}"#,
+            r#"{"kvs":[],"count":"0"}"#,
+            "<html>hello</html>",
+            "[1,2]",
+        ] {
+            let v = verdict("m", &answer(200, foreign));
+            assert!(matches!(v, Verdict::Foreign(_)), "{foreign:?}: {v:?}");
+        }
+        assert!(matches!(
+            verdict("m", &answer(404, "Not Found\n")),
+            Verdict::Foreign(_)
+        ));
+        assert!(matches!(
+            verdict("m", &answer(307, "")),
+            Verdict::Foreign(_)
+        ));
+        let refused = r#"{"error":"etcdserver: requested lease not found","message":"etcdserver: requested lease not found","code":5}"#;
+        assert_eq!(
+            verdict("m", &answer(404, refused)),
+            Verdict::Refused("etcdserver: requested lease not found".into())
+        );
+        let stream = r#"{"error":{"grpc_code":5,"http_code":404,"message":"gone"}}"#;
+        assert_eq!(
+            verdict("m", &answer(200, stream)),
+            Verdict::Refused("gone".into())
+        );
+        let no_leader =
+            r#"{"error":"etcdserver: no leader","message":"etcdserver: no leader","code":14}"#;
+        assert!(matches!(
+            verdict("m", &answer(503, no_leader)),
+            Verdict::Retry(_)
+        ));
+        assert!(matches!(
+            verdict("m", &answer(502, "<html>bad gateway</html>")),
+            Verdict::Retry(_)
+        ));
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! One client for every model-backed tool: the Anthropic Messages API (default) or any
 //! OpenAI-compatible chat-completions server, with retries, timeouts, an overall deadline,
 //! typed errors and usage accounting. It never touches the file system and never prints a key.
+//! Its requests go through [`crate::net`] (client, redirects, the answer cap, timeouts).
 
 mod anthropic;
 mod openai;
 pub mod retry;
 
-use std::fmt;
 use std::time::Duration;
 
 use clap::Args;
@@ -17,7 +17,10 @@ use crate::claude::Env;
 use crate::cli::args::EnvNamed;
 use crate::cli::duration::parse_duration;
 use crate::cli::Failure;
+use crate::net;
 
+pub use crate::net::block_on;
+pub use crate::net::Secret;
 pub use retry::RetryPolicy;
 
 /// The built-in small/fast model when no environment variable names one.
@@ -81,22 +84,6 @@ impl ModelArgs {
     }
 }
 
-/// A credential; its `Debug` never shows it.
-#[derive(Clone)]
-pub struct Secret(String);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
-}
-
-impl Secret {
-    fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
 #[derive(Debug, Clone)]
 pub enum Credential {
     /// `x-api-key` (Anthropic) from `ANTHROPIC_API_KEY`.
@@ -156,7 +143,11 @@ empty string",
                 };
                 Ok(ModelConfig {
                     provider: Provider::Anthropic,
-                    base_url: base_url(var("ANTHROPIC_BASE_URL"), DEFAULT_ANTHROPIC_BASE_URL)?,
+                    base_url: net::base_url(
+                        "ANTHROPIC_BASE_URL",
+                        var("ANTHROPIC_BASE_URL").as_deref(),
+                        DEFAULT_ANTHROPIC_BASE_URL,
+                    )?,
                     credential,
                     model: model
                         .filter(|m| !m.is_empty())
@@ -186,7 +177,11 @@ server that needs none (llama.cpp, vLLM, Ollama), set OPENAI_API_KEY to the empt
                 };
                 Ok(ModelConfig {
                     provider: Provider::Openai,
-                    base_url: base_url(var("OPENAI_BASE_URL"), DEFAULT_OPENAI_BASE_URL)?,
+                    base_url: net::base_url(
+                        "OPENAI_BASE_URL",
+                        var("OPENAI_BASE_URL").as_deref(),
+                        DEFAULT_OPENAI_BASE_URL,
+                    )?,
                     credential,
                     model,
                     retry,
@@ -198,59 +193,7 @@ server that needs none (llama.cpp, vLLM, Ollama), set OPENAI_API_KEY to the empt
 
 /// The `auth` failure of a missing credential: exit 4 before any network I/O.
 fn no_credential(message: &str) -> Failure {
-    Failure::Remote {
-        kind: ErrorKind::Auth.as_str(),
-        reason: Some("no_credential"),
-        message: message.to_string(),
-    }
-}
-
-impl Secret {
-    /// A credential read from `variable`: one that cannot be sent as an HTTP header value (a
-    /// newline, a control character) is an `auth` failure, named without its value.
-    fn checked(variable: &str, value: String) -> Result<Secret, Failure> {
-        let sendable = value.bytes().all(|b| (0x20..0x7f).contains(&b))
-            && reqwest::header::HeaderValue::from_str(&value).is_ok();
-        if !sendable {
-            return Err(Failure::Remote {
-                kind: ErrorKind::Auth.as_str(),
-                reason: Some("unsendable_credential"),
-                message: format!(
-                    "{variable} holds characters that cannot be sent in an HTTP header (a \
-newline or another control character?); its value is not shown"
-                ),
-            });
-        }
-        crate::cli::redact::register(&value);
-        Ok(Secret(value))
-    }
-}
-
-/// A base URL or endpoint: an absolute http(s) URL, else a usage error (exit 2, never a
-/// request). Its password and query values are registered as secrets.
-pub fn checked_url(url: &str, what: &str) -> Result<reqwest::Url, Failure> {
-    let parsed = reqwest::Url::parse(url.trim()).map_err(|e| {
-        Failure::Usage(format!(
-            "{what} {:?} is not a URL: {e}",
-            crate::cli::redact::redact(url)
-        ))
-    })?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(Failure::Usage(format!(
-            "{what} {:?} must be an http:// or https:// URL with a host",
-            crate::cli::redact::redact(url)
-        )));
-    }
-    crate::cli::redact::register_url(url);
-    Ok(parsed)
-}
-
-fn base_url(value: Option<String>, default: &str) -> Result<String, Failure> {
-    let url = value
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_string());
-    checked_url(&url, "base URL")?;
-    Ok(url.trim().trim_end_matches('/').to_string())
+    net::no_credential(message)
 }
 
 /// A system prompt part; `cache` marks the end of a stable prefix for prompt caching.
@@ -459,12 +402,12 @@ impl ModelError {
 #[derive(Debug, Clone)]
 pub struct Client {
     config: ModelConfig,
-    http: reqwest::Client,
+    http: net::Client,
 }
 
 impl Client {
     pub fn new(config: ModelConfig) -> Result<Client, Failure> {
-        let http = http_client(config.retry.request_timeout)?;
+        let http = net::Client::new(net::Options::new(config.retry.request_timeout))?;
         Ok(Client { config, http })
     }
 
@@ -520,153 +463,52 @@ impl Client {
     }
 }
 
-/// The most of an answer that is read: far more than any Messages or chat-completions
-/// answer of ours (at most a few thousand tokens), far less than a hostile server could send.
-pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
-/// Same-origin redirects followed at most (another origin is never followed).
-const MAX_REDIRECTS: usize = 5;
-
-/// One POST within `timeout` (sending and reading the whole answer). A non-2xx status is a
-/// typed error carrying the server's message and `retry-after`; the 2xx body is returned.
-/// A redirect to another origin is not followed (the error names its `Location`), and no
-/// more than [`MAX_RESPONSE_BYTES`] of any answer is read.
+/// One POST through [`net`] within `timeout`, as a JSON API client sees it: the 2xx body, or
+/// a typed error. A non-2xx status carries the server's message and `retry-after`; a
+/// redirect to another origin is `invalid_request` naming its `Location` (not followed, not
+/// retried); an answer over the cap is `malformed_response` (not retried: a server that
+/// sends too much once will again). `feedback send` posts this way too.
 pub async fn post(
-    http: &reqwest::Client,
+    http: &net::Client,
     url: &str,
     headers: &[(&str, String)],
     body: &[u8],
     timeout: Duration,
 ) -> Result<(u16, Vec<u8>), ModelError> {
-    let mut builder = http.post(url);
-    for (name, value) in headers {
-        builder = builder.header(*name, value);
-    }
-    let exchange = async {
-        let mut response = builder
-            .body(body.to_vec())
-            .send()
-            .await
-            .map_err(|e| transport_error(&e, url))?;
-        let status = response.status().as_u16();
-        let retry_after = retry::retry_after(response.headers());
-        if (300..400).contains(&status) {
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("(no Location)")
-                .to_string();
-            return Err(ModelError {
-                status: Some(status),
-                ..ModelError::new(
-                    ErrorKind::InvalidRequest,
-                    format!(
-                        "{url} redirected (HTTP {status}) to {location}: not followed, so \
-neither the request nor its credential went there; use the final address instead"
-                    ),
-                )
-            });
-        }
-        if response
-            .content_length()
-            .is_some_and(|len| len > MAX_RESPONSE_BYTES as u64)
-        {
-            return Err(too_large(status));
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| transport_error(&e, url))?
-        {
-            if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                return Err(too_large(status));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        Ok::<_, ModelError>((status, retry_after, bytes))
-    };
-    let (status, retry_after, bytes) =
-        tokio::time::timeout(timeout, exchange)
-            .await
-            .map_err(|_| {
-                ModelError::new(
-                    ErrorKind::Timeout,
-                    format!("no complete answer within {timeout:?}"),
-                )
-            })??;
-    if !(200..300).contains(&status) {
+    let answer = http.post(url, headers, body, timeout).await?;
+    if !answer.is_success() {
         return Err(ModelError {
-            kind: ErrorKind::from_status(status),
-            status: Some(status),
-            message: error_message(&bytes, status),
+            kind: ErrorKind::from_status(answer.status),
+            status: Some(answer.status),
+            message: error_message(&answer.body, answer.status),
             attempts: 1,
-            retry_after,
+            retry_after: answer.retry_after,
         });
     }
-    Ok((status, bytes))
+    Ok((answer.status, answer.body))
 }
 
-/// An answer over [`MAX_RESPONSE_BYTES`]: not retried, since a server that sends too much
-/// once will again.
-fn too_large(status: u16) -> ModelError {
-    ModelError {
-        status: Some(status),
-        ..ModelError::new(
-            ErrorKind::MalformedResponse,
-            format!("the answer is larger than {MAX_RESPONSE_BYTES} bytes: stopped reading it"),
-        )
-    }
-}
-
-/// An HTTP client as every dreamkit network call uses it: rustls, and redirects followed
-/// only within the origin first asked (reqwest strips `Authorization` on a cross-host
-/// redirect, but not `x-api-key`, and would re-send the body anywhere).
-pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, Failure> {
-    let policy = reqwest::redirect::Policy::custom(|attempt| {
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if same_origin && attempt.previous().len() <= MAX_REDIRECTS {
-            attempt.follow()
-        } else {
-            attempt.stop()
+impl From<net::Error> for ModelError {
+    fn from(e: net::Error) -> ModelError {
+        let kind = match e.kind {
+            net::ErrorKind::Timeout => ErrorKind::Timeout,
+            net::ErrorKind::Connect | net::ErrorKind::Transport => ErrorKind::Network,
+            net::ErrorKind::Redirect => ErrorKind::InvalidRequest,
+            net::ErrorKind::TooLarge => ErrorKind::MalformedResponse,
+        };
+        ModelError {
+            status: e.status,
+            ..ModelError::new(kind, e.message)
         }
-    });
-    reqwest::Client::builder()
-        .user_agent(concat!("dreamkit/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(connect_timeout)
-        .redirect(policy)
-        .build()
-        .map_err(|e| Failure::environment(format!("cannot set up HTTP: {e}")))
-}
-
-/// A transport failure, worded without headers (which hold the key).
-fn transport_error(e: &reqwest::Error, url: &str) -> ModelError {
-    let kind = if e.is_timeout() {
-        ErrorKind::Timeout
-    } else {
-        ErrorKind::Network
-    };
-    // reqwest's own text repeats the URL; the innermost causes say what happened.
-    let mut causes = Vec::new();
-    let mut source = std::error::Error::source(e);
-    while let Some(err) = source {
-        causes.push(err.to_string());
-        source = err.source();
     }
-    let detail = match causes.len() {
-        0 => e.to_string(),
-        n => causes[n.saturating_sub(2)..].join(": "),
-    };
-    ModelError::new(kind, format!("{url}: {detail}"))
 }
 
-/// The API's own error message (`{"error":{"message"}}` in both APIs), or the status.
+/// The API's own error message (`{"error":{"message"}}` in both APIs, `{"message"}` in
+/// GitHub's), or the status.
 fn error_message(bytes: &[u8], status: u16) -> String {
     let from_json = serde_json::from_slice::<Value>(bytes).ok().and_then(|v| {
         v.pointer("/error/message")
+            .or_else(|| v.get("message"))
             .and_then(Value::as_str)
             .map(str::to_string)
     });
@@ -678,7 +520,7 @@ fn error_message(bytes: &[u8], status: u16) -> String {
             .unwrap_or(0);
         message.truncate(cut);
     }
-    message
+    crate::cli::redact::redact(&message).into_owned()
 }
 
 /// Resolves with the signal once SIGINT or SIGTERM has been caught (inside a
@@ -691,16 +533,6 @@ pub async fn until_signal() -> i32 {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// Runs a future to completion on a current-thread runtime. Only the binaries that talk to
-/// the network call this; the others never start a runtime.
-pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output, Failure> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::environment(format!("cannot start the async runtime: {e}")))?;
-    Ok(runtime.block_on(future))
 }
 
 /// A conversation with a tool call and its (failed) result, for the wire-format tests.

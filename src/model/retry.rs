@@ -86,22 +86,6 @@ impl RetryPolicy {
     }
 }
 
-/// `retry-after-ms` (milliseconds) or `retry-after` (seconds, or an HTTP date).
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Duration::try_from_secs_f64(ms / 1000.0).ok();
-    }
-    let value = text("retry-after")?;
-    if let Ok(secs) = value.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).ok();
-    }
-    let at =
-        time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822).ok()?;
-    let wait = at - time::OffsetDateTime::now_utc();
-    Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,22 +198,5 @@ mod tests {
             assert!(b >= full / 2 && b <= full, "{n}: {b:?}");
         }
         assert!(p.backoff(30) <= MAX_WAIT);
-    }
-
-    #[test]
-    fn parses_retry_after_forms() {
-        let mut h = reqwest::header::HeaderMap::new();
-        h.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after-ms", "150".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
-        let mut h = reqwest::header::HeaderMap::new();
-        h.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
-        h.insert("retry-after", "soon".parse().unwrap());
-        assert_eq!(retry_after(&h), None);
     }
 }

@@ -887,9 +887,18 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
             "the command ended {said} (not a consolidation): rolling back"
         ));
     }
-    finish(backend, &lease, outcome, diag);
+    let release_failed = finish(backend, &lease, outcome, diag);
     drop(pin);
     drop(hold);
+    // A release that failed (etcd died while the command ran) left the lock held until its
+    // lease expires, with the last-consolidated time moved: that is the failure's exit (4 for
+    // etcd), whatever the command said.
+    if let Some(exit) = release_failed {
+        diag.warn(
+            "the lock could not be released after the command: it stays held until it expires",
+        );
+        return Ok(Report::Exec(exit));
+    }
     // Our exit code says what the lock recorded: a run we were told to stop is aborted, even
     // when the command ignored the signal and exited 0, or was killed because we were asked
     // twice.
@@ -937,13 +946,24 @@ fn kill_group(pgid: u32) {
 }
 
 /// Releases after `exec`; problems are reported on stderr, since stdout is the command's.
-fn finish(backend: &dyn Backend, lease: &Lease, outcome: RunOutcome, diag: &Diag) {
+/// The exit of the failure when the release failed (etcd could not be reached, or answered
+/// wrongly), so the lock may still be held.
+fn finish(backend: &dyn Backend, lease: &Lease, outcome: RunOutcome, diag: &Diag) -> Option<Exit> {
     match backend.release(&lease.token, lease.prior_mtime_ms, outcome) {
-        Ok(Released::Yes { .. }) => diag.info(&format!("released: {}", outcome.as_str())),
-        Ok(Released::NotHolder { holder_pid }) => diag.warn(&format!(
-            "the lock was taken over while the command ran (holder {holder_pid:?}); nothing was released"
-        )),
-        Err(failure) => diag.warn(&format!("release failed: {failure}")),
+        Ok(Released::Yes { .. }) => {
+            diag.info(&format!("released: {}", outcome.as_str()));
+            None
+        }
+        Ok(Released::NotHolder { holder_pid }) => {
+            diag.warn(&format!(
+                "the lock was taken over while the command ran (holder {holder_pid:?}); nothing was released"
+            ));
+            None
+        }
+        Err(failure) => {
+            diag.warn(&format!("release failed: {failure}"));
+            Some(failure.exit())
+        }
     }
 }
 
@@ -1135,7 +1155,11 @@ no_changes).
 1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
 range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \
 is on stdout), 2 for a usage error, 3 when the lock cannot be read (CMD not run), 4 when etcd \
-cannot be reached (CMD not run, nothing changed).
+cannot be reached or gives an answer that is not etcd's (CMD not run, nothing changed).
+
+4 also when CMD ran but the lock could not be released afterwards (etcd died meanwhile): said \
+on stderr; CMD's own exit code is not passed on, and the lock stays held until its lease \
+expires.
 
 126 CMD was found but could not be run; the lock was rolled back.
 

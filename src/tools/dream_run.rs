@@ -295,7 +295,8 @@ loses its write. Files the run created itself stay writable.
 
 Before every write the lock token is checked with the backend; a lost lock stops the run \
 (status failed, error lock_lost) without restoring, since a restore would itself be an \
-unfenced write; the task record names the snapshot for a manual restore. Right before the \
+unfenced write; the task record names the snapshot for a manual restore. A check that cannot \
+reach etcd stops it the same way, but as exit 4 (error remote, reason lock_unchecked). Right before the \
 run's first write to a file, the file (content and mode) is copied to \
 <state_dir>/snapshots/<task_id>/ together with what the write will leave there (an appended \
 log, so a run killed between the two still knows both). A failed or aborted run restores the \

@@ -412,10 +412,12 @@ fn optional_failure<S: Serializer>(failure: &Option<Failure>, s: S) -> Result<S:
     failure.as_ref().map(ErrorBody::of).serialize(s)
 }
 
-/// `{kind, status, message, attempts}` of a failed request.
+/// `{kind, reason?, status, message, attempts}` of a failed request.
 #[derive(Serialize)]
 struct RemoteBody {
     kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
     status: Option<u16>,
     message: String,
     attempts: u32,
@@ -426,6 +428,9 @@ impl Serialize for Unsent {
         match self {
             Unsent::Remote(error) => RemoteBody {
                 kind: send_kind(error),
+                // An auth failure before any attempt: no credential was there to send.
+                reason: (error.kind == ErrorKind::Auth && error.attempts == 0)
+                    .then_some("no_credential"),
                 status: error.status,
                 message: sanitize(&error.message).into_owned(),
                 attempts: error.attempts,
@@ -635,7 +640,7 @@ enum Target {
         api: String,
         repo: String,
         /// Checked only after the local gates, like a model key (`auth`, exit 4).
-        token: Option<String>,
+        token: Option<crate::net::Secret>,
     },
 }
 
@@ -661,15 +666,20 @@ fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
                 ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
             })
             .ok_or_else(|| Failure::Usage(format!("--to {to:?}: expected github:OWNER/REPO")))?;
+        // A token is registered for redaction at once; a missing one fails only after the
+        // local gates.
         let token = env
             .get("GITHUB_TOKEN")
             .map(|t| t.to_string_lossy().trim().to_string())
-            .filter(|t| !t.is_empty());
-        let api = env.get("GITHUB_API_URL").map_or_else(
-            || "https://api.github.com".to_string(),
-            |u| u.to_string_lossy().trim_end_matches('/').to_string(),
-        );
-        model::checked_url(&api, "GITHUB_API_URL")?;
+            .filter(|t| !t.is_empty())
+            .map(|t| crate::net::Secret::checked("GITHUB_TOKEN", t))
+            .transpose()?;
+        let api = env.get("GITHUB_API_URL").map(|u| u.to_string_lossy());
+        let api = crate::net::base_url(
+            "GITHUB_API_URL",
+            api.as_deref(),
+            send::DEFAULT_GITHUB_API_URL,
+        )?;
         return Ok(Target::GitHub {
             api,
             repo: repo.to_string(),
@@ -678,7 +688,7 @@ fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
     }
     let url = args.endpoint.clone().unwrap_or_default();
     // A URL that does not parse is a usage error before any request (never retried).
-    model::checked_url(&url, "--endpoint")?;
+    crate::net::checked_url(&url, "--endpoint")?;
     Ok(Target::Endpoint(url))
 }
 
@@ -818,10 +828,14 @@ impl Request {
                 destination: url.clone(),
             }),
             Target::GitHub { api, repo, token } => {
-                let token = token.as_deref().ok_or_else(|| {
+                let token = token.as_ref().ok_or_else(|| {
                     Unsent::Remote(ModelError {
                         attempts: 0,
-                        ..ModelError::new(ErrorKind::Auth, "--to github needs GITHUB_TOKEN")
+                        ..ModelError::new(
+                            ErrorKind::Auth,
+                            "--to github needs a credential: set GITHUB_TOKEN (a token that may \
+create issues in the repository); nothing was sent",
+                        )
                     })
                 })?;
                 Ok(Request {
@@ -830,7 +844,7 @@ impl Request {
                         json,
                         ("accept", "application/vnd.github+json".to_string()),
                         ("x-github-api-version", "2022-11-28".to_string()),
-                        ("authorization", format!("Bearer {token}")),
+                        ("authorization", format!("Bearer {}", token.expose())),
                     ],
                     destination: format!("a new issue in github.com/{repo}"),
                 })
@@ -852,8 +866,8 @@ fn deliver(
         .saturating_mul(args.retries.saturating_add(1))
         .saturating_mul(2);
     let policy = RetryPolicy::from_env(args.retries, args.timeout, deadline, env);
-    let http = model::http_client(args.timeout)?;
-    let result = model::block_on(
+    let http = crate::net::Client::new(crate::net::Options::new(args.timeout))?;
+    let result = crate::net::block_on(
         policy.run(|t| model::post(&http, &request.url, &request.headers, bytes, t)),
     )?;
     Ok(result.map(|(_, answer)| answer))
@@ -1114,7 +1128,7 @@ mod tests {
                         ..ModelError::new(ErrorKind::InvalidRequest, "big\u{1b}[2J")
                     }),
                 },
-                r#"{"sent":false,"queued":true,"draft_id":"d1","error":{"kind":"too_large","status":413,"message":"big[2J","attempts":1}}"#,
+                r#"{"sent":false,"queued":true,"draft_id":"d1","error":{"kind":"too_large","status":413,"message":"big","attempts":1}}"#,
                 4,
             ),
             (

@@ -153,7 +153,7 @@ fn every_failure_prints_one_error_shape() {
         &["send", &id, "--to", "github:octo/tools", "--yes"],
         "",
     );
-    assert_failure(&r, 4, "auth", None, "no GITHUB_TOKEN");
+    assert_failure(&r, 4, "auth", Some("no_credential"), "no GITHUB_TOKEN");
     assert_kept(&r, &home, &id, "no GITHUB_TOKEN");
     assert_eq!(r.out["error"]["status"], Value::Null);
     assert_eq!(r.out["error"]["attempts"], 0);
@@ -370,8 +370,8 @@ fn a_draft_file_that_cannot_be_read_is_exit_3_with_its_reason() {
 
 const NASTY_TITLE: &str = "\u{1b}]0;PWNED\u{7}\u{1b}[2Jgate\u{9b}31m crashes\u{7f}";
 const NASTY_DETAILS: &str = "Steps:\n\t1. \u{1b}[1;1Hrun\u{0}\u{8} it\u{85}";
-const SAFE_TITLE: &str = "]0;PWNED[2Jgate31m crashes";
-const SAFE_DETAILS: &str = "Steps:\n\t1. [1;1Hrun it";
+const SAFE_TITLE: &str = "gate31m crashes";
+const SAFE_DETAILS: &str = "Steps:\n\t1. run it";
 
 fn has_control(text: &str) -> bool {
     text.chars()
@@ -409,7 +409,7 @@ fn control_characters_never_reach_the_person_and_the_draft_keeps_them() {
     assert_eq!((r.code, r.err.as_str()), (0, ""));
     assert_eq!(r.out["title"], SAFE_TITLE);
     assert_eq!(r.out["details"], SAFE_DETAILS);
-    assert_eq!(r.out["area"], "gate[8m");
+    assert_eq!(r.out["area"], "gate");
     let text = String::from_utf8(show.stdout).unwrap();
     assert!(
         !has_control(text.trim_end()) && !text.contains("\\u00"),
@@ -441,7 +441,7 @@ fn control_characters_never_reach_the_person_and_the_draft_keeps_them() {
     let r = fb(&home, &["send", &id, "--endpoint", &endpoint, "--yes"], "");
     assert_eq!(r.code, 0, "{}", r.out);
     assert_eq!(
-        r.out["feedback_id"], "fb[2J1",
+        r.out["feedback_id"], "fb1",
         "the server's text is made safe too"
     );
     let body = &api.requests()[0].body;

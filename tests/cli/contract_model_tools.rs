@@ -578,7 +578,7 @@ fn control_characters_in_a_model_reply_never_reach_the_printed_text() {
     assert_eq!(r.code, 0, "{} {}", r.doc, r.stderr);
     assert_eq!(
         r.doc["text"],
-        "]0;PWNED[2J31mYou were fixing the flaky gate test; next, push."
+        "31mYou were fixing the flaky gate test; next, push."
     );
     assert_printable("recap", &r.doc);
     assert_stderr("recap", &r.stderr);
@@ -594,7 +594,7 @@ fn control_characters_in_a_model_reply_never_reach_the_printed_text() {
     ));
     let r = run(s.asking("suggest"));
     assert_eq!(r.code, 0, "{}", r.doc);
-    assert_eq!(r.doc["suggestion"], "]0;PWNED[2Jrun tests");
+    assert_eq!(r.doc["suggestion"], "run tests");
     s.api
         .push(Reply::anthropic_text(&format!("push {ATTACK}it")));
     let mut cmd = s.asking("suggest");
@@ -640,7 +640,7 @@ fn control_characters_in_a_model_reply_never_reach_the_printed_text() {
         ));
         let r = run(s.asking(tool));
         assert_failure(tool, "error message", &r, 4, "invalid_request", None);
-        assert!(r.stderr.contains("bad ]0;PWNED"), "{tool}: {}", r.stderr);
+        assert!(r.stderr.contains("bad 31mrequest"), "{tool}: {}", r.stderr);
     }
 }
 
@@ -707,7 +707,7 @@ fn control_characters_in_a_transcript_or_payload_never_reach_the_printed_text() 
         .write_stdin(stop(""));
     let r = run(cmd);
     assert_eq!(r.code, 0, "{}", r.doc);
-    assert_eq!(r.doc["needs"], "approve ]0;PWNED[2J31mit");
+    assert_eq!(r.doc["needs"], "approve 31mit");
 
     // A path holding control characters, quoted on stderr and in the message, in each tool.
     let s = Setup::new(&conversation());

@@ -17,6 +17,7 @@ mod hardening_lock;
 mod hardening_net;
 mod locations;
 mod lock;
+mod net;
 mod recap;
 mod review;
 mod status;

@@ -554,6 +554,8 @@ enum End {
     },
     LockLost {
         message: String,
+        /// The lock could not be checked (etcd unreachable): exit 4, kind `remote`.
+        unchecked: bool,
     },
     Aborted {
         signal: i32,
@@ -586,7 +588,7 @@ struct Agent<'a> {
     tool_calls: usize,
     progress: Progress,
     /// Why the guard refused to let a write land (a lost lock, a snapshot that failed).
-    fence_failure: Option<(bool, String)>,
+    fence_failure: Option<(Stop, String)>,
     /// Memory file (relative) -> sha256 of what this run last read or wrote there: a write
     /// over anything else would lose another writer's change.
     seen: HashMap<String, String>,
@@ -610,8 +612,20 @@ struct Fence<'g> {
     seen: &'g HashMap<String, String>,
     touched: &'g HashSet<String>,
     max_files: usize,
-    /// (lock lost, message) when the run must stop.
-    stop: Option<(bool, String)>,
+    /// Why, and the message, when the run must stop.
+    stop: Option<(Stop, String)>,
+}
+
+/// Why the write guard stopped the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The lock went to another holder: nothing written, nothing restored (`lock_lost`).
+    LockLost,
+    /// The lock could not be checked (its store is unreachable): treated as lost for the
+    /// files, but a `remote` failure (exit 4).
+    LockUnchecked,
+    /// The snapshot could not be kept: the run fails and is restored.
+    Environment,
 }
 
 impl Fence<'_> {
@@ -690,15 +704,17 @@ finish with the files already changed",
         if let Some(token) = self.token {
             let lost = match self.backend.holds(token) {
                 Ok(true) => None,
-                Ok(false) => {
-                    Some("the consolidation lock was taken by another process".to_string())
-                }
-                Err(failure) => Some(format!(
-                    "the consolidation lock cannot be checked: {failure}"
+                Ok(false) => Some((
+                    Stop::LockLost,
+                    "the consolidation lock was taken by another process".to_string(),
+                )),
+                Err(failure) => Some((
+                    Stop::LockUnchecked,
+                    format!("the consolidation lock cannot be checked: {failure}"),
                 )),
             };
-            if let Some(message) = lost {
-                self.stop = Some((true, message.clone()));
+            if let Some((why, message)) = lost {
+                self.stop = Some((why, message.clone()));
                 return Err(GuardRefusal {
                     message: format!("{message}; nothing was written and the run stops"),
                     stop_run: true,
@@ -713,7 +729,7 @@ finish with the files already changed",
                 path.display(),
                 self.snapshot_dir.display()
             );
-            self.stop = Some((false, message.clone()));
+            self.stop = Some((Stop::Environment, message.clone()));
             return Err(GuardRefusal {
                 message,
                 stop_run: true,
@@ -902,15 +918,17 @@ keep it short, and use the tools for changes.",
                     content,
                     is_error,
                 });
-                if let Some((lock_lost, message)) = self.fence_failure.take() {
-                    return if lock_lost {
-                        End::LockLost { message }
-                    } else {
-                        End::Failed {
+                if let Some((why, message)) = self.fence_failure.take() {
+                    return match why {
+                        Stop::LockLost | Stop::LockUnchecked => End::LockLost {
+                            message,
+                            unchecked: why == Stop::LockUnchecked,
+                        },
+                        Stop::Environment => End::Failed {
                             error: "environment",
                             message,
                             exit: Exit::Environment,
-                        }
+                        },
                     };
                 }
                 if let Some(signal) = signals::received() {
@@ -1077,6 +1095,13 @@ keep it short, and use the tools for changes.",
         let memory_dir = self.sandbox.memory_dir().to_path_buf();
         let mut warnings: Vec<String> = Vec::new();
         let mut diff = Diff::default();
+        let unchecked = matches!(
+            end,
+            End::LockLost {
+                unchecked: true,
+                ..
+            }
+        );
         let (status, error, mut message, summary, exit, restore) = match end {
             End::Completed { summary } => {
                 ("completed", None, None, Some(summary), Exit::Yes, false)
@@ -1086,12 +1111,14 @@ keep it short, and use the tools for changes.",
                 message,
                 exit,
             } => ("failed", Some(error), Some(message), None, exit, true),
-            End::LockLost { message } => (
+            // Unfenced either way: nothing is restored. A lock that could not be checked is
+            // the store's failure (exit 4, `remote`), one taken over a clean "no".
+            End::LockLost { message, unchecked } => (
                 "failed",
-                Some("lock_lost"),
+                Some(if unchecked { "remote" } else { "lock_lost" }),
                 Some(message),
                 None,
-                Exit::No,
+                if unchecked { Exit::Remote } else { Exit::No },
                 false,
             ),
             End::Aborted { signal } => (
@@ -1278,7 +1305,7 @@ keep it short, and use the tools for changes.",
                 task_id: Some(self.record.task_id.clone()),
                 mode: self.mode.as_str(),
                 error,
-                reason: None,
+                reason: unchecked.then_some("lock_unchecked"),
                 message,
                 sessions_reviewed: digests.len(),
                 files_touched,

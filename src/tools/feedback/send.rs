@@ -1,5 +1,5 @@
-//! Sending a draft: the transcript attachment rules, the payload, and the two targets (an
-//! HTTP endpoint, or a GitHub issue).
+//! Sending a draft: the transcript attachment rules and the payload. The POST itself goes
+//! through [`crate::net`] (same-origin redirects only, the answer cap, timeouts, redaction).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -8,6 +8,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::store::{platform, Draft};
+
+/// GitHub's REST API, when `GITHUB_API_URL` does not name another (GitHub Enterprise).
+pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
 
 /// At most this much of the transcript file is read (its end: the newest messages).
 pub const MAX_TRANSCRIPT_READ: u64 = 4 * 1024 * 1024;

@@ -511,9 +511,9 @@ mod tests {
             serde_json::json!({"deep": ["x\u{1b}y", 3]}),
         );
         let shown = d.for_display();
-        assert_eq!(shown.title, "]0;PWNEDtitle2J");
-        assert_eq!(shown.details, "line\n\tindented[31m");
-        assert_eq!(shown.other["note"], serde_json::json!({"deep": ["xy", 3]}));
+        assert_eq!(shown.title, "title2J");
+        assert_eq!(shown.details, "line\n\tindented");
+        assert_eq!(shown.other["note"], serde_json::json!({"deep": ["x", 3]}));
         assert_eq!(shown.draft_id, d.draft_id);
         assert!(d.title.contains('\u{1b}'), "the draft itself is untouched");
     }

@@ -692,10 +692,7 @@ mod tests {
             ("Suggestion：运行测试", "运行测试"),
             ("a <b>bold</b> move", "a <b>bold</b> move"),
             ("<a>x</b>", "<a>x</b>"),
-            (
-                "\u{1b}]0;PWNED\u{7}\u{1b}[2Jrun tests",
-                "]0;PWNED[2Jrun tests",
-            ),
+            ("\u{1b}]0;PWNED\u{7}\u{1b}[2Jrun tests", "run tests"),
             (
                 "<suggestion>\u{9b}push\u{7f} it\u{0}</suggestion>",
                 "push it",
