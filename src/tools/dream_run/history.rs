@@ -56,7 +56,7 @@ pub(super) fn pending(args: &PendingArgs, diag: &Diag) -> Result<Report, Failure
         tasks::clear_pending(state, &updates)
             .map_err(|e| Failure::io("clear", &tasks::pending_path(state), &e))?;
     }
-    let would_clear = args.dry_run.then(|| args.clear && !updates.is_empty());
+    let would_clear = args.dry_run.then_some(args.clear && !updates.is_empty());
     Ok(Report::Pending {
         updates,
         cleared: clear,
