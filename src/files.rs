@@ -6,7 +6,6 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -91,14 +90,9 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 
 /// Regular files ignore `O_NONBLOCK`, but no read or write of ours may ever see `EAGAIN`.
 fn clear_nonblock(file: &File) -> io::Result<()> {
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL take and return plain ints.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+    let flags = fcntl_getfl(file)?;
+    fcntl_setfl(file, flags - OFlags::NONBLOCK)?;
     Ok(())
 }
 

@@ -38,10 +38,13 @@ pub fn probe(pid: u32) -> ProcessInfo {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => DEAD,
         // No usable /proc: fall back to the kernel's answer to signal 0.
         Err(_) => {
-            // SAFETY: kill with signal 0 only checks for existence and permission.
-            let rc = unsafe { libc::kill(signed, 0) };
-            let alive =
-                rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            let alive = match rustix::process::Pid::from_raw(signed) {
+                Some(pid) => match rustix::process::test_kill_process(pid) {
+                    Ok(()) => true,
+                    Err(e) => e == rustix::io::Errno::PERM,
+                },
+                None => false,
+            };
             ProcessInfo {
                 alive,
                 started: None,
@@ -97,12 +100,10 @@ fn parse_stat(stat: &str) -> Option<(char, u64)> {
 }
 
 fn ticks_to_duration(ticks: u64) -> Duration {
-    // SAFETY: sysconf has no preconditions.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let per_second = u64::try_from(per_second)
-        .ok()
-        .filter(|t| *t > 0)
-        .unwrap_or(100);
+    let per_second = match rustix::param::clock_ticks_per_second() {
+        0 => 100,
+        ticks => ticks,
+    };
     Duration::from_millis(ticks.saturating_mul(1000) / per_second)
 }
 

@@ -806,13 +806,15 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     // it too.
     signals::die_with_parent(&mut command);
     let pin_fd = pin.as_ref().map(AsRawFd::as_raw_fd);
-    // SAFETY: between fork and exec only an async-signal-safe fcntl.
+    #[allow(unsafe_code)]
+    // SAFETY: pre_exec has no safe form. Between fork and exec the closure makes one raw
+    // fcntl system call (async-signal-safe, no allocation) on a descriptor this process
+    // holds open for the command's life.
     unsafe {
         command.pre_exec(move || {
             if let Some(fd) = pin_fd {
-                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+                let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
             }
             Ok(())
         });
@@ -915,33 +917,30 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
 
 /// Waits until the child `pid` has exited, leaving it unreaped.
 fn wait_unreaped(pid: u32) -> std::io::Result<()> {
-    let id = libc::id_t::from(pid);
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other("not a process id"))?;
     loop {
-        // SAFETY: waitid fills a zeroed siginfo_t; WNOWAIT leaves the child to Child::wait.
-        let rc = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT)
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
+        // WNOWAIT leaves the child to Child::wait.
+        match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
 }
 
 /// SIGKILL to the process group `pgid` (the command's own), if anything is left in it.
 fn kill_group(pgid: u32) {
-    if let Ok(pgid) = libc::pid_t::try_from(pgid) {
-        if pgid > 1 {
-            // SAFETY: kill has no memory-safety preconditions; the group is the command's,
-            // whose leader is not yet reaped.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
+    let group = i32::try_from(pgid)
+        .ok()
+        .filter(|p| *p > 1)
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(group) = group {
+        // The group is the command's, whose leader is not yet reaped.
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 

@@ -28,7 +28,6 @@ mod tokenize;
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -159,31 +158,6 @@ fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
     Ok(planned)
 }
 
-/// A close-on-exec pipe (atomically so on Linux; elsewhere flagged right after creation).
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    #[cfg(target_os = "linux")]
-    // SAFETY: `fds` is a valid two-element array for pipe2 to fill.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    #[cfg(not(target_os = "linux"))]
-    // SAFETY: `fds` is a valid two-element array for pipe to fill.
-    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the call succeeded, so both descriptors are open and owned by nobody else.
-    let pair = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    #[cfg(not(target_os = "linux"))]
-    for fd in [&pair.0, &pair.1] {
-        use std::os::fd::AsRawFd;
-        // SAFETY: fcntl on a descriptor we own.
-        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(pair)
-}
-
 /// Reads up to `cap` bytes; past it, either stops (closing the pipe, so the writer gets
 /// SIGPIPE) and raises `over`, or drains and discards (`drain`).
 fn read_capped(mut source: impl Read, cap: usize, over: Arc<AtomicBool>, drain: bool) -> Vec<u8> {
@@ -212,10 +186,9 @@ fn read_capped(mut source: impl Read, cap: usize, over: Arc<AtomicBool>, drain: 
 /// Kills the pipeline's process group while at least one member is still unreaped (so the
 /// group id cannot have been reused).
 fn kill_group(pgid: i32, children: &mut [(Child, Option<std::process::ExitStatus>)]) {
-    if pgid > 0 && children.iter().any(|(_, status)| status.is_none()) {
-        // SAFETY: plain kill(2) on our own, still-existing process group.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
+    if children.iter().any(|(_, status)| status.is_none()) {
+        if let Some(group) = rustix::process::Pid::from_raw(pgid) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
     }
 }
@@ -233,7 +206,8 @@ pub fn run(sandbox: &Sandbox, command: &str) -> ToolResult {
 
 fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolResult> {
     let limits = &sandbox.limits;
-    let (err_read, err_write) = pipe()?;
+    // Close-on-exec both ends: only the stages get the writing end, as their stderr.
+    let (err_read, err_write) = std::io::pipe()?;
     let mut children: Vec<(Child, Option<std::process::ExitStatus>)> = Vec::new();
     let mut previous: Option<std::process::ChildStdout> = None;
     let mut pgid: i32 = 0;
@@ -290,8 +264,7 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
     });
     let stderr_reader = {
         let over = Arc::clone(&stderr_over);
-        let file = std::fs::File::from(err_read);
-        std::thread::spawn(move || read_capped(file, STDERR_CAP, over, true))
+        std::thread::spawn(move || read_capped(err_read, STDERR_CAP, over, true))
     };
 
     let deadline = Instant::now() + limits.shell_timeout;
