@@ -29,7 +29,7 @@ lint:
 # Man pages and completions are generated from the clap definitions and committed;
 # the docs test fails when they are stale.
 man completions:
-	$(CARGO) run --locked -q -j $(JOBS) --example gen-docs
+	$(CARGO) run --locked -q -j $(JOBS) --features docs --example gen-docs
 
 bench:
 	$(CARGO) bench --locked -j $(JOBS) --bench bench

@@ -2,6 +2,10 @@
 //! one run, as ratios of medians over repeated, interleaved runs. Tests never assert timings;
 //! this prints them.
 
+// Tests and benchmarks drive processes through libc (signals, FIFOs, rlimits) and name
+// helpers `pub` for their sibling modules.
+#![allow(unsafe_code, unreachable_pub)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -294,7 +298,7 @@ fn dream_benchmarks() {
         .join("digests");
     let digest_bytes: u64 = std::fs::read_dir(&digests_dir)
         .expect("digests")
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
         .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
         .sum();

@@ -7,6 +7,10 @@
 //! (the `etcd` binary must be installed), killing the leader every 50 rounds and restarting
 //! it 25 rounds later.
 
+// Tests and benchmarks drive processes through libc (signals, FIFOs, rlimits) and name
+// helpers `pub` for their sibling modules.
+#![allow(unsafe_code, unreachable_pub)]
+
 use std::process::{Command, Stdio};
 use std::time::Instant;
 

@@ -60,7 +60,9 @@ pub fn file_kind(file_type: std::fs::FileType) -> &'static str {
 
 /// True for the error of a path that exists but is not a regular file (see [`open_regular`]).
 pub fn is_not_regular(err: &io::Error) -> bool {
-    err.get_ref().is_some_and(|e| e.is::<NotRegular>())
+    err.get_ref().is_some_and(
+        <dyn std::error::Error + std::marker::Send + std::marker::Sync + 'static>::is::<NotRegular>,
+    )
 }
 
 /// True for an error that means "this name leads nowhere": missing, a dangling link or a
@@ -271,6 +273,7 @@ pub fn write_atomic_with_mtime(
 }
 
 #[cfg(test)]
+#[allow(unsafe_code)] // the tests make FIFOs with mkfifo(3)
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;

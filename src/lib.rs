@@ -12,6 +12,7 @@ pub mod net;
 pub mod tools;
 
 /// Every binary's documentation, for `make man completions` and the docs test.
+#[cfg(feature = "docs")]
 pub fn doc_pages() -> Vec<cli::docs::Page> {
     use clap::CommandFactory;
     vec![

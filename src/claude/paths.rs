@@ -237,7 +237,7 @@ impl Project {
 
         let transcripts_dir = match (&hints.transcripts_dir, &hints.transcript_path) {
             (Some(dir), _) => normalize(&process_cwd.join(dir)),
-            (None, Some(file)) if file.parent().is_some_and(|p| p.is_absolute()) => {
+            (None, Some(file)) if file.parent().is_some_and(std::path::Path::is_absolute) => {
                 normalize(file.parent().unwrap_or(file))
             }
             _ => config_dir.join("projects").join(&slug),

@@ -228,7 +228,12 @@ fn value_placeholder(arg: &Arg) -> Option<String> {
     }
     let names = arg
         .get_value_names()
-        .map(|names| names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+        .map(|names| {
+            names
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect::<Vec<_>>()
+        })
         .unwrap_or_else(|| vec![arg.get_id().to_string().to_uppercase()]);
     let many = arg.get_num_args().is_some_and(|n| n.max_values() > 1);
     let text = names
@@ -435,7 +440,7 @@ mod tests {
         let hint = |c: &clap::Command, id: &str| {
             c.get_arguments()
                 .find(|a| a.get_id() == id)
-                .map(|a| a.get_value_hint())
+                .map(clap::Arg::get_value_hint)
         };
         assert_eq!(hint(&command, "cwd"), Some(ValueHint::DirPath));
         let sub = command.find_subcommand("s").unwrap();

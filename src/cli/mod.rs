@@ -2,6 +2,7 @@
 //! writing stdout, the envelope, common flags, durations, times and doc generation.
 
 pub mod args;
+#[cfg(feature = "docs")]
 pub mod docs;
 pub mod duration;
 pub mod envelope;

@@ -28,7 +28,9 @@ pub fn register(secret: &str) {
     if secret.len() < MIN_SECRET_LEN {
         return;
     }
-    let mut secrets = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut secrets = SECRETS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !secrets.iter().any(|s| s == secret) {
         secrets.push(secret.to_string());
         // Longest first, so a secret that contains another is replaced whole.
@@ -70,7 +72,9 @@ pub fn register_url(url: &str) {
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
     {
-        let secrets = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+        let secrets = SECRETS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for secret in secrets.iter() {
             if out.contains(secret.as_str()) {
                 out = Cow::Owned(out.replace(secret.as_str(), REDACTED));

@@ -47,9 +47,11 @@ impl Message {
         let ptr = self.ptr.load(Ordering::SeqCst);
         let len = self.len.load(Ordering::SeqCst);
         if !ptr.is_null() {
-            // SAFETY: ptr/len describe a leaked, immutable allocation.
+            // SAFETY: write(2) has no safe async-signal-safe form here; ptr/len describe a
+            // leaked, never-freed, immutable allocation.
+            #[allow(unsafe_code)]
             unsafe {
-                libc::write(fd, ptr as *const libc::c_void, len);
+                libc::write(fd, ptr.cast::<libc::c_void>(), len);
             }
         }
     }
@@ -90,29 +92,74 @@ fn exit_now(signal: i32) -> ! {
     };
     line.write_to(libc::STDERR_FILENO);
     doc.write_to(libc::STDOUT_FILENO);
-    // SAFETY: _exit is async-signal-safe and never returns.
-    unsafe { libc::_exit(i32::from(exit_for(signal).code())) }
+    // SAFETY: _exit(2) is async-signal-safe and never returns (std's exit is neither).
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::_exit(i32::from(exit_for(signal).code()))
+    }
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
+    // The interrupted code may be about to read errno: what the handler's calls set there
+    // is put back before it returns.
+    let saved = errno::get();
     let first = RECEIVED.swap(signal, Ordering::SeqCst) == 0;
     let child = CHILD.load(Ordering::SeqCst);
-    if child > 0 {
-        // SAFETY: kill is async-signal-safe; the PID is a child we spawned and not yet reaped.
-        unsafe {
-            if first {
-                libc::kill(child, signal);
-            } else {
-                // Asked twice: the command had its chance to stop cleanly. It leads its own
-                // process group (exec), so the group goes with it.
-                libc::kill(-child, libc::SIGKILL);
-                libc::kill(child, libc::SIGKILL);
+    if let Some(pid) = rustix::process::Pid::from_raw(child) {
+        // kill(2) is async-signal-safe; the PID is a child we spawned and not yet reaped.
+        if first {
+            if let Some(sig) = rustix::process::Signal::from_named_raw(signal) {
+                let _ = rustix::process::kill_process(pid, sig);
             }
+        } else {
+            // Asked twice: the command had its chance to stop cleanly. It leads its own
+            // process group (exec), so the group goes with it.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
+        errno::set(saved);
         return;
     }
     if HOLDS.load(Ordering::SeqCst) == 0 && !CLAIMED.load(Ordering::SeqCst) {
         exit_now(signal);
+    }
+    errno::set(saved);
+}
+
+/// errno of the calling thread, read and written from the signal handler.
+mod errno {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn location() -> *mut libc::c_int {
+        // SAFETY: libc's thread-local errno; no preconditions.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::__errno_location()
+        }
+    }
+
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+    fn location() -> *mut libc::c_int {
+        // SAFETY: libc's thread-local errno; no preconditions.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::__error()
+        }
+    }
+
+    pub(super) fn get() -> libc::c_int {
+        // SAFETY: the pointer is the calling thread's errno, valid for its lifetime.
+        #[allow(unsafe_code)]
+        unsafe {
+            *location()
+        }
+    }
+
+    pub(super) fn set(value: libc::c_int) {
+        // SAFETY: as in `get`.
+        #[allow(unsafe_code)]
+        unsafe {
+            *location() = value;
+        }
     }
 }
 
@@ -129,9 +176,11 @@ pub fn install(tool: &str, quiet: bool) -> std::io::Result<()> {
         doc.set(format!("{}\n", interrupted_document(signal)));
     }
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction with a handler that only touches atomics, kill, write
-        // and _exit. SA_RESTART: inside a hold the interrupted call (waitpid, flock) simply
-        // goes on; outside one the handler does not return.
+        // SAFETY: sigaction(2) has no safe form in std or rustix. A zeroed sigaction with a
+        // handler that only touches atomics and errno, kill, write and _exit. SA_RESTART:
+        // inside a hold the interrupted call (waitpid, flock) simply goes on; outside one
+        // the handler does not return.
+        #[allow(unsafe_code)]
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
@@ -191,11 +240,9 @@ pub fn forward_to(pid: u32) {
     let pid = libc::pid_t::try_from(pid).unwrap_or(0);
     CHILD.store(pid, Ordering::SeqCst);
     let pending = RECEIVED.load(Ordering::SeqCst);
-    if pending != 0 && pid > 0 {
-        // SAFETY: as in the handler.
-        unsafe {
-            libc::kill(pid, pending);
-        }
+    let signal = rustix::process::Signal::from_named_raw(pending);
+    if let (Some(pid), Some(signal)) = (rustix::process::Pid::from_raw(pid), signal) {
+        let _ = rustix::process::kill_process(pid, signal);
     }
 }
 
@@ -227,8 +274,10 @@ pub fn exit_for(signal: i32) -> Exit {
 pub fn die_with_parent(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
-    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid), and no
-    // allocation (another thread may have held the allocator's lock at fork).
+    // SAFETY: pre_exec has no safe form. Between fork and exec only async-signal-safe
+    // calls (prctl, getppid), and no allocation (another thread may have held the
+    // allocator's lock at fork).
+    #[allow(unsafe_code)]
     unsafe {
         command.pre_exec(move || {
             #[cfg(target_os = "linux")]

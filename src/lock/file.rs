@@ -143,7 +143,7 @@ impl FileBackend {
                     )))
                 }
                 Err(fs4::TryLockError::WouldBlock) => {
-                    std::thread::sleep(std::time::Duration::from_millis(2))
+                    std::thread::sleep(std::time::Duration::from_millis(2));
                 }
                 Err(fs4::TryLockError::Error(e)) => return Err(Failure::io("lock", &path, &e)),
             }

@@ -6,7 +6,7 @@ use super::{Block, Request, Response, Role, Usage};
 
 const EPHEMERAL: &str = "ephemeral";
 
-pub fn body(model: &str, request: &Request) -> Value {
+pub(super) fn body(model: &str, request: &Request) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("max_tokens".into(), json!(request.max_tokens));
@@ -76,7 +76,7 @@ fn block(b: &Block) -> Value {
     }
 }
 
-pub fn parse(value: &Value) -> Result<Response, String> {
+pub(super) fn parse(value: &Value) -> Result<Response, String> {
     if value.get("type").and_then(Value::as_str) == Some("error") {
         return Err(format!("error object in a success answer: {value}"));
     }

@@ -441,7 +441,7 @@ impl Client {
         match &self.config.credential {
             Credential::ApiKey(key) => headers.push(("x-api-key", key.expose().to_string())),
             Credential::Bearer(token) => {
-                headers.push(("authorization", format!("Bearer {}", token.expose())))
+                headers.push(("authorization", format!("Bearer {}", token.expose())));
             }
             Credential::None => {}
         }

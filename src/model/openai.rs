@@ -4,7 +4,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Block, Request, Response, Role, Usage};
 
-pub fn body(model: &str, request: &Request) -> Value {
+pub(super) fn body(model: &str, request: &Request) -> Value {
     let mut messages = Vec::new();
     if !request.system.is_empty() {
         let text: Vec<&str> = request.system.iter().map(|s| s.text.as_str()).collect();
@@ -93,7 +93,7 @@ pub fn body(model: &str, request: &Request) -> Value {
     Value::Object(body)
 }
 
-pub fn parse(value: &Value) -> Result<Response, String> {
+pub(super) fn parse(value: &Value) -> Result<Response, String> {
     let choice = value
         .get("choices")
         .and_then(Value::as_array)
@@ -103,7 +103,7 @@ pub fn parse(value: &Value) -> Result<Response, String> {
     let mut content = Vec::new();
     match message.get("content") {
         Some(Value::String(text)) if !text.is_empty() => content.push(Block::text(text.as_str())),
-        None | Some(Value::Null) | Some(Value::String(_)) => {}
+        None | Some(Value::Null | Value::String(_)) => {}
         Some(_) => return Err("message content is not a string".into()),
     }
     for call in message

@@ -924,7 +924,10 @@ fn wait_unreaped(pid: u32) -> std::io::Result<()> {
         .ok_or_else(|| std::io::Error::other("not a process id"))?;
     loop {
         // WNOWAIT leaves the child to Child::wait.
-        match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
+        match waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {
             Ok(_) => return Ok(()),
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
@@ -967,6 +970,7 @@ fn finish(backend: &dyn Backend, lease: &Lease, outcome: RunOutcome, diag: &Diag
 }
 
 /// Prose for the man page.
+#[cfg(feature = "docs")]
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
     (
         "THE LOCK",

@@ -240,6 +240,7 @@ impl Tool for Args {
 }
 
 /// Prose for the man page.
+#[cfg(feature = "docs")]
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
     (
         "THE RUN",

@@ -941,6 +941,7 @@ fn ask_consent(body: &Value, attachment: &Attachment, destination: &str) -> Resu
 }
 
 /// Prose for the man page.
+#[cfg(feature = "docs")]
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
     (
         "DRAFTS",

@@ -797,7 +797,7 @@ impl Args {
         if self.auto {
             let (_, settings) = Project::resolve(&hints, &env)?;
             let gate = away_gate(self, &recent, &settings, &env, SystemTime::now(), &|line| {
-                explain(diag, line)
+                explain(diag, line);
             });
             if let Some((reason, message)) = gate {
                 return Ok(RecapReport::Skipped { reason, message });
@@ -888,6 +888,7 @@ impl Args {
 }
 
 /// Prose for the man page.
+#[cfg(feature = "docs")]
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
     (
         "RESULT",

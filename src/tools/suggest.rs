@@ -543,6 +543,7 @@ impl GenerateArgs {
 }
 
 /// Prose for the man page.
+#[cfg(feature = "docs")]
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
     (
         "RESULT",

@@ -155,7 +155,7 @@ fn payload_of(input: Input) -> Result<Option<HookPayload>, Failure> {
 fn check_string_fields(map: &Map<String, Value>) -> Result<(), Failure> {
     for key in STRING_FIELDS {
         match map.get(*key) {
-            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            None | Some(Value::Null | Value::String(_)) => {}
             Some(other) => {
                 return Err(Failure::bad_input(format!(
                     "hook payload: field `{key}`: expected a string, found {}",
@@ -773,6 +773,7 @@ impl Args {
 }
 
 /// Prose for the man page.
+#[cfg(feature = "docs")]
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
     (
         "INPUT",

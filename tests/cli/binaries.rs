@@ -117,7 +117,7 @@ fn help_subcommand_shows_a_subcommands_help() {
 /// of exec (waiting up to `tries` tenths of a second for the envelope's writer to end) and
 /// its epoll / eventfd descriptors, which every tokio runtime opens. The etcd tests run the
 /// same probe and see a runtime.
-pub fn runtime_probe(tries: u32) -> String {
+pub(crate) fn runtime_probe(tries: u32) -> String {
     format!(
         "cat >/dev/null; \
          for i in $(seq {tries}); do n=$(ls /proc/$PPID/task | wc -l); [ \"$n\" -eq 1 ] && break; sleep 0.1; done; \

@@ -160,7 +160,12 @@ fn assert_failure(tool: &str, what: &str, r: &Run, code: i32, kind: &str, reason
     );
     // The caller's mistakes (exit 2) print `{error}` alone, as a usage error from clap does.
     match tool {
-        _ if code == 2 => assert_eq!(r.doc.as_object().map(|o| o.len()), Some(1), "{}", r.doc),
+        _ if code == 2 => assert_eq!(
+            r.doc.as_object().map(serde_json::Map::len),
+            Some(1),
+            "{}",
+            r.doc
+        ),
         "recap" => assert!(r.doc["status"].is_string(), "{what}: {}", r.doc),
         "turn-status" => assert_eq!(
             r.doc.get("post_turn_summary"),

@@ -1,5 +1,9 @@
 //! The one integration-test binary: every tool driven as a user drives it, as a process.
 
+// Tests and benchmarks drive processes through libc (signals, FIFOs, rlimits) and name
+// helpers `pub` for their sibling modules.
+#![allow(unsafe_code, unreachable_pub)]
+
 mod attack16;
 mod binaries;
 mod contract_feedback;

@@ -140,7 +140,7 @@ fn an_answer_that_is_not_etcds_is_remote_foreign_answer_never_free_or_due() {
 /// its memory is still mapped: its output, and its peak RSS (VmHWM, KiB) read from
 /// /proc/PID/status then. The peak is the binary's own after exec; wait4's ru_maxrss would
 /// count the pages of this test process it was forked from.
-pub fn run_measuring_peak_rss(mut cmd: Command) -> (Output, u64) {
+pub(crate) fn run_measuring_peak_rss(mut cmd: Command) -> (Output, u64) {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     let dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));

@@ -69,7 +69,7 @@ pub fn build_all(
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();
     let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
+        .map_or(1, std::num::NonZero::get)
         .min(sessions.len().max(1));
     let chunk = sessions.len().div_ceil(workers).max(1);
     let results: Vec<Result<(Digest, Option<Source>), Unreadable>> = std::thread::scope(|scope| {

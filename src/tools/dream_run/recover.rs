@@ -76,7 +76,7 @@ fn interrupted_journal(project: &Project) -> Result<Option<Journal>, Failure> {
 }
 
 /// For read-only commands: the interrupted command, reported on stderr; nothing is changed.
-pub fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
+pub(super) fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
     let found = match Journal::find(&project.state_dir) {
         Ok(found) => found,
         Err(e) => {
@@ -110,7 +110,7 @@ pub fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
 /// For a command that holds the lock: rolls back an interrupted command first. `prior_mtime`
 /// is the time the caller's release will give back; when the lock still shows the time the
 /// interrupted command's acquire wrote, it becomes the time from before that command.
-pub fn under_lock(
+pub(super) fn under_lock(
     project: &Project,
     prior_mtime: Option<&mut i64>,
     diag: &Diag,

@@ -501,7 +501,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         notify,
     };
     let end = agent.converse(&client, &task, deadline);
-    if keep_alive.as_ref().is_some_and(|k| k.lost()) {
+    if keep_alive
+        .as_ref()
+        .is_some_and(crate::lock::KeepAlive::lost)
+    {
         diag.warn("the lock's lease was lost during the run (expired or revoked)");
     }
     drop(keep_alive);
@@ -534,7 +537,7 @@ fn new_task_id() -> String {
     let stamp = rfc3339(SystemTime::now());
     let compact: String = stamp
         .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
+        .filter(char::is_ascii_alphanumeric)
         .take(15)
         .collect();
     let random = uuid::Uuid::new_v4().simple().to_string();

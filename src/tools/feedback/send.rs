@@ -82,9 +82,8 @@ pub fn attach(draft: &Draft, path: Option<&Path>, payload_len: usize) -> Attachm
     let Some(session) = draft.source_session_id.as_deref() else {
         return Attachment::withheld("session_mismatch", Some(path));
     };
-    let (window, from_start) = match read_tail(path) {
-        Ok(read) => read,
-        Err(_) => return Attachment::withheld("missing", Some(path)),
+    let Ok((window, from_start)) = read_tail(path) else {
+        return Attachment::withheld("missing", Some(path));
     };
     if THIRD_PARTY_MARKERS
         .iter()

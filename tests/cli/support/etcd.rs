@@ -12,7 +12,7 @@ use serde_json::Value;
 /// How long a member (or a cluster) may take to answer after it starts.
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
-pub struct Member {
+pub(crate) struct Member {
     pub name: String,
     pub client_port: u16,
     pub peer_port: u16,
@@ -22,17 +22,17 @@ pub struct Member {
 }
 
 impl Member {
-    pub fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("127.0.0.1:{}", self.client_port)
     }
 
-    pub fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         self.child.is_some()
     }
 }
 
 /// One etcd cluster of one or more members, all on 127.0.0.1.
-pub struct Etcd {
+pub(crate) struct Etcd {
     pub members: Vec<Member>,
     initial_cluster: String,
     token: String,
@@ -40,7 +40,7 @@ pub struct Etcd {
 }
 
 /// `n` distinct free loopback ports: all bound at once, then released for etcd to take.
-pub fn free_ports(n: usize) -> Vec<u16> {
+pub(crate) fn free_ports(n: usize) -> Vec<u16> {
     let listeners: Vec<TcpListener> = (0..n)
         .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a loopback port"))
         .collect();
@@ -66,12 +66,12 @@ fn etcd_binary() -> &'static str {
 
 impl Etcd {
     /// A single-node cluster, ready.
-    pub fn single() -> Etcd {
+    pub(crate) fn single() -> Etcd {
         Etcd::cluster(1)
     }
 
     /// An `n`-member cluster with a leader.
-    pub fn cluster(n: usize) -> Etcd {
+    pub(crate) fn cluster(n: usize) -> Etcd {
         let dir = tempfile::tempdir().expect("tempdir");
         let ports = free_ports(2 * n);
         let members: Vec<Member> = (0..n)
@@ -103,7 +103,7 @@ impl Etcd {
     }
 
     /// Starts member `i` (again: its data dir is kept, so it rejoins).
-    pub fn start(&mut self, i: usize) {
+    pub(crate) fn start(&mut self, i: usize) {
         let binary = etcd_binary();
         let m = &self.members[i];
         assert!(m.child.is_none(), "{} runs already", m.name);
@@ -136,7 +136,7 @@ impl Etcd {
     }
 
     /// SIGKILL member `i` and reap it.
-    pub fn kill(&mut self, i: usize) {
+    pub(crate) fn kill(&mut self, i: usize) {
         if let Some(mut child) = self.members[i].child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -144,13 +144,13 @@ impl Etcd {
     }
 
     /// `etcd://127.0.0.1:p1,127.0.0.1:p2,.../prefix`.
-    pub fn url(&self, prefix: &str) -> String {
+    pub(crate) fn url(&self, prefix: &str) -> String {
         let endpoints: Vec<String> = self.members.iter().map(Member::endpoint).collect();
         format!("etcd://{}{prefix}", endpoints.join(","))
     }
 
     /// The index of the member that leads, asked of the running members.
-    pub fn leader(&self) -> Option<usize> {
+    pub(crate) fn leader(&self) -> Option<usize> {
         for m in self.members.iter().filter(|m| m.running()) {
             let Some(status) = post(m.client_port, "/v3/maintenance/status", "{}") else {
                 continue;
@@ -174,7 +174,7 @@ impl Etcd {
     }
 
     /// Waits (bounded) until every running member answers a linearizable read.
-    pub fn wait_for_leader(&self) {
+    pub(crate) fn wait_for_leader(&self) {
         let started = Instant::now();
         loop {
             let ready = self.members.iter().filter(|m| m.running()).all(|m| {
@@ -206,7 +206,7 @@ impl Etcd {
     }
 
     /// The value of `key` read straight from etcd (member 0), `None` when absent.
-    pub fn get(&self, key: &str) -> Option<String> {
+    pub(crate) fn get(&self, key: &str) -> Option<String> {
         use base64::Engine as _;
         let b64 = base64::engine::general_purpose::STANDARD;
         let body = serde_json::json!({"key": b64.encode(key)}).to_string();
@@ -223,7 +223,7 @@ impl Etcd {
 impl Etcd {
     /// Writes `key` straight into etcd (member 0), without a lease: what another machine's
     /// dreamkit (or an operator) left there.
-    pub fn put(&self, key: &str, value: &str) {
+    pub(crate) fn put(&self, key: &str, value: &str) {
         use base64::Engine as _;
         let b64 = base64::engine::general_purpose::STANDARD;
         let body = serde_json::json!({"key": b64.encode(key), "value": b64.encode(value)});
@@ -242,7 +242,7 @@ impl Drop for Etcd {
 
 /// One POST to the gateway over plain HTTP/1.0 (the connection closes after the reply);
 /// `None` when the member does not answer within a few seconds.
-pub fn post(port: u16, path: &str, body: &str) -> Option<Value> {
+pub(crate) fn post(port: u16, path: &str, body: &str) -> Option<Value> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -267,7 +267,7 @@ pub fn post(port: u16, path: &str, body: &str) -> Option<Value> {
 /// A gateway in front of one member that forwards every request but drops the reply to the
 /// first transaction that writes (`request_put`): the write is applied, and its answer lost,
 /// as when a member dies or a network times out just after committing. Returns its port.
-pub fn lossy_proxy(upstream: u16) -> u16 {
+pub(crate) fn lossy_proxy(upstream: u16) -> u16 {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");

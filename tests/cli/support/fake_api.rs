@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 /// What the server does with the next request.
-pub enum Reply {
+pub(crate) enum Reply {
     /// A complete answer.
     Http {
         status: u16,
@@ -32,7 +32,7 @@ pub enum Reply {
 }
 
 impl Reply {
-    pub fn json(status: u16, body: Value) -> Reply {
+    pub(crate) fn json(status: u16, body: Value) -> Reply {
         Reply::Http {
             status,
             headers: Vec::new(),
@@ -40,7 +40,7 @@ impl Reply {
         }
     }
 
-    pub fn with_header(self, name: &str, value: &str) -> Reply {
+    pub(crate) fn with_header(self, name: &str, value: &str) -> Reply {
         match self {
             Reply::Http {
                 status,
@@ -59,7 +59,7 @@ impl Reply {
     }
 
     /// A Messages API answer with one text block.
-    pub fn anthropic_text(text: &str) -> Reply {
+    pub(crate) fn anthropic_text(text: &str) -> Reply {
         Reply::json(
             200,
             json!({
@@ -73,7 +73,7 @@ impl Reply {
     }
 
     /// A Messages API answer that calls tools (`stop_reason: tool_use`), with a short text.
-    pub fn anthropic_tools(text: &str, calls: &[(&str, Value)]) -> Reply {
+    pub(crate) fn anthropic_tools(text: &str, calls: &[(&str, Value)]) -> Reply {
         static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let mut content = vec![json!({"type": "text", "text": text})];
         for (name, input) in calls {
@@ -93,7 +93,7 @@ impl Reply {
     }
 
     /// A chat-completions answer with one message.
-    pub fn openai_text(text: &str) -> Reply {
+    pub(crate) fn openai_text(text: &str) -> Reply {
         Reply::json(
             200,
             json!({
@@ -105,14 +105,14 @@ impl Reply {
     }
 
     /// An API error in the Messages API's shape.
-    pub fn error(status: u16, kind: &str, message: &str) -> Reply {
+    pub(crate) fn error(status: u16, kind: &str, message: &str) -> Reply {
         Reply::json(
             status,
             json!({"type": "error", "error": {"type": kind, "message": message}}),
         )
     }
 
-    pub fn malformed() -> Reply {
+    pub(crate) fn malformed() -> Reply {
         Reply::Http {
             status: 200,
             headers: Vec::new(),
@@ -123,7 +123,7 @@ impl Reply {
 
 /// One request as received.
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub method: String,
     pub path: String,
     /// Lower-case names.
@@ -132,7 +132,7 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -146,14 +146,14 @@ struct State {
     requests: Vec<Recorded>,
 }
 
-pub struct FakeApi {
+pub(crate) struct FakeApi {
     port: u16,
     state: Arc<Mutex<State>>,
     stop: Arc<AtomicBool>,
 }
 
 impl FakeApi {
-    pub fn start() -> FakeApi {
+    pub(crate) fn start() -> FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let port = listener.local_addr().expect("addr").port();
         let state = Arc::new(Mutex::new(State::default()));
@@ -173,16 +173,16 @@ impl FakeApi {
     }
 
     /// `http://127.0.0.1:PORT` (the Anthropic base URL; OpenAI's adds `/v1`).
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    pub fn push(&self, reply: Reply) -> &Self {
+    pub(crate) fn push(&self, reply: Reply) -> &Self {
         self.state.lock().expect("state").replies.push_back(reply);
         self
     }
 
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.state.lock().expect("state").requests.clone()
     }
 }

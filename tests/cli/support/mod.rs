@@ -8,17 +8,17 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-pub mod etcd;
-pub mod fake_api;
-pub mod transcript;
+pub(crate) mod etcd;
+pub(crate) mod fake_api;
+pub(crate) mod transcript;
 
 /// A deterministic session id for index `n`.
-pub fn session_id(n: u32) -> String {
+pub(crate) fn session_id(n: u32) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")
 }
 
 /// A temporary `HOME` holding `~/.claude`, an XDG state home and a project directory.
-pub struct ClaudeHome {
+pub(crate) struct ClaudeHome {
     _tmp: tempfile::TempDir,
     pub root: PathBuf,
     pub home: PathBuf,
@@ -28,12 +28,12 @@ pub struct ClaudeHome {
 }
 
 impl ClaudeHome {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_project("proj")
     }
 
     /// `project` is a path relative to the temporary root (it may be long or odd).
-    pub fn with_project(project: &str) -> Self {
+    pub(crate) fn with_project(project: &str) -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = std::fs::canonicalize(tmp.path()).expect("canonical tempdir");
         let home = root.join("home");
@@ -53,28 +53,28 @@ impl ClaudeHome {
         }
     }
 
-    pub fn slug(&self) -> String {
+    pub(crate) fn slug(&self) -> String {
         slug_of(&self.project)
     }
 
-    pub fn transcripts_dir(&self) -> PathBuf {
+    pub(crate) fn transcripts_dir(&self) -> PathBuf {
         self.config.join("projects").join(self.slug())
     }
 
-    pub fn memory_dir(&self) -> PathBuf {
+    pub(crate) fn memory_dir(&self) -> PathBuf {
         self.transcripts_dir().join("memory")
     }
 
-    pub fn state_dir(&self) -> PathBuf {
+    pub(crate) fn state_dir(&self) -> PathBuf {
         self.state_home.join("dreamkit/projects").join(self.slug())
     }
 
-    pub fn lock_file(&self) -> PathBuf {
+    pub(crate) fn lock_file(&self) -> PathBuf {
         self.memory_dir().join(".consolidate-lock")
     }
 
     /// A transcript last modified `age` ago.
-    pub fn add_session(&self, id: &str, age: Duration) -> PathBuf {
+    pub(crate) fn add_session(&self, id: &str, age: Duration) -> PathBuf {
         let dir = self.transcripts_dir();
         std::fs::create_dir_all(&dir).expect("transcripts dir");
         let path = dir.join(format!("{id}.jsonl"));
@@ -88,13 +88,13 @@ impl ClaudeHome {
     }
 
     /// The lock file as Claude Code leaves it after a consolidation `age` ago.
-    pub fn consolidated(&self, age: Duration) {
+    pub(crate) fn consolidated(&self, age: Duration) {
         std::fs::create_dir_all(self.memory_dir()).expect("memory dir");
         std::fs::write(self.lock_file(), "").expect("lock file");
         set_age(&self.lock_file(), age);
     }
 
-    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, relative: &str, text: &str) -> PathBuf {
         let path = self.root.join(relative);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
         std::fs::write(&path, text).expect("write");
@@ -102,7 +102,7 @@ impl ClaudeHome {
     }
 
     /// The binary with a clean environment pointing at this home, run from the project.
-    pub fn cmd(&self, bin: &str) -> assert_cmd::Command {
+    pub(crate) fn cmd(&self, bin: &str) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::new(bin_path(bin));
         self.setup(&mut cmd);
         cmd
@@ -120,7 +120,7 @@ impl ClaudeHome {
 
     /// `program` as a plain process (for `pre_exec`, signals, pipes of our own) with the same
     /// clean environment as [`ClaudeHome::cmd`], run from the project.
-    pub fn process(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    pub(crate) fn process(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
         let mut cmd = std::process::Command::new(program);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -133,7 +133,7 @@ impl ClaudeHome {
 
     /// The binary run as an unprivileged user when the tests run as root (root reads any
     /// directory, so permission failures could not be seen otherwise).
-    pub fn cmd_unprivileged(&self, bin: &str) -> assert_cmd::Command {
+    pub(crate) fn cmd_unprivileged(&self, bin: &str) -> assert_cmd::Command {
         if unsafe { libc::geteuid() } != 0 {
             return self.cmd(bin);
         }
@@ -164,7 +164,9 @@ impl ClaudeHome {
 fn unprivileged_copy(bin: &str) -> PathBuf {
     static COPIES: std::sync::Mutex<Option<(tempfile::TempDir, Vec<String>)>> =
         std::sync::Mutex::new(None);
-    let mut guard = COPIES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = COPIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (dir, made) = guard.get_or_insert_with(|| {
         let dir = tempfile::tempdir().expect("tempdir");
         chmod(dir.path(), 0o755);
@@ -181,7 +183,7 @@ fn unprivileged_copy(bin: &str) -> PathBuf {
                 .status()
             {
                 Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                    std::thread::sleep(Duration::from_millis(10))
+                    std::thread::sleep(Duration::from_millis(10));
                 }
                 _ => break,
             }
@@ -192,7 +194,7 @@ fn unprivileged_copy(bin: &str) -> PathBuf {
 }
 
 /// Every released binary, as `make install` installs them.
-pub const BINARIES: &[&str] = &[
+pub(crate) const BINARIES: &[&str] = &[
     "dream-gate",
     "dream-lock",
     "dream-run",
@@ -202,7 +204,7 @@ pub const BINARIES: &[&str] = &[
     "feedback",
 ];
 
-pub fn bin_path(bin: &str) -> PathBuf {
+pub(crate) fn bin_path(bin: &str) -> PathBuf {
     match bin {
         "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
         "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
@@ -216,10 +218,10 @@ pub fn bin_path(bin: &str) -> PathBuf {
 }
 
 /// A live process standing in for a hook's shell: killed and reaped when dropped.
-pub struct LiveProcess(pub std::process::Child);
+pub(crate) struct LiveProcess(pub std::process::Child);
 
 impl LiveProcess {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         LiveProcess(
             std::process::Command::new("sleep")
                 .arg("600")
@@ -228,12 +230,12 @@ impl LiveProcess {
         )
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.0.id()
     }
 
     /// SIGKILL, then reap, so the PID is gone.
-    pub fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -246,20 +248,20 @@ impl Drop for LiveProcess {
     }
 }
 
-pub fn mtime(path: &Path) -> SystemTime {
+pub(crate) fn mtime(path: &Path) -> SystemTime {
     std::fs::metadata(path)
         .expect("stat")
         .modified()
         .expect("mtime")
 }
 
-pub fn epoch_ms(at: SystemTime) -> i64 {
+pub(crate) fn epoch_ms(at: SystemTime) -> i64 {
     at.duration_since(std::time::UNIX_EPOCH)
         .expect("after epoch")
         .as_millis() as i64
 }
 
-pub fn set_age(path: &Path, age: Duration) {
+pub(crate) fn set_age(path: &Path, age: Duration) {
     let at = SystemTime::now() - age;
     File::options()
         .write(true)
@@ -268,24 +270,24 @@ pub fn set_age(path: &Path, age: Duration) {
         .expect("set mtime");
 }
 
-pub fn chmod(path: &Path, mode: u32) {
+pub(crate) fn chmod(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
-pub fn mode(meta: &std::fs::Metadata) -> u32 {
+pub(crate) fn mode(meta: &std::fs::Metadata) -> u32 {
     use std::os::unix::fs::MetadataExt;
     meta.mode() & 0o7777
 }
 
-pub const HOURS: u64 = 3600;
+pub(crate) const HOURS: u64 = 3600;
 
-pub fn hours(h: u64) -> Duration {
+pub(crate) fn hours(h: u64) -> Duration {
     Duration::from_secs(h * HOURS)
 }
 
 /// The one JSON document a tool printed.
-pub fn stdout_json(output: &Output) -> Value {
+pub(crate) fn stdout_json(output: &Output) -> Value {
     let text = std::str::from_utf8(&output.stdout).expect("utf-8 stdout");
     assert!(
         text.ends_with('\n'),
@@ -299,13 +301,13 @@ pub fn stdout_json(output: &Output) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text:?}"))
 }
 
-pub fn stderr_text(output: &Output) -> String {
+pub(crate) fn stderr_text(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Claude Code's slug, written out independently of the library: non-alphanumeric UTF-16
 /// units become `-`; past 200, a `-` and the base-36 Java hash of the path.
-pub fn slug_of(path: &Path) -> String {
+pub(crate) fn slug_of(path: &Path) -> String {
     let text = path.to_str().expect("utf-8 path");
     let units: Vec<u16> = text.encode_utf16().collect();
     let mut slug: String = units
@@ -338,7 +340,7 @@ pub fn slug_of(path: &Path) -> String {
 
 /// Every file and symlink under `root` with its content (a link: its target), for
 /// "nothing else changed" checks. Symlinks are not followed.
-pub fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
+pub(crate) fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
     let mut found = std::collections::BTreeSet::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {

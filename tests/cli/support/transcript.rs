@@ -5,9 +5,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 
-pub const SESSION: &str = "5863f677-7155-4b7d-aec0-5407794eb905";
+pub(crate) const SESSION: &str = "5863f677-7155-4b7d-aec0-5407794eb905";
 
-pub struct Transcript {
+pub(crate) struct Transcript {
     lines: Vec<Value>,
     at: SystemTime,
     n: u32,
@@ -15,7 +15,7 @@ pub struct Transcript {
 
 impl Transcript {
     /// Records start `age` ago, one second apart.
-    pub fn started(age: Duration) -> Self {
+    pub(crate) fn started(age: Duration) -> Self {
         Transcript {
             lines: Vec::new(),
             at: SystemTime::now() - age,
@@ -45,20 +45,20 @@ impl Transcript {
         })
     }
 
-    pub fn user(mut self, text: &str) -> Self {
+    pub(crate) fn user(mut self, text: &str) -> Self {
         let mut r = self.base("user");
         r["message"] = json!({"role": "user", "content": text});
         self.lines.push(r);
         self
     }
 
-    pub fn assistant(self, text: &str) -> Self {
+    pub(crate) fn assistant(self, text: &str) -> Self {
         let id = format!("msg_{}", self.n);
         self.assistant_block(&id, json!({"type": "text", "text": text}))
     }
 
     /// One API response written as a text record and a tool_use record sharing message.id.
-    pub fn assistant_tool(mut self, text: &str, tool: &str, input: Value) -> Self {
+    pub(crate) fn assistant_tool(mut self, text: &str, tool: &str, input: Value) -> Self {
         let id = format!("msg_{}", self.n);
         self = self.assistant_block(&id, json!({"type": "text", "text": text}));
         self.assistant_block(
@@ -84,13 +84,13 @@ impl Transcript {
     }
 
     /// An assistant text reply whose `message.usage` is `usage` (for the cache gates).
-    pub fn assistant_with_usage(self, text: &str, usage: Value) -> Self {
+    pub(crate) fn assistant_with_usage(self, text: &str, usage: Value) -> Self {
         let id = format!("msg_{}", self.n);
         self.assistant_record(&id, json!({"type": "text", "text": text}), usage)
     }
 
     /// An API error as Claude Code writes it: a synthetic assistant record.
-    pub fn api_error(mut self, text: &str) -> Self {
+    pub(crate) fn api_error(mut self, text: &str) -> Self {
         let mut r = self.base("assistant");
         r["isApiErrorMessage"] = json!(true);
         r["error"] = json!("overloaded");
@@ -104,7 +104,7 @@ impl Transcript {
     }
 
     /// A `/compact` boundary: what came before is summarised away.
-    pub fn compact_boundary(mut self) -> Self {
+    pub(crate) fn compact_boundary(mut self) -> Self {
         let mut r = self.base("system");
         r["subtype"] = json!("compact_boundary");
         r["content"] = json!("Conversation compacted");
@@ -112,7 +112,7 @@ impl Transcript {
         self
     }
 
-    pub fn tool_result(mut self, output: &str) -> Self {
+    pub(crate) fn tool_result(mut self, output: &str) -> Self {
         let mut r = self.base("user");
         r["message"] = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": output}]});
         r["toolUseResult"] = json!({"stdout": output});
@@ -120,7 +120,7 @@ impl Transcript {
         self
     }
 
-    pub fn slash_command(mut self, name: &str) -> Self {
+    pub(crate) fn slash_command(mut self, name: &str) -> Self {
         let mut caveat = self.base("user");
         caveat["isMeta"] = json!(true);
         caveat["message"] = json!({"role": "user", "content": "<local-command-caveat>Caveat</local-command-caveat>"});
@@ -132,7 +132,7 @@ impl Transcript {
         self
     }
 
-    pub fn away_summary(mut self, text: &str) -> Self {
+    pub(crate) fn away_summary(mut self, text: &str) -> Self {
         let mut r = self.base("system");
         r["subtype"] = json!("away_summary");
         r["content"] = json!(text);
@@ -142,7 +142,7 @@ impl Transcript {
     }
 
     /// The non-message records a session usually ends with.
-    pub fn session_end_noise(mut self) -> Self {
+    pub(crate) fn session_end_noise(mut self) -> Self {
         let mut hook = self.base("system");
         hook["subtype"] = json!("stop_hook_summary");
         self.lines.push(hook);
@@ -153,7 +153,7 @@ impl Transcript {
         self
     }
 
-    pub fn write(&self, path: &Path) {
+    pub(crate) fn write(&self, path: &Path) {
         let mut text = String::new();
         for line in &self.lines {
             text.push_str(&line.to_string());
@@ -164,7 +164,7 @@ impl Transcript {
     }
 
     /// The uuid of the last record that has one.
-    pub fn last_uuid(&self) -> String {
+    pub(crate) fn last_uuid(&self) -> String {
         self.lines
             .iter()
             .rev()
@@ -179,7 +179,7 @@ fn uuid_like(n: u32) -> String {
 }
 
 /// RFC 3339 with milliseconds, as Claude Code writes it.
-pub fn timestamp(ms: i64) -> String {
+pub(crate) fn timestamp(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let dt = time::OffsetDateTime::from_unix_timestamp(secs).unwrap();
     format!(

@@ -16,7 +16,7 @@
 //! and `landlock_restrict_self` between fork and exec (both async-signal-safe, no allocation).
 
 #[cfg(target_os = "linux")]
-pub use linux::Confinement;
+pub(super) use linux::Confinement;
 #[cfg(not(target_os = "linux"))]
 pub use other::Confinement;
 
@@ -46,7 +46,7 @@ mod linux {
 
     /// A created Landlock ruleset (its descriptor is close-on-exec).
     #[derive(Debug)]
-    pub struct Confinement {
+    pub(crate) struct Confinement {
         ruleset: OwnedFd,
     }
 
@@ -87,7 +87,7 @@ mod linux {
         /// and that the programs still run under it: `ls` of the memory dir must succeed and `ls /`
         /// must be denied. Any other outcome means "not confined" (`None`), and commands then run
         /// under the path policy alone.
-        pub fn probe(
+        pub(crate) fn probe(
             roots: &[PathBuf],
             programs: &Programs,
             memory_dir: &Path,
@@ -118,12 +118,14 @@ mod linux {
         }
 
         /// Makes `command` restrict itself with this ruleset between fork and exec.
-        pub fn apply(&self, command: &mut Command) {
+        pub(crate) fn apply(&self, command: &mut Command) {
             use std::os::unix::process::CommandExt;
             let fd = self.ruleset.as_raw_fd();
-            // SAFETY: the closure runs in the forked child and only makes two raw system calls
-            // (no allocation, no locks); `fd` stays open in the parent for the Sandbox's lifetime,
-            // so it is valid in the child until exec closes it (close-on-exec).
+            // SAFETY: pre_exec has no safe form. The closure runs in the forked child and only
+            // makes two raw system calls (no allocation, no locks); `fd` stays open in the
+            // parent for the Sandbox's lifetime, so it is valid in the child until exec closes
+            // it (close-on-exec).
+            #[allow(unsafe_code)]
             unsafe {
                 command.pre_exec(move || {
                     if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {

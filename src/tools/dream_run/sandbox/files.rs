@@ -80,7 +80,7 @@ fn open_regular(path: &std::path::Path, shown: &str) -> Result<std::fs::File, St
     Ok(file)
 }
 
-pub fn read_file(sandbox: &Sandbox, input: &Map<String, Value>) -> ToolResult {
+pub(super) fn read_file(sandbox: &Sandbox, input: &Map<String, Value>) -> ToolResult {
     let parsed = (|| {
         let raw = str_field(input, "path")?;
         let offset = count_field(input, "offset")?.unwrap_or(1).max(1);
@@ -215,7 +215,7 @@ fn done(target: WriteTarget, change: Change, what: &str) -> ToolResult {
     }
 }
 
-pub fn write_file(
+pub(super) fn write_file(
     sandbox: &Sandbox,
     input: &Map<String, Value>,
     guard: &mut dyn WriteGuard,
@@ -259,7 +259,7 @@ pub fn write_file(
     }
 }
 
-pub fn edit_file(
+pub(super) fn edit_file(
     sandbox: &Sandbox,
     input: &Map<String, Value>,
     guard: &mut dyn WriteGuard,
@@ -323,7 +323,7 @@ pub fn edit_file(
     }
 }
 
-pub fn delete_file(
+pub(super) fn delete_file(
     sandbox: &Sandbox,
     input: &Map<String, Value>,
     guard: &mut dyn WriteGuard,

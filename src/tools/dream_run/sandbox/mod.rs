@@ -17,6 +17,7 @@ mod files;
 mod paths;
 mod shell;
 #[cfg(test)]
+#[allow(unsafe_code)] // the tests make FIFOs with mkfifo(3)
 mod tests;
 
 use std::path::{Path, PathBuf};
@@ -349,7 +350,7 @@ impl Sandbox {
         result
     }
 
-    fn dispatch(&mut self, name: &str, input: &Value, guard: &mut dyn WriteGuard) -> ToolResult {
+    fn dispatch(&self, name: &str, input: &Value, guard: &mut dyn WriteGuard) -> ToolResult {
         let Some(input) = input.as_object() else {
             return ToolResult::error(format!("{name}: the input must be a JSON object"));
         };

@@ -6,11 +6,11 @@ use std::path::{Component, Path, PathBuf};
 use super::Sandbox;
 
 /// Longest path string any tool accepts.
-pub const MAX_PATH_BYTES: usize = 4096;
+pub(super) const MAX_PATH_BYTES: usize = 4096;
 
 /// Segments (compared ignoring ASCII case) that no written path may contain: places where a
 /// file would be executed or trusted by some tool (git hooks, editor and agent config).
-pub const FORBIDDEN_SEGMENTS: &[&str] = &[
+pub(super) const FORBIDDEN_SEGMENTS: &[&str] = &[
     ".git",
     "hooks",
     ".husky",
@@ -33,7 +33,7 @@ pub const FORBIDDEN_SEGMENTS: &[&str] = &[
 
 /// A memory file a write/edit/delete may touch.
 #[derive(Debug, Clone)]
-pub struct WriteTarget {
+pub(super) struct WriteTarget {
     /// Canonical memory dir joined with the checked relative path.
     pub path: PathBuf,
     /// The relative path inside the memory dir (what messages show).
@@ -52,7 +52,7 @@ fn check_text(raw: &str) -> Result<(), String> {
     if raw.len() > MAX_PATH_BYTES {
         return Err(format!("the path is longer than {MAX_PATH_BYTES} bytes"));
     }
-    if raw.chars().any(|c| c.is_control()) {
+    if raw.chars().any(char::is_control) {
         return Err("the path contains a control character (NUL, newline, ...)".into());
     }
     Ok(())
@@ -103,10 +103,10 @@ fn lexical_relative(sandbox: &Sandbox, raw: &str) -> Result<PathBuf, String> {
 /// Checks a path for write/edit/delete: lexical rules, the `.md` rule, forbidden segments, and
 /// on disk: no symlink on any component (the file included), directories on the way, a regular
 /// file when it exists.
-pub fn write_target(sandbox: &Sandbox, raw: &str) -> Result<WriteTarget, String> {
+pub(super) fn write_target(sandbox: &Sandbox, raw: &str) -> Result<WriteTarget, String> {
     check_text(raw)?;
     let relative = lexical_relative(sandbox, raw)?;
-    for part in relative.iter() {
+    for part in &relative {
         let lower = part.to_string_lossy().to_ascii_lowercase();
         if FORBIDDEN_SEGMENTS.contains(&lower.as_str()) {
             return Err(format!(
@@ -178,7 +178,7 @@ pub fn write_target(sandbox: &Sandbox, raw: &str) -> Result<WriteTarget, String>
 
 /// Creates the missing directories of a target one level at a time, refusing if anything
 /// appeared in their place meanwhile (a link would be followed by a later step).
-pub fn create_missing_dirs(target: &WriteTarget, private: bool) -> Result<(), String> {
+pub(super) fn create_missing_dirs(target: &WriteTarget, private: bool) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     for dir in &target.missing_dirs {
         let mode = if private { 0o700 } else { 0o755 };
@@ -197,7 +197,7 @@ pub fn create_missing_dirs(target: &WriteTarget, private: bool) -> Result<(), St
 
 /// Resolves a path for reading: relative to the memory dir, symlinks followed, and the real
 /// path must be inside a readable root.
-pub fn read_target(sandbox: &Sandbox, raw: &str) -> Result<PathBuf, String> {
+pub(super) fn read_target(sandbox: &Sandbox, raw: &str) -> Result<PathBuf, String> {
     check_text(raw)?;
     let joined = sandbox.memory_dir.join(sandbox.unalias(raw).as_ref());
     let canonical = match std::fs::canonicalize(&joined) {
@@ -214,7 +214,7 @@ pub fn read_target(sandbox: &Sandbox, raw: &str) -> Result<PathBuf, String> {
 }
 
 /// The refusal for a path whose real location is outside every root, naming the roots.
-pub fn outside_roots_message(sandbox: &Sandbox, raw: &str, canonical: &Path) -> String {
+pub(super) fn outside_roots_message(sandbox: &Sandbox, raw: &str, canonical: &Path) -> String {
     let roots: Vec<String> = sandbox
         .roots
         .iter()

@@ -40,7 +40,7 @@ use options::{check_find, check_getopt, CAT, GREP, HEAD, LS, STAT, TAIL, WC};
 use tokenize::tokenize;
 
 /// The only programs `shell` runs.
-pub const ALLOWED: &[&str] = &["ls", "find", "grep", "cat", "stat", "wc", "head", "tail"];
+pub(super) const ALLOWED: &[&str] = &["ls", "find", "grep", "cat", "stat", "wc", "head", "tail"];
 /// Where they are looked up (trusted system directories only, never the caller's PATH).
 const PROGRAM_DIRS: &[&str] = &["/usr/bin", "/bin"];
 const MAX_COMMAND_BYTES: usize = 8192;
@@ -52,10 +52,10 @@ const STDERR_CAP: usize = 8 * 1024;
 
 /// Absolute paths of the allowed programs present on this system.
 #[derive(Debug, Clone)]
-pub struct Programs(BTreeMap<&'static str, PathBuf>);
+pub(super) struct Programs(BTreeMap<&'static str, PathBuf>);
 
 impl Programs {
-    pub fn locate() -> Programs {
+    pub(super) fn locate() -> Programs {
         let mut found = BTreeMap::new();
         for name in ALLOWED {
             for dir in PROGRAM_DIRS {
@@ -69,7 +69,7 @@ impl Programs {
         Programs(found)
     }
 
-    pub fn path(&self, name: &str) -> Option<&Path> {
+    pub(super) fn path(&self, name: &str) -> Option<&Path> {
         self.0.get(name).map(PathBuf::as_path)
     }
 }
@@ -185,7 +185,7 @@ fn read_capped(mut source: impl Read, cap: usize, over: Arc<AtomicBool>, drain: 
 
 /// Kills the pipeline's process group while at least one member is still unreaped (so the
 /// group id cannot have been reused).
-fn kill_group(pgid: i32, children: &mut [(Child, Option<std::process::ExitStatus>)]) {
+fn kill_group(pgid: i32, children: &[(Child, Option<std::process::ExitStatus>)]) {
     if children.iter().any(|(_, status)| status.is_none()) {
         if let Some(group) = rustix::process::Pid::from_raw(pgid) {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
@@ -193,7 +193,7 @@ fn kill_group(pgid: i32, children: &mut [(Child, Option<std::process::ExitStatus
     }
 }
 
-pub fn run(sandbox: &Sandbox, command: &str) -> ToolResult {
+pub(super) fn run(sandbox: &Sandbox, command: &str) -> ToolResult {
     let stages = match plan(sandbox, command) {
         Ok(s) => s,
         Err(e) => return ToolResult::error(format!("shell: refused: {e}")),
@@ -236,7 +236,7 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
-                kill_group(pgid, &mut children);
+                kill_group(pgid, &children);
                 for (child, _) in &mut children {
                     let _ = child.wait();
                 }
@@ -272,7 +272,7 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
     let mut interrupted = false;
     loop {
         let mut failed = None;
-        for (child, status) in children.iter_mut() {
+        for (child, status) in &mut children {
             if status.is_none() {
                 match child.try_wait() {
                     Ok(now) => *status = now,
@@ -282,7 +282,7 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
         }
         if let Some(e) = failed {
             // Never leave a pipeline running behind an error.
-            kill_group(pgid, &mut children);
+            kill_group(pgid, &children);
             for (child, _) in &mut children {
                 let _ = child.wait();
             }
@@ -292,23 +292,23 @@ fn spawn_and_wait(sandbox: &Sandbox, stages: &[Stage]) -> std::io::Result<ToolRe
             break;
         }
         if stdout_over.load(Ordering::SeqCst) {
-            kill_group(pgid, &mut children);
+            kill_group(pgid, &children);
             break;
         }
         if Instant::now() >= deadline {
             timed_out = true;
-            kill_group(pgid, &mut children);
+            kill_group(pgid, &children);
             break;
         }
         // The run was asked to stop (SIGINT/SIGTERM): it must not wait out the timeout.
         if crate::cli::signals::received().is_some() {
             interrupted = true;
-            kill_group(pgid, &mut children);
+            kill_group(pgid, &children);
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    for (child, status) in children.iter_mut() {
+    for (child, status) in &mut children {
         if status.is_none() {
             *status = Some(child.wait()?);
         }
