@@ -1032,7 +1032,12 @@ lock.acquired must be true or false, and run.status one of \"completed\", \"fail
 \"aborted\", \"proposed\", \"skipped\", \"no_changes\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
 an object) is bad input: exit 2, nothing changed. An envelope from a stage that said no \
 (gate.due false, lock.acquired false, or a top-level error) is passed through untouched with \
-exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. On an \
+exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. The one \
+exception is release: whenever the envelope carries our lock token (lock.token) it releases \
+(run.status completed) or rolls back (anything else, a top-level error or no run.status \
+included), whatever failed upstream, so a failing stage never strands the lock. Every failing \
+stage (dream-run included, a usage error or a missing credential too) prints the envelope it \
+received with its own section failed and {kind, reason?, message} in a top-level error. On an \
 environment failure (exit 3) the envelope still flows, with lock.error = {kind, message}. \
 stdin is read only when it is not a terminal and -n is not given; an empty stdin is no input.
 

@@ -8,6 +8,7 @@ mod attack16;
 mod binaries;
 mod contract_feedback;
 mod contract_model_tools;
+mod contract_pipeline;
 mod crash;
 mod docs;
 mod dream;

@@ -521,6 +521,11 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         (Exit::Yes | Exit::No, Some(signal)) => signals::exit_for(signal),
         (exit, _) => exit,
     };
+    // A failure also says what failed at the top level, as every tool's failure does.
+    let mut envelope = envelope;
+    if let Some(failure) = &section.failure {
+        envelope.set("error", failure.to_json());
+    }
     let mut outcome = Outcome::new(exit, &envelope.with("run", &section.run));
     if exit == Exit::No {
         outcome = outcome.with_note(format!(
@@ -555,6 +560,11 @@ enum End {
         message: String,
         exit: Exit,
     },
+    /// The model failed after retries (exit 4); `kind` is the model error kind.
+    Model {
+        kind: &'static str,
+        message: String,
+    },
     LockLost {
         message: String,
         /// The lock could not be checked (etcd unreachable): exit 4, kind `remote`.
@@ -568,6 +578,8 @@ enum End {
 struct Finished {
     exit: Exit,
     run: RunSection,
+    /// What the top-level `error` says when the run failed (exit 3, 4 or a signal).
+    failure: Option<Failure>,
 }
 
 /// A run in progress: everything the loop and the write guard share.
@@ -800,10 +812,9 @@ impl Agent<'_> {
                 Err(signal) => return End::Aborted { signal },
                 Ok(Err(_elapsed)) => return self.deadline_passed(deadline),
                 Ok(Ok(Err(error))) => {
-                    return End::Failed {
-                        error: "model",
+                    return End::Model {
+                        kind: error.kind.as_str(),
                         message: format!("{}: {}", error.kind.as_str(), error.message),
-                        exit: Exit::Remote,
                     }
                 }
                 Ok(Ok(Ok(response))) => response,
@@ -1105,9 +1116,21 @@ keep it short, and use the tools for changes.",
                 ..
             }
         );
+        let mut model_kind = None;
         let (status, error, mut message, summary, exit, restore) = match end {
             End::Completed { summary } => {
                 ("completed", None, None, Some(summary), Exit::Yes, false)
+            }
+            End::Model { kind, message } => {
+                model_kind = Some(kind);
+                (
+                    "failed",
+                    Some("model"),
+                    Some(message),
+                    None,
+                    Exit::Remote,
+                    true,
+                )
             }
             End::Failed {
                 error,
@@ -1301,8 +1324,25 @@ keep it short, and use the tools for changes.",
             tasks::prune_snapshots(self.store, self.diag);
         }
         self.progress.done(status, &files_touched);
+        let failure = match (exit, message.clone()) {
+            (Exit::Yes | Exit::No, _) | (_, None) => None,
+            (Exit::Interrupted | Exit::Terminated, _) => {
+                Some(Failure::interrupted(if exit == Exit::Interrupted {
+                    libc::SIGINT
+                } else {
+                    libc::SIGTERM
+                }))
+            }
+            (Exit::Environment, Some(message)) => Some(Failure::environment(message)),
+            (_, Some(message)) => Some(Failure::Remote {
+                kind: model_kind.unwrap_or("remote"),
+                reason: unchecked.then_some("lock_unchecked"),
+                message,
+            }),
+        };
         Finished {
             exit,
+            failure,
             run: RunSection {
                 status,
                 task_id: Some(self.record.task_id.clone()),
