@@ -373,7 +373,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__pending)
-            opts="-q -v -n -h --clear --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --clear --dry-run --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -447,7 +447,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__show)
-            opts="-q -v -n -h --diff --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --diff --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,10 +1,12 @@
 //! Claude Code's world, without tool logic: where its files are, what its settings and
-//! environment switches say, and how its transcripts and hook payloads are shaped.
+//! environment switches say, how its transcripts and hook payloads are shaped, and the records
+//! dreamkit appends, shaped as the client writes them.
 //! Nothing here talks to the network.
 
 pub mod env;
 pub mod hook;
 pub mod paths;
+pub mod records;
 pub mod sessions;
 pub mod settings;
 pub mod transcript;

@@ -38,6 +38,14 @@ pub struct Record {
     pub is_compact_summary: Option<bool>,
     pub is_virtual: Option<bool>,
     pub is_api_error_message: Option<bool>,
+    /// `external` for a person's session (what the client writes on every record).
+    pub user_type: Option<String>,
+    /// `cli`, `sdk-cli`, ...: how the session was started.
+    pub entrypoint: Option<String>,
+    /// The Claude Code version that wrote the record.
+    pub version: Option<String>,
+    /// The git branch (`HEAD` outside a repository).
+    pub git_branch: Option<String>,
     #[serde(default, deserialize_with = "present")]
     pub tool_use_result: bool,
     pub message: Option<Message>,

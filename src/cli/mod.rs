@@ -18,6 +18,24 @@ pub mod text;
 pub mod time;
 
 pub use args::{CommonArgs, LocationArgs};
+
+/// The Claude Code release dreamkit is tested with, by the real client in CI (`make
+/// test-claude`): its transcript, hook, lock and draft formats.
+macro_rules! tested_claude_code {
+    () => {
+        "2.1.332"
+    };
+}
+
+pub const TESTED_CLAUDE_CODE: &str = tested_claude_code!();
+
+/// What `--version` prints after the tool's name.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (tested with Claude Code ",
+    tested_claude_code!(),
+    ")"
+);
 pub use envelope::{Envelope, RunStatus, Upstream};
 pub use exit::Exit;
 pub use failure::Failure;

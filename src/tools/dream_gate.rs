@@ -23,7 +23,7 @@ pub const SCAN_STAMP_FILE: &str = "last-scan";
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "dream-gate",
-    version,
+    version = crate::cli::VERSION,
     about = "Decide whether memory consolidation is due",
     long_about = "Decide whether memory consolidation (\"dream\") is due for a project, and list \
 the sessions to consolidate. Checks run cheapest first and the first that fails names the \

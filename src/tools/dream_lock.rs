@@ -25,7 +25,7 @@ use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released, RunOutcome};
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "dream-lock",
-    version,
+    version = crate::cli::VERSION,
     // `dream-lock` alone is a usage error naming the subcommands, not the help text.
     arg_required_else_help = false,
     about = "The cross-process consolidation lock",

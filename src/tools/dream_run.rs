@@ -32,7 +32,7 @@ pub const FILE_LOCK_MAX_DEADLINE: Duration = Duration::from_secs(50 * 60);
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "dream-run",
-    version,
+    version = crate::cli::VERSION,
     about = "Run the restricted memory-consolidation agent",
     long_about = "Run one memory consolidation (\"dream\") over the sessions a dream-gate \
 envelope lists: a model conversation with five sandboxed tools (read-only shell, read, write, \
@@ -147,6 +147,10 @@ pub struct PendingArgs {
     /// With --clear: print the list and what would be cleared, clear nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Answer as a Claude Code SessionStart hook: the updates as additionalContext (announced
+    /// once: the list is cleared), nothing at all when there is none; always exit 0
+    #[arg(long, conflicts_with = "dry_run")]
+    pub hook: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -168,8 +172,12 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub location: LocationArgs,
     /// Print the unified diff as text (coloured on a terminal unless NO_COLOR) instead of JSON
-    #[arg(long)]
+    #[arg(long, conflicts_with = "hook")]
     pub diff: bool,
+    /// Answer as a Claude Code SessionStart hook: a waiting proposal as additionalContext,
+    /// nothing at all when there is none; always exit 0
+    #[arg(long)]
+    pub hook: bool,
     /// The task to show [default: the latest proposal]
     #[arg(value_name = "TASK_ID")]
     pub task_id: Option<String>,
@@ -222,6 +230,13 @@ impl Tool for Args {
     }
 
     fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+        // A SessionStart hook's answer: the context, or nothing; never a failure, which the
+        // client would show as a hook error at every session start.
+        let hook = match &self.command {
+            Some(Subcommand::Pending(args)) => args.hook,
+            Some(Subcommand::Show(args)) => args.hook,
+            _ => false,
+        };
         let report = match self.command {
             None => return run::run(&self.run, &self.common, diag),
             Some(Subcommand::Tasks(args)) => history::tasks(&args, diag),
@@ -231,7 +246,15 @@ impl Tool for Args {
             Some(Subcommand::Apply(args)) => review::apply(&args, diag),
             Some(Subcommand::Discard(args)) => review::discard(&args, diag),
             Some(Subcommand::Recover(args)) => recover::recover(&args, diag),
-        }?;
+        };
+        let report = match (report, hook) {
+            (Ok(report), true) => report.for_session_start(),
+            (Err(failure), true) => {
+                diag.warn(&failure.to_string());
+                report::Report::SessionStart(None)
+            }
+            (report, false) => report?,
+        };
         if let Some(problem) = report.problem() {
             diag.warn(&problem);
         }
@@ -354,8 +377,16 @@ consolidation; undoing a killed run also gives back the time that run's lock had
 the lock still shows it). When a file the run touched has changed since, it refuses with exit \
 1 and names the files. The undone task becomes undone, its pending-updates line is withdrawn \
 when no session was told yet, and `pending` no longer lists it. The snapshots of the last 10 \
-completed runs are kept. `dream-run pending [--clear]` prints {updates: [...]} for a \
-SessionStart hook and empties the list.
+completed runs are kept. `dream-run pending [--clear]` prints {updates: [...]} and, with \
+--clear, empties the list.
+
+For a Claude Code SessionStart hook, `dream-run pending --hook` and `dream-run show --hook` \
+answer in the client's own JSON, {\"hookSpecificOutput\": {\"hookEventName\": \"SessionStart\", \
+\"additionalContext\": \"...\"}}: the memory files changed since the last session (pending \
+--hook clears the list: each update is announced once), or the proposal waiting for review. \
+With nothing to say they print nothing at all (the one exception to one JSON object), and they \
+always exit 0, a failure included (its one line on stderr), since the client shows any other \
+exit as a hook error at every session start.
 
 Crash safety: apply and undo change many files at once, all or nothing. Before the first file \
 changes they write an intent journal, <state_dir>/journal/ (a copy of every file they will \

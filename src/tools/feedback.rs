@@ -22,13 +22,15 @@ use crate::cli::{CommonArgs, Diag, Exit, Failure, Input, Outcome, Tool};
 use crate::files::{create_private_dir, write_atomic};
 use crate::model::{self, ErrorKind, ModelError, RetryPolicy};
 use send::{attach, github_issue, payload, Attachment, PAYLOAD_BUDGET};
-use store::{for_display, Draft, Listed, NewDraft, Store, TranscriptRef, MAX_QUEUES_PER_SESSION};
+use store::{
+    for_display, Defaults, Draft, Listed, NewDraft, Store, TranscriptRef, MAX_QUEUES_PER_SESSION,
+};
 
 /// Queue, review and send feedback drafts.
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "feedback",
-    version,
+    version = crate::cli::VERSION,
     // `feedback` alone is a usage error naming the subcommands, not the help text.
     arg_required_else_help = false,
     about = "Queue, list, show, send and discard feedback drafts",
@@ -527,7 +529,8 @@ fn queue(
         });
     }
     // Validation and the size cap come before anything is written.
-    let draft = new.into_draft(SystemTime::now())?;
+    let defaults = draft_defaults(config, &cwd, new.source_session_id.as_deref());
+    let draft = new.into_draft_with(SystemTime::now(), defaults)?;
     let bytes = Store::render(&draft)?;
     let counts = QueueCounts::at(env, home)?;
     let session = draft.source_session_id.clone();
@@ -547,10 +550,16 @@ fn queue(
             diag.warn(&format!("cannot record the queue count: {e}"));
         }
     }
-    if mode == FeedbackDrafts::Notify {
+    // Claude Code lists only drafts that name their session.
+    let unlisted = if draft.source_session_id.is_none() {
+        "; it names no session (no --session, hook payload or transcript of this project), so Claude Code will not list it"
+    } else {
+        ""
+    };
+    if mode == FeedbackDrafts::Notify || !unlisted.is_empty() {
         // The title is the user's text: one line, without control characters.
         diag.warn(&format!(
-            "draft queued: {} (review with `feedback show {}`)",
+            "draft queued: {} (review with `feedback show {}`{unlisted})",
             for_terminal(&draft.title, 200),
             draft.draft_id
         ));
@@ -560,6 +569,59 @@ fn queue(
         path: path_text(&path),
         evicted,
     })
+}
+
+/// What a draft should say where the caller did not: the project's directory, and the
+/// model, Claude Code version and session of its transcript (the named session's, else the
+/// newest), so the draft reads as one the client wrote. Best effort: what cannot be read is
+/// left to the client's empty strings.
+fn draft_defaults(
+    config: &std::path::Path,
+    cwd: &std::path::Path,
+    session: Option<&str>,
+) -> Defaults {
+    use crate::claude::sessions::{is_session_id, sessions_touched_since};
+    let slug = crate::claude::paths::slug(cwd);
+    let dir = config.join("projects").join(&slug);
+    let transcript = match session {
+        Some(id) => Some((id.to_string(), dir.join(format!("{id}.jsonl")))),
+        None => sessions_touched_since(&dir, None, None)
+            .ok()
+            .and_then(|all| all.into_iter().max_by_key(|s| s.modified))
+            .map(|s| (s.id, s.path)),
+    };
+    let mut defaults = Defaults {
+        cwd: cwd.to_str().map(str::to_string),
+        ..Defaults::default()
+    };
+    let Some((id, path)) = transcript.filter(|(_, p)| crate::files::open_regular(p).is_ok()) else {
+        return defaults;
+    };
+    if is_session_id(&id) {
+        defaults.source_session_id = Some(id);
+    }
+    if let Ok(reader) = crate::claude::transcript::BackwardReader::open(&path) {
+        for entry in reader.take(500).flatten() {
+            let Some(record) = entry.into_record() else {
+                continue;
+            };
+            if defaults.cli_version.is_none() {
+                defaults.cli_version.clone_from(&record.version);
+            }
+            if defaults.model.is_none() && record.kind == "assistant" && !record.is_api_error() {
+                defaults.model = record.message.and_then(|m| m.model);
+            }
+            if defaults.cli_version.is_some() && defaults.model.is_some() {
+                break;
+            }
+        }
+    }
+    defaults.transcript_ref = path.to_str().map(|file| TranscriptRef {
+        session_file: Some(file.to_string()),
+        message_range: None,
+        project_dir_key: Some(slug),
+    });
+    defaults
 }
 
 fn list(store: &Store) -> Result<FeedbackReport, Failure> {
@@ -951,9 +1013,22 @@ atomically. Fields: draft_id, created_at, source_session_id, cwd (at most 512 ch
 model (64), cli_version (32), os (64), type (bug, idea, missing_capability), title (200), \
 details (10,240), area (64), trigger (tool_error, user_frustration, missing_capability, \
 model_judgment, exit_nudge), transcript_ref {session_file, message_range, project_dir_key}, \
-status (queued, submitted, discarded, expired). A draft holds facts, the user's own words, a \
-minimal reproduction and traceable evidence; no invented feelings, secrets or unverified root \
-causes.",
+status (queued, submitted, discarded, expired), request_ids (strings; the last 5 are kept), and \
+the optional failure_mode, task_category, effort, thinking_type, thinking_budget, \
+message_count, assistant_turn_count, subagent_count. A draft holds facts, the user's own words, \
+a minimal reproduction and traceable evidence; no invented feelings, secrets or unverified root \
+causes.
+
+Claude Code 2.1.332 checks each draft against its own schema and silently skips one that fails, \
+so every draft queue writes is one it lists: cwd, model, cli_version and os are always strings \
+(never null), request_ids always an array, trigger always set, area absent rather than null, \
+transcript_ref an object with session_file (message_range a pair or null) or null. What the \
+caller does not give is filled in: cwd from the project, os from this platform, model, \
+cli_version and source_session_id from the project's newest transcript (the named session's \
+when there is one; model from its last assistant record, cli_version from its records' \
+version), transcript_ref from that transcript (project_dir_key the project's slug), trigger \
+model_judgment; empty strings otherwise. A draft that still names no session is written with a \
+warning: the client lists only drafts that do. feedback list reads drafts the client wrote.",
     ),
     (
         "QUEUE, LIST, SHOW, DISCARD",

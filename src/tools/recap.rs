@@ -9,6 +9,7 @@ use clap::Parser;
 use serde::Serialize;
 
 use crate::claude::paths::ProjectHints;
+use crate::claude::records::{self, AwaySummary, ClientFields};
 use crate::claude::transcript::{context_line, BackwardReader, Item, Record};
 use crate::claude::{Env, Project, Settings};
 use crate::cli::duration::{count, parse_duration};
@@ -36,7 +37,7 @@ pub const MAX_TOKENS: u32 = 200;
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "recap",
-    version,
+    version = crate::cli::VERSION,
     about = "Away summary / /recap of a session in under 40 words",
     long_about = "Summarise where a Claude Code session stands, in under 40 words: the task \
 at a high level and the concrete next step. By default (/recap) it prints the summary and \
@@ -141,6 +142,9 @@ pub struct Recent {
     pub last_uuid: Option<String>,
     pub session_id: Option<String>,
     pub cwd: Option<String>,
+    /// What Claude Code writes on every record, from the newest ones (for the appended
+    /// record, which must read as the client's own).
+    pub client: ClientFields,
     pub last_record_at: Option<SystemTime>,
     pub last_assistant_at: Option<SystemTime>,
     /// The whole file was read (not stopped by the budget or by having enough).
@@ -221,6 +225,7 @@ impl Recent {
     }
 
     fn note_identity(&mut self, record: &Record) {
+        self.client.note(record);
         if self.last_uuid.is_none() {
             self.last_uuid.clone_from(&record.uuid);
         }
@@ -705,23 +710,6 @@ pub fn away_gate(
     None
 }
 
-/// The away-summary record Claude Code reads back (field order as it writes them).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct AwaySummaryRecord<'a> {
-    parent_uuid: Option<&'a str>,
-    is_sidechain: bool,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    subtype: &'static str,
-    content: &'a str,
-    is_meta: bool,
-    timestamp: String,
-    uuid: &'a str,
-    cwd: Option<&'a str>,
-    session_id: Option<&'a str>,
-}
-
 /// Appends the `away_summary` record in one `O_APPEND` write, unless the transcript changed
 /// since it was read (then the summary is stale and dropped). A short or failed write is
 /// undone, so the transcript never keeps half a record for Claude Code to append to.
@@ -735,20 +723,13 @@ fn append_summary(
         return Ok(None);
     }
     let uuid = uuid::Uuid::new_v4().to_string();
-    let record = AwaySummaryRecord {
-        parent_uuid: recent.last_uuid.as_deref(),
-        is_sidechain: false,
-        kind: "system",
-        subtype: "away_summary",
-        content: text,
-        is_meta: false,
-        timestamp: rfc3339(SystemTime::now()),
-        uuid: &uuid,
-        cwd: recent.cwd.as_deref(),
-        session_id: session_id.or(recent.session_id.as_deref()),
-    };
-    let mut line = serde_json::to_vec(&record).map_err(|e| Failure::environment(e.to_string()))?;
-    line.push(b'\n');
+    let mut client = recent.client.clone();
+    if client.session_id.is_none() {
+        client.session_id = session_id.map(str::to_string);
+    }
+    let timestamp = rfc3339(SystemTime::now());
+    let record = AwaySummary::new(&client, text, &timestamp, &uuid);
+    let line = records::line(&record).map_err(|e| Failure::environment(e.to_string()))?;
     match append_undoable(path, &line, Some(recent.file_len)) {
         Ok(true) => Ok(Some(uuid)),
         Ok(false) => Ok(None),

@@ -27,7 +27,7 @@ use suppress::{Conversation, LiveState};
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "suggest",
-    version,
+    version = crate::cli::VERSION,
     about = "Next-prompt suggestion with strict filters; `check` runs the filters alone",
     long_about = "Suggest what the user would naturally type next in a Claude Code session, \
 as Claude Code's prompt suggestion does: first the enablement switch and the suppression \

@@ -55,7 +55,7 @@ pub enum Fallback {
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "turn-status",
-    version,
+    version = crate::cli::VERSION,
     about = "Post-turn status: status_category, status_detail, needs_action",
     long_about = "Classify how a Claude Code turn ended (working, blocked, done, failed) from its \
 final assistant text, and print it as Claude Code's post_turn_summary record, as a {state, \

@@ -520,6 +520,8 @@ fn stderr_lines_name_the_tool_once() {
             "plain",
             "--details",
             "d",
+            "--session",
+            "s-plain",
         ],
         "",
     );
@@ -527,6 +529,25 @@ fn stderr_lines_name_the_tool_once() {
     assert_eq!(
         r.err,
         format!("feedback: draft queued: plain (review with `feedback show {id}`)\n")
+    );
+    // A draft naming no session says, on the same line, that Claude Code will not list it.
+    let r = fb(
+        &home,
+        &[
+            "queue",
+            "--type",
+            "idea",
+            "--title",
+            "loose",
+            "--details",
+            "d",
+        ],
+        "",
+    );
+    let id = r.out["draft_id"].as_str().unwrap();
+    assert_eq!(
+        r.err,
+        format!("feedback: draft queued: loose (review with `feedback show {id}`; it names no session (no --session, hook payload or transcript of this project), so Claude Code will not list it)\n")
     );
     let r = fb(&home, &["show", "nothing-here"], "");
     assert_eq!(

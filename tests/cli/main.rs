@@ -6,6 +6,7 @@
 
 mod attack16;
 mod binaries;
+mod claude_formats;
 mod contract_feedback;
 mod contract_model_tools;
 mod contract_pipeline;

@@ -700,8 +700,19 @@ fn a_hook_payload_names_the_transcript_and_session() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stdout_json(&out));
     let text = String::from_utf8(bytes(&s.transcript)).unwrap();
-    let record: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-    assert_eq!(record["sessionId"], "11111111-2222-4333-8444-555555555555");
+    let lines: Vec<&str> = text.lines().collect();
+    let record: Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    // The chain's last record before ours (records without a uuid are off the chain).
+    let before: Value = lines[..lines.len() - 1]
+        .iter()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["uuid"].is_string())
+        .unwrap();
+    // The record joins the transcript's chain: its session is the transcript's own (the
+    // payload's session names it only when the records do not).
+    assert_eq!(record["sessionId"], before["sessionId"]);
+    assert_eq!(record["parentUuid"], before["uuid"]);
 }
 
 #[test]

@@ -51,7 +51,8 @@ pub(super) fn pending(args: &PendingArgs, diag: &Diag) -> Result<Report, Failure
     let interrupted = super::recover::report(&project, diag);
     let updates = tasks::read_pending(state)
         .map_err(|e| Failure::io("read", &tasks::pending_path(state), &e))?;
-    let clear = args.clear && !args.dry_run && !updates.is_empty();
+    // A hook announces the updates once.
+    let clear = (args.clear || args.hook) && !args.dry_run && !updates.is_empty();
     if clear {
         tasks::clear_pending(state, &updates)
             .map_err(|e| Failure::io("clear", &tasks::pending_path(state), &e))?;

@@ -97,6 +97,8 @@ pub enum Report {
         not_rolled_back: Option<Vec<String>>,
         recovered: Option<Recovered>,
     },
+    /// `--hook`: the SessionStart hook's answer; `None` prints nothing at all.
+    SessionStart(Option<String>),
     /// `recover`.
     Recover {
         recovered: Option<Recovered>,
@@ -145,6 +147,7 @@ impl Report {
             | Report::Pending { .. }
             | Report::Shown { .. }
             | Report::DiffText
+            | Report::SessionStart(_)
             | Report::WouldDo { .. } => Exit::Yes,
             Report::Done {
                 late_signal: Some(signal),
@@ -246,7 +249,7 @@ impl Report {
 impl From<Report> for Outcome {
     fn from(report: Report) -> Outcome {
         let exit = report.exit();
-        if let Report::DiffText = report {
+        if let Report::DiffText | Report::SessionStart(None) = report {
             return Outcome::without_document(exit);
         }
         let note = report.note();
@@ -255,6 +258,59 @@ impl From<Report> for Outcome {
             Some(note) if exit == Exit::No => outcome.with_note(note),
             _ => outcome,
         }
+    }
+}
+
+/// Claude Code's SessionStart hook answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HookOutput<'a> {
+    hook_event_name: &'static str,
+    additional_context: &'a str,
+}
+
+impl Report {
+    /// The answer a SessionStart hook gives for this report: what a new session should know
+    /// (memory updated since it last looked, a proposal waiting for review), or nothing.
+    pub fn for_session_start(self) -> Report {
+        let context = match self {
+            Report::Pending { updates, .. } if !updates.is_empty() => {
+                let mut files: Vec<&str> = updates
+                    .iter()
+                    .flat_map(|u| u.files_touched.iter().map(String::as_str))
+                    .collect();
+                files.sort_unstable();
+                files.dedup();
+                let shown: Vec<&str> = files.iter().take(20).copied().collect();
+                let more = files.len().saturating_sub(shown.len());
+                Some(format!(
+                    "dreamkit consolidated this project's memory since the last session ({} run{}): {} file{} changed: {}{}. Read MEMORY.md again before relying on what you remember of it.",
+                    updates.len(),
+                    if updates.len() == 1 { "" } else { "s" },
+                    files.len(),
+                    if files.len() == 1 { "" } else { "s" },
+                    shown.join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() },
+                ))
+            }
+            Report::Shown {
+                task_id,
+                diff,
+                status,
+                ..
+            } if status == "proposed" => {
+                let count = diff.created.len() + diff.modified.len() + diff.deleted.len();
+                Some(format!(
+                    "A memory consolidation proposal from dreamkit (task {task_id}) waits for review: it would create {}, modify {} and delete {} memory file{} ({count} in all). Tell the user; they can review it with `dream-run show --diff`, apply it with `dream-run apply` or drop it with `dream-run discard`.",
+                    diff.created.len(),
+                    diff.modified.len(),
+                    diff.deleted.len(),
+                    if count == 1 { "" } else { "s" },
+                ))
+            }
+            _ => None,
+        };
+        Report::SessionStart(context.map(|c| crate::cli::text::sanitize(&c).into_owned()))
     }
 }
 
@@ -318,6 +374,15 @@ impl Serialize for Report {
                 some(&mut map, "interrupted", interrupted)?;
             }
             Report::DiffText => {}
+            Report::SessionStart(context) => {
+                map.serialize_entry(
+                    "hookSpecificOutput",
+                    &HookOutput {
+                        hook_event_name: "SessionStart",
+                        additional_context: context.as_deref().unwrap_or(""),
+                    },
+                )?;
+            }
             Report::Done {
                 verb,
                 task_id,

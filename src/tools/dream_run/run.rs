@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::digest::{self, Digest};
 use super::prompt;
@@ -17,6 +17,7 @@ use super::staging::{self, Mode};
 use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore, Turn};
 use super::{RunArgs, FILE_LOCK_MAX_DEADLINE};
 use crate::claude::paths::ProjectHints;
+use crate::claude::records::{self, ClientFields, MemorySaved};
 use crate::claude::sessions::{is_session_id, sessions_touched_since};
 use crate::claude::transcript::{cut_chars, BackwardReader};
 use crate::claude::{Env, Project};
@@ -228,7 +229,8 @@ fn check_notify_transcript(path: &Path) -> Result<PathBuf, Failure> {
     let reader = BackwardReader::open(path).map_err(|e| Failure::io("read", path, &e))?;
     for entry in reader.take(200) {
         let Ok(entry) = entry else { continue };
-        if let Some(record) = entry.into_record() {
+        // The chain's records (with a uuid) say whose transcript it is.
+        if let Some(record) = entry.into_record().filter(|r| r.uuid.is_some()) {
             if let Some(id) = record.session_id {
                 if id == session {
                     return Ok(path.to_path_buf());
@@ -1470,34 +1472,17 @@ fn append_memory_saved(path: &Path, written: &[String], at: &str) -> std::io::Re
     if !reader.ends_with_newline()? {
         return Ok(Try::Incomplete);
     }
-    let mut last = None;
+    // Chained to the newest record, with the fields the client writes on every record.
+    let mut client = ClientFields::default();
     for entry in reader.take(200) {
         if let Some(record) = entry?.into_record() {
-            if record.uuid.is_some() {
-                last = Some(record);
+            if client.note(&record) {
                 break;
             }
         }
     }
-    let (parent_uuid, session_id, cwd) = match last {
-        Some(r) => (r.uuid, r.session_id, r.cwd),
-        None => (None, None, None),
-    };
-    let record = json!({
-        "parentUuid": parent_uuid,
-        "isSidechain": false,
-        "type": "system",
-        "subtype": "memory_saved",
-        "writtenPaths": written,
-        "verb": "Improved",
-        "isMeta": false,
-        "timestamp": at,
-        "uuid": uuid::Uuid::new_v4().to_string(),
-        "cwd": cwd,
-        "sessionId": session_id,
-    });
-    let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
-    line.push(b'\n');
+    let uuid = uuid::Uuid::new_v4().to_string();
+    let line = records::line(&MemorySaved::new(&client, written, at, &uuid))?;
     match crate::files::append_undoable(path, &line, Some(len)) {
         Ok(true) => Ok(Try::Appended),
         Ok(false) => Ok(Try::Grew),

@@ -32,11 +32,49 @@ pub const TRIGGERS: &[&str] = &[
     "exit_nudge",
 ];
 pub const STATUSES: &[&str] = &["queued", "submitted", "discarded", "expired"];
+/// What Claude Code 2.1.332 accepts for the optional classifications (others it drops).
+pub const FAILURE_MODES: &[&str] = &[
+    "instruction_following",
+    "destructive_actions",
+    "code_quality",
+    "repetition_and_looping",
+    "model_regression",
+    "overconfidence_and_hallucination",
+    "context_and_memory",
+    "overeager",
+    "over_correction",
+    "stopping_short",
+    "dispute_or_decline",
+    "subagent_overspawn",
+    "tone_or_preachiness",
+    "excessive_questions",
+    "unwanted_scope",
+    "other",
+];
+pub const TASK_CATEGORIES: &[&str] = &[
+    "code_edit",
+    "debug",
+    "explain",
+    "plan",
+    "shell",
+    "search",
+    "review",
+    "other",
+];
+pub const THINKING_TYPES: &[&str] = &["adaptive", "enabled", "disabled"];
+/// The client keeps the last few request ids.
+pub const MAX_REQUEST_IDS: usize = 5;
+/// The counts' upper bound in the client's schema.
+pub const MAX_COUNT: u64 = 1_000_000;
 
+/// A draft's transcript reference, as the client's schema has it: `session_file` required,
+/// `message_range` a pair or null, `project_dir_key` optional (absent rather than null).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TranscriptRef {
     pub session_file: Option<String>,
+    #[serde(default)]
     pub message_range: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_dir_key: Option<String>,
 }
 
@@ -50,14 +88,22 @@ pub struct Draft {
     pub model: Option<String>,
     pub cli_version: Option<String>,
     pub os: Option<String>,
+    /// The API request ids of the session (the client keeps the last five).
+    #[serde(default)]
+    pub request_ids: Vec<String>,
     #[serde(rename = "type")]
     pub kind: String,
     pub title: String,
     pub details: String,
+    /// Absent rather than null: the client refuses a null area.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub area: Option<String>,
     pub trigger: Option<String>,
     pub transcript_ref: Option<TranscriptRef>,
     pub status: String,
+    /// The optional classifications (`failure_mode`, `task_category`, `effort`,
+    /// `thinking_type`, `thinking_budget`, `message_count`, `assistant_turn_count`,
+    /// `subagent_count`) and any field another writer added.
     #[serde(flatten)]
     pub other: serde_json::Map<String, Value>,
 }
@@ -77,6 +123,7 @@ impl Draft {
             model: opt(&self.model),
             cli_version: opt(&self.cli_version),
             os: opt(&self.os),
+            request_ids: self.request_ids.iter().map(|r| text(r)).collect(),
             kind: text(&self.kind),
             title: text(&self.title),
             details: text(&self.details),
@@ -120,12 +167,32 @@ pub struct NewDraft {
     pub model: Option<String>,
     pub cli_version: Option<String>,
     pub os: Option<String>,
+    pub request_ids: Option<Vec<String>>,
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub title: Option<String>,
     pub details: Option<String>,
     pub area: Option<String>,
     pub trigger: Option<String>,
+    pub transcript_ref: Option<TranscriptRef>,
+    pub failure_mode: Option<String>,
+    pub task_category: Option<String>,
+    pub effort: Option<String>,
+    pub thinking_type: Option<String>,
+    pub thinking_budget: Option<u64>,
+    pub message_count: Option<u64>,
+    pub assistant_turn_count: Option<u64>,
+    pub subagent_count: Option<u64>,
+}
+
+/// What `queue` fills in when the caller did not say (from the project and its newest
+/// transcript), so that Claude Code, which wants a string in each, lists the draft.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Defaults {
+    pub cwd: Option<String>,
+    pub model: Option<String>,
+    pub cli_version: Option<String>,
+    pub source_session_id: Option<String>,
     pub transcript_ref: Option<TranscriptRef>,
 }
 
@@ -157,8 +224,14 @@ fn check_enum(field: &str, value: Option<&str>, allowed: &[&str]) -> Result<(), 
 }
 
 impl NewDraft {
-    /// Validates every field and its limit; fills `draft_id`, `created_at`, `status`.
+    /// Validates every field and its limit; fills `draft_id`, `created_at`, `status`, and
+    /// every string the client requires (from `defaults`, else empty), `trigger`
+    /// (`model_judgment`) and `request_ids` (none).
     pub fn into_draft(self, now: SystemTime) -> Result<Draft, Failure> {
+        self.into_draft_with(now, Defaults::default())
+    }
+
+    pub fn into_draft_with(self, now: SystemTime, defaults: Defaults) -> Result<Draft, Failure> {
         let required = |field: &str, v: Option<String>| {
             v.filter(|v| !v.trim().is_empty())
                 .ok_or_else(|| invalid(format!("{field} is required")))
@@ -180,23 +253,101 @@ impl NewDraft {
                 return Err(invalid(format!("source_session_id {id:?} is not an id")));
             }
         }
+        check_enum("failure_mode", self.failure_mode.as_deref(), FAILURE_MODES)?;
+        check_enum(
+            "task_category",
+            self.task_category.as_deref(),
+            TASK_CATEGORIES,
+        )?;
+        check_enum(
+            "thinking_type",
+            self.thinking_type.as_deref(),
+            THINKING_TYPES,
+        )?;
+        check_len("effort", self.effort.as_deref(), 64)?;
+        let mut other = serde_json::Map::new();
+        for (field, value) in [
+            ("failure_mode", self.failure_mode.map(Value::from)),
+            ("task_category", self.task_category.map(Value::from)),
+            ("effort", self.effort.map(Value::from)),
+            ("thinking_type", self.thinking_type.map(Value::from)),
+        ] {
+            if let Some(value) = value {
+                other.insert(field.into(), value);
+            }
+        }
+        for (field, count) in [
+            ("thinking_budget", self.thinking_budget),
+            ("message_count", self.message_count),
+            ("assistant_turn_count", self.assistant_turn_count),
+            ("subagent_count", self.subagent_count),
+        ] {
+            if let Some(count) = count {
+                if count > MAX_COUNT {
+                    return Err(invalid(format!("{field} is {count}; at most {MAX_COUNT}")));
+                }
+                other.insert(field.into(), Value::from(count));
+            }
+        }
+        let mut request_ids = self.request_ids.unwrap_or_default();
+        if request_ids.len() > MAX_REQUEST_IDS {
+            request_ids.drain(..request_ids.len() - MAX_REQUEST_IDS);
+        }
+        for id in &request_ids {
+            check_len("a request id", Some(id), 128)?;
+        }
+        // A reference the client would refuse (no session file) is no reference.
+        let transcript_ref = self
+            .transcript_ref
+            .or(defaults.transcript_ref)
+            .filter(|r| r.session_file.as_deref().is_some_and(|f| !f.is_empty()))
+            .map(|mut r| {
+                let valid_key = |k: &String| {
+                    (1..=255).contains(&k.len())
+                        && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                };
+                r.project_dir_key = r.project_dir_key.filter(valid_key);
+                if !r.message_range.as_ref().is_some_and(|m| {
+                    m.as_array()
+                        .is_some_and(|a| a.len() == 2 && a.iter().all(Value::is_i64))
+                }) {
+                    r.message_range = None;
+                }
+                r
+            });
         Ok(Draft {
             draft_id: uuid::Uuid::new_v4().to_string(),
             created_at: rfc3339(now),
-            source_session_id: self.source_session_id,
-            cwd: self.cwd,
-            model: self.model,
-            cli_version: self.cli_version,
-            os: self.os.or_else(|| Some(platform())),
+            source_session_id: self.source_session_id.or(defaults.source_session_id),
+            // The client wants a string in each: what we know, else empty.
+            cwd: Some(self.cwd.or(defaults.cwd).unwrap_or_default()),
+            model: Some(cut(self.model.or(defaults.model).unwrap_or_default(), 64)),
+            cli_version: Some(cut(
+                self.cli_version
+                    .or(defaults.cli_version)
+                    .unwrap_or_default(),
+                32,
+            )),
+            os: Some(self.os.unwrap_or_else(platform)),
+            request_ids,
             kind,
             title,
             details,
             area: self.area,
-            trigger: self.trigger,
-            transcript_ref: self.transcript_ref,
+            trigger: Some(self.trigger.unwrap_or_else(|| "model_judgment".into())),
+            transcript_ref,
             status: "queued".into(),
-            other: serde_json::Map::new(),
+            other,
         })
+    }
+}
+
+/// At most `max` characters of a value we filled in (the client cuts them the same way).
+fn cut(text: String, max: usize) -> String {
+    if text.chars().count() <= max {
+        text
+    } else {
+        text.chars().take(max).collect()
     }
 }
 
