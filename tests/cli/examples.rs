@@ -178,8 +178,35 @@ impl World {
     }
 
     fn bash(&self, script: &str, model: bool) -> std::process::Command {
-        let mut cmd = std::process::Command::new("bash");
-        cmd.args(["--norc", "--noprofile", "-c", script])
+        self.shell("bash", &["--norc", "--noprofile"], script, model)
+    }
+
+    /// `/bin/sh` (dash on Debian and Ubuntu): hook recipes must not need bash.
+    fn sh(&self, script: &str, model: bool) -> std::process::Command {
+        self.shell("/bin/sh", &[], script, model)
+    }
+
+    /// More finished sessions of the project, enough to make the default gate due.
+    fn add_sessions(&self, numbers: std::ops::RangeInclusive<u32>) {
+        let transcripts = self.transcript.parent().unwrap();
+        for n in numbers {
+            Transcript::started(hours(2))
+                .user("tidy the lock module")
+                .assistant("Moved the claim into its own file.")
+                .write(&transcripts.join(format!("{}.jsonl", session_id(n))));
+        }
+    }
+
+    fn shell(
+        &self,
+        shell: &str,
+        options: &[&str],
+        script: &str,
+        model: bool,
+    ) -> std::process::Command {
+        let mut cmd = std::process::Command::new(shell);
+        cmd.args(options)
+            .args(["-c", script])
             .env_clear()
             .env(
                 "PATH",
@@ -313,6 +340,8 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
         hook_commands(&value, &mut hooks);
     }
     assert!(hooks.len() >= 3, "hooks found: {hooks:?}");
+    // Due by the default gate, so the Stop recipe's background pipeline really consolidates.
+    world.add_sessions(3..=8);
     let payload = json!({
         "session_id": world.session,
         "transcript_path": world.transcript,
@@ -326,7 +355,7 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
             "a hook ends in exit 0 (Claude Code reads 2 as block): {hook}"
         );
         let mut child = world
-            .bash(hook, false)
+            .sh(hook, true)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -341,32 +370,38 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
         assert_eq!(
             out.status.code(),
             Some(0),
-            "{hook}: {}",
+            "/bin/sh -c {hook}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "/bin/sh -c {hook}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    // The detached pipeline hook logs what the stand-in saw (or the envelope it passed).
+    // The detached pipeline logs the run's envelope when it ends (waited for as a line).
     let log = world.home.join(".local/state/dreamkit/dream.log");
     let mut text = String::new();
-    for _ in 0..200 {
+    for _ in 0..400 {
         text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.ends_with('\n') {
+        if text.contains("\"run\"") && text.ends_with('\n') {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(
-        !text.is_empty(),
-        "the detached hook wrote nothing to its log"
-    );
-    assert!(
-        !text.contains("not found") && !text.contains("error"),
+    let envelope: Value = serde_json::from_str(text.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("the detached hook's log is not an envelope ({e}): {text}"));
+    assert_eq!(envelope["run"]["status"], "completed", "{text}");
+    assert_eq!(
+        envelope["gate"]["current_session"],
+        json!(world.session),
         "{text}"
     );
-    // It saw the payload (the project is the payload's cwd, not the hook's working
-    // directory): bash gives a background job an empty stdin unless the hook hands it over.
-    assert!(
-        text.contains(&format!("\"cwd\":\"{}\"", world.project.display())),
+    // The gate read the payload (the project is the payload's cwd, not the hook's working
+    // directory): it runs in front, as a background job's stdin is empty.
+    assert_eq!(
+        envelope["project"]["cwd"],
+        json!(world.project.display().to_string()),
         "{text}"
     );
 }
