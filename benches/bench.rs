@@ -408,6 +408,226 @@ fn write_scaling(f: &Fixture, state: &Path, api: &fake_api::FakeApi) {
     );
 }
 
+/// `dream-run check` over a generated 5,000-file memory dir against `grep -r` over the same
+/// files, and the health before and after a scripted consolidation of each crafted case.
+fn check_benchmarks() {
+    let f = fixture(0, Duration::from_secs(48 * 3600));
+    let memory = f.transcripts.join("memory");
+    let mut index = String::from("# Memory\n");
+    for i in 0..5000 {
+        let dir = format!("topic-{:02}", i % 50);
+        let name = format!("{dir}/note-{i:04}.md");
+        if i < 150 {
+            index.push_str(&format!("- [Note {i}]({name}) — what note {i} holds\n"));
+        }
+        let next = format!("note-{:04}.md", i + 50);
+        let body = format!(
+            "---\nname: note {i}\ndescription: generated note {i}\ntype: project\n---\n\n\
+# Note {i}\n\nOn 2026-11-{:02} the team agreed on rule {i}: run `make test` before a commit \
+and keep `src/lib.rs` small.\nSee [the next note]({next}) for more.\n\n\
+- fact {i}.1: the build takes about {i} seconds on a cold cache\n\
+- fact {i}.2: the deploy of service {i} is blue-green\n\
+- fact {i}.3: owner of area {i} reviews changes within a day\n\n\
+```sh\nmake test\n```\n",
+            1 + i % 28
+        );
+        let path = memory.join(&name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+        std::fs::write(&path, body).expect("note");
+    }
+    std::fs::write(memory.join("MEMORY.md"), index).expect("index");
+    let mut check = Command::new(DREAM_RUN);
+    check
+        .args(["check", "-n", "--memory-dir"])
+        .arg(&memory)
+        .env_clear()
+        .env("HOME", &f.home)
+        .env("CLAUDE_CONFIG_DIR", &f.config)
+        .env("XDG_STATE_HOME", f.home.join("state"));
+    let out = check.output().expect("check");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check JSON");
+    println!(
+        "dream-run check of 5,000 generated memory files: {} files, problems {}",
+        doc["files"], doc["counts"]
+    );
+    let mut grep = Command::new("grep");
+    grep.args(["-r", "-c", "yesterday"]).arg(&memory);
+    let m = medians(&mut [("dream-run check", check), ("grep", grep)], 15);
+    report(
+        "dream-run check of a 5,000-file memory dir",
+        m[0],
+        m[1],
+        "`grep -r -c yesterday` over the same files",
+        Some(2.0),
+    );
+    scripted_consolidations();
+}
+
+/// One scripted consolidation per crafted case (tests/fixtures/memory-cases): what it fixes
+/// shows in `run.health`, before and after.
+fn scripted_consolidations() {
+    use serde_json::json;
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-cases");
+    let read = |p: &str| ("read_file", json!({ "path": p }));
+    let edit = |p: &str, old: &str, new: &str| {
+        (
+            "edit_file",
+            json!({"path": p, "old_string": old, "new_string": new}),
+        )
+    };
+    let write = |p: &str, content: &str| ("write_file", json!({"path": p, "content": content}));
+    let short_index: String = (1..=150)
+        .map(|i| format!("- note {i}: a plain entry number {i}\n"))
+        .collect();
+    let short_entries: String = (1..=150)
+        .map(|i| format!("- entry {i:03}: abc\n"))
+        .collect();
+    let scripts: Vec<(&str, Vec<(&str, serde_json::Value)>)> = vec![
+        ("healthy", vec![read("MEMORY.md")]),
+        (
+            "index_over_limit_lines",
+            vec![read("MEMORY.md"), write("MEMORY.md", &short_index)],
+        ),
+        (
+            "index_over_limit_chars",
+            vec![read("MEMORY.md"), write("MEMORY.md", &short_entries)],
+        ),
+        (
+            "dangling_link",
+            vec![
+                read("MEMORY.md"),
+                edit("MEMORY.md", "- [Gone](gone.md) — deleted long ago\n", ""),
+                read("a.md"),
+                edit("a.md", "[the missing one](missing-too.md#part) and ", ""),
+            ],
+        ),
+        (
+            "orphan_file",
+            vec![
+                read("MEMORY.md"),
+                edit(
+                    "MEMORY.md",
+                    "entry point\n",
+                    "entry point\n- [C](c.md) — found again\n",
+                ),
+            ],
+        ),
+        (
+            "duplicate_entry",
+            vec![
+                read("MEMORY.md"),
+                edit(
+                    "MEMORY.md",
+                    "- [Build again](build.md) — the same file twice\n",
+                    "",
+                ),
+                edit("MEMORY.md", "- use Cargo-Nextest!\n", ""),
+                read("other.md"),
+                write("other.md", "## Notes\nNothing else yet.\n"),
+            ],
+        ),
+        (
+            "long_entry",
+            vec![
+                read("MEMORY.md"),
+                write(
+                    "MEMORY.md",
+                    "# Memory\n- [Style](style.md) — the style rules\n",
+                ),
+            ],
+        ),
+        (
+            "relative_date",
+            vec![
+                read("log.md"),
+                edit("log.md", "yesterday", "on 2026-12-02"),
+                edit("log.md", "moved last week", "moved on 2026-11-25"),
+            ],
+        ),
+        (
+            "missing_path",
+            vec![
+                read("code.md"),
+                write(
+                    "code.md",
+                    "The library is `src/lib.rs`; build with the `Makefile`.\n",
+                ),
+            ],
+        ),
+        (
+            "secret",
+            vec![
+                read("env.md"),
+                write("env.md", "The staging key lives in the team's vault.\n"),
+            ],
+        ),
+        ("not_markdown", vec![read("MEMORY.md")]),
+        ("unreadable", vec![read("MEMORY.md")]),
+    ];
+    let api = fake_api::FakeApi::start();
+    println!("dream-run health before -> after a scripted consolidation of each crafted case:");
+    for (case, calls) in scripts {
+        let f = fixture(0, Duration::from_secs(48 * 3600));
+        let memory = f.transcripts.join("memory");
+        copy_dir(&cases.join(case).join("memory"), &memory);
+        copy_dir(&cases.join("project"), &f.project);
+        transcript(
+            &f.transcripts
+                .join("00000000-0000-4000-8000-000000000001.jsonl"),
+            4096,
+        );
+        api.push(fake_api::Reply::anthropic_tools("Consolidating.", &calls))
+            .push(fake_api::Reply::anthropic_text("Done."));
+        let out = Command::new(DREAM_RUN)
+            .args(["--unlocked", "-n", "--cwd"])
+            .arg(&f.project)
+            .env_clear()
+            .env("HOME", &f.home)
+            .env("CLAUDE_CONFIG_DIR", &f.config)
+            .env("XDG_STATE_HOME", f.home.join("state"))
+            .env("ANTHROPIC_BASE_URL", api.url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-bench")
+            .output()
+            .expect("dream-run");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+        let nonzero = |counts: &serde_json::Value| -> String {
+            let parts: Vec<String> = counts
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, n)| n.as_u64() != Some(0))
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            if parts.is_empty() {
+                "healthy".into()
+            } else {
+                parts.join(", ")
+            }
+        };
+        let health = &doc["run"]["health"];
+        println!(
+            "  {case}: {} -> {} ({})",
+            nonzero(&health["before"]["counts"]),
+            nonzero(&health["after"]["counts"]),
+            doc["run"]["status"].as_str().unwrap_or("no run")
+        );
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("dir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
 /// `turn-status` (heuristic): a 1 GB transcript against a 1 MB one, its peak memory, and the
 /// Stop-hook path against `jq` pulling the same field out of the same payload.
 fn status_benchmarks() {
@@ -473,6 +693,7 @@ const GROUPS: &[(&str, fn())] = &[
     ("recap", recap_benchmarks),
     ("status", status_benchmarks),
     ("dream", dream_benchmarks),
+    ("check", check_benchmarks),
 ];
 
 fn main() {

@@ -19,6 +19,9 @@ _dream__run() {
             dream__run,apply)
                 cmd="dream__run__subcmd__apply"
                 ;;
+            dream__run,check)
+                cmd="dream__run__subcmd__check"
+                ;;
             dream__run,discard)
                 cmd="dream__run__subcmd__discard"
                 ;;
@@ -42,6 +45,9 @@ _dream__run() {
                 ;;
             dream__run__subcmd__help,apply)
                 cmd="dream__run__subcmd__help__subcmd__apply"
+                ;;
+            dream__run__subcmd__help,check)
+                cmd="dream__run__subcmd__help__subcmd__check"
                 ;;
             dream__run__subcmd__help,discard)
                 cmd="dream__run__subcmd__help__subcmd__discard"
@@ -71,7 +77,7 @@ _dream__run() {
 
     case "${cmd}" in
         dream__run)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --provider --model --timeout --retries --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --read-project --unlocked --propose --dry-run --keep-partial --events --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --provider --model --timeout --retries --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --read-project --unlocked --propose --dry-run --keep-partial --events --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -207,6 +213,45 @@ _dream__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dream__run__subcmd__check)
+            opts="-q -v -n -h --min-hours --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --min-hours)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --memory-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --transcripts-dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dream__run__subcmd__discard)
             opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -247,7 +292,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__help)
-            opts="tasks pending undo show apply discard recover help"
+            opts="tasks pending undo show apply discard recover check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -261,6 +306,20 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__help__subcmd__apply)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__help__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

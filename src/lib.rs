@@ -9,6 +9,7 @@ pub mod files;
 pub mod lock;
 pub mod model;
 pub mod net;
+pub mod parallel;
 pub mod tools;
 
 /// Every binary's documentation, for `make man completions` and the docs test.

@@ -1,6 +1,7 @@
 //! `dream-run`: the restricted consolidation agent, and its history (`tasks`, `pending`,
 //! `undo`). The agent's tools and their policy live in `sandbox`, attackable on their own.
 
+pub mod check;
 pub mod digest;
 mod history;
 pub mod journal;
@@ -19,7 +20,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::cli::duration::parse_duration;
+use crate::cli::args::EnvNamed;
+use crate::cli::duration::{parse_duration, parse_hours};
 use crate::cli::{CommonArgs, Diag, Failure, LocationArgs, Outcome, Tool};
 use crate::lock::BackendArgs;
 use crate::model::ModelArgs;
@@ -70,6 +72,9 @@ pub enum Subcommand {
     /// Roll back an apply or undo that was killed midway (every state-changing command
     /// does this first by itself)
     Recover(RecoverArgs),
+    /// The memory's health without a model: the index as Claude Code cuts it, dangling
+    /// links, orphans, duplicates, relative dates, vanished paths, secrets (reads only)
+    Check(CheckArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -212,6 +217,26 @@ pub struct DiscardArgs {
 }
 
 #[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
+    /// How much older than the project's newest session the index may be (stale_index):
+    /// hours, or a duration (24, 24h, 90m)
+    #[arg(
+        long,
+        value_name = "HOURS",
+        env = "DREAMKIT_MIN_HOURS",
+        default_value = "24",
+        value_parser = EnvNamed(parse_hours)
+    )]
+    pub min_hours: f64,
+    /// Answer as a Claude Code SessionStart hook: the problems as additionalContext, nothing
+    /// at all when the memory is healthy; always exit 0
+    #[arg(long)]
+    pub hook: bool,
+}
+
+#[derive(Debug, Clone, clap::Args)]
 pub struct RecoverArgs {
     #[command(flatten)]
     pub location: LocationArgs,
@@ -235,6 +260,7 @@ impl Tool for Args {
         let hook = match &self.command {
             Some(Subcommand::Pending(args)) => args.hook,
             Some(Subcommand::Show(args)) => args.hook,
+            Some(Subcommand::Check(args)) => args.hook,
             _ => false,
         };
         let report = match self.command {
@@ -246,6 +272,7 @@ impl Tool for Args {
             Some(Subcommand::Apply(args)) => review::apply(&args, diag),
             Some(Subcommand::Discard(args)) => review::discard(&args, diag),
             Some(Subcommand::Recover(args)) => recover::recover(&args, diag),
+            Some(Subcommand::Check(args)) => check::check(&args, diag),
         };
         let report = match (report, hook) {
             (Ok(report), true) => report.for_session_start(),
@@ -336,11 +363,19 @@ when no task started), mode: apply|propose, error, reason (skipped: no_sessions,
 no_readable_sessions), message, sessions_reviewed, files_touched, diff: {created, modified, \
 deleted}, diff_text (when proposing), warnings, summary, turns (every assistant turn), \
 tool_calls, usage, landlock, recovered (an interrupted apply or undo rolled back first), \
-unreadable_sessions, claimed_by}. files_touched and diff name what differs from before, byte \
-for byte: a run that wrote only what files already held is completed with files_touched []. \
-warnings may hold index_over_limit (MEMORY.md over 200 lines or 25,000 characters), \
-no_tool_calls (the model looked at nothing), unreadable_sessions and \
-notify_transcript_skipped. error is one of max_turns, deadline, max_tokens, truncated, \
+unreadable_sessions, claimed_by, health}. files_touched and diff name what differs from \
+before, byte for byte: a run that wrote only what files already held is completed with \
+files_touched []. warnings may hold index_over_limit (MEMORY.md over what Claude Code loads), \
+no_tool_calls (the model looked at nothing), health_worse (the run raised a count of the \
+memory check, named on stderr and in health.worse), unreadable_sessions and \
+notify_transcript_skipped.
+
+health = {before: {counts}, after: {counts}, worse: [kind, ...]}: `dream-run check` run where \
+the run works (the memory dir, or a proposal's staging copy, which keeps the files' mtimes but \
+holds only the .md files) after any recovery and again after the run (after a restore, when \
+one was done). The problems found before, at most 50, are listed in the prompt as work for \
+the prune-and-index phase. The task record keeps health too. A memory dir that cannot be \
+checked leaves health out, and the run goes on. error is one of max_turns, deadline, max_tokens, truncated, \
 lock_lost, lock_claimed, model (with the model error kind in message), environment, \
 interrupted.
 
@@ -403,6 +438,93 @@ it.
 --dry-run on a run prints {prompt, tools, sessions, digests} and writes nothing, not even the \
 digests; on undo, apply, discard, pending --clear and recover it prints what would be done and \
 changes nothing.",
+    ),
+    (
+        "check/OUTPUT",
+        "Checks the memory dir as Claude Code will load it, without a model, a lock or any \
+write: no state dir is created, no interrupted apply is rolled back. It reads every .md file \
+under the memory dir (not following symbolic links, leaving out dot files and dot folders such \
+as the lock files and .git; at most 16 MiB each) and prints {memory_dir, project_root, files, \
+index: {path, exists, lines, chars, max_lines: 200, max_chars: 25000, cut_at_load: [{line, \
+text}]}, problems: [{kind, file, line, detail}], counts: {kind: n}}. file is relative to the \
+memory dir, line is 1-based (absent for a whole file), counts names every kind, zeros included, \
+in the order below. Problems are sorted by file, then line.
+
+The project (for missing_path and the session half of stale_index) is --cwd, the hook \
+payload's or envelope's cwd, else the current directory; project_root is its git root (the \
+folder the memory dir is named after). With --memory-dir alone there is no project: \
+project_root is null and neither is checked.",
+    ),
+    (
+        "check/PROBLEMS",
+        "index_over_limit: MEMORY.md over 200 lines or 25,000 characters. Claude Code 2.1.332 \
+trims the index, keeps its first 200 lines, and then, still over 25,000 characters, cuts at the \
+last newline at or before character 25,000 (characters as JavaScript counts them: UTF-16 \
+units). index.cut_at_load holds exactly the lines it drops, with their line numbers in the \
+file; line is the first of them.
+
+dangling_link: a Markdown link ([text](file.md), <...> targets, reference definitions) in the \
+index or a topic file to a path inside the memory dir that does not exist. Links to the web, \
+to anchors and to paths outside the memory dir are not memory links.
+
+orphan_file: a .md file no chain of links from an index reaches (MEMORY.md, and a MEMORY.md \
+in a sub-folder, is an index). The client loads only the index; an orphan is never found.
+
+duplicate_entry: two index lines linking the same file, two index lines with the same text \
+once case, punctuation and white space are folded, or the same folded line (24 characters or \
+more) in two places of the topic files. The detail names the first.
+
+long_entry: an index line over 150 characters.
+
+relative_date: yesterday, today, tomorrow, tonight, last/next/this/coming/past week (month, \
+year, quarter, weekend, sprint, night, morning, afternoon, evening, a weekday), N units ago, \
+in N units: in prose, not in code spans or fenced code. The dream prompt asks for absolute \
+dates.
+
+missing_path: a repository path written in memory that the project no longer has, relative \
+to its root or to the directory it was named by. Paths are words with a slash (checked when \
+their last part has a known file extension or their first folder exists, so and/or and \
+origin/main are not paths) and, in code spans only, file names with a known extension or \
+such as Makefile (looked for anywhere in the project, leaving out dot folders, node_modules \
+and target, and not at all in a project of more than 200,000 entries). URLs, absolute and ~ \
+paths, and names of memory files are not checked.
+
+stale_index: a topic file the index links to that changed more than 2 s after the index \
+(its entry may be out of date; line is the entry), or the index older than the project's \
+newest session by more than --min-hours (the gate's DREAMKIT_MIN_HOURS, default 24).
+
+secret: a credential: sk-ant-, sk-, ghp_, github_pat_, AKIA, xoxb-/xoxp-/xoxa-/xoxs-/xoxr- \
+at a token boundary followed by a long key-shaped run (letters and digits mixed; AKIA and 16 \
+capitals or digits), or a PEM private key header. Memory is sent to a model every session. \
+The detail names the kind of credential only; the value is never printed, and cut_at_load \
+shows it as [secret].
+
+not_markdown: a file that is not .md (Claude Code's memory is Markdown). unreadable: a file \
+that cannot be read, is not UTF-8, is over 16 MiB, is a FIFO, socket or device (never \
+opened), or is a symbolic link (not followed); a folder that cannot be listed.",
+    ),
+    (
+        "check/EXIT STATUS",
+        "0 healthy: no problem.
+
+1 problems: each in problems, the counts in one line on stderr.
+
+2 usage error or bad input (a bad --min-hours, a bad payload).
+
+3 the memory dir cannot be read (missing, not a directory, no permission): nothing to check; \
+error.reason says which (not_found, permission_denied, ...).",
+    ),
+    (
+        "check/EXAMPLES",
+        "  dream-run check -n --cwd ~/code/project | jq -c .counts
+
+  dream-run check -n --cwd ~/code/project | jq -r '.problems[] | \"\\(.file):\\(.line // \"-\"): \\(.kind): \\(.detail)\"'
+
+  dream-run check -n --cwd ~/code/project | jq -r '.index.cut_at_load[] | \"\\(.line): \\(.text)\"'
+
+In CI, over a memory dir kept in the repository: dream-run check -n --memory-dir memory/ \
+(exit 1 fails the job). As a SessionStart hook that tells the session what is wrong with its \
+memory (nothing when it is healthy; always exit 0): dream-run check --hook; exit 0",
     ),
     (
         "REVIEW MODE",

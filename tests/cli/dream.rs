@@ -72,6 +72,16 @@ impl Dream {
         }
     }
 
+    /// The task record of `task_id`, as dream-run wrote it.
+    pub(crate) fn task_record(&self, task_id: &str) -> Value {
+        let path = self
+            .home
+            .state_dir()
+            .join("tasks")
+            .join(format!("{task_id}.json"));
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+    }
+
     pub(crate) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.mem().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }
@@ -1019,15 +1029,27 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
     d.api.push(Reply::anthropic_text("Indexed everything."));
     let out = d.run(&envelope, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["warnings"], json!(["index_over_limit", "health_worse"]));
+    // 250 identical lines: over the limit, 249 duplicates, and the two topic files the old
+    // index pointed at are reached by nothing now.
+    assert_eq!(run["health"]["before"]["counts"]["index_over_limit"], 0);
+    assert_eq!(run["health"]["after"]["counts"]["index_over_limit"], 1);
+    assert_eq!(run["health"]["after"]["counts"]["duplicate_entry"], 249);
+    assert_eq!(run["health"]["after"]["counts"]["orphan_file"], 2);
     assert_eq!(
-        stdout_json(&out)["run"]["warnings"],
-        json!(["index_over_limit"])
+        run["health"]["worse"],
+        json!(["index_over_limit", "orphan_file", "duplicate_entry"])
     );
+    let stderr = stderr_text(&out);
+    assert!(stderr.contains("MEMORY.md is over"), "{stderr}");
     assert!(
-        stderr_text(&out).contains("MEMORY.md is over"),
-        "{}",
-        stderr_text(&out)
+        stderr.contains("the run left more problems than it found: index_over_limit 0 -> 1, orphan_file 0 -> 2, duplicate_entry 0 -> 249"),
+        "{stderr}"
     );
+    // The task record keeps both.
+    let record = d.task_record(run["task_id"].as_str().unwrap());
+    assert_eq!(record["health"], run["health"]);
 }
 
 #[test]

@@ -153,6 +153,19 @@ impl World {
                 .user("commit it")
                 .write(&transcript);
         }
+        // The project's memory, as Claude Code left it: an index and one topic.
+        let memory = transcripts.join("memory");
+        std::fs::create_dir_all(&memory).unwrap();
+        std::fs::write(
+            memory.join("MEMORY.md"),
+            "# Memory\n- [Build](build.md) — how to build and test\n",
+        )
+        .unwrap();
+        std::fs::write(
+            memory.join("build.md"),
+            "Run make test before committing.\n",
+        )
+        .unwrap();
         std::fs::write(home.join("dirs.txt"), format!("{}\n", project.display())).unwrap();
         // Only dreamkit's binaries are added to the system PATH.
         let bin = root.join("bin");

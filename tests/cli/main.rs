@@ -6,6 +6,7 @@
 
 mod attack16;
 mod binaries;
+mod check;
 mod claude_formats;
 mod contract_feedback;
 mod contract_model_tools;

@@ -68,41 +68,13 @@ pub fn build_all(
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(sessions.len().max(1));
-    let chunk = sessions.len().div_ceil(workers).max(1);
-    let results: Vec<Result<(Digest, Option<Source>), Unreadable>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = sessions
-            .chunks(chunk)
-            .map(|part| {
-                let (dir, index) = (&dir, &index);
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|(id, transcript)| {
-                            build_one(dir, index, id, transcript, write).map_err(|problem| {
-                                Unreadable {
-                                    session_id: id.clone(),
-                                    problem,
-                                }
-                            })
-                        })
-                        .collect::<Vec<_>>()
-                })
+    let results: Vec<Result<(Digest, Option<Source>), Unreadable>> =
+        crate::parallel::map(sessions, |(id, transcript)| {
+            build_one(&dir, &index, id, transcript, write).map_err(|problem| Unreadable {
+                session_id: id.clone(),
+                problem,
             })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    vec![Err(Unreadable {
-                        session_id: String::new(),
-                        problem: "digest worker failed".to_string(),
-                    })]
-                })
-            })
-            .collect()
-    });
+        });
     let mut index = index;
     let mut digests = Vec::new();
     let mut problems = Vec::new();

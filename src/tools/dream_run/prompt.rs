@@ -6,8 +6,7 @@ use std::path::Path;
 use super::digest::Digest;
 
 /// Claude Code loads only this much of `MEMORY.md`.
-pub const INDEX_MAX_LINES: usize = 200;
-pub const INDEX_MAX_CHARS: usize = 25_000;
+pub use super::check::{INDEX_MAX_CHARS, INDEX_MAX_LINES};
 /// One index line per entry, about this long at most.
 pub const INDEX_LINE_CHARS: usize = 150;
 pub const INDEX_FILE: &str = "MEMORY.md";
@@ -64,6 +63,7 @@ pub fn task_prompt(
     digests: &[Digest],
     session_ids: &[String],
     project_dir: Option<&Path>,
+    problems: Option<&str>,
 ) -> String {
     let mut text = format!(
         "Memory folder: {}\nTranscripts folder (raw .jsonl, for narrow greps): {}\n",
@@ -95,19 +95,15 @@ pub fn task_prompt(
     for id in session_ids {
         text.push_str(&format!("- {id}\n"));
     }
+    if let Some(problems) = problems {
+        text.push_str(
+            "\nProblems a check of the memory folder found before this run (fix what you can, \
+most in phase 4; a credential is deleted, never copied):\n",
+        );
+        text.push_str(problems);
+    }
     text.push_str("\nBegin with phase 1.");
     text
-}
-
-/// The index is over Claude Code's loading limits: a warning for the run's result.
-pub fn index_over_limit(memory_dir: &Path) -> bool {
-    // Regular files only: a FIFO named MEMORY.md is no index, and is never waited on.
-    match crate::files::read_regular_to_string(&memory_dir.join(INDEX_FILE)) {
-        Ok(text) => {
-            text.lines().count() > INDEX_MAX_LINES || text.chars().count() > INDEX_MAX_CHARS
-        }
-        Err(_) => false,
-    }
 }
 
 #[cfg(test)]
@@ -147,22 +143,13 @@ mod tests {
             &[d],
             &["s1".into(), "s2".into()],
             None,
+            Some("- dangling_link MEMORY.md:3: links to gone.md, which does not exist\n"),
         );
         let digest_at = t.find("/state/digests/s1.md").unwrap();
         let sessions_at = t.find("Sessions since last consolidation (2):").unwrap();
         assert!(digest_at < sessions_at);
         assert!(t.contains("- s2\n"));
-    }
-
-    #[test]
-    fn index_limits() {
-        let tmp = tempfile::tempdir().unwrap();
-        assert!(!index_over_limit(tmp.path()));
-        std::fs::write(tmp.path().join(INDEX_FILE), "- a\n".repeat(200)).unwrap();
-        assert!(!index_over_limit(tmp.path()));
-        std::fs::write(tmp.path().join(INDEX_FILE), "- a\n".repeat(201)).unwrap();
-        assert!(index_over_limit(tmp.path()));
-        std::fs::write(tmp.path().join(INDEX_FILE), "x".repeat(25_001)).unwrap();
-        assert!(index_over_limit(tmp.path()));
+        let problems_at = t.find("- dangling_link MEMORY.md:3").unwrap();
+        assert!(sessions_at < problems_at && problems_at < t.find("Begin with phase 1.").unwrap());
     }
 }

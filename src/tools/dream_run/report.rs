@@ -4,6 +4,7 @@
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
+use super::check::Health;
 use super::recover::{Interrupted, Recovered};
 use super::snapshot::Diff;
 use super::tasks::{PendingUpdate, TaskRecord};
@@ -99,6 +100,8 @@ pub enum Report {
     },
     /// `--hook`: the SessionStart hook's answer; `None` prints nothing at all.
     SessionStart(Option<String>),
+    /// `check`: healthy (exit 0) or not (exit 1).
+    Check(Box<Health>),
     /// `recover`.
     Recover {
         recovered: Option<Recovered>,
@@ -162,6 +165,8 @@ impl Report {
             } => Exit::Environment,
             Report::Done { .. } | Report::Recover { .. } => Exit::Yes,
             Report::Refused { .. } => Exit::No,
+            Report::Check(health) if health.is_healthy() => Exit::Yes,
+            Report::Check(_) => Exit::No,
             Report::Stopped { cause, .. } => match cause {
                 Cause::Signal(signal) => signals::exit_for(*signal),
                 Cause::LockLost(_) | Cause::ChangedSince(_) => Exit::No,
@@ -186,6 +191,13 @@ impl Report {
     fn note(&self) -> Option<String> {
         match self {
             Report::Refused { note, .. } => Some(note.clone()),
+            Report::Check(health) if !health.is_healthy() => Some(format!(
+                "{} problem{} in {}: {}",
+                health.problems.len(),
+                if health.problems.len() == 1 { "" } else { "s" },
+                health.memory_dir.display(),
+                health.counts.summary()
+            )),
             Report::Stopped {
                 verb,
                 cause: cause @ (Cause::LockLost(_) | Cause::ChangedSince(_)),
@@ -306,6 +318,23 @@ impl Report {
                     diff.modified.len(),
                     diff.deleted.len(),
                     if count == 1 { "" } else { "s" },
+                ))
+            }
+            Report::Check(health) if !health.is_healthy() => {
+                let shown: Vec<String> = health
+                    .problems
+                    .iter()
+                    .take(10)
+                    .map(super::check::Problem::one_line)
+                    .collect();
+                let more = health.problems.len().saturating_sub(shown.len());
+                Some(format!(
+                    "dreamkit's memory check found {} problem{} in this project's memory ({}):\n{}{}\nThe next consolidation works on them; `dream-run check` lists them all.",
+                    health.problems.len(),
+                    if health.problems.len() == 1 { "" } else { "s" },
+                    health.counts.summary(),
+                    shown.join("\n"),
+                    if more > 0 { format!("\n... and {more} more") } else { String::new() },
                 ))
             }
             _ => None,
@@ -464,6 +493,17 @@ impl Serialize for Report {
                         message,
                     },
                 )?;
+            }
+            Report::Check(health) => {
+                map.serialize_entry("memory_dir", &health.memory_dir.to_string_lossy())?;
+                map.serialize_entry(
+                    "project_root",
+                    &health.project_root.as_ref().map(|p| p.to_string_lossy()),
+                )?;
+                map.serialize_entry("files", &health.files)?;
+                map.serialize_entry("index", &health.index)?;
+                map.serialize_entry("problems", &health.problems)?;
+                map.serialize_entry("counts", &health.counts)?;
             }
             Report::Recover {
                 recovered,

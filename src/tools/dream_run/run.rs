@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::check;
 use super::digest::{self, Digest};
 use super::prompt;
 use super::sandbox::{Change, GuardRefusal, Limits, Sandbox, WriteGuard};
@@ -172,6 +173,9 @@ struct RunSection {
     /// Another runner claimed this lock first (`lock_claimed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     claimed_by: Option<String>,
+    /// The memory check's counts before and after the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health: Option<check::RunHealth>,
 }
 
 impl RunSection {
@@ -198,6 +202,7 @@ impl RunSection {
             recovered: None,
             unreadable_sessions: Vec::new(),
             claimed_by: None,
+            health: None,
         }
     }
 }
@@ -308,14 +313,30 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         Mode::Propose if !args.dry_run => staging::staging_dir(&project.state_dir, &task_id),
         _ => project.memory_dir.clone(),
     };
-    let task = prompt::task_prompt(
-        &project.memory_dir,
-        &project.transcripts_dir,
-        &digests,
-        &session_ids,
-        project_dir,
-    );
+    // The memory's health before the run: its problems are the prompt's concrete work.
+    let health_scope =
+        check::ProjectScope::new(&project, true, check::ProjectScope::min_hours_from(&env));
+    let task_for = |dir: &Path| -> (String, Option<check::Health>) {
+        let health = match check::run_check(dir, &health_scope.scope()) {
+            Ok(health) => Some(health),
+            Err(e) => {
+                diag.info(&format!("the memory check could not run: {e}"));
+                None
+            }
+        };
+        let problems = health.as_ref().and_then(check::Health::for_prompt);
+        let task = prompt::task_prompt(
+            &project.memory_dir,
+            &project.transcripts_dir,
+            &digests,
+            &session_ids,
+            project_dir,
+            problems.as_deref(),
+        );
+        (task, health)
+    };
     if args.dry_run {
+        let (task, _) = task_for(&project.memory_dir);
         let document = DryRun {
             prompt: format!("{}\n\n{task}", prompt::system_prompt()),
             tools: Sandbox::tool_specs(),
@@ -430,6 +451,11 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         })?,
     };
 
+    // Checked where the run works (a proposal's copy keeps the files' mtimes), after any
+    // recovery, so before and after compare like with like.
+    let (task, health_before) = task_for(&work_dir);
+    let health = health_before.as_ref().map(check::RunHealth::new);
+
     let mut roots = vec![
         work_dir.clone(),
         project.transcripts_dir.clone(),
@@ -501,6 +527,8 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         base,
         env: &env,
         notify,
+        health,
+        health_scope: &health_scope,
     };
     let end = agent.converse(&client, &task, deadline);
     if keep_alive
@@ -615,6 +643,9 @@ struct Agent<'a> {
     env: &'a Env,
     /// `--notify-transcript`, checked and resolved.
     notify: Option<PathBuf>,
+    /// The memory's health before the run (`None` when it could not be checked).
+    health: Option<check::RunHealth>,
+    health_scope: &'a check::ProjectScope,
 }
 
 /// The write guard: the fencing check, the file limit, the changed-since-read check, and a
@@ -1107,7 +1138,7 @@ keep it short, and use the tools for changes.",
     }
 
     /// Records the end, restores or keeps the files, and builds the `run` section.
-    fn finish(self, end: End, digests: &[Digest]) -> Finished {
+    fn finish(mut self, end: End, digests: &[Digest]) -> Finished {
         let memory_dir = self.sandbox.memory_dir().to_path_buf();
         let mut warnings: Vec<String> = Vec::new();
         let mut diff = Diff::default();
@@ -1203,9 +1234,6 @@ keep it short, and use the tools for changes.",
                 message = Some(problem);
                 exit = Exit::Environment;
             }
-            if prompt::index_over_limit(&memory_dir) {
-                warnings.push("index_over_limit".into());
-            }
             crate::lock::outcome::report(self.env, self.diag, RunStatus::Proposed);
         } else if proposing {
             // Nothing to review: the staging copy and its snapshot go.
@@ -1243,15 +1271,6 @@ keep it short, and use the tools for changes.",
                     diff.clone(),
                 ));
                 self.record.diff_text.clone_from(&diff_text);
-            }
-            if prompt::index_over_limit(&memory_dir) {
-                warnings.push("index_over_limit".into());
-                self.diag.warn(&format!(
-                    "{} is over Claude Code's limits ({} lines, {} characters): the rest is never loaded",
-                    prompt::INDEX_FILE,
-                    prompt::INDEX_MAX_LINES,
-                    prompt::INDEX_MAX_CHARS
-                ));
             }
             match self.announce(&diff) {
                 Ok(None) => {}
@@ -1292,6 +1311,35 @@ keep it short, and use the tools for changes.",
                 "the lock was lost: nothing was restored; the snapshot is {}",
                 self.record.snapshot.as_deref().unwrap_or("")
             ));
+        }
+        // The memory's health after the run (restored or not), against before.
+        let mut health = self.health.take();
+        if let Some(health) = &mut health {
+            match check::run_check(&memory_dir, &self.health_scope.scope()) {
+                Ok(after) => {
+                    let over = after.counts.get(check::Kind::IndexOverLimit) > 0;
+                    if over && matches!(status, "completed" | "proposed") {
+                        warnings.push("index_over_limit".into());
+                        self.diag.warn(&format!(
+                            "{} is over Claude Code's limits ({} lines, {} characters): the rest is never loaded",
+                            prompt::INDEX_FILE,
+                            prompt::INDEX_MAX_LINES,
+                            prompt::INDEX_MAX_CHARS
+                        ));
+                    }
+                    if !health.after(&after).is_empty() {
+                        warnings.push("health_worse".into());
+                        self.diag.warn(&format!(
+                            "the run left more problems than it found: {} (dream-run check lists them)",
+                            health.worse_summary()
+                        ));
+                    }
+                }
+                Err(e) => self.diag.info(&format!(
+                    "the memory check after the run could not run: {e}"
+                )),
+            }
+            self.record.health = serde_json::to_value(&*health).ok();
         }
         // An exit 1 gets its line from the shared main (the outcome's note).
         if let Some(m) = message
@@ -1366,6 +1414,7 @@ keep it short, and use the tools for changes.",
                 recovered: None,
                 unreadable_sessions: Vec::new(),
                 claimed_by: None,
+                health,
             },
         }
     }

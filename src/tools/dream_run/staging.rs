@@ -8,7 +8,7 @@ use super::snapshot::{self, Diff};
 use super::tasks::TaskRecord;
 use crate::claude::Env;
 use crate::cli::Failure;
-use crate::files::{create_private_dir, read_regular, write_atomic};
+use crate::files::{create_private_dir, read_regular, write_atomic_with_mtime};
 
 /// Under the state dir: one folder per proposal, holding the staged `memory` copy.
 pub const PROPOSALS_DIR: &str = "proposals";
@@ -92,7 +92,9 @@ fn copy_tree(
         } else if kind.is_file() && child.extension().is_some_and(|e| e == "md") {
             let bytes = read_regular(&from.join(&child))?;
             // Under the state dir every file is private; apply keeps the memory file's mode.
-            write_atomic(&to.join(&child), &bytes, 0o600)?;
+            // The mtime is kept so the health check sees the copy as it sees the memory.
+            let mtime = entry.metadata()?.modified().ok();
+            write_atomic_with_mtime(&to.join(&child), &bytes, 0o600, mtime)?;
             base.insert(
                 child.to_string_lossy().into_owned(),
                 snapshot::sha256_hex(&bytes),

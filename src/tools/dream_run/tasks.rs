@@ -80,6 +80,9 @@ pub struct TaskRecord {
     /// so `apply` writes exactly what was shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proposed: Option<std::collections::BTreeMap<String, Option<String>>>,
+    /// The memory check's counts before and after the run (`run.health`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<serde_json::Value>,
     /// What the run changed (or proposes), with absolute paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<crate::tools::dream_run::snapshot::Diff>,
@@ -119,6 +122,7 @@ impl TaskRecord {
             undone_at: None,
             proposal: None,
             proposed: None,
+            health: None,
             diff: None,
             diff_text: None,
             applied_at: None,

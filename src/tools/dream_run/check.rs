@@ -1,0 +1,1177 @@
+//! `dream-run check`: the memory's health without a model. Reads only: no lock, no state, no
+//! recovery. Every run also checks before and after itself (`run.health`), and the problems
+//! found before are the prompt's concrete work for the prune-and-index phase.
+
+mod index;
+mod markdown;
+mod patterns;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+use self::markdown::Line;
+use self::patterns::PathShape;
+use super::prompt::{INDEX_FILE, INDEX_LINE_CHARS};
+use super::report::Report;
+use super::CheckArgs;
+use crate::claude::paths::{git_root, ProjectHints};
+use crate::claude::{sessions, Env, Project};
+use crate::cli::output::path_lossy;
+use crate::cli::time::rfc3339;
+use crate::cli::{Diag, Failure, Input};
+use crate::files::file_kind;
+
+pub use self::index::{MAX_CHARS as INDEX_MAX_CHARS, MAX_LINES as INDEX_MAX_LINES};
+
+/// A memory file larger than this is not read (and reported unreadable): memory is loaded
+/// into a model's context, so nothing that size is memory.
+const MAX_FILE_BYTES: u64 = 16 << 20;
+/// Topic lines shorter than this (folded) are not compared: headings such as "## Why" recur.
+const MIN_DUPLICATE_CHARS: usize = 24;
+/// A topic file this much newer than its index entry counts as newer (one run writes both).
+const STALE_SLACK: Duration = Duration::from_secs(2);
+/// Most project entries looked at to find bare file names (`Makefile`, `lib.rs`) anywhere.
+const MAX_PROJECT_ENTRIES: usize = 200_000;
+/// The prompt lists at most this many problems.
+pub const PROMPT_PROBLEMS: usize = 50;
+
+/// What is wrong, in the order reports list the kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    IndexOverLimit,
+    DanglingLink,
+    OrphanFile,
+    DuplicateEntry,
+    LongEntry,
+    RelativeDate,
+    MissingPath,
+    StaleIndex,
+    Secret,
+    NotMarkdown,
+    Unreadable,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 11] = [
+        Kind::IndexOverLimit,
+        Kind::DanglingLink,
+        Kind::OrphanFile,
+        Kind::DuplicateEntry,
+        Kind::LongEntry,
+        Kind::RelativeDate,
+        Kind::MissingPath,
+        Kind::StaleIndex,
+        Kind::Secret,
+        Kind::NotMarkdown,
+        Kind::Unreadable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::IndexOverLimit => "index_over_limit",
+            Kind::DanglingLink => "dangling_link",
+            Kind::OrphanFile => "orphan_file",
+            Kind::DuplicateEntry => "duplicate_entry",
+            Kind::LongEntry => "long_entry",
+            Kind::RelativeDate => "relative_date",
+            Kind::MissingPath => "missing_path",
+            Kind::StaleIndex => "stale_index",
+            Kind::Secret => "secret",
+            Kind::NotMarkdown => "not_markdown",
+            Kind::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// One problem: where (a path relative to the memory dir, a 1-based line) and what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub kind: Kind,
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    pub detail: String,
+}
+
+impl Problem {
+    fn new(kind: Kind, file: &str, line: Option<usize>, detail: impl Into<String>) -> Problem {
+        Problem {
+            kind,
+            file: file.to_string(),
+            line,
+            // Nothing the check prints may carry a credential.
+            detail: patterns::mask_secrets(&detail.into()).into_owned(),
+        }
+    }
+
+    /// `dangling_link MEMORY.md:12: ...`, for the prompt and stderr.
+    pub fn one_line(&self) -> String {
+        match self.line {
+            Some(line) => format!(
+                "{} {}:{line}: {}",
+                self.kind.as_str(),
+                self.file,
+                self.detail
+            ),
+            None => format!("{} {}: {}", self.kind.as_str(), self.file, self.detail),
+        }
+    }
+}
+
+/// How many problems of each kind: every kind, zeros included, so `jq .counts.secret` works.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts(BTreeMap<Kind, usize>);
+
+impl Counts {
+    fn of(problems: &[Problem]) -> Counts {
+        let mut counts = BTreeMap::new();
+        for p in problems {
+            *counts.entry(p.kind).or_insert(0) += 1;
+        }
+        Counts(counts)
+    }
+
+    pub fn get(&self, kind: Kind) -> usize {
+        self.0.get(&kind).copied().unwrap_or(0)
+    }
+
+    pub fn total(&self) -> usize {
+        self.0.values().sum()
+    }
+
+    /// The kinds that have more problems here than in `before`.
+    pub fn raised_since(&self, before: &Counts) -> Vec<Kind> {
+        Kind::ALL
+            .into_iter()
+            .filter(|&k| self.get(k) > before.get(k))
+            .collect()
+    }
+
+    /// `2 dangling_link, 1 orphan_file`.
+    pub fn summary(&self) -> String {
+        Kind::ALL
+            .into_iter()
+            .filter(|&k| self.get(k) > 0)
+            .map(|k| format!("{} {}", self.get(k), k.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Serialize for Counts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(Kind::ALL.len()))?;
+        for kind in Kind::ALL {
+            map.serialize_entry(kind.as_str(), &self.get(kind))?;
+        }
+        map.end()
+    }
+}
+
+/// A line the client drops when it loads the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CutLine {
+    pub line: usize,
+    pub text: String,
+}
+
+/// The index as the client loads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IndexHealth {
+    #[serde(serialize_with = "path_lossy")]
+    pub path: PathBuf,
+    pub exists: bool,
+    pub lines: usize,
+    pub chars: usize,
+    pub max_lines: usize,
+    pub max_chars: usize,
+    pub cut_at_load: Vec<CutLine>,
+}
+
+/// `dream-run check`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Health {
+    #[serde(serialize_with = "path_lossy")]
+    pub memory_dir: PathBuf,
+    /// The project whose paths `missing_path` checks; null with `--memory-dir` alone.
+    #[serde(serialize_with = "option_path")]
+    pub project_root: Option<PathBuf>,
+    /// Memory files read (`.md`, the index included).
+    pub files: usize,
+    pub index: IndexHealth,
+    pub problems: Vec<Problem>,
+    pub counts: Counts,
+}
+
+fn option_path<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(p) => path_lossy(p, s),
+        None => s.serialize_none(),
+    }
+}
+
+impl Health {
+    pub fn is_healthy(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The problems as the prompt lists them: at most [`PROMPT_PROBLEMS`], then how many more.
+    pub fn for_prompt(&self) -> Option<String> {
+        if self.problems.is_empty() {
+            return None;
+        }
+        let mut text = String::new();
+        for p in self.problems.iter().take(PROMPT_PROBLEMS) {
+            text.push_str("- ");
+            text.push_str(&p.one_line());
+            text.push('\n');
+        }
+        let more = self.problems.len().saturating_sub(PROMPT_PROBLEMS);
+        if more > 0 {
+            text.push_str(&format!(
+                "- ... and {more} more ({})\n",
+                self.counts.summary()
+            ));
+        }
+        Some(text)
+    }
+}
+
+/// Where to look besides the memory dir.
+#[derive(Debug, Clone)]
+pub struct Scope<'a> {
+    /// The project root, for `missing_path`; `None` skips that kind.
+    pub project_root: Option<&'a Path>,
+    /// The directory the project was named by, when it is not the root (a subdirectory):
+    /// a path relative to it counts too.
+    pub project_cwd: Option<&'a Path>,
+    /// The transcripts dir, for the index's age against the newest session; `None` skips it.
+    pub transcripts_dir: Option<&'a Path>,
+    /// How much older than the newest session the index may be.
+    pub min_hours: f64,
+}
+
+/// [`Scope`] with its paths owned: what a run keeps to check before and after itself.
+#[derive(Debug, Clone)]
+pub struct ProjectScope {
+    root: Option<PathBuf>,
+    cwd: Option<PathBuf>,
+    transcripts_dir: Option<PathBuf>,
+    min_hours: f64,
+}
+
+impl ProjectScope {
+    /// The project's root (its git root, as for the memory dir's name), the directory it was
+    /// named by and its transcripts; `with_project` false leaves the project out.
+    pub fn new(project: &Project, with_project: bool, min_hours: f64) -> ProjectScope {
+        ProjectScope {
+            root: with_project
+                .then(|| git_root(&project.cwd).unwrap_or_else(|| project.cwd.clone())),
+            cwd: with_project.then(|| project.cwd.clone()),
+            transcripts_dir: with_project.then(|| project.transcripts_dir.clone()),
+            min_hours,
+        }
+    }
+
+    /// The gate's `DREAMKIT_MIN_HOURS` (24 when unset or unreadable: the check only reports).
+    pub fn min_hours_from(env: &Env) -> f64 {
+        env.get("DREAMKIT_MIN_HOURS")
+            .and_then(|v| crate::cli::duration::parse_hours(v.to_str()?).ok())
+            .unwrap_or(24.0)
+    }
+
+    pub fn scope(&self) -> Scope<'_> {
+        Scope {
+            project_root: self.root.as_deref(),
+            project_cwd: self.cwd.as_deref(),
+            transcripts_dir: self.transcripts_dir.as_deref(),
+            min_hours: self.min_hours,
+        }
+    }
+}
+
+/// `run.health`: the counts before and after a run, and the kinds it made worse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunHealth {
+    pub before: CountsOnly,
+    /// `None` when the memory dir could not be checked after the run.
+    pub after: Option<CountsOnly>,
+    pub worse: Vec<Kind>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CountsOnly {
+    pub counts: Counts,
+}
+
+impl RunHealth {
+    pub fn new(before: &Health) -> RunHealth {
+        RunHealth {
+            before: CountsOnly {
+                counts: before.counts.clone(),
+            },
+            after: None,
+            worse: Vec::new(),
+        }
+    }
+
+    /// Records the check after the run; returns the kinds that rose.
+    pub fn after(&mut self, after: &Health) -> &[Kind] {
+        self.worse = after.counts.raised_since(&self.before.counts);
+        self.after = Some(CountsOnly {
+            counts: after.counts.clone(),
+        });
+        &self.worse
+    }
+
+    /// `dangling_link 0 -> 1, orphan_file 1 -> 2`.
+    pub fn worse_summary(&self) -> String {
+        let after = self.after.as_ref().map(|a| &a.counts);
+        self.worse
+            .iter()
+            .map(|&k| {
+                format!(
+                    "{} {} -> {}",
+                    k.as_str(),
+                    self.before.counts.get(k),
+                    after.map_or(0, |a| a.get(k))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// One file found in the memory dir.
+struct MemoryFile {
+    /// Relative to the memory dir, `/`-separated.
+    relative: String,
+    text: String,
+    modified: SystemTime,
+}
+
+/// What the walk found: the Markdown files, and every entry's relative path (so a link's
+/// target is looked up without a system call).
+struct Found {
+    files: Vec<MemoryFile>,
+    entries: HashSet<String>,
+}
+
+/// `dream-run check`.
+pub(super) fn check(args: &CheckArgs, _diag: &Diag) -> Result<Report, Failure> {
+    let (hints, _hook, _envelope) = ProjectHints::gather(&args.location, Input::from_stdin()?)?;
+    // With --memory-dir alone there is no project to check paths against.
+    let with_project = hints.cwd.is_some() || args.location.memory_dir.is_none();
+    let project = Project::resolve(&hints, &Env::from_process())?.0;
+    let scope = ProjectScope::new(&project, with_project, args.min_hours);
+    let health = run_check(&project.memory_dir, &scope.scope())
+        .map_err(|e| Failure::io("read the memory dir", &project.memory_dir, &e))?;
+    Ok(Report::Check(Box::new(health)))
+}
+
+/// Checks the memory dir `dir`. Fails only when `dir` itself cannot be listed.
+pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
+    let mut problems = Vec::new();
+    let Found { files, entries } = walk(dir, &mut problems)?;
+    // Each file's lines are classified once (code, front matter) and shared by every check.
+    let parsed: Vec<Vec<Line<'_>>> = crate::parallel::map(&files, |f| markdown::lines(&f.text));
+    let exists = |target: &str| {
+        // Dot files and folders are not walked: those few are asked of the file system.
+        entries.contains(target) || std::fs::symlink_metadata(dir.join(target)).is_ok()
+    };
+    let by_name: HashMap<&str, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.relative.as_str(), i))
+        .collect();
+    let index_at = by_name.get(INDEX_FILE).copied();
+    let index_path = dir.join(INDEX_FILE);
+    let mut index = IndexHealth {
+        path: index_path.clone(),
+        exists: entries.contains(INDEX_FILE),
+        lines: 0,
+        chars: 0,
+        max_lines: INDEX_MAX_LINES,
+        max_chars: INDEX_MAX_CHARS,
+        cut_at_load: Vec::new(),
+    };
+
+    // Links, and what the index reaches.
+    let mut edges: HashMap<&str, Vec<String>> = HashMap::new();
+    for (file, lines) in files.iter().zip(&parsed) {
+        let links = memory_links(dir, file, lines, &exists, &mut problems);
+        edges.insert(file.relative.as_str(), links);
+    }
+    orphans(&files, &edges, &mut problems);
+
+    if let Some(at) = index_at {
+        let file = &files[at];
+        check_index(file, &parsed[at], &mut index, &mut problems);
+        stale_entries(dir, file, &parsed[at], &files, &by_name, &mut problems);
+        if let Some(transcripts) = scope.transcripts_dir {
+            stale_against_sessions(file, transcripts, scope.min_hours, &mut problems);
+        }
+    }
+    duplicate_topic_lines(&files, &parsed, &mut problems);
+    let project_names = ProjectNames::new(scope.project_root, scope.project_cwd);
+    let with_lines: Vec<_> = files.iter().zip(&parsed).collect();
+    for found in crate::parallel::map(&with_lines, |(file, lines)| {
+        let mut found = Vec::new();
+        scan_text(dir, file, lines, &project_names, &mut found);
+        found
+    }) {
+        problems.extend(found);
+    }
+
+    problems
+        .sort_by(|a, b| (a.file.as_str(), a.line, a.kind).cmp(&(b.file.as_str(), b.line, b.kind)));
+    problems.dedup();
+    let counts = Counts::of(&problems);
+    Ok(Health {
+        memory_dir: dir.to_path_buf(),
+        project_root: scope.project_root.map(Path::to_path_buf),
+        files: files.len(),
+        index,
+        problems,
+        counts,
+    })
+}
+
+/// Every `.md` file under `dir` (not following symlinks, leaving out dot files and folders:
+/// the lock files, `.git`), read; every other entry is a problem of its own.
+fn walk(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Found> {
+    let mut files = Vec::new();
+    // Listed first, then read on every core.
+    let mut to_read: Vec<(String, PathBuf)> = Vec::new();
+    let mut seen = HashSet::new();
+    let mut folders: VecDeque<(PathBuf, String)> = VecDeque::new();
+    folders.push_back((dir.to_path_buf(), String::new()));
+    let mut first = true;
+    while let Some((folder, prefix)) = folders.pop_front() {
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) if first => return Err(e),
+            Err(e) => {
+                problems.push(Problem::new(
+                    Kind::Unreadable,
+                    prefix.trim_end_matches('/'),
+                    None,
+                    format!("a folder that cannot be listed: {e}"),
+                ));
+                continue;
+            }
+        };
+        first = false;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry?;
+            names.push(entry);
+        }
+        names.sort_by_key(std::fs::DirEntry::file_name);
+        for entry in names {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                problems.push(Problem::new(
+                    Kind::Unreadable,
+                    &format!("{prefix}{}", name.to_string_lossy()),
+                    None,
+                    "a name that is not UTF-8: the dream agent cannot name it",
+                ));
+                continue;
+            };
+            if name.starts_with('.') {
+                continue;
+            }
+            let relative = format!("{prefix}{name}");
+            seen.insert(relative.clone());
+            // The directory entry's type: no system call per entry.
+            let kind = match entry.file_type() {
+                Ok(kind) => kind,
+                Err(e) => {
+                    problems.push(Problem::new(
+                        Kind::Unreadable,
+                        &relative,
+                        None,
+                        e.to_string(),
+                    ));
+                    continue;
+                }
+            };
+            if kind.is_dir() {
+                folders.push_back((entry.path(), format!("{relative}/")));
+            } else if kind.is_symlink() {
+                problems.push(Problem::new(
+                    Kind::Unreadable,
+                    &relative,
+                    None,
+                    "a symbolic link: dreamkit neither follows nor maintains it",
+                ));
+            } else if !kind.is_file() {
+                problems.push(Problem::new(
+                    Kind::Unreadable,
+                    &relative,
+                    None,
+                    format!("{}, not a regular file", file_kind(kind)),
+                ));
+            } else if !is_markdown(name) {
+                problems.push(Problem::new(
+                    Kind::NotMarkdown,
+                    &relative,
+                    None,
+                    "not a .md file: Claude Code's memory holds Markdown only",
+                ));
+            } else {
+                to_read.push((relative, entry.path()));
+            }
+        }
+    }
+    let read = crate::parallel::map(&to_read, |(_, path)| read_memory_file(path));
+    for ((relative, _), result) in to_read.into_iter().zip(read) {
+        match result {
+            Ok((text, modified)) => files.push(MemoryFile {
+                relative,
+                text,
+                modified,
+            }),
+            Err(why) => problems.push(Problem::new(Kind::Unreadable, &relative, None, why)),
+        }
+    }
+    files.sort_by(|a, b| a.relative.cmp(&b.relative));
+    Ok(Found {
+        files,
+        entries: seen,
+    })
+}
+
+fn is_markdown(name: &str) -> bool {
+    Path::new(name)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+}
+
+/// A memory file's text and mtime, or why it cannot be had. Opened without following a
+/// symlink (one swapped in since the listing is refused) and without blocking (a FIFO swapped
+/// in is refused by the fstat, never waited on); `O_NONBLOCK` means nothing to the regular
+/// file that is then read.
+fn read_memory_file(path: &Path) -> Result<(String, SystemTime), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{}, not a regular file",
+            file_kind(meta.file_type())
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} bytes, over {} MiB: not read",
+            meta.len(),
+            MAX_FILE_BYTES >> 20
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    Ok((text, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+}
+
+/// The memory files `file` links to (relative paths); a link to a memory file that does not
+/// exist is a `dangling_link`. Links outside the memory dir (the web, the repository) are not
+/// memory links.
+fn memory_links(
+    dir: &Path,
+    file: &MemoryFile,
+    lines: &[Line<'_>],
+    exists: &dyn Fn(&str) -> bool,
+    problems: &mut Vec<Problem>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let from = file.relative.rsplit_once('/').map_or("", |(d, _)| d);
+    for line in lines {
+        if line.code {
+            continue;
+        }
+        let spans = markdown::code_spans(line.text);
+        let prose = markdown::prose(line.text, &spans);
+        for link in markdown::links(&prose) {
+            let Some(target) = resolve_link(dir, from, &link.target) else {
+                continue;
+            };
+            if target.is_empty() {
+                continue;
+            }
+            if !exists(&target) {
+                problems.push(Problem::new(
+                    Kind::DanglingLink,
+                    &file.relative,
+                    Some(line.number),
+                    format!("links to {target}, which does not exist"),
+                ));
+            }
+            out.push(target);
+        }
+    }
+    out
+}
+
+/// A link target as a path relative to the memory dir, when it points inside it.
+fn resolve_link(dir: &Path, from: &str, target: &str) -> Option<String> {
+    let target = target.split(['#', '?']).next().unwrap_or_default();
+    if target.is_empty() || has_scheme(target) {
+        return None;
+    }
+    let decoded = percent_decoded(target);
+    let path = Path::new(&decoded);
+    let relative: PathBuf = if path.is_absolute() {
+        path.strip_prefix(dir).ok()?.to_path_buf()
+    } else {
+        Path::new(from).join(path)
+    };
+    // Lexically, without touching the disk: `..` above the memory dir leaves it.
+    let mut parts: Vec<String> = Vec::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_str()?.to_string()),
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// `https:`, `mailto:`, `file:` ...: a URL, not a path.
+fn has_scheme(target: &str) -> bool {
+    match target.split_once(':') {
+        Some((scheme, _)) => {
+            scheme.len() > 1
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        }
+        None => false,
+    }
+}
+
+/// `%20` and friends decoded; anything malformed left as it is.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    let hex = |b: u8| char::from(b).to_digit(16);
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+/// Topic files no link path from an index reaches. Every `MEMORY.md` (the top one and any in
+/// a sub-folder) is an index.
+fn orphans(files: &[MemoryFile], edges: &HashMap<&str, Vec<String>>, problems: &mut Vec<Problem>) {
+    let is_index = |name: &str| name == INDEX_FILE || name.ends_with(&format!("/{INDEX_FILE}"));
+    let mut reached: HashSet<&str> = HashSet::new();
+    let mut queue: VecDeque<&str> = files
+        .iter()
+        .map(|f| f.relative.as_str())
+        .filter(|n| is_index(n))
+        .collect();
+    reached.extend(queue.iter().copied());
+    while let Some(name) = queue.pop_front() {
+        for target in edges.get(name).into_iter().flatten() {
+            if let Some((known, _)) = edges.get_key_value(target.as_str()) {
+                if reached.insert(known) {
+                    queue.push_back(known);
+                }
+            }
+        }
+    }
+    for file in files {
+        if !reached.contains(file.relative.as_str()) {
+            problems.push(Problem::new(
+                Kind::OrphanFile,
+                &file.relative,
+                None,
+                format!("no {INDEX_FILE} entry leads here: the client never finds it"),
+            ));
+        }
+    }
+}
+
+/// The index's own problems: the cut at load, long entries, duplicate entries.
+fn check_index(
+    file: &MemoryFile,
+    lines: &[Line<'_>],
+    index: &mut IndexHealth,
+    problems: &mut Vec<Problem>,
+) {
+    let load = index::load(&file.text);
+    index.lines = load.lines;
+    index.chars = load.chars;
+    if let Some(cut) = &load.cut {
+        index.cut_at_load = cut
+            .dropped
+            .iter()
+            .map(|(line, text)| CutLine {
+                line: *line,
+                text: patterns::mask_secrets(text).into_owned(),
+            })
+            .collect();
+        let over = match (load.over_lines, load.over_chars) {
+            (true, false) => format!("{} lines (limit: {INDEX_MAX_LINES})", load.lines),
+            (false, true) => format!(
+                "{} characters (limit: {INDEX_MAX_CHARS}): index entries are too long",
+                load.chars
+            ),
+            _ => format!(
+                "{} lines and {} characters (limits: {INDEX_MAX_LINES}, {INDEX_MAX_CHARS})",
+                load.lines, load.chars
+            ),
+        };
+        let lost = if cut.kept_lines == 0 {
+            "everything after the first 25000 characters of its first line".to_string()
+        } else {
+            format!(
+                "{} of {} lines, from line {} on",
+                cut.dropped.len(),
+                load.lines,
+                cut.first_line
+            )
+        };
+        problems.push(Problem::new(
+            Kind::IndexOverLimit,
+            &file.relative,
+            Some(cut.first_line),
+            format!("{over}; Claude Code does not load {lost} (index.cut_at_load)"),
+        ));
+    }
+
+    let mut seen_text: HashMap<String, usize> = HashMap::new();
+    let mut seen_target: HashMap<String, usize> = HashMap::new();
+    let from = "";
+    for line in lines {
+        if line.code || line.front_matter || line.text.trim().is_empty() {
+            continue;
+        }
+        let length = line.text.chars().count();
+        if length > INDEX_LINE_CHARS {
+            problems.push(Problem::new(
+                Kind::LongEntry,
+                &file.relative,
+                Some(line.number),
+                format!(
+                    "{length} characters (at most {INDEX_LINE_CHARS}): keep one short line, the detail in the topic file"
+                ),
+            ));
+        }
+        let folded = markdown::normalized(line.text);
+        if !folded.is_empty() {
+            if let Some(first) = seen_text.get(&folded) {
+                problems.push(Problem::new(
+                    Kind::DuplicateEntry,
+                    &file.relative,
+                    Some(line.number),
+                    format!("the same entry as line {first}"),
+                ));
+                continue;
+            }
+            seen_text.insert(folded, line.number);
+        }
+        let spans = markdown::code_spans(line.text);
+        let prose = markdown::prose(line.text, &spans);
+        let mut targets_here = HashSet::new();
+        for link in markdown::links(&prose) {
+            let Some(target) = resolve_link(Path::new(""), from, &link.target) else {
+                continue;
+            };
+            if target.is_empty() || !targets_here.insert(target.clone()) {
+                continue;
+            }
+            match seen_target.get(&target) {
+                Some(first) => problems.push(Problem::new(
+                    Kind::DuplicateEntry,
+                    &file.relative,
+                    Some(line.number),
+                    format!("points at {target}, as line {first} does"),
+                )),
+                None => {
+                    seen_target.insert(target, line.number);
+                }
+            }
+        }
+    }
+}
+
+/// Topic files the index links to that changed after the index was written: their entry
+/// may no longer say what they hold.
+fn stale_entries(
+    dir: &Path,
+    index: &MemoryFile,
+    lines: &[Line<'_>],
+    files: &[MemoryFile],
+    by_name: &HashMap<&str, usize>,
+    problems: &mut Vec<Problem>,
+) {
+    let mut reported = HashSet::new();
+    for line in lines {
+        if line.code {
+            continue;
+        }
+        let prose = markdown::prose(line.text, &markdown::code_spans(line.text));
+        for link in markdown::links(&prose) {
+            let Some(target) = resolve_link(dir, "", &link.target) else {
+                continue;
+            };
+            let Some(topic) = by_name.get(target.as_str()).map(|&i| &files[i]) else {
+                continue;
+            };
+            let newer = topic
+                .modified
+                .duration_since(index.modified)
+                .is_ok_and(|d| d > STALE_SLACK);
+            if newer && reported.insert(target.clone()) {
+                problems.push(Problem::new(
+                    Kind::StaleIndex,
+                    &index.relative,
+                    Some(line.number),
+                    format!(
+                        "{target} changed after the index was written ({} > {}): its entry may be out of date",
+                        rfc3339(topic.modified),
+                        rfc3339(index.modified)
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// The index older than the project's newest session by more than `min_hours`.
+fn stale_against_sessions(
+    index: &MemoryFile,
+    transcripts: &Path,
+    min_hours: f64,
+    problems: &mut Vec<Problem>,
+) {
+    let Ok(sessions) = sessions::sessions_touched_since(transcripts, None, None) else {
+        return;
+    };
+    let Some(newest) = sessions.iter().map(|s| s.modified).max() else {
+        return;
+    };
+    let Ok(age) = newest.duration_since(index.modified) else {
+        return;
+    };
+    let hours = age.as_secs_f64() / 3600.0;
+    if hours > min_hours {
+        problems.push(Problem::new(
+            Kind::StaleIndex,
+            &index.relative,
+            None,
+            format!(
+                "written {hours:.1} h before the newest session ({}; --min-hours {min_hours}): a consolidation is due",
+                rfc3339(newest)
+            ),
+        ));
+    }
+}
+
+/// The same fact twice in topic files (lines of at least [`MIN_DUPLICATE_CHARS`] folded).
+/// Lines are compared by a hash of their folded text, the text itself only on a hit.
+fn duplicate_topic_lines(
+    files: &[MemoryFile],
+    parsed: &[Vec<Line<'_>>],
+    problems: &mut Vec<Problem>,
+) {
+    let mut seen: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
+    for (at, (file, lines)) in files.iter().zip(parsed).enumerate() {
+        if file.relative == INDEX_FILE {
+            continue;
+        }
+        for (n, line) in lines.iter().enumerate() {
+            if line.code || line.front_matter {
+                continue;
+            }
+            let Some(hash) = markdown::folded_hash(line.text, MIN_DUPLICATE_CHARS) else {
+                continue;
+            };
+            let earlier = seen.entry(hash).or_default();
+            let first = if earlier.is_empty() {
+                None
+            } else {
+                let folded = markdown::normalized(line.text);
+                earlier
+                    .iter()
+                    .find(|&&(f, l)| markdown::normalized(parsed[f][l].text) == folded)
+            };
+            match first {
+                Some(&(f, l)) => problems.push(Problem::new(
+                    Kind::DuplicateEntry,
+                    &file.relative,
+                    Some(line.number),
+                    format!(
+                        "the same text as {}:{}",
+                        files[f].relative, parsed[f][l].number
+                    ),
+                )),
+                None => earlier.push((at, n)),
+            }
+        }
+    }
+}
+
+/// Line by line: credentials, relative dates, repository paths that are gone.
+fn scan_text(
+    dir: &Path,
+    file: &MemoryFile,
+    lines: &[Line<'_>],
+    project: &ProjectNames,
+    problems: &mut Vec<Problem>,
+) {
+    // Most files hold no credential prefix at all: one pass over the whole text decides.
+    let may_hold_secrets = patterns::may_hold_secrets(&file.text);
+    for line in lines {
+        if let Some(found) = may_hold_secrets
+            .then(|| patterns::secrets(line.text))
+            .and_then(|found| found.into_iter().next())
+        {
+            problems.push(Problem::new(
+                Kind::Secret,
+                &file.relative,
+                Some(line.number),
+                format!(
+                    "looks like {}: memory is sent to a model every session; remove it and rotate the credential",
+                    found.what
+                ),
+            ));
+        }
+        if line.code {
+            continue;
+        }
+        let spans = markdown::code_spans(line.text);
+        let prose = markdown::prose(line.text, &spans);
+        if let Some(phrase) = patterns::relative_date(&prose) {
+            problems.push(Problem::new(
+                Kind::RelativeDate,
+                &file.relative,
+                Some(line.number),
+                format!("\"{phrase}\": write the date itself (YYYY-MM-DD); it means nothing a day later"),
+            ));
+        }
+        if project.root.is_some() {
+            missing_paths(dir, file, line, &spans, &prose, project, problems);
+        }
+    }
+}
+
+/// Repository paths a line names that the project no longer has.
+fn missing_paths(
+    dir: &Path,
+    file: &MemoryFile,
+    line: &Line<'_>,
+    spans: &[std::ops::Range<usize>],
+    prose: &str,
+    project: &ProjectNames,
+    problems: &mut Vec<Problem>,
+) {
+    // Link targets are memory links (or URLs), not repository paths written in prose.
+    let mut prose = prose.to_string();
+    for link in markdown::links(&prose.clone()) {
+        prose.replace_range(link.range.clone(), &" ".repeat(link.range.len()));
+    }
+    let mut candidates: Vec<(String, PathShape)> = Vec::new();
+    for text in markdown::code_span_texts(line.text, spans) {
+        if !text.contains(char::is_whitespace) {
+            candidates.extend(patterns::path_candidate(text, true));
+        }
+    }
+    for word in prose.split_whitespace() {
+        candidates.extend(patterns::path_candidate(word, false));
+    }
+    let mut reported = HashSet::new();
+    let from = file.relative.rsplit_once('/').map_or("", |(d, _)| d);
+    for (path, shape) in candidates {
+        if !reported.insert(path.clone()) || names_memory_file(dir, from, &path) {
+            continue;
+        }
+        if project.is_missing(&path, shape) {
+            problems.push(Problem::new(
+                Kind::MissingPath,
+                &file.relative,
+                Some(line.number),
+                format!("{path} is not in the project any more"),
+            ));
+        }
+    }
+}
+
+/// A path that names a memory file (`feedback.md`, `notes/ci.md`) is not a repository path.
+fn names_memory_file(dir: &Path, from: &str, path: &str) -> bool {
+    [dir.join(path), dir.join(from).join(path)]
+        .iter()
+        .any(|p| std::fs::symlink_metadata(p).is_ok())
+}
+
+/// The project's file names, walked once and only when a bare name needs them.
+struct ProjectNames {
+    root: Option<PathBuf>,
+    /// The root, and the directory the project was named by when that is another one.
+    bases: Vec<PathBuf>,
+    /// Shared by the scanning threads: the first bare name that needs it walks the project.
+    names: std::sync::OnceLock<Option<HashSet<String>>>,
+}
+
+impl ProjectNames {
+    fn new(root: Option<&Path>, cwd: Option<&Path>) -> ProjectNames {
+        let mut bases: Vec<PathBuf> = root.into_iter().map(Path::to_path_buf).collect();
+        if let (Some(_), Some(cwd)) = (root, cwd) {
+            if !bases.iter().any(|b| b == cwd) {
+                bases.push(cwd.to_path_buf());
+            }
+        }
+        ProjectNames {
+            root: root.map(Path::to_path_buf),
+            bases,
+            names: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn is_missing(&self, path: &str, shape: PathShape) -> bool {
+        let Some(root) = self.root.as_deref() else {
+            return false;
+        };
+        if self
+            .bases
+            .iter()
+            .any(|base| std::fs::symlink_metadata(base.join(path)).is_ok())
+        {
+            return false;
+        }
+        match shape {
+            // "and/or", "origin/main": not paths unless they end in a file extension or
+            // their first folder is one of the project's.
+            PathShape::Nested => {
+                let first = path.split('/').next().unwrap_or_default();
+                patterns::has_known_extension(path)
+                    || self.bases.iter().any(|base| base.join(first).is_dir())
+            }
+            PathShape::Bare => match self.all_names(root) {
+                Some(names) => !names.contains(path),
+                // A project too large to list: no claim.
+                None => false,
+            },
+        }
+    }
+
+    /// Every file and folder name in the project (leaving out dot folders, `node_modules`
+    /// and `target`), or `None` beyond [`MAX_PROJECT_ENTRIES`].
+    fn all_names(&self, root: &Path) -> Option<&HashSet<String>> {
+        self.names.get_or_init(|| list_names(root)).as_ref()
+    }
+}
+
+fn list_names(root: &Path) -> Option<HashSet<String>> {
+    let mut names = HashSet::new();
+    let mut folders = vec![root.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_PROJECT_ENTRIES {
+                return None;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().is_ok_and(|t| t.is_dir())
+                && !name.starts_with('.')
+                && name != "node_modules"
+                && name != "target"
+            {
+                folders.push(entry.path());
+            }
+            names.insert(name);
+        }
+    }
+    Some(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_resolve_inside_the_memory_dir_only() {
+        let dir = Path::new("/m");
+        assert_eq!(resolve_link(dir, "", "a.md").as_deref(), Some("a.md"));
+        assert_eq!(
+            resolve_link(dir, "team", "../b.md#x").as_deref(),
+            Some("b.md")
+        );
+        assert_eq!(
+            resolve_link(dir, "", "my%20notes.md").as_deref(),
+            Some("my notes.md")
+        );
+        assert_eq!(resolve_link(dir, "", "/m/c.md").as_deref(), Some("c.md"));
+        assert_eq!(resolve_link(dir, "", "/elsewhere/c.md"), None);
+        assert_eq!(resolve_link(dir, "", "../../src/lib.rs"), None);
+        assert_eq!(resolve_link(dir, "", "https://x.org/a.md"), None);
+        assert_eq!(resolve_link(dir, "", "mailto:a@b.c"), None);
+        assert_eq!(resolve_link(dir, "", "#anchor"), None);
+        assert_eq!(resolve_link(dir, "", "%é%2").as_deref(), Some("%é%2"));
+    }
+
+    #[test]
+    fn counts_name_every_kind_and_what_rose() {
+        let before = Counts::of(&[Problem::new(Kind::OrphanFile, "a.md", None, "x")]);
+        let after = Counts::of(&[
+            Problem::new(Kind::DanglingLink, "MEMORY.md", Some(1), "x"),
+            Problem::new(Kind::OrphanFile, "a.md", None, "x"),
+        ]);
+        assert_eq!(after.raised_since(&before), [Kind::DanglingLink]);
+        assert_eq!(after.summary(), "1 dangling_link, 1 orphan_file");
+        let json = serde_json::to_value(&before).unwrap();
+        assert_eq!(json.as_object().unwrap().len(), Kind::ALL.len());
+        assert_eq!(json["orphan_file"], 1);
+        assert_eq!(json["secret"], 0);
+    }
+
+    #[test]
+    fn details_never_carry_a_credential() {
+        let p = Problem::new(
+            Kind::MissingPath,
+            "a.md",
+            Some(1),
+            "sk-ant-api03-AbCdEf0123456789xyzXYZ is gone",
+        );
+        assert_eq!(p.detail, "[secret] is gone");
+    }
+}

@@ -1,0 +1,540 @@
+//! The text patterns the check looks for: credentials, relative dates, repository paths.
+//! Each is a small hand-written matcher, deliberately narrow: a false alarm in every run
+//! would teach users to ignore the check.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// A credential's known prefix and the key-shaped run that must follow it.
+struct KeyShape {
+    prefix: &'static str,
+    what: &'static str,
+    /// Characters of the run after the prefix.
+    run: fn(u8) -> bool,
+    min_run: usize,
+    /// The run must mix letters and digits (real keys do; prose does not).
+    mixed: bool,
+}
+
+fn key_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
+fn alnum(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+
+fn alnum_underscore(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn upper_alnum(b: u8) -> bool {
+    b.is_ascii_uppercase() || b.is_ascii_digit()
+}
+
+fn slack_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-'
+}
+
+/// Longest prefixes first: `sk-ant-` is named as what it is, not as `sk-`.
+const KEY_SHAPES: &[KeyShape] = &[
+    KeyShape {
+        prefix: "sk-ant-",
+        what: "an Anthropic API key (sk-ant-)",
+        run: key_char,
+        min_run: 20,
+        mixed: true,
+    },
+    KeyShape {
+        prefix: "github_pat_",
+        what: "a GitHub token (github_pat_)",
+        run: alnum_underscore,
+        min_run: 20,
+        mixed: true,
+    },
+    KeyShape {
+        prefix: "ghp_",
+        what: "a GitHub token (ghp_)",
+        run: alnum,
+        min_run: 20,
+        mixed: true,
+    },
+    KeyShape {
+        prefix: "sk-",
+        what: "an API key (sk-)",
+        run: key_char,
+        min_run: 20,
+        mixed: true,
+    },
+    KeyShape {
+        prefix: "AKIA",
+        what: "an AWS access key id (AKIA)",
+        run: upper_alnum,
+        min_run: 16,
+        mixed: false,
+    },
+    KeyShape {
+        prefix: "xoxb-",
+        what: "a Slack token (xox)",
+        run: slack_char,
+        min_run: 10,
+        mixed: true,
+    },
+    KeyShape {
+        prefix: "xoxp-",
+        what: "a Slack token (xox)",
+        run: slack_char,
+        min_run: 10,
+        mixed: true,
+    },
+    KeyShape {
+        prefix: "xoxa-",
+        what: "a Slack token (xox)",
+        run: slack_char,
+        min_run: 10,
+        mixed: true,
+    },
+    KeyShape {
+        prefix: "xoxs-",
+        what: "a Slack token (xox)",
+        run: slack_char,
+        min_run: 10,
+        mixed: true,
+    },
+    KeyShape {
+        prefix: "xoxr-",
+        what: "a Slack token (xox)",
+        run: slack_char,
+        min_run: 10,
+        mixed: true,
+    },
+];
+
+/// Whether `text` holds any credential prefix at all: one pass per prefix over a whole
+/// file, so the line-by-line [`secrets`] runs only where one might be.
+pub(super) fn may_hold_secrets(text: &str) -> bool {
+    use std::sync::LazyLock;
+    static FINDERS: LazyLock<Vec<memchr::memmem::Finder<'static>>> = LazyLock::new(|| {
+        KEY_SHAPES
+            .iter()
+            .map(|k| k.prefix)
+            .chain(["-----BEGIN "])
+            .map(|p| memchr::memmem::Finder::new(p.as_bytes()).into_owned())
+            .collect()
+    });
+    FINDERS.iter().any(|f| f.find(text.as_bytes()).is_some())
+}
+
+/// A credential found in a line: what it looks like and where it is (never its value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SecretMatch {
+    pub what: &'static str,
+    pub range: Range<usize>,
+}
+
+/// Every credential-shaped run in `line`: a known prefix at a token boundary (so "disk-" or
+/// "task-" never match) followed by a long key-shaped run, or a PEM private key header.
+pub(super) fn secrets(line: &str) -> Vec<SecretMatch> {
+    let bytes = line.as_bytes();
+    let mut found: Vec<SecretMatch> = Vec::new();
+    let taken = |found: &[SecretMatch], at: usize| found.iter().any(|m| m.range.contains(&at));
+    for shape in KEY_SHAPES {
+        let mut from = 0;
+        while let Some(at) = memchr::memmem::find(&bytes[from..], shape.prefix.as_bytes()) {
+            let start = from + at;
+            from = start + 1;
+            if taken(&found, start) {
+                continue;
+            }
+            let boundary = start == 0 || !key_char(bytes[start - 1]);
+            if !boundary {
+                continue;
+            }
+            let run_start = start + shape.prefix.len();
+            let run_len = bytes[run_start..]
+                .iter()
+                .take_while(|&&b| (shape.run)(b))
+                .count();
+            let run = &bytes[run_start..run_start + run_len];
+            let mixed = !shape.mixed
+                || (run.iter().any(u8::is_ascii_digit) && run.iter().any(u8::is_ascii_alphabetic));
+            let ends = bytes.get(run_start + run_len).is_none_or(|&b| !alnum(b));
+            if run_len >= shape.min_run && mixed && ends {
+                found.push(SecretMatch {
+                    what: shape.what,
+                    range: start..run_start + run_len,
+                });
+                from = run_start + run_len;
+            }
+        }
+    }
+    if let Some(begin) = line.find("-----BEGIN ") {
+        let rest = &line[begin..];
+        if let Some(end) = rest.find("PRIVATE KEY-----") {
+            found.push(SecretMatch {
+                what: "a PEM private key",
+                range: begin..begin + end + "PRIVATE KEY-----".len(),
+            });
+        }
+    }
+    found.sort_by_key(|m| m.range.start);
+    found
+}
+
+/// `text` with every credential replaced by `[secret]`: what the check prints of a line.
+pub(super) fn mask_secrets(text: &str) -> Cow<'_, str> {
+    let found = secrets(text);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for m in found {
+        if m.range.start < at {
+            continue;
+        }
+        out.push_str(&text[at..m.range.start]);
+        out.push_str("[secret]");
+        at = m.range.end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+const DAYS: &[&str] = &[
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+const PERIODS: &[&str] = &[
+    "week",
+    "month",
+    "year",
+    "quarter",
+    "weekend",
+    "sprint",
+    "night",
+    "morning",
+    "afternoon",
+    "evening",
+];
+const UNITS: &[&str] = &[
+    "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
+    "year", "years",
+];
+const COUNTS: &[&str] = &[
+    "a", "an", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "few", "couple", "several", "some",
+];
+
+/// The first date in `prose` that only means something on the day it was written
+/// ("yesterday", "last week", "next Monday", "2 days ago", "in 3 weeks"), as written.
+pub(super) fn relative_date(prose: &str) -> Option<String> {
+    let words = words(prose);
+    let w = |i: usize| words.get(i).map_or("", |r| &prose[r.clone()]);
+    let is = |word: &str, list: &[&str]| list.iter().any(|l| l.eq_ignore_ascii_case(word));
+    let phrase = |from: usize, to: usize| prose[words[from].start..words[to].end].to_string();
+    for i in 0..words.len() {
+        let word = w(i);
+        if is(word, &["yesterday", "today", "tomorrow", "tonight"]) {
+            return Some(phrase(i, i));
+        }
+        if is(
+            word,
+            &["last", "next", "this", "coming", "past", "previous"],
+        ) && (is(w(i + 1), PERIODS) || is(w(i + 1), DAYS))
+        {
+            return Some(phrase(i, i + 1));
+        }
+        if word.eq_ignore_ascii_case("ago") && i > 0 && is(w(i - 1), UNITS) {
+            let from = if i >= 2 && is_count(w(i - 2)) {
+                i - 2
+            } else {
+                i - 1
+            };
+            return Some(phrase(from, i));
+        }
+        if word.eq_ignore_ascii_case("in") && is_count(w(i + 1)) && is(w(i + 2), UNITS) {
+            return Some(phrase(i, i + 2));
+        }
+    }
+    None
+}
+
+fn is_count(word: &str) -> bool {
+    COUNTS.iter().any(|c| c.eq_ignore_ascii_case(word))
+        || (!word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The byte ranges of the words of `text` (runs of letters and digits).
+fn words(text: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push(s..i);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push(s..text.len());
+    }
+    out
+}
+
+/// File extensions that make a word a file name.
+const EXTENSIONS: &[&str] = &[
+    "rs", "toml", "md", "json", "jsonl", "yaml", "yml", "js", "mjs", "cjs", "ts", "tsx", "jsx",
+    "py", "go", "c", "h", "cc", "cpp", "hpp", "java", "kt", "kts", "rb", "sh", "bash", "zsh",
+    "fish", "lock", "txt", "html", "htm", "css", "scss", "sass", "less", "sql", "proto", "mk",
+    "cfg", "ini", "xml", "swift", "cs", "php", "lua", "vue", "svelte", "dart", "ex", "exs", "erl",
+    "hs", "ml", "scala", "clj", "gradle", "tf", "hcl", "nix", "cmake", "jl", "pl", "csv", "env",
+    "conf",
+];
+
+/// File names that are files without an extension.
+const PLAIN_NAMES: &[&str] = &[
+    "Makefile",
+    "GNUmakefile",
+    "Dockerfile",
+    "Justfile",
+    "justfile",
+    "Rakefile",
+    "Gemfile",
+    "Procfile",
+    "Vagrantfile",
+    "Jenkinsfile",
+    "LICENSE",
+    "CODEOWNERS",
+];
+
+/// How a word came to look like a path, which decides how much evidence it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PathShape {
+    /// `dir/file.ext` or `dir/sub`: checked when it has a known extension or its first
+    /// segment exists (so "and/or" or "origin/main" are not paths).
+    Nested,
+    /// `file.ext` or `Makefile`, in a code span only: looked for anywhere in the project.
+    Bare,
+}
+
+/// `word` as a repository path, if it looks like one: the path (a trailing `:12`, `:12:3` or
+/// `#L12` and `./` dropped) and its shape. `in_code_span` allows bare file names.
+pub(super) fn path_candidate(word: &str, in_code_span: bool) -> Option<(String, PathShape)> {
+    let wrapper = |c: char| {
+        matches!(
+            c,
+            '(' | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '<'
+                | '>'
+                | ','
+                | ';'
+                | '!'
+                | '?'
+                | '"'
+                | '\''
+                | '*'
+                | '“'
+                | '”'
+                | '‘'
+                | '’'
+        )
+    };
+    let word = word
+        .trim_start_matches(wrapper)
+        .trim_end_matches(|c: char| wrapper(c) || c == '.' || c == ':');
+    let word = strip_location(word);
+    let word = word.strip_prefix("./").unwrap_or(word);
+    if word.is_empty()
+        || word.contains("://")
+        || word.starts_with(['/', '~', '$', '@', '-', '.'])
+        || word.contains("..")
+        || !word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/' | b'+'))
+    {
+        return None;
+    }
+    if word.contains('/') {
+        return Some((word.to_string(), PathShape::Nested));
+    }
+    if in_code_span && (has_known_extension(word) || PLAIN_NAMES.contains(&word)) {
+        return Some((word.to_string(), PathShape::Bare));
+    }
+    None
+}
+
+/// Whether a nested path has a known extension (then it is a path even when its first
+/// folder does not exist).
+pub(super) fn has_known_extension(path: &str) -> bool {
+    let last = path
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(path);
+    last.rsplit_once('.')
+        .is_some_and(|(stem, ext)| !stem.is_empty() && EXTENSIONS.contains(&ext))
+}
+
+/// `src/a.rs:12`, `src/a.rs:12:3`, `src/a.rs#L12` -> `src/a.rs`.
+fn strip_location(word: &str) -> &str {
+    let word = match word.rsplit_once("#L") {
+        Some((path, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => path,
+        _ => word,
+    };
+    let mut word = word;
+    for _ in 0..2 {
+        match word.rsplit_once(':') {
+            Some((path, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                word = path;
+            }
+            _ => break,
+        }
+    }
+    word
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whats(line: &str) -> Vec<&'static str> {
+        secrets(line).into_iter().map(|m| m.what).collect()
+    }
+
+    #[test]
+    fn credentials_are_found_at_token_boundaries_only() {
+        assert_eq!(
+            whats("key: sk-ant-api03-AbCdEf0123456789xyzXYZ-_q"),
+            ["an Anthropic API key (sk-ant-)"]
+        );
+        assert_eq!(
+            whats("OPENAI=sk-proj-9aZ8bY7cX6dW5eV4fU3g"),
+            ["an API key (sk-)"]
+        );
+        assert_eq!(
+            whats("ghp_0123456789abcdefABCDEF0123456789abcd"),
+            ["a GitHub token (ghp_)"]
+        );
+        assert_eq!(
+            whats("github_pat_11ABCDEFG0123456789_abcdefghijKLMNOP"),
+            ["a GitHub token (github_pat_)"]
+        );
+        assert_eq!(
+            whats("AKIAIOSFODNN7EXAMPLE"),
+            ["an AWS access key id (AKIA)"]
+        );
+        assert_eq!(
+            whats("slack xoxb-1234567890-abcdefghij"),
+            ["a Slack token (xox)"]
+        );
+        assert_eq!(
+            whats("-----BEGIN OPENSSH PRIVATE KEY-----"),
+            ["a PEM private key"]
+        );
+        // Words that merely contain a prefix, short runs, prose runs, certificates.
+        for clean in [
+            "the disk-0123456789abcdefghijklmnop is full",
+            "task-20261203T101010Z-0123456789abcdef done",
+            "ask-sk-x",
+            "sk-short1",
+            "sk-this-is-a-long-prose-run-without-digits",
+            "AKIAFOO",
+            "xAKIAIOSFODNN7EXAMPLE",
+            "-----BEGIN CERTIFICATE-----",
+            "risk-assessment-2026-for-the-q4-release",
+        ] {
+            assert!(whats(clean).is_empty(), "{clean}");
+        }
+    }
+
+    #[test]
+    fn masking_hides_the_value_and_keeps_the_rest() {
+        assert_eq!(
+            mask_secrets("use sk-ant-api03-AbCdEf0123456789xyzXYZ now"),
+            "use [secret] now"
+        );
+        assert_eq!(mask_secrets("nothing here"), "nothing here");
+    }
+
+    #[test]
+    fn relative_dates_are_found_as_written() {
+        for (line, phrase) in [
+            ("Fixed yesterday.", "yesterday"),
+            ("- Deployed Today to prod", "Today"),
+            ("moved last week", "last week"),
+            ("ship it next Monday", "next Monday"),
+            ("broke 2 days ago", "2 days ago"),
+            ("a few weeks ago we", "few weeks ago"),
+            ("due in 3 weeks", "in 3 weeks"),
+            ("this morning the build", "this morning"),
+        ] {
+            assert_eq!(relative_date(line).as_deref(), Some(phrase), "{line}");
+        }
+        for clean in [
+            "On 2026-12-01 we moved the lock",
+            "the last step of the week-long plan",
+            "next steps: none",
+            "a day of work",
+            "holidays",
+        ] {
+            assert_eq!(relative_date(clean), None, "{clean}");
+        }
+    }
+
+    #[test]
+    fn path_candidates() {
+        let c = |w: &str, code: bool| path_candidate(w, code);
+        assert_eq!(
+            c("src/foo.rs", false),
+            Some(("src/foo.rs".into(), PathShape::Nested))
+        );
+        assert_eq!(
+            c("(src/foo.rs:12).", false),
+            Some(("src/foo.rs".into(), PathShape::Nested))
+        );
+        assert_eq!(
+            c("./src/a.rs#L3", true),
+            Some(("src/a.rs".into(), PathShape::Nested))
+        );
+        assert_eq!(
+            c("Makefile", true),
+            Some(("Makefile".into(), PathShape::Bare))
+        );
+        assert_eq!(
+            c("Cargo.toml", true),
+            Some(("Cargo.toml".into(), PathShape::Bare))
+        );
+        assert_eq!(c("Makefile", false), None);
+        assert_eq!(c("Cargo.toml", false), None);
+        for not_a_path in [
+            "https://example.org/a.rs",
+            "/etc/hosts",
+            "~/x.rs",
+            "../up.rs",
+            "@scope/pkg",
+            "--flag",
+            "foo()",
+            "std::fs",
+            "e.g.",
+            "v1.2.3",
+            "",
+        ] {
+            assert_eq!(c(not_a_path, true), None, "{not_a_path}");
+        }
+        assert!(has_known_extension("src/foo.rs"));
+        assert!(!has_known_extension("and/or"));
+    }
+}

@@ -1,0 +1,610 @@
+//! `dream-run check` on crafted memory dirs (tests/fixtures/memory-cases/<case>/memory): each
+//! problem kind found where it is and nowhere else, the index cut as Claude Code cuts it,
+//! secrets never echoed, nothing written; and a run's health before and after.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{json, Value};
+
+use crate::dream::Dream;
+use crate::support::fake_api::Reply;
+use crate::support::{hours, set_age, stderr_text, stdout_json, tree, ClaudeHome, LiveProcess};
+
+const KINDS: [&str; 11] = [
+    "index_over_limit",
+    "dangling_link",
+    "orphan_file",
+    "duplicate_entry",
+    "long_entry",
+    "relative_date",
+    "missing_path",
+    "stale_index",
+    "secret",
+    "not_markdown",
+    "unreadable",
+];
+
+fn cases() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-cases")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A home whose project is the fixture project and whose memory dir is the case's.
+fn home_with(case: &str) -> ClaudeHome {
+    let home = ClaudeHome::new();
+    copy_tree(&cases().join("project"), &home.project);
+    copy_tree(&cases().join(case).join("memory"), &home.memory_dir());
+    home
+}
+
+fn check(home: &ClaudeHome, args: &[&str]) -> Output {
+    home.cmd("dream-run")
+        .arg("check")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The counts, with every kind present (zeros included).
+fn counts(doc: &Value) -> Vec<(String, u64)> {
+    let counts = doc["counts"].as_object().unwrap();
+    assert_eq!(
+        counts.keys().map(String::as_str).collect::<Vec<_>>(),
+        KINDS,
+        "every kind, in order"
+    );
+    counts
+        .iter()
+        .filter(|(_, n)| n.as_u64() != Some(0))
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect()
+}
+
+/// `(kind, file, line)` of every problem.
+fn problems(doc: &Value) -> Vec<(String, String, Option<u64>)> {
+    doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["file"].as_str().unwrap().to_string(),
+                p["line"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+fn p(kind: &str, file: &str, line: Option<u64>) -> (String, String, Option<u64>) {
+    (kind.to_string(), file.to_string(), line)
+}
+
+/// Exit 1, the problems as JSON, one line on stderr naming the counts.
+fn unhealthy(home: &ClaudeHome, args: &[&str]) -> Value {
+    let out = check(home, args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let stderr = stderr_text(&out);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("dream-run: "), "{stderr}");
+    let doc = stdout_json(&out);
+    let n = doc["problems"].as_array().unwrap().len();
+    assert!(
+        stderr.contains(&format!("{n} problem")),
+        "{stderr} names the count"
+    );
+    doc
+}
+
+#[test]
+fn a_healthy_memory_exits_0_with_every_count_zero() {
+    let home = home_with("healthy");
+    let out = check(&home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stderr_text(&out), "");
+    let doc = stdout_json(&out);
+    assert_eq!(counts(&doc), []);
+    assert_eq!(doc["problems"], json!([]));
+    assert_eq!(doc["files"], 3);
+    assert_eq!(
+        doc["memory_dir"],
+        json!(home.memory_dir().display().to_string())
+    );
+    assert_eq!(
+        doc["project_root"],
+        json!(home.project.display().to_string())
+    );
+    assert_eq!(
+        doc["index"],
+        json!({
+            "path": home.memory_dir().join("MEMORY.md").display().to_string(),
+            "exists": true,
+            "lines": 4,
+            "chars": std::fs::read_to_string(home.memory_dir().join("MEMORY.md")).unwrap().trim().encode_utf16().count(),
+            "max_lines": 200,
+            "max_chars": 25000,
+            "cut_at_load": [],
+        })
+    );
+}
+
+#[test]
+fn over_200_lines_cut_at_load_is_what_the_client_drops() {
+    let home = home_with("index_over_limit_lines");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("index_over_limit".into(), 1)]);
+    assert_eq!(
+        problems(&doc),
+        [p("index_over_limit", "MEMORY.md", Some(201))]
+    );
+    assert!(doc["problems"][0]["detail"].as_str().unwrap().starts_with(
+        "260 lines (limit: 200); Claude Code does not load 60 of 260 lines, from line 201 on"
+    ));
+    let cut = doc["index"]["cut_at_load"].as_array().unwrap();
+    assert_eq!(doc["index"]["lines"], 260);
+    assert_eq!(cut.len(), 60);
+    assert_eq!(
+        cut[0],
+        json!({"line": 201, "text": "- note 201: a plain entry number 201"})
+    );
+    assert_eq!(
+        cut[59],
+        json!({"line": 260, "text": "- note 260: a plain entry number 260"})
+    );
+}
+
+#[test]
+fn over_25000_characters_the_cut_is_at_the_last_newline_before() {
+    // SPEC 5: a 150-line, 31 KB index of 213-character lines loses line 118 on.
+    let home = home_with("index_over_limit_chars");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(
+        counts(&doc),
+        [("index_over_limit".into(), 1), ("long_entry".into(), 150)]
+    );
+    assert_eq!(doc["index"]["lines"], 150);
+    assert_eq!(doc["index"]["chars"], 150 * 213 - 1);
+    let cut = doc["index"]["cut_at_load"].as_array().unwrap();
+    assert_eq!(cut.len(), 33);
+    assert_eq!(cut[0]["line"], 118);
+    assert!(cut[0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("- entry 118: "));
+    let over = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "index_over_limit")
+        .unwrap();
+    assert_eq!(over["line"], 118);
+    assert!(over["detail"]
+        .as_str()
+        .unwrap()
+        .contains("31949 characters (limit: 25000): index entries are too long"));
+}
+
+#[test]
+fn dangling_links_from_the_index_and_from_topic_files() {
+    let home = home_with("dangling_link");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("dangling_link".into(), 2)]);
+    assert_eq!(
+        problems(&doc),
+        [
+            p("dangling_link", "MEMORY.md", Some(3)),
+            p("dangling_link", "a.md", Some(1)),
+        ]
+    );
+    assert_eq!(
+        doc["problems"][1]["detail"],
+        "links to missing-too.md, which does not exist"
+    );
+}
+
+#[test]
+fn an_orphan_is_a_topic_no_index_reaches_even_through_other_topics() {
+    let home = home_with("orphan_file");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("orphan_file".into(), 1)]);
+    assert_eq!(problems(&doc), [p("orphan_file", "c.md", None)]);
+    assert_eq!(doc["files"], 6);
+}
+
+#[test]
+fn duplicates_by_target_and_by_folded_text() {
+    let home = home_with("duplicate_entry");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("duplicate_entry".into(), 3)]);
+    assert_eq!(
+        problems(&doc),
+        [
+            p("duplicate_entry", "MEMORY.md", Some(3)),
+            p("duplicate_entry", "MEMORY.md", Some(5)),
+            p("duplicate_entry", "other.md", Some(2)),
+        ]
+    );
+    let details: Vec<&str> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        details,
+        [
+            "points at build.md, as line 2 does",
+            "the same entry as line 4",
+            "the same text as build.md:1",
+        ]
+    );
+}
+
+#[test]
+fn a_long_index_line() {
+    let home = home_with("long_entry");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("long_entry".into(), 1)]);
+    assert_eq!(problems(&doc), [p("long_entry", "MEMORY.md", Some(2))]);
+}
+
+#[test]
+fn relative_dates_in_prose_but_not_in_code() {
+    let home = home_with("relative_date");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("relative_date".into(), 2)]);
+    assert_eq!(
+        problems(&doc),
+        [
+            p("relative_date", "log.md", Some(7)),
+            p("relative_date", "log.md", Some(8)),
+        ]
+    );
+    assert!(doc["problems"][1]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("\"last week\": write the date itself"));
+}
+
+#[test]
+fn missing_paths_against_the_project_and_not_without_one() {
+    let home = home_with("missing_path");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("missing_path".into(), 3)]);
+    assert_eq!(
+        problems(&doc),
+        [
+            p("missing_path", "code.md", Some(1)),
+            p("missing_path", "code.md", Some(2)),
+            p("missing_path", "code.md", Some(3)),
+        ]
+    );
+    let details: Vec<&str> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        details,
+        [
+            "src/old.rs is not in the project any more",
+            "Justfile is not in the project any more",
+            "docs/removed.md is not in the project any more",
+        ]
+    );
+    // In a git repository the root is the repository's; a path relative to the
+    // subdirectory the project was named by counts too.
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&home.project)
+        .status();
+    if git.is_ok_and(|s| s.success()) {
+        std::fs::create_dir_all(home.project.join("src/parser")).unwrap();
+        std::fs::write(home.project.join("src/parser/lexer.rs"), "").unwrap();
+        std::fs::write(
+            home.memory_dir().join("code.md"),
+            format!(
+                "{}The lexer is `parser/lexer.rs`.\n",
+                std::fs::read_to_string(cases().join("missing_path/memory/code.md")).unwrap()
+            ),
+        )
+        .unwrap();
+        let mem = home.memory_dir().display().to_string();
+        let from_root = stdout_json(&check(&home, &[]));
+        assert_eq!(
+            counts(&from_root),
+            [("missing_path".into(), 4)],
+            "{from_root}"
+        );
+        let sub = home.project.join("src").display().to_string();
+        let from_sub = stdout_json(&check(&home, &["--cwd", &sub, "--memory-dir", &mem]));
+        assert_eq!(
+            from_sub["project_root"],
+            json!(home.project.display().to_string())
+        );
+        assert_eq!(
+            counts(&from_sub),
+            [("missing_path".into(), 3)],
+            "{from_sub}"
+        );
+    }
+    // With --memory-dir alone there is no project: no path is checked.
+    let mem = home.memory_dir().display().to_string();
+    let alone = check(&home, &["--memory-dir", &mem]);
+    assert_eq!(alone.status.code(), Some(0), "{}", stderr_text(&alone));
+    let doc = stdout_json(&alone);
+    assert_eq!(doc["project_root"], Value::Null);
+    assert_eq!(counts(&doc), []);
+}
+
+#[test]
+fn a_stale_index_against_its_topics_and_the_newest_session() {
+    let home = home_with("stale_index");
+    let mem = home.memory_dir();
+    set_age(&mem.join("MEMORY.md"), hours(72));
+    set_age(&mem.join("deploy.md"), hours(1));
+    home.add_session(&crate::support::session_id(1), hours(2));
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("stale_index".into(), 2)]);
+    assert_eq!(
+        problems(&doc),
+        [
+            p("stale_index", "MEMORY.md", None),
+            p("stale_index", "MEMORY.md", Some(2)),
+        ]
+    );
+    assert!(doc["problems"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("written 70.0 h before the newest session"));
+    assert!(doc["problems"][1]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("deploy.md changed after the index was written"));
+    // --min-hours (or the gate's DREAMKIT_MIN_HOURS) moves the session threshold.
+    for args in [&["--min-hours", "100"][..], &[]] {
+        let mut cmd = home.cmd("dream-run");
+        cmd.arg("check").args(args);
+        if args.is_empty() {
+            cmd.env("DREAMKIT_MIN_HOURS", "96h");
+        }
+        let doc = stdout_json(&cmd.output().unwrap());
+        assert_eq!(counts(&doc), [("stale_index".into(), 1)], "{args:?}");
+    }
+    let bad = check(&home, &["--min-hours", "soon"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr_text(&bad));
+}
+
+#[test]
+fn secrets_are_named_by_kind_and_never_printed() {
+    const KEY: &str = "sk-ant-api03-FAKEfake0123456789FAKEfake0123";
+    const AWS: &str = "AKIAFAKEFAKE0123EXAM";
+    let home = home_with("secret");
+    // A key in an index line the client cuts is masked in cut_at_load too.
+    let mut index = String::from("# Memory\n- [Env](env.md) — environment notes\n");
+    for i in 3..=205 {
+        index.push_str(&format!("- plain entry {i}\n"));
+    }
+    index.push_str(&format!("- leaked {KEY} here\n"));
+    std::fs::write(home.memory_dir().join("MEMORY.md"), &index).unwrap();
+    let out = check(&home, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for secret in [KEY, AWS, "FAKEfake0123456789", "FAKEFAKE0123EXAM"] {
+        assert!(!stdout.contains(secret), "{secret} printed: {stdout}");
+        assert!(!stderr_text(&out).contains(secret));
+    }
+    let doc = stdout_json(&out);
+    assert_eq!(
+        counts(&doc),
+        [("index_over_limit".into(), 1), ("secret".into(), 3)]
+    );
+    assert_eq!(
+        problems(&doc)
+            .into_iter()
+            .filter(|(k, _, _)| k == "secret")
+            .collect::<Vec<_>>(),
+        [
+            p("secret", "MEMORY.md", Some(206)),
+            p("secret", "env.md", Some(1)),
+            p("secret", "env.md", Some(2)),
+        ]
+    );
+    let cut = doc["index"]["cut_at_load"].as_array().unwrap();
+    assert_eq!(
+        cut.last().unwrap(),
+        &json!({"line": 206, "text": "- leaked [secret] here"})
+    );
+    assert!(doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("looks like an Anthropic API key (sk-ant-)")));
+}
+
+#[test]
+fn files_the_client_will_not_load() {
+    let home = home_with("not_markdown");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("not_markdown".into(), 1)]);
+    assert_eq!(problems(&doc), [p("not_markdown", "todo.txt", None)]);
+
+    // Not UTF-8, a FIFO (never opened: the check does not wait on it), a symlink to a device.
+    let home = home_with("unreadable");
+    let mem = home.memory_dir();
+    let fifo = std::ffi::CString::new(mem.join("pipe.md").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink("/dev/zero", mem.join("zero.md")).unwrap();
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("unreadable".into(), 3)]);
+    assert_eq!(
+        problems(&doc),
+        [
+            p("unreadable", "bad.md", None),
+            p("unreadable", "pipe.md", None),
+            p("unreadable", "zero.md", None),
+        ]
+    );
+    let details: Vec<&str> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        details,
+        [
+            "not UTF-8 text (invalid byte at offset 3)",
+            "a FIFO, not a regular file",
+            "a symbolic link: dreamkit neither follows nor maintains it",
+        ]
+    );
+}
+
+#[test]
+fn the_check_reads_only() {
+    let home = home_with("dangling_link");
+    let before = tree(&home.root);
+    for args in [&[][..], &["--hook"]] {
+        let _ = check(&home, args);
+    }
+    assert_eq!(
+        tree(&home.root),
+        before,
+        "nothing written, not even the state dir"
+    );
+    assert!(!home.state_dir().exists());
+}
+
+#[test]
+fn a_memory_dir_that_cannot_be_read_is_exit_3() {
+    let home = ClaudeHome::new();
+    let out = check(&home, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["error"]["kind"], "environment");
+    assert_eq!(doc["error"]["reason"], "not_found");
+    assert_eq!(stderr_text(&out).lines().count(), 1);
+    // A file where the dir should be.
+    std::fs::create_dir_all(home.transcripts_dir()).unwrap();
+    std::fs::write(home.memory_dir(), "not a dir").unwrap();
+    let out = check(&home, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["error"]["kind"], "environment");
+}
+
+#[test]
+fn as_a_session_start_hook() {
+    let home = home_with("dangling_link");
+    let out = check(&home, &["--hook"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let context = doc["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.starts_with("dreamkit's memory check found 2 problems in this project's memory (2 dangling_link):\ndangling_link MEMORY.md:3: links to gone.md"),
+        "{context}"
+    );
+    // Healthy: nothing at all.
+    let healthy = home_with("healthy");
+    let out = check(&healthy, &["--hook"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr_text(&out), "");
+    // No memory dir: still exit 0, the reason on stderr, nothing on stdout.
+    let none = ClaudeHome::new();
+    let out = check(&none, &["--hook"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr_text(&out).lines().count(), 1);
+}
+
+#[test]
+fn a_run_works_on_the_problems_found_before_and_reports_both_counts() {
+    let d = Dream::new();
+    // The Dream world's memory, with a link to nowhere.
+    std::fs::write(
+        d.mem().join("MEMORY.md"),
+        "# Memory\n- [Build](topics/build.md): how to build\n- [Stale](stale.md): old notes\n- [Gone](gone.md): removed\n",
+    )
+    .unwrap();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api.push(Reply::anthropic_tools(
+        "Fixing the index.",
+        &[
+            ("read_file", json!({"path": "MEMORY.md"})),
+            (
+                "edit_file",
+                json!({"path": "MEMORY.md", "old_string": "- [Gone](gone.md): removed\n", "new_string": ""}),
+            ),
+        ],
+    ));
+    d.api
+        .push(Reply::anthropic_text("Dropped the dangling entry."));
+    let out = d.run(&envelope, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["health"]["before"]["counts"]["dangling_link"], 1);
+    assert_eq!(run["health"]["after"]["counts"]["dangling_link"], 0);
+    assert_eq!(run["health"]["worse"], json!([]));
+    assert_eq!(run["warnings"], json!([]));
+    // The first request names the problem as work to do.
+    let first = &d.api.requests()[0];
+    let prompt = first.body["messages"][0]["content"].to_string();
+    assert!(
+        prompt.contains("Problems a check of the memory folder found before this run")
+            && prompt
+                .contains("- dangling_link MEMORY.md:4: links to gone.md, which does not exist"),
+        "{prompt}"
+    );
+    let record = d.task_record(run["task_id"].as_str().unwrap());
+    assert_eq!(record["health"], run["health"]);
+}
+
+#[test]
+fn a_proposal_is_checked_in_its_copy() {
+    let d = Dream::new();
+    std::fs::write(d.mem().join("orphan.md"), "Nothing links here.\n").unwrap();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api.push(Reply::anthropic_tools(
+        "Linking it.",
+        &[
+            ("read_file", json!({"path": "MEMORY.md"})),
+            (
+                "edit_file",
+                json!({"path": "MEMORY.md", "old_string": "old notes\n", "new_string": "old notes\n- [Orphan](orphan.md): found again\n"}),
+            ),
+        ],
+    ));
+    d.api.push(Reply::anthropic_text("Linked the orphan."));
+    let out = d.run(&envelope, &["--propose"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let run = &stdout_json(&out)["run"];
+    assert_eq!(run["status"], "proposed");
+    assert_eq!(run["health"]["before"]["counts"]["orphan_file"], 1);
+    assert_eq!(run["health"]["after"]["counts"]["orphan_file"], 0);
+    // The memory dir itself is unchanged: the orphan is still one there.
+    let now = check(&d.home, &[]);
+    assert_eq!(stdout_json(&now)["counts"]["orphan_file"], 1);
+}
