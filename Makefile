@@ -12,7 +12,7 @@ BASHDIR  := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR   := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all build test lint man completions bench stress stress-file stress-etcd install uninstall clean
+.PHONY: all build test test-local-model lint man completions bench stress stress-file stress-etcd install uninstall clean
 
 all: build
 
@@ -21,6 +21,11 @@ build:
 
 test:
 	$(CARGO) test --locked -j $(JOBS) -- --test-threads=4
+
+# The real small model behind llama-cpp-python's OpenAI-compatible server (the first run
+# builds it: about 20 minutes on 2 cores; then cached under ~/.cache/dreamkit-test).
+test-local-model:
+	CARGO=$(CARGO) JOBS=$(JOBS) scripts/local-model/test.sh
 
 lint:
 	$(CARGO) fmt --all --check

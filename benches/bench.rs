@@ -694,6 +694,7 @@ const GROUPS: &[(&str, fn())] = &[
     ("status", status_benchmarks),
     ("dream", dream_benchmarks),
     ("check", check_benchmarks),
+    ("local-model", local_model_benchmarks),
 ];
 
 fn main() {
@@ -770,4 +771,86 @@ fn gate_benchmarks() {
         "`find -newer` alone",
         None,
     );
+}
+
+/// Final messages of the kinds turns end with (done, blocked, failed, working).
+const ENDINGS: [&str; 10] = [
+    "All tests pass. I committed the fix as a1b2c3d and pushed it to origin/main.",
+    "Opened PR #42: https://github.com/o/r/pull/42",
+    "Deployed v2.3.1 to staging.",
+    "Do you want me to push this to `main`, or open a PR instead?",
+    "I need your approval before running `terraform apply`.",
+    "Blocked: the staging database credentials are missing.",
+    "I could not get the build to pass: the linker cannot find libssl. I am giving up here.",
+    "The migration failed with a foreign key error and I cannot fix it without the schema.",
+    "Now I will update the remaining call sites in src/net.rs.",
+    "Reading the test output next to see which case fails.",
+];
+
+/// Against the real local model server (`DREAMKIT_TEST_LOCAL_MODEL`, its base URL, as
+/// `make test-local-model` prints it): the llm engine's success rate without and with
+/// `response_format`, and what one dream-run turn costs on this CPU.
+fn local_model_benchmarks() {
+    let Ok(base) = std::env::var("DREAMKIT_TEST_LOCAL_MODEL") else {
+        println!("local-model: SKIP (set DREAMKIT_TEST_LOCAL_MODEL to the server's base URL: scripts/local-model/serve.sh prints it)");
+        return;
+    };
+    let payload = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/claude-code-2.1.332/hook-input/Stop.json"
+    ))
+    .expect("the Stop payload fixture");
+    let payload: serde_json::Value = serde_json::from_str(&payload).expect("payload JSON");
+    let extra = r#"{"temperature": 0, "seed": 42, "repeat_penalty": 1.0}"#;
+    for (label, seeded) in [
+        ("without response_format", Some("plain")),
+        ("with response_format (detected)", None),
+    ] {
+        let f = fixture(0, Duration::from_secs(3600));
+        let state = f.home.join("state");
+        let mut classified = 0;
+        let started = Instant::now();
+        for text in ENDINGS {
+            // A fresh state dir each time: nothing remembered but what is seeded.
+            let _ = std::fs::remove_dir_all(&state);
+            if let Some(form) = seeded {
+                std::fs::create_dir_all(state.join("dreamkit")).expect("state");
+                std::fs::write(
+                    state.join("dreamkit/response-formats.json"),
+                    serde_json::json!({ base.clone(): form }).to_string(),
+                )
+                .expect("seed");
+            }
+            let mut p = payload.clone();
+            p["last_assistant_message"] = serde_json::json!(text);
+            let mut cmd = Command::new(STATUS);
+            cmd.args(["--engine", "llm", "--timeout", "300s", "--deadline", "10m"])
+                .env_clear()
+                .env("HOME", &f.home)
+                .env("CLAUDE_CONFIG_DIR", &f.config)
+                .env("XDG_STATE_HOME", &state)
+                .env("DREAMKIT_PROVIDER", "openai")
+                .env("OPENAI_BASE_URL", &base)
+                .env("OPENAI_API_KEY", "")
+                .env("OPENAI_MODEL", "smollm2-135m-instruct")
+                .env("DREAMKIT_OPENAI_EXTRA_BODY", extra)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let mut child = cmd.spawn().expect("turn-status");
+            {
+                use std::io::Write;
+                let mut stdin = child.stdin.take().expect("stdin");
+                stdin.write_all(p.to_string().as_bytes()).expect("payload");
+            }
+            if child.wait().expect("wait").code() == Some(0) {
+                classified += 1;
+            }
+        }
+        println!(
+            "turn-status --engine llm on SmolLM2-135M-Instruct Q4_1 (llama-cpp-python 0.3.36), {label}: {classified}/{} classified, {:.1} s in all",
+            ENDINGS.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
 }

@@ -1,9 +1,11 @@
 //! One client for every model-backed tool: the Anthropic Messages API (default) or any
 //! OpenAI-compatible chat-completions server, with retries, timeouts, an overall deadline,
-//! typed errors and usage accounting. It never touches the file system and never prints a key.
+//! typed errors and usage accounting. It touches no file but the one a tool hands it (the
+//! remembered response formats) and never prints a key.
 //! Its requests go through [`crate::net`] (client, redirects, the answer cap, timeouts).
 
 mod anthropic;
+pub mod formats;
 mod openai;
 pub mod retry;
 
@@ -102,6 +104,8 @@ pub struct ModelConfig {
     pub credential: Credential,
     pub model: String,
     pub retry: RetryPolicy,
+    /// `DREAMKIT_OPENAI_EXTRA_BODY`: fields added to every chat-completions request.
+    pub extra_body: serde_json::Map<String, Value>,
 }
 
 impl ModelArgs {
@@ -153,6 +157,7 @@ empty string",
                         .filter(|m| !m.is_empty())
                         .unwrap_or_else(|| default.to_string()),
                     retry,
+                    extra_body: serde_json::Map::new(),
                 })
             }
             Provider::Openai => {
@@ -185,10 +190,44 @@ server that needs none (llama.cpp, vLLM, Ollama), set OPENAI_API_KEY to the empt
                     credential,
                     model,
                     retry,
+                    extra_body: extra_body(var("DREAMKIT_OPENAI_EXTRA_BODY").as_deref())?,
                 })
             }
         }
     }
+}
+
+/// The fields the request sets itself: `DREAMKIT_OPENAI_EXTRA_BODY` may not name them.
+const OWN_FIELDS: [&str; 7] = [
+    "model",
+    "messages",
+    "tools",
+    "tool_choice",
+    "max_tokens",
+    "response_format",
+    "stream",
+];
+
+/// `DREAMKIT_OPENAI_EXTRA_BODY`: a JSON object of server-specific request fields (sampling
+/// options such as llama.cpp's `repeat_penalty`, a `seed`, a default `temperature`).
+fn extra_body(text: Option<&str>) -> Result<serde_json::Map<String, Value>, Failure> {
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(serde_json::Map::new());
+    };
+    let map = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => map,
+        _ => {
+            return Err(Failure::Usage(
+                "DREAMKIT_OPENAI_EXTRA_BODY must be a JSON object of request fields".into(),
+            ))
+        }
+    };
+    if let Some(own) = OWN_FIELDS.iter().find(|f| map.contains_key(**f)) {
+        return Err(Failure::Usage(format!(
+            "DREAMKIT_OPENAI_EXTRA_BODY cannot set {own:?}: dreamkit sets it"
+        )));
+    }
+    Ok(map)
 }
 
 /// The `auth` failure of a missing credential: exit 4 before any network I/O.
@@ -259,6 +298,35 @@ pub struct Request {
     pub cache_tools: bool,
     pub max_tokens: u32,
     pub temperature: Option<f32>,
+    /// The JSON the answer must be: sent as `response_format` to OpenAI-compatible servers
+    /// (the Anthropic API has no such field; the prompt asks for it there).
+    pub answer_schema: Option<AnswerSchema>,
+}
+
+/// A named JSON schema for a structured answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerSchema {
+    pub name: &'static str,
+    pub schema: Value,
+}
+
+/// How a chat-completions server is asked for JSON, in the order tried: the OpenAI API's
+/// `json_schema` form; llama-cpp-python's `json_object` with a `schema` (it rejects the
+/// first); and nothing, for a server that takes neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseFormat {
+    JsonSchema,
+    JsonObjectSchema,
+    Plain,
+}
+
+impl ResponseFormat {
+    pub const ORDER: [ResponseFormat; 3] = [
+        ResponseFormat::JsonSchema,
+        ResponseFormat::JsonObjectSchema,
+        ResponseFormat::Plain,
+    ];
 }
 
 impl Request {
@@ -278,6 +346,7 @@ impl Request {
             cache_tools: false,
             max_tokens,
             temperature: None,
+            answer_schema: None,
         }
     }
 }
@@ -403,12 +472,26 @@ impl ModelError {
 pub struct Client {
     config: ModelConfig,
     http: net::Client,
+    /// Where the structured-output form each server takes is remembered (handed in by the
+    /// tool; `None`: detected anew on every call).
+    formats: Option<std::path::PathBuf>,
 }
 
 impl Client {
     pub fn new(config: ModelConfig) -> Result<Client, Failure> {
         let http = net::Client::new(net::Options::new(config.retry.request_timeout))?;
-        Ok(Client { config, http })
+        Ok(Client {
+            config,
+            http,
+            formats: None,
+        })
+    }
+
+    /// Remembers, in the file at `path`, which `response_format` form each base URL takes.
+    #[must_use]
+    pub fn remembering_formats(mut self, path: std::path::PathBuf) -> Client {
+        self.formats = Some(path);
+        self
     }
 
     pub fn model(&self) -> &str {
@@ -417,19 +500,101 @@ impl Client {
 
     /// Sends the request, retrying per the policy.
     pub async fn send(&self, request: &Request) -> Result<Response, ModelError> {
-        let body = match self.config.provider {
-            Provider::Anthropic => anthropic::body(&self.config.model, request),
-            Provider::Openai => openai::body(&self.config.model, request),
-        };
-        let body = serde_json::to_vec(&body)
+        match self.config.provider {
+            Provider::Anthropic => {
+                let body = anthropic::body(&self.config.model, request);
+                self.send_body(&body, request).await
+            }
+            Provider::Openai if request.answer_schema.is_some() => {
+                self.send_structured(request).await
+            }
+            Provider::Openai => {
+                let body = self.openai_body(request, ResponseFormat::Plain);
+                self.send_body(&body, request).await
+            }
+        }
+    }
+
+    fn openai_body(&self, request: &Request, format: ResponseFormat) -> Value {
+        openai::body(&self.config.model, request, format, &self.config.extra_body)
+    }
+
+    async fn send_body(&self, body: &Value, request: &Request) -> Result<Response, ModelError> {
+        let body = serde_json::to_vec(body)
             .map_err(|e| ModelError::new(ErrorKind::InvalidRequest, e.to_string()))?;
         self.config
             .retry
-            .run(|timeout| self.attempt(&body, timeout))
+            .run(|timeout| self.attempt(&body, &request.tools, timeout))
             .await
     }
 
-    async fn attempt(&self, body: &[u8], timeout: Duration) -> Result<Response, ModelError> {
+    /// A request whose answer must be JSON, to a chat-completions server: the form this
+    /// server is known to take first, then the others in [`ResponseFormat::ORDER`]. A form is
+    /// passed over when the server rejects it (an error naming `response_format`, not
+    /// retried) or ignores it (a reply that is not JSON, unless the form is the known one:
+    /// then the model, not the server, failed). The form that gave JSON is remembered.
+    async fn send_structured(&self, request: &Request) -> Result<Response, ModelError> {
+        let base_url = &self.config.base_url;
+        let known = self
+            .formats
+            .as_deref()
+            .and_then(|path| formats::known(path, base_url));
+        let order = known.into_iter().chain(
+            ResponseFormat::ORDER
+                .into_iter()
+                .filter(|f| Some(*f) != known),
+        );
+        let mut spent = Usage::default();
+        let mut last_error = None;
+        for format in order {
+            let body = serde_json::to_vec(&self.openai_body(request, format))
+                .map_err(|e| ModelError::new(ErrorKind::InvalidRequest, e.to_string()))?;
+            let answer = self
+                .config
+                .retry
+                .run(|timeout| {
+                    let body = &body;
+                    async move {
+                        self.attempt(body, &request.tools, timeout)
+                            .await
+                            .map_err(|e| rejected_format(e, format))
+                    }
+                })
+                .await;
+            match answer {
+                Err(error) if format != ResponseFormat::Plain && mentions_format(&error) => {
+                    last_error = Some(error);
+                }
+                Err(error) => return Err(error),
+                Ok(mut response) => {
+                    let json = openai::holds_json_object(&response.text());
+                    if json || format == ResponseFormat::Plain || Some(format) == known {
+                        if json && Some(format) != known {
+                            if let Some(path) = self.formats.as_deref() {
+                                formats::remember(path, base_url, format);
+                            }
+                        }
+                        response.usage += spent;
+                        return Ok(response);
+                    }
+                    spent += response.usage;
+                }
+            }
+        }
+        Err(last_error.unwrap_or_else(|| {
+            ModelError::new(
+                ErrorKind::MalformedResponse,
+                "no response_format form answered",
+            )
+        }))
+    }
+
+    async fn attempt(
+        &self,
+        body: &[u8],
+        tools: &[ToolSpec],
+        timeout: Duration,
+    ) -> Result<Response, ModelError> {
         let mut headers = vec![("content-type", "application/json".to_string())];
         let url = match self.config.provider {
             Provider::Anthropic => {
@@ -454,13 +619,27 @@ impl Client {
         })?;
         let parsed = match self.config.provider {
             Provider::Anthropic => anthropic::parse(&value),
-            Provider::Openai => openai::parse(&value),
+            Provider::Openai => openai::parse(&value, tools),
         };
         parsed.map_err(|message| ModelError {
             status: Some(status),
             ..ModelError::new(ErrorKind::MalformedResponse, message)
         })
     }
+}
+
+/// Whether an error is a server's refusal of the `response_format` it was sent.
+fn mentions_format(error: &ModelError) -> bool {
+    matches!(error.status, Some(400 | 422 | 500)) && error.message.contains("response_format")
+}
+
+/// A refused `response_format` is not retried (llama-cpp-python refuses with HTTP 500, which
+/// would otherwise be): the next form is tried instead.
+fn rejected_format(mut error: ModelError, format: ResponseFormat) -> ModelError {
+    if format != ResponseFormat::Plain && mentions_format(&error) {
+        error.kind = ErrorKind::InvalidRequest;
+    }
+    error
 }
 
 /// One POST through [`net`] within `timeout`, as a JSON API client sees it: the 2xx body, or
@@ -573,6 +752,7 @@ pub(crate) fn sample_request() -> Request {
         cache_tools: true,
         max_tokens: 100,
         temperature: None,
+        answer_schema: None,
     }
 }
 

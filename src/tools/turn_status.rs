@@ -581,12 +581,17 @@ impl Args {
         let source = self.source(payload.as_ref())?;
         // The model settings are checked before anything is written, so a bad one is a usage
         // error; the credential only once the model is to be asked.
-        let config = match self.engine {
+        let (config, formats) = match self.engine {
             Engine::Llm => {
                 let env = crate::claude::Env::from_process();
-                Some(credentials_later(self.model.config(&env, Tier::SmallFast))?)
+                let home = crate::claude::paths::home_dir(&env);
+                let formats = crate::claude::paths::state_home(&env, home.as_deref())
+                    .ok()
+                    .map(|dir| dir.join("dreamkit").join(crate::model::formats::FILE_NAME));
+                let config = credentials_later(self.model.config(&env, Tier::SmallFast))?;
+                (Some(config), formats)
             }
-            Engine::Heuristic => None,
+            Engine::Heuristic => (None, None),
         };
         let sink = self.surface.sink();
         let mut session = self
@@ -678,7 +683,10 @@ impl Args {
                 match config {
                     Err(failure) => failed(ErrorBody::of_failure(&failure), Usage::default()),
                     Ok(config) => {
-                        let client = Client::new(config)?;
+                        let mut client = Client::new(config)?;
+                        if let Some(path) = formats.clone() {
+                            client = client.remembering_formats(path);
+                        }
                         explain(diag, &format!("asking {}", client.model()));
                         match llm::classify(&client, &text)? {
                             llm::Outcome::Classified(answer, usage) => {

@@ -282,9 +282,9 @@ fn jq_missing() -> bool {
         .output()
         .map_or(true, |o| !o.status.success());
     if missing {
-        eprintln!(
-            "SKIPPED: jq is not installed; the examples use it (.ci/run installs it: \
-             apt-get install -y jq)"
+        crate::support::skip(
+            "README examples",
+            "jq is not installed; the examples use it (.ci/run installs it: apt-get install -y jq)",
         );
     }
     missing

@@ -22,6 +22,7 @@ mod gate;
 mod hardening_files;
 mod hardening_lock;
 mod hardening_net;
+mod local_models;
 mod locations;
 mod lock;
 mod net;

@@ -807,7 +807,10 @@ fn the_heuristic_starts_no_async_runtime() {
     ];
     // The LLM engine's runtime opens an epoll instance: the check is not blind.
     let Some(llm) = epoll_calls(&home, &["--engine", "llm"], &env) else {
-        eprintln!("SKIPPED: strace is not available or may not trace here");
+        crate::support::skip(
+            "turn-status syscalls",
+            "strace is not available or may not trace here",
+        );
         return;
     };
     assert!(llm.contains("epoll_create"), "{llm}");

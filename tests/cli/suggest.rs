@@ -814,7 +814,10 @@ fn syscalls(home: &ClaudeHome, args: &[&str], api: Option<&str>) -> Option<Strin
     match cmd.status() {
         Ok(status) if status.success() => std::fs::read_to_string(&log).ok(),
         _ => {
-            eprintln!("SKIPPED: strace is missing or cannot trace here (apt-get install strace)");
+            crate::support::skip(
+                "suggest syscalls",
+                "strace is missing or cannot trace here (apt-get install strace)",
+            );
             None
         }
     }
@@ -907,7 +910,7 @@ fn readme_prompt_loop_gives_a_verdict_per_line() {
         .output()
         .is_err()
     {
-        eprintln!("SKIPPED: jq is not installed");
+        crate::support::skip("suggest jq recipe", "jq is not installed");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -930,7 +933,7 @@ fn readme_ci_lint_fails_on_a_rejected_prompt_and_names_it() {
         .output()
         .is_err()
     {
-        eprintln!("SKIPPED: jq is not installed");
+        crate::support::skip("suggest jq recipe", "jq is not installed");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

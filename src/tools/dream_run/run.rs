@@ -811,6 +811,7 @@ impl Agent<'_> {
             cache_tools: true,
             max_tokens: self.args.max_answer_tokens,
             temperature: None,
+            answer_schema: None,
         };
         let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use super::rules::{cap, tail, Category, Verdict, DETAIL_CHARS};
 use crate::cli::{signals, Failure};
-use crate::model::{self, Block, Client, ErrorKind, Message, ModelError, Request, Role, Usage};
+use crate::model::{
+    self, AnswerSchema, Block, Client, ErrorKind, Message, ModelError, Request, Role, Usage,
+};
 
 /// The model sees this many characters from the end of the text.
 pub const TEXT_CHARS: usize = 2000;
@@ -47,8 +49,28 @@ pub enum Outcome {
     Interrupted(i32),
 }
 
+/// The answer's JSON schema, sent as `response_format` to OpenAI-compatible servers, where
+/// it makes even a 135M model answer JSON (0 of 10 replies without it, 9 of 10 with it).
+fn answer_schema() -> AnswerSchema {
+    AnswerSchema {
+        name: "turn_status",
+        schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "state": {"type": "string", "enum": ["working", "blocked", "done", "failed"]},
+                "detail": {"type": "string", "maxLength": 64},
+                "tempo": {"type": "string", "enum": ["active", "idle", "blocked"]},
+                "needs": {"type": "string"},
+                "result": {"type": "string", "maxLength": 180},
+            },
+            "required": ["state", "detail", "tempo", "needs", "result"],
+            "additionalProperties": false,
+        }),
+    }
+}
+
 fn first_request(text: &str) -> Request {
-    Request::one_shot(
+    let mut request = Request::one_shot(
         SYSTEM_PROMPT,
         format!(
             "The final message of the turn (its last {TEXT_CHARS} characters at most):\n\n\
@@ -56,7 +78,9 @@ fn first_request(text: &str) -> Request {
             tail(text, TEXT_CHARS)
         ),
         MAX_TOKENS,
-    )
+    );
+    request.answer_schema = Some(answer_schema());
+    request
 }
 
 /// Classifies `text` with the model: at most two requests (each with the client's retries).

@@ -104,6 +104,37 @@ impl Reply {
         )
     }
 
+    /// A reply captured from the real llama-cpp-python server
+    /// (`tests/fixtures/llama-cpp-server/NAME`): its status and body, byte for byte the
+    /// shape the real server sends.
+    pub(crate) fn captured(name: &str) -> Reply {
+        let path = format!(
+            "{}/tests/fixtures/llama-cpp-server/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let fixture: Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("fixture")).expect("fixture JSON");
+        let status = fixture["status"].as_u64().expect("a captured status");
+        Reply::json(
+            u16::try_from(status).expect("status"),
+            fixture["response"].clone(),
+        )
+    }
+
+    /// A chat-completions answer as llama-cpp-python sends it, `message` given.
+    pub(crate) fn openai_message(message: Value, finish_reason: &str) -> Reply {
+        Reply::json(
+            200,
+            json!({
+                "id": "chatcmpl-test", "object": "chat.completion", "created": 1796322616,
+                "model": "smollm2-135m-instruct",
+                "choices": [{"index": 0, "message": message, "logprobs": null,
+                             "finish_reason": finish_reason}],
+                "usage": {"prompt_tokens": 276, "completion_tokens": 9, "total_tokens": 285}
+            }),
+        )
+    }
+
     /// An API error in the Messages API's shape.
     pub(crate) fn error(status: u16, kind: &str, message: &str) -> Reply {
         Reply::json(

@@ -365,3 +365,10 @@ pub(crate) fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)>
     }
     found
 }
+
+/// Says on the real stderr (not the harness's captured one, so `make test` shows it) that a
+/// test could not run here and why. A skipped test never passes silently.
+pub(crate) fn skip(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {why}");
+}

@@ -352,7 +352,15 @@ impl Sandbox {
 
     fn dispatch(&self, name: &str, input: &Value, guard: &mut dyn WriteGuard) -> ToolResult {
         let Some(input) = input.as_object() else {
-            return ToolResult::error(format!("{name}: the input must be a JSON object"));
+            return ToolResult::error(match input {
+                // What a weak model wrote where the JSON arguments belong.
+                Value::String(raw) => format!(
+                    "{name}: the arguments are not a JSON object: {:?}; call it again with \
+JSON arguments",
+                    raw.chars().take(200).collect::<String>()
+                ),
+                _ => format!("{name}: the input must be a JSON object"),
+            });
         };
         match name {
             "shell" => match str_field(input, "command") {
