@@ -11,8 +11,9 @@ MANDIR   := $(DESTDIR)$(PREFIX)/share/man/man1
 BASHDIR  := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR   := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+PLUGINDIR := $(DESTDIR)$(PREFIX)/share/dreamkit/plugin
 
-.PHONY: all build test lint man completions bench stress stress-file stress-etcd install uninstall clean
+.PHONY: all build test test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
 
 all: build
 
@@ -21,6 +22,13 @@ build:
 
 test:
 	$(CARGO) test --locked -j $(JOBS) -- --test-threads=4
+
+# The Claude Code compatibility tests (tests/cli/claude_code.rs) against the real, pinned client
+# (scripts/claude-code/install.sh installs it once into ~/.cache/dreamkit-test), run offline in a
+# network namespace (needs unshare -n, ip, python3). Without the client those tests skip.
+test-claude:
+	DREAMKIT_TEST_CLAUDE="$$(scripts/claude-code/install.sh)" && export DREAMKIT_TEST_CLAUDE && \
+		$(CARGO) test --locked -j $(JOBS) --test cli -- --test-threads=4 claude_code::
 
 lint:
 	$(CARGO) fmt --all --check
@@ -61,11 +69,18 @@ install:
 		install -m 0644 completions/_$$b $(ZSHDIR)/_$$b && \
 		install -m 0644 completions/$$b.fish $(FISHDIR)/$$b.fish || exit 1; \
 	done
+	install -d $(PLUGINDIR)/.claude-plugin $(PLUGINDIR)/hooks $(PLUGINDIR)/scripts $(PLUGINDIR)/commands
+	install -m 0644 plugin/.claude-plugin/plugin.json $(PLUGINDIR)/.claude-plugin/plugin.json
+	install -m 0644 plugin/hooks/hooks.json $(PLUGINDIR)/hooks/hooks.json
+	install -m 0755 plugin/scripts/*.sh $(PLUGINDIR)/scripts/
+	install -m 0644 plugin/commands/*.md $(PLUGINDIR)/commands/
 
 uninstall:
 	for b in $(BINS); do \
 		rm -f $(BINDIR)/$$b $(MANDIR)/$$b.1 $(MANDIR)/$$b-*.1 $(BASHDIR)/$$b $(ZSHDIR)/_$$b $(FISHDIR)/$$b.fish; \
 	done
+	rm -rf $(PLUGINDIR)
+	-rmdir $(DESTDIR)$(PREFIX)/share/dreamkit 2>/dev/null
 
 clean:
 	$(CARGO) clean
