@@ -69,11 +69,19 @@ install:
 		install -m 0644 completions/_$$b $(ZSHDIR)/_$$b && \
 		install -m 0644 completions/$$b.fish $(FISHDIR)/$$b.fish || exit 1; \
 	done
-	install -d $(PLUGINDIR)/.claude-plugin $(PLUGINDIR)/hooks $(PLUGINDIR)/scripts $(PLUGINDIR)/commands
-	install -m 0644 plugin/.claude-plugin/plugin.json $(PLUGINDIR)/.claude-plugin/plugin.json
-	install -m 0644 plugin/hooks/hooks.json $(PLUGINDIR)/hooks/hooks.json
-	install -m 0755 plugin/scripts/*.sh $(PLUGINDIR)/scripts/
-	install -m 0644 plugin/commands/*.md $(PLUGINDIR)/commands/
+	@# The Claude Code plugin (claude --plugin-dir $(PREFIX)/share/dreamkit/plugin); a tree
+	@# without plugin/ (a partial copy) installs the rest and says so.
+	@if [ -d plugin ]; then \
+		set -e; \
+		install -d $(PLUGINDIR)/.claude-plugin $(PLUGINDIR)/hooks $(PLUGINDIR)/scripts $(PLUGINDIR)/commands; \
+		install -m 0644 plugin/.claude-plugin/plugin.json $(PLUGINDIR)/.claude-plugin/plugin.json; \
+		install -m 0644 plugin/hooks/hooks.json $(PLUGINDIR)/hooks/hooks.json; \
+		install -m 0755 plugin/scripts/*.sh $(PLUGINDIR)/scripts/; \
+		install -m 0644 plugin/commands/*.md $(PLUGINDIR)/commands/; \
+		echo "installed the Claude Code plugin in $(PLUGINDIR)"; \
+	else \
+		echo "make install: no plugin/ here: the Claude Code plugin is not installed" >&2; \
+	fi
 
 uninstall:
 	for b in $(BINS); do \
