@@ -11,8 +11,9 @@ MANDIR   := $(DESTDIR)$(PREFIX)/share/man/man1
 BASHDIR  := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR   := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+PLUGINDIR := $(DESTDIR)$(PREFIX)/share/dreamkit/plugin
 
-.PHONY: all build test test-local-model lint man completions bench stress stress-file stress-etcd install uninstall clean
+.PHONY: all build test test-local-model test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
 
 all: build
 
@@ -26,6 +27,13 @@ test:
 # builds it: about 20 minutes on 2 cores; then cached under ~/.cache/dreamkit-test).
 test-local-model:
 	CARGO=$(CARGO) JOBS=$(JOBS) scripts/local-model/test.sh
+
+# The Claude Code compatibility tests (tests/cli/claude_code.rs) against the real, pinned client
+# (scripts/claude-code/install.sh installs it once into ~/.cache/dreamkit-test), run offline in a
+# network namespace (needs unshare -n, ip, python3). Without the client those tests skip.
+test-claude:
+	DREAMKIT_TEST_CLAUDE="$$(scripts/claude-code/install.sh)" && export DREAMKIT_TEST_CLAUDE && \
+		$(CARGO) test --locked -j $(JOBS) --test cli -- --test-threads=4 claude_code::
 
 lint:
 	$(CARGO) fmt --all --check
@@ -66,11 +74,26 @@ install:
 		install -m 0644 completions/_$$b $(ZSHDIR)/_$$b && \
 		install -m 0644 completions/$$b.fish $(FISHDIR)/$$b.fish || exit 1; \
 	done
+	@# The Claude Code plugin (claude --plugin-dir $(PREFIX)/share/dreamkit/plugin); a tree
+	@# without plugin/ (a partial copy) installs the rest and says so.
+	@if [ -d plugin ]; then \
+		set -e; \
+		install -d $(PLUGINDIR)/.claude-plugin $(PLUGINDIR)/hooks $(PLUGINDIR)/scripts $(PLUGINDIR)/commands; \
+		install -m 0644 plugin/.claude-plugin/plugin.json $(PLUGINDIR)/.claude-plugin/plugin.json; \
+		install -m 0644 plugin/hooks/hooks.json $(PLUGINDIR)/hooks/hooks.json; \
+		install -m 0755 plugin/scripts/*.sh $(PLUGINDIR)/scripts/; \
+		install -m 0644 plugin/commands/*.md $(PLUGINDIR)/commands/; \
+		echo "installed the Claude Code plugin in $(PLUGINDIR)"; \
+	else \
+		echo "make install: no plugin/ here: the Claude Code plugin is not installed" >&2; \
+	fi
 
 uninstall:
 	for b in $(BINS); do \
 		rm -f $(BINDIR)/$$b $(MANDIR)/$$b.1 $(MANDIR)/$$b-*.1 $(BASHDIR)/$$b $(ZSHDIR)/_$$b $(FISHDIR)/$$b.fish; \
 	done
+	rm -rf $(PLUGINDIR)
+	-rmdir $(DESTDIR)$(PREFIX)/share/dreamkit 2>/dev/null
 
 clean:
 	$(CARGO) clean

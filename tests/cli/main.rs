@@ -7,6 +7,7 @@
 mod attack16;
 mod binaries;
 mod check;
+mod claude_code;
 mod claude_formats;
 mod contract_feedback;
 mod contract_model_tools;

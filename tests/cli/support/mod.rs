@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+pub(crate) mod claude_code;
 pub(crate) mod etcd;
 pub(crate) mod fake_api;
 pub(crate) mod transcript;

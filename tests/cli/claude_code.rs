@@ -1,0 +1,502 @@
+//! dreamkit against the real Claude Code 2.1.332, offline (see support/claude_code.rs): the
+//! plugin's hooks and commands as the client runs them, a consolidation reaching the next
+//! session, appended records surviving `--resume`, marketplace install. `make test-claude`
+//! runs these; without `DREAMKIT_TEST_CLAUDE` each prints `SKIP: ...` and returns.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::claude_code::{
+    client, git_repo, git_worktree, hook_responses, message_texts, on_path, plugin_dir, records,
+    repo_root, stream_result, system_path, Offline, CLIENT_VERSION,
+};
+use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::{slug_of, stderr_text, stdout_json, ClaudeHome};
+
+const S1: &str = "11111111-1111-4111-8111-111111111111";
+const KEY: &str = "sk-ant-claude-code-test";
+
+macro_rules! claude_or_skip {
+    ($name:expr) => {
+        match client($name) {
+            Some(path) => path,
+            None => return,
+        }
+    };
+}
+
+/// A dreamkit tool with the home's environment and the fake model (outside the client).
+fn tool(home: &ClaudeHome, api: &FakeApi, bin: &str) -> assert_cmd::Command {
+    let mut cmd = home.cmd(bin);
+    cmd.env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("DREAMKIT_RETRY_BASE_MS", "1")
+        .timeout(Duration::from_secs(60));
+    cmd
+}
+
+/// A consolidation by dream-run (scripted fake model) that writes MEMORY.md with `marker`,
+/// run for the project at `cwd`; its task id.
+fn consolidate(home: &ClaudeHome, cwd: &Path, marker: &str, notify: Option<&Path>) -> String {
+    let api = FakeApi::start();
+    // Read first: a write over a file this run has not read is refused.
+    api.push(Reply::anthropic_tools(
+        "Orienting.",
+        &[("read_file", json!({"path": "MEMORY.md"}))],
+    ))
+    .push(Reply::anthropic_tools(
+        "Consolidating.",
+        &[(
+            "write_file",
+            json!({"path": "MEMORY.md", "content": format!("# Memory\n- [Deploy](deploy.md): {marker}\n")}),
+        )],
+    ))
+    .push(Reply::anthropic_text("Wrote the index."));
+    let cwd_arg = cwd.to_string_lossy().into_owned();
+    let mut args = vec!["-n", "--unlocked", "--cwd", cwd_arg.as_str()];
+    let notify_arg;
+    if let Some(t) = notify {
+        notify_arg = t.to_string_lossy().into_owned();
+        args.extend(["--notify-transcript", notify_arg.as_str()]);
+    }
+    let out = tool(home, &api, "dream-run").args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["run"]["status"], "completed", "{doc}");
+    doc["run"]["task_id"].as_str().unwrap().to_string()
+}
+
+/// The `Contents of <memory dir>/MEMORY.md` reminder of a request, if any.
+fn memory_reminder(body: &Value) -> Option<String> {
+    message_texts(body)
+        .into_iter()
+        .map(|(_, t)| t)
+        .find(|t| t.contains("/MEMORY.md (user's auto-memory"))
+}
+
+#[test]
+fn plugin_hooks_fire_exit_0_and_report_no_errors() {
+    let claude = claude_or_skip!("plugin_hooks_fire_exit_0_and_report_no_errors");
+    let home = ClaudeHome::new();
+    let cc = Offline::new(claude, &home);
+    let plugin = plugin_dir().to_string_lossy().into_owned();
+    let out = cc.run(
+        &home,
+        &home.project,
+        &json!([]),
+        &[
+            "--plugin-dir",
+            &plugin,
+            "-p",
+            "hello",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+            "--session-id",
+            S1,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let hooks = hook_responses(&out.stdout);
+    let names: Vec<&str> = hooks.iter().map(|h| h.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "SessionStart:startup",
+            "SessionStart:startup",
+            "Stop",
+            "Stop"
+        ],
+        "{hooks:?}"
+    );
+    for (name, code, outcome, stdout, stderr) in &hooks {
+        assert_eq!(
+            (*code, outcome.as_str()),
+            (0, "success"),
+            "{name}: {stderr}"
+        );
+        // Nothing to announce in a fresh project: SessionStart prints nothing at all.
+        assert_eq!((stdout.as_str(), stderr.as_str()), ("", ""), "{name}");
+    }
+    assert_eq!(stream_result(&out.stdout)["is_error"], false);
+
+    // The client's own record of the Stop hooks: both ran, no errors.
+    let transcript = home.transcripts_dir().join(format!("{S1}.jsonl"));
+    let summary = records(&transcript)
+        .into_iter()
+        .find(|r| r["subtype"] == "stop_hook_summary")
+        .expect("a stop_hook_summary record");
+    assert_eq!(summary["hookCount"], 2, "{summary}");
+    assert_eq!(summary["hookErrors"], json!([]), "{summary}");
+    assert_eq!(summary["preventedContinuation"], false);
+    // The Stop hook's gate ran for this project (one session is too few): it left its scan stamp.
+    assert!(
+        home.state_dir().join("last-scan").is_file(),
+        "dream-gate did not run in the Stop hook"
+    );
+    let log = home.state_home.join("dreamkit/dream.log");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "",
+        "-q: nothing logged"
+    );
+}
+
+#[test]
+fn plugin_hooks_without_the_binaries_say_so_in_one_line_and_exit_0() {
+    let claude = claude_or_skip!("plugin_hooks_without_the_binaries_say_so_in_one_line_and_exit_0");
+    let home = ClaudeHome::new();
+    let mut cc = Offline::new(claude, &home);
+    cc.path = system_path();
+    for bin in crate::support::BINARIES {
+        assert!(!on_path(&cc.path, bin), "{bin} is installed on {}", cc.path);
+    }
+    let plugin = plugin_dir().to_string_lossy().into_owned();
+    let out = cc.run(
+        &home,
+        &home.project,
+        &json!([]),
+        &[
+            "--plugin-dir",
+            &plugin,
+            "-p",
+            "hello",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+            "--session-id",
+            S1,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let hooks = hook_responses(&out.stdout);
+    assert_eq!(hooks.len(), 4, "{hooks:?}");
+    let mut stderrs: Vec<&str> = Vec::new();
+    for (name, code, outcome, stdout, stderr) in &hooks {
+        assert_eq!(
+            (*code, outcome.as_str()),
+            (0, "success"),
+            "{name}: {stderr}"
+        );
+        assert_eq!(stdout, "", "{name}");
+        stderrs.push(stderr);
+    }
+    stderrs.sort();
+    assert_eq!(
+        stderrs,
+        [
+            // turn-status is off by default: it says nothing.
+            "",
+            "dreamkit: dream-gate is not on PATH; memory consolidation skipped (install dreamkit: make install)\n",
+            "dreamkit: dream-run is not on PATH; no memory notice (install dreamkit: make install)\n",
+            "dreamkit: dream-run is not on PATH; no memory notice (install dreamkit: make install)\n",
+        ]
+    );
+    let result = stream_result(&out.stdout);
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["result"], "Hello from the stub.");
+}
+
+#[test]
+fn a_consolidation_is_in_the_next_sessions_request_from_root_subdir_and_worktree() {
+    let claude = claude_or_skip!(
+        "a_consolidation_is_in_the_next_sessions_request_from_root_subdir_and_worktree"
+    );
+    let home = ClaudeHome::new();
+    git_repo(&home.project);
+    let sub = home.project.join("src/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let worktree = home.root.join("wt");
+    git_worktree(&home.project, &worktree);
+    // Claude Code loads the main worktree root's memory from all three.
+    let memory = home.memory_dir();
+    let cc = Offline::new(claude, &home);
+    for (n, cwd) in [&home.project, &sub, &worktree].into_iter().enumerate() {
+        let marker = format!("MEMMARK-{n}-blue-green");
+        // A session of the real client there, then a consolidation of it.
+        let first = format!("22222222-2222-4222-8222-10000000000{n}");
+        cc.prompt(&home, cwd, "we deploy blue-green now", &first, false, &[]);
+        consolidate(&home, cwd, &marker, None);
+        assert!(
+            std::fs::read_to_string(memory.join("MEMORY.md"))
+                .unwrap()
+                .contains(&marker),
+            "{}: dream-run wrote elsewhere",
+            cwd.display()
+        );
+        let session = format!("22222222-2222-4222-8222-00000000000{n}");
+        cc.prompt(&home, cwd, "what do you remember?", &session, false, &[]);
+        let body = cc.last_body();
+        let reminder = memory_reminder(&body)
+            .unwrap_or_else(|| panic!("{}: no MEMORY.md in the request", cwd.display()));
+        assert!(
+            reminder.contains(&format!("Contents of {}/MEMORY.md", memory.display())),
+            "{}: {reminder}",
+            cwd.display()
+        );
+        assert!(
+            reminder.contains(&format!("- [Deploy](deploy.md): {marker}\n")),
+            "{}: {reminder}",
+            cwd.display()
+        );
+        // The session itself is stored under the launch directory's slug.
+        assert!(home
+            .config
+            .join("projects")
+            .join(slug_of(cwd))
+            .join(format!("{session}.jsonl"))
+            .is_file());
+    }
+}
+
+#[test]
+fn the_pending_notice_reaches_the_next_request_once() {
+    let claude = claude_or_skip!("the_pending_notice_reaches_the_next_request_once");
+    let home = ClaudeHome::new();
+    let cc = Offline::new(claude, &home);
+    cc.prompt(
+        &home,
+        &home.project,
+        "we deploy blue-green now",
+        S1,
+        false,
+        &[],
+    );
+    consolidate(&home, &home.project, "PENDMARK", None);
+    let plugin = plugin_dir().to_string_lossy().into_owned();
+    let extra = ["--plugin-dir", plugin.as_str()];
+    let s2 = "44444444-4444-4444-8444-444444444444";
+    cc.prompt(&home, &home.project, "hello", s2, false, &extra);
+    let body = cc.last_body();
+    let system: Vec<String> = message_texts(&body)
+        .into_iter()
+        .filter(|(role, _)| role == "system")
+        .map(|(_, t)| t)
+        .collect();
+    let context = system
+        .iter()
+        .find(|t| t.starts_with("SessionStart hook additional context: "))
+        .unwrap_or_else(|| panic!("no SessionStart context in {system:?}"));
+    assert!(context.contains("MEMORY.md"), "{context}");
+    // Announced once: dream-run pending --hook cleared the list, the next session hears nothing.
+    let pending = stdout_json(
+        &home
+            .cmd("dream-run")
+            .args(["pending", "-n"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(pending["updates"], json!([]));
+    cc.prompt(
+        &home,
+        &home.project,
+        "again",
+        "33333333-3333-4333-8333-333333333333",
+        false,
+        &extra,
+    );
+    let body = cc.last_body();
+    assert!(
+        !message_texts(&body)
+            .iter()
+            .any(|(_, t)| t.contains("SessionStart hook additional context")),
+        "announced twice"
+    );
+}
+
+#[test]
+fn away_summary_and_memory_saved_survive_resume() {
+    let claude = claude_or_skip!("away_summary_and_memory_saved_survive_resume");
+    let home = ClaudeHome::new();
+    let cc = Offline::new(claude, &home);
+    cc.prompt(&home, &home.project, "HISTMARK first turn", S1, false, &[]);
+    cc.prompt(&home, &home.project, "second turn", S1, true, &[]);
+    cc.prompt(&home, &home.project, "third turn", S1, true, &[]);
+    let transcript = home.transcripts_dir().join(format!("{S1}.jsonl"));
+
+    let api = FakeApi::start();
+    api.push(Reply::anthropic_text(
+        "Testing the stub; next, check the resume.",
+    ));
+    let out = tool(&home, &api, "recap")
+        .args(["--auto", "-n", "--away", "10m", "--cache-age", "0"])
+        .arg("--transcript")
+        .arg(&transcript)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(stdout_json(&out)["status"], "ok");
+    consolidate(&home, &home.project, "SAVEDMARK", Some(&transcript));
+
+    let before = records(&transcript);
+    let away = before[before.len() - 2].clone();
+    let saved = before[before.len() - 1].clone();
+    assert_eq!(away["subtype"], "away_summary", "{away}");
+    assert_eq!(saved["subtype"], "memory_saved", "{saved}");
+    assert_eq!(saved["parentUuid"], away["uuid"]);
+    assert_eq!(away["version"], CLIENT_VERSION);
+
+    cc.prompt(&home, &home.project, "fourth turn", S1, true, &[]);
+    let after = records(&transcript);
+    // Both records are still there, unchanged, and the conversation continues from them.
+    assert!(after.contains(&away) && after.contains(&saved));
+    let next_user = after[before.len()..]
+        .iter()
+        .find(|r| r["type"] == "user")
+        .expect("the resumed turn's user record");
+    assert_eq!(next_user["parentUuid"], saved["uuid"], "{next_user}");
+    // The history before them still reaches the model; the records themselves do not.
+    let texts = message_texts(&cc.last_body());
+    assert!(texts.iter().any(|(_, t)| t.contains("HISTMARK first turn")));
+    assert!(texts.iter().any(|(_, t)| t.contains("fourth turn")));
+    assert!(!texts
+        .iter()
+        .any(|(_, t)| t.contains("Testing the stub; next, check the resume.")));
+}
+
+#[test]
+fn the_slash_commands_run_our_binaries_in_the_session() {
+    let claude = claude_or_skip!("the_slash_commands_run_our_binaries_in_the_session");
+    let home = ClaudeHome::new();
+    let cc = Offline::new(claude, &home);
+    let plugin = plugin_dir().to_string_lossy().into_owned();
+    let extra = ["--plugin-dir", plugin.as_str()];
+    cc.prompt(
+        &home,
+        &home.project,
+        "/dreamkit:dream-status",
+        S1,
+        false,
+        &extra,
+    );
+    let texts = message_texts(&cc.last_body());
+    let body = texts
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .find(|t| t.contains("## dream-lock status"))
+        .unwrap_or_else(|| panic!("the command's output is not in the request: {texts:?}"));
+    // Each tool's JSON and exit code: the lock is free, a fresh project is not due.
+    let lines: Vec<&str> = body.lines().collect();
+    let at = |header: &str| lines.iter().position(|l| *l == header).unwrap();
+    let lock: Value = serde_json::from_str(lines[at("## dream-lock status") + 1]).unwrap();
+    assert_eq!(lock["held"], false);
+    assert_eq!(lines[at("## dream-lock status") + 2], "(exit 0)");
+    let gate_at = at("## dream-gate (exit 0 due, 1 not due)");
+    let gate: Value = serde_json::from_str(lines[gate_at + 1]).unwrap();
+    assert_eq!(gate["gate"]["due"], false);
+    assert_eq!(lines[gate_at + 2], "(exit 1)");
+    let tasks: Value = serde_json::from_str(lines[at("## dream-run tasks") + 1]).unwrap();
+    assert_eq!(tasks["tasks"], json!([]));
+    // Not throttled: /dream-status asks with --scan-interval 0, which leaves no scan stamp.
+    assert_eq!(gate["gate"]["reason"], "too_few_sessions");
+    assert_eq!(gate["gate"]["last_scan_at"], Value::Null);
+
+    // An argument that is not a task id is refused by the client before anything runs.
+    let out = cc.run(
+        &home,
+        &home.project,
+        &json!([]),
+        &[
+            "--plugin-dir",
+            &plugin,
+            "-p",
+            "/dreamkit:dream-undo x;touch pwned",
+            "--output-format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        result["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Shell command permission check failed"),
+        "{result}"
+    );
+    assert!(!home.project.join("pwned").exists());
+}
+
+#[test]
+fn marketplace_add_and_install_work_offline_and_the_hooks_fire() {
+    let claude = claude_or_skip!("marketplace_add_and_install_work_offline_and_the_hooks_fire");
+    let home = ClaudeHome::new();
+    let cc = Offline::new(claude, &home);
+    // A copy of the repository's marketplace and plugin, as a clone would have them.
+    let repo = home.root.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let copy = std::process::Command::new("cp")
+        .arg("-R")
+        .arg(repo_root().join(".claude-plugin"))
+        .arg(repo_root().join("plugin"))
+        .arg(&repo)
+        .status();
+    assert!(copy.unwrap().success());
+    let repo_arg = repo.to_string_lossy().into_owned();
+
+    let out = cc.run(
+        &home,
+        &home.project,
+        &json!([]),
+        &["plugin", "marketplace", "add", &repo_arg],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr_text(&out));
+    assert!(
+        text.contains("Successfully added marketplace: dreamkit"),
+        "{text}"
+    );
+    let out = cc.run(
+        &home,
+        &home.project,
+        &json!([]),
+        &["plugin", "install", "dreamkit@dreamkit"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr_text(&out));
+    assert!(
+        text.contains("Successfully installed plugin: dreamkit@dreamkit"),
+        "{text}"
+    );
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(home.config.join("settings.json")).unwrap()).unwrap();
+    assert_eq!(
+        settings["enabledPlugins"]["dreamkit@dreamkit"], true,
+        "{settings}"
+    );
+
+    // The next session, with no --plugin-dir, runs the installed plugin's hooks.
+    let out = cc.run(
+        &home,
+        &home.project,
+        &json!([]),
+        &[
+            "-p",
+            "hello",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let hooks = hook_responses(&out.stdout);
+    let summary: Vec<(&str, i64, &str)> = hooks
+        .iter()
+        .map(|h| (h.0.as_str(), h.1, h.2.as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("SessionStart:startup", 0, "success"),
+            ("SessionStart:startup", 0, "success"),
+            ("Stop", 0, "success"),
+            ("Stop", 0, "success"),
+        ]
+    );
+    assert!(home.state_dir().join("last-scan").is_file());
+}
