@@ -214,13 +214,10 @@ fn extra_body(text: Option<&str>) -> Result<serde_json::Map<String, Value>, Fail
     let Some(text) = text.filter(|t| !t.is_empty()) else {
         return Ok(serde_json::Map::new());
     };
-    let map = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => map,
-        _ => {
-            return Err(Failure::Usage(
-                "DREAMKIT_OPENAI_EXTRA_BODY must be a JSON object of request fields".into(),
-            ))
-        }
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+        return Err(Failure::Usage(
+            "DREAMKIT_OPENAI_EXTRA_BODY must be a JSON object of request fields".into(),
+        ));
     };
     if let Some(own) = OWN_FIELDS.iter().find(|f| map.contains_key(**f)) {
         return Err(Failure::Usage(format!(

@@ -191,11 +191,21 @@ fn make_install_installs_what_was_built_and_never_builds() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let tree = tempfile::tempdir().unwrap();
     std::fs::copy(root.join("Makefile"), tree.path().join("Makefile")).unwrap();
-    for dir in ["man", "completions"] {
+    for dir in [
+        "man",
+        "completions",
+        "plugin",
+        "plugin/.claude-plugin",
+        "plugin/hooks",
+        "plugin/scripts",
+        "plugin/commands",
+    ] {
         std::fs::create_dir(tree.path().join(dir)).unwrap();
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let entry = entry.unwrap();
-            std::fs::copy(entry.path(), tree.path().join(dir).join(entry.file_name())).unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::copy(entry.path(), tree.path().join(dir).join(entry.file_name())).unwrap();
+            }
         }
     }
     // A cargo that leaves a mark if anything calls it.
@@ -246,6 +256,13 @@ fn make_install_installs_what_was_built_and_never_builds() {
     assert!(prefix
         .join("share/fish/vendor_completions.d/recap.fish")
         .exists());
+    // The Claude Code plugin, loadable with `claude --plugin-dir PREFIX/share/dreamkit/plugin`.
+    let plugin = prefix.join("share/dreamkit/plugin");
+    assert!(plugin.join(".claude-plugin/plugin.json").is_file());
+    assert!(plugin.join("hooks/hooks.json").is_file());
+    assert!(plugin.join("commands/dream-show.md").is_file());
+    let hook = std::fs::metadata(plugin.join("scripts/stop.sh")).unwrap();
+    assert_eq!(mode(&hook), 0o755);
 }
 
 /// What a reader of the generated man pages relies on.

@@ -266,7 +266,7 @@ fn what_weak_models_send_comes_back_to_them_as_tool_errors() {
     assert!(
         turn1[0]
             .1
-            .starts_with("error: write_file: the arguments are not a JSON object"),
+            .starts_with("error: write_file: the arguments must be a JSON object"),
         "{}",
         turn1[0].1
     );

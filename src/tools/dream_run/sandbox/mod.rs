@@ -355,8 +355,8 @@ impl Sandbox {
             return ToolResult::error(match input {
                 // What a weak model wrote where the JSON arguments belong.
                 Value::String(raw) => format!(
-                    "{name}: the arguments are not a JSON object: {:?}; call it again with \
-JSON arguments",
+                    "{name}: the arguments must be a JSON object, not the text {:?}; call it \
+again with JSON arguments",
                     raw.chars().take(200).collect::<String>()
                 ),
                 _ => format!("{name}: the input must be a JSON object"),
