@@ -87,6 +87,13 @@ install:
 	else \
 		echo "make install: no plugin/ here: the Claude Code plugin is not installed" >&2; \
 	fi
+	@# zsh looks only in its own fpath (not in ~/.local/share/zsh/site-functions); bash-completion
+	@# and fish do look under ~/.local/share. Say the one line to add when zsh would not find them.
+	@if command -v zsh >/dev/null 2>&1 && \
+		! zsh -fc 'print -rl -- $$fpath' | grep -qxF "$(PREFIX)/share/zsh/site-functions"; then \
+		echo "zsh completions: add this line to ~/.zshrc, before compinit:"; \
+		echo "  fpath=($(PREFIX)/share/zsh/site-functions \$$fpath)"; \
+	fi
 
 uninstall:
 	for b in $(BINS); do \

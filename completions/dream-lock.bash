@@ -233,7 +233,7 @@ _dream__lock() {
             return 0
             ;;
         dream__lock__subcmd__release)
-            opts="-q -v -n -h --backend --outcome --token --prior-mtime --force --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --outcome --token --prior-mtime --force --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -57,6 +57,7 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l cwd -d
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l force -d 'Release even though the holder is alive and is not this shell or one of its parents'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l dry-run -d 'Print what the release would do (lock.dry_run, lock.would_set_last_consolidated_at), change nothing; exit 0 when it would release, 1 when it would not'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'

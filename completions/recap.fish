@@ -23,6 +23,7 @@ complete -c recap -l pretty -d 'Indent the JSON output (the default when stdout 
 complete -c recap -l compact -d 'One-line JSON output, even on a terminal'
 complete -c recap -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c recap -l auto -d 'Away-summary mode: apply the gates, then append the summary to the transcript'
+complete -c recap -l dry-run -d 'Apply the gates (with --auto) and say what would be asked and written: no request, no credential needed, nothing written (status dry-run, exit 0)'
 complete -c recap -l pending-work -d 'Work is still running (tools, background tasks): skip'
 complete -c recap -l rate-limited -d 'The account is rate-limited: skip'
 complete -c recap -s h -l help -d 'Print help (see more with \'--help\')'

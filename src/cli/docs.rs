@@ -13,7 +13,8 @@ pub struct Page {
     pub command: clap::Command,
     /// `(SECTION TITLE, text)`; paragraphs are separated by blank lines, and a paragraph whose
     /// lines start with two spaces is kept verbatim (examples, which the examples test runs).
-    /// A title `SUB/TITLE` goes to the page of subcommand SUB instead. An `EXIT STATUS`
+    /// A title `SUB/TITLE` goes to the page of subcommand SUB instead, `*/TITLE` to every
+    /// page (unless SUB has its own). An `EXIT STATUS`
     /// section replaces the common table; each of its paragraphs is `CODE meaning`.
     pub sections: &'static [(&'static str, &'static str)],
 }
@@ -82,10 +83,19 @@ fn sections_for(
     sections: &'static [(&'static str, &'static str)],
     sub: Option<&str>,
 ) -> Vec<(&'static str, &'static str)> {
+    // `*/TITLE` goes on every page, unless the subcommand has its own `SUB/TITLE`.
+    let own = |title: &str| {
+        sub.is_some_and(|sub| {
+            sections
+                .iter()
+                .any(|(t, _)| t.split_once('/') == Some((sub, title)))
+        })
+    };
     sections
         .iter()
         .filter_map(|(title, text)| match (title.split_once('/'), sub) {
             (None, None) => Some((*title, *text)),
+            (Some(("*", title)), _) if !own(title) => Some((title, *text)),
             (Some((owner, title)), Some(sub)) if owner == sub => Some((title, *text)),
             _ => None,
         })
@@ -150,11 +160,20 @@ fn man_page(command: &Command, sections: &[(&str, &str)], see_also: &[String]) -
         let _ = man.render_subcommands_section(&mut out);
     }
     let mut exit_status = None;
+    let mut previous = None;
     for (title, text) in sections {
         if *title == "EXIT STATUS" {
             exit_status = Some(*text);
         } else {
-            out.extend(roff_section(title, text).into_bytes());
+            let section = roff_section(title, text);
+            // Two parts with one title (a tool's own environment, then the model's) make
+            // one section.
+            let body = match section.split_once('\n') {
+                Some((_, body)) if previous == Some(*title) => body.to_string(),
+                _ => section,
+            };
+            out.extend(body.into_bytes());
+            previous = Some(*title);
         }
     }
     out.extend(exit_status_section(exit_status).into_bytes());

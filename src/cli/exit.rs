@@ -54,11 +54,13 @@ pub const EXIT_CODE_TABLE: &[(u8, &str)] = &[
     ),
     (
         2,
-        "usage error or bad input; stdout holds {\"error\":{\"kind\",\"reason\"?,\"message\"}}",
+        "usage error or bad input, a path given on the command line that does not exist \
+(--cwd /nope) included; stdout holds {\"error\":{\"kind\",\"reason\"?,\"message\"}}",
     ),
     (
         3,
-        "local environment failure (I/O, permissions, missing directory)",
+        "local environment failure: I/O, permissions, a file or directory the tool needs (a \
+config dir, a transcript) that is missing or not a regular file",
     ),
     (4, "model, network or remote-store failure (after retries)"),
     (130, "interrupted by SIGINT"),

@@ -227,6 +227,27 @@ fn extra_body(text: Option<&str>) -> Result<serde_json::Map<String, Value>, Fail
     Ok(map)
 }
 
+/// The ENVIRONMENT section of every model tool's man page.
+#[cfg(feature = "docs")]
+pub const MAN_ENVIRONMENT: &str = "ANTHROPIC_API_KEY (sent as x-api-key) or \
+ANTHROPIC_AUTH_TOKEN (sent as Bearer): the Anthropic API's credential; set to the empty string, \
+the server needs none (unset: exit 4, auth, before any request). ANTHROPIC_BASE_URL (default \
+https://api.anthropic.com). ANTHROPIC_MODEL: the main model (dream-run, suggest); \
+ANTHROPIC_SMALL_FAST_MODEL, then ANTHROPIC_DEFAULT_HAIKU_MODEL: the small/fast one (recap, \
+turn-status); else the built-in claude-sonnet-4-5 / claude-haiku-4-5.
+
+DREAMKIT_PROVIDER: the --provider default (anthropic or openai). With openai: OPENAI_BASE_URL \
+(default https://api.openai.com/v1; a local server's /v1 URL), OPENAI_API_KEY (Bearer; set it \
+to the empty string for a server that needs none), OPENAI_MODEL (required unless --model), \
+DREAMKIT_OPENAI_EXTRA_BODY (a JSON object of request fields added to every request, e.g. \
+{\"repeat_penalty\": 1.0, \"seed\": 42}; it may not set model, messages, tools, tool_choice, \
+max_tokens, response_format or stream). The response_format form each such server takes is \
+remembered in $XDG_STATE_HOME/dreamkit/response-formats.json.
+
+DREAMKIT_RETRY_BASE_MS: the retry backoff's base in ms (a testing knob). CLAUDE_CONFIG_DIR, \
+HOME, XDG_STATE_HOME: where Claude Code's files and dreamkit's state are. The values of \
+ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY and GITHUB_TOKEN are never printed.";
+
 /// The `auth` failure of a missing credential: exit 4 before any network I/O.
 fn no_credential(message: &str) -> Failure {
     net::no_credential(message)

@@ -88,6 +88,10 @@ pub struct ReleaseArgs {
     /// Release even though the holder is alive and is not this shell or one of its parents
     #[arg(long)]
     pub force: bool,
+    /// Print what the release would do (lock.dry_run, lock.would_set_last_consolidated_at),
+    /// change nothing; exit 0 when it would release, 1 when it would not
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -145,6 +149,13 @@ struct LockSection {
     last_consolidated_at: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<Value>,
+    /// `release --dry-run`: nothing was changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dry_run: Option<bool>,
+    /// `release --dry-run`: the last-consolidated time the release would leave (now for a
+    /// completed run, the prior one for a roll-back; null: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    would_set_last_consolidated_at: Option<Option<String>>,
     #[serde(flatten)]
     other: serde_json::Map<String, Value>,
 }
@@ -186,6 +197,12 @@ enum Report {
         envelope: Envelope,
         lock: LockSection,
     },
+    /// `release --dry-run`: the lock is ours and would be released (exit 0); nothing changed.
+    WouldRelease {
+        envelope: Envelope,
+        lock: LockSection,
+        note: String,
+    },
     /// release changed nothing (exit 1): not ours, a live holder, a live claimant.
     NotReleased {
         envelope: Envelope,
@@ -212,7 +229,9 @@ enum Report {
 impl Report {
     fn exit(&self) -> Exit {
         match self {
-            Report::Acquired { .. } | Report::Released { .. } => Exit::Yes,
+            Report::Acquired { .. } | Report::Released { .. } | Report::WouldRelease { .. } => {
+                Exit::Yes
+            }
             Report::Status { status, .. } if !status.held => Exit::Yes,
             Report::PassedThrough { .. }
             | Report::Busy { .. }
@@ -260,6 +279,11 @@ impl From<Report> for Outcome {
                 note,
             }
             | Report::NotReleased {
+                envelope,
+                lock,
+                note,
+            }
+            | Report::WouldRelease {
                 envelope,
                 lock,
                 note,
@@ -689,6 +713,21 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
         Ok(_) => {}
         Err(failure) => return failed(envelope, lock, failure),
     }
+    if args.dry_run {
+        let report = dry_release(
+            ctx.backend.as_ref(),
+            envelope,
+            lock,
+            &token,
+            prior_mtime,
+            outcome,
+        );
+        // Said at exit 0 too: the person asked what would happen.
+        if let Report::WouldRelease { note, .. } = &report {
+            diag.warn(note);
+        }
+        return Ok(report);
+    }
     // A release is never cut short by a signal; what it did is still reported.
     let hold = signals::hold();
     let released = ctx.backend.release(&token, prior_mtime, outcome);
@@ -710,6 +749,58 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
             "not released: the lock is no longer ours (taken over, or released already); nothing was changed".into(),
         )),
         Err(failure) => failed(envelope, lock, failure),
+    }
+}
+
+/// `release --dry-run`: whether the token still holds, and what the release would leave.
+fn dry_release(
+    backend: &dyn Backend,
+    envelope: Envelope,
+    mut lock: LockSection,
+    token: &str,
+    prior_mtime: i64,
+    outcome: RunOutcome,
+) -> Report {
+    lock.dry_run = Some(true);
+    lock.released = Some(false);
+    match backend.holds(token) {
+        Ok(true) => {
+            let (at, what) = if outcome == RunOutcome::Completed {
+                (
+                    Some(rfc3339(SystemTime::now())),
+                    "stamp the consolidation time now",
+                )
+            } else {
+                let prior = u64::try_from(prior_mtime)
+                    .ok()
+                    .filter(|ms| *ms > 0)
+                    .map(|ms| SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms));
+                (prior.map(rfc3339), "roll the time back to before this hold")
+            };
+            lock.would_set_last_consolidated_at = Some(at);
+            let note = format!(
+                "dry run: would release the lock as {} and {what}; nothing was changed",
+                outcome.as_str()
+            );
+            Report::WouldRelease {
+                envelope,
+                lock,
+                note,
+            }
+        }
+        Ok(false) => {
+            lock.reason = Some("not_holder".into());
+            Report::NotReleased {
+                envelope,
+                lock,
+                note: "dry run: would not release: the lock is no longer ours (taken over, or released already)".into(),
+            }
+        }
+        Err(failure) => Report::Failed {
+            envelope,
+            lock,
+            failure,
+        },
     }
 }
 
@@ -953,7 +1044,17 @@ fn kill_group(pgid: u32) {
 fn finish(backend: &dyn Backend, lease: &Lease, outcome: RunOutcome, diag: &Diag) -> Option<Exit> {
     match backend.release(&lease.token, lease.prior_mtime_ms, outcome) {
         Ok(Released::Yes { .. }) => {
-            diag.info(&format!("released: {}", outcome.as_str()));
+            // Said without -v: whether the consolidation time moved is what a person wants
+            // to know after the command (-q silences it).
+            diag.warn(&match outcome {
+                RunOutcome::Completed => {
+                    "released the lock: completed, the consolidation time is now".to_string()
+                }
+                other => format!(
+                    "rolled the lock back ({}): the consolidation time is as it was",
+                    other.as_str()
+                ),
+            });
             None
         }
         Ok(Released::NotHolder { holder_pid }) => {
@@ -1181,11 +1282,47 @@ exited with); the lock was rolled back.
 143 exec was terminated by SIGTERM, likewise; the lock was rolled back.",
     ),
     (
-        "ENVIRONMENT",
+        "*/ENVIRONMENT",
         "DREAMKIT_LOCK_URL (the --backend default: file, or an etcd:// URL; anything else is \
 refused rather than silently replaced by a local lock), DREAMKIT_ETCD_LEASE_TTL (a testing \
 knob: the etcd holder lease in seconds), CLAUDE_CONFIG_DIR, HOME, \
 CLAUDE_COWORK_MEMORY_PATH_OVERRIDE. exec sets DREAMKIT_LOCK_TOKEN and \
 DREAMKIT_LOCK_OUTCOME_FILE for CMD.",
+    ),
+    (
+        "EXAMPLES",
+        "Who holds this project's lock, and since when? (exit 0 free, 1 held)
+
+  dream-lock status | jq '{held, holder_pid, since, last_consolidated_at}'
+
+The consolidation pipeline of a Stop hook: the gate's envelope, the lock taken for the run and \
+released by its outcome:
+
+  dream-gate -q | dream-lock -q exec -- dream-run -q",
+    ),
+    (
+        "acquire/EXAMPLES",
+        "Take the lock when a dream is due, and keep the envelope (its lock.token releases it):
+
+  dream-gate -q | dream-lock acquire > envelope.json; jq .lock envelope.json",
+    ),
+    (
+        "release/EXAMPLES",
+        "Take the lock, ask what releasing it as completed would do, then roll it back:
+
+  e=$(dream-gate --min-hours 0 --min-sessions 0 --scan-interval 0 | dream-lock acquire); echo \"$e\" | dream-lock release --dry-run --outcome completed | jq .lock; echo \"$e\" | dream-lock release --outcome failed | jq .lock.released",
+    ),
+    (
+        "status/EXAMPLES",
+        "One line for a prompt or a status bar:
+
+  dream-lock status | jq -r 'if .held then \"dream running (PID \\(.holder_pid))\" else \"memory idle\" end'",
+    ),
+    (
+        "exec/EXAMPLES",
+        "Run a script of your own under the lock: it reads the envelope on stdin and finds the \
+token in DREAMKIT_LOCK_TOKEN; exit 0 releases as completed, anything else rolls back:
+
+  dream-gate --min-hours 0 --min-sessions 0 --scan-interval 0 | dream-lock exec -- sh -c 'cat >/dev/null; echo \"held with $DREAMKIT_LOCK_TOKEN\"; exit 1'",
     ),
 ];

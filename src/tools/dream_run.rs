@@ -554,4 +554,82 @@ keeping each in the task's snapshot so `undo` works; it releases as completed (t
 this is the consolidation), records the task completed and appends the pending-updates line. \
 `dream-run discard [TASK_ID]` deletes the staging copy and marks the task discarded.",
     ),
+    (
+        "*/ENVIRONMENT",
+        "The model's: ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, \
+ANTHROPIC_MODEL (the main model), DREAMKIT_PROVIDER, OPENAI_BASE_URL, OPENAI_API_KEY (empty: none \
+needed), OPENAI_MODEL, DREAMKIT_OPENAI_EXTRA_BODY, DREAMKIT_RETRY_BASE_MS; see recap(1) for each. \
+The values of the keys are never printed.
+
+DREAMKIT_LOCK_TOKEN: the lock token when dream-run runs under dream-lock exec (the envelope's \
+lock.token wins). DREAMKIT_LOCK_URL: the lock backend (file, or etcd://...; see dream-lock(1)). \
+DREAMKIT_MIN_HOURS: check's --min-hours. DREAMKIT_DREAM_MODE=propose: as --propose. \
+CLAUDE_CONFIG_DIR, HOME, XDG_STATE_HOME (task records, snapshots, digests under \
+$XDG_STATE_HOME/dreamkit/projects/SLUG), CLAUDE_COWORK_MEMORY_PATH_OVERRIDE, \
+CLAUDE_CODE_REMOTE_MEMORY_DIR: where memory is, as for dream-gate(1).",
+    ),
+    (
+        "EXAMPLES",
+        "What would a consolidation do now? (no model request, nothing written)
+
+  dream-gate --min-hours 0 --min-sessions 0 --scan-interval 0 | dream-lock exec -- dream-run --dry-run | jq .run
+
+The Stop hook pipeline (end hook commands with exit 0):
+
+  dream-gate -q | dream-lock -q exec -- dream-run -q; exit 0
+
+The runs so far, newest last:
+
+  dream-run tasks | jq -r '.tasks[] | \"\\(.task_id) \\(.status)\"'
+
+Help for one subcommand:
+
+  dream-run help undo",
+    ),
+    (
+        "apply/EXAMPLES",
+        "Read the proposal, see which files applying it would write, then apply it:
+
+  dream-run show | jq .; dream-run apply --dry-run | jq .",
+    ),
+    (
+        "discard/EXAMPLES",
+        "Drop the pending proposal (see first what would go):
+
+  dream-run discard --dry-run | jq .",
+    ),
+    (
+        "pending/EXAMPLES",
+        "The consolidations Claude Code has not announced yet, and what --clear would drop:
+
+  dream-run pending | jq '.updates'; dream-run pending --clear --dry-run | jq .would_clear
+
+As a SessionStart hook (prints the client's hook JSON, or nothing):
+
+  dream-run pending --hook; exit 0",
+    ),
+    (
+        "recover/EXAMPLES",
+        "After a crash or kill -9 during apply: roll back the interrupted apply, under the lock:
+
+  dream-run recover | jq .recovered",
+    ),
+    (
+        "show/EXAMPLES",
+        "The proposal's diff, for a person:
+
+  dream-run show | jq -r '.diff // empty'",
+    ),
+    (
+        "tasks/EXAMPLES",
+        "Failed runs and why:
+
+  dream-run tasks | jq -c '.tasks[] | select(.status == \"failed\") | {task_id, error}'",
+    ),
+    (
+        "undo/EXAMPLES",
+        "Which files undoing the newest run that left changes would put back, then undo it:
+
+  dream-run undo --dry-run | jq .; dream-run undo | jq .undone",
+    ),
 ];

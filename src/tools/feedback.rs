@@ -1131,6 +1131,43 @@ List the drafts' ids and titles:
 
   feedback list | jq -c '.drafts[] | {draft_id, title}'",
     ),
+    (
+        "*/ENVIRONMENT",
+        "CLAUDE_CONFIG_DIR, HOME: the drafts are under $CLAUDE_CONFIG_DIR/feedback-drafts, as \
+Claude Code keeps them. XDG_STATE_HOME: the per-session queue counts \
+($XDG_STATE_HOME/dreamkit/feedback-queues.json). send: GITHUB_TOKEN (for --to github:...; \
+never printed) and GITHUB_API_URL (default https://api.github.com).",
+    ),
+    (
+        "queue/EXAMPLES",
+        "Queue a draft from flags, and print its id:
+
+  feedback queue --type idea --title 'recap should name the branch' --details 'Seen on main.' | jq -r .draft_id",
+    ),
+    (
+        "list/EXAMPLES",
+        "The drafts waiting, newest first:
+
+  feedback list | jq -r '.drafts[] | \"\\(.draft_id) \\(.title)\"'",
+    ),
+    (
+        "show/EXAMPLES",
+        "One draft, whole:
+
+  id=$(feedback list | jq -r '.drafts[0].draft_id // \"none\"'); feedback show \"$id\"",
+    ),
+    (
+        "discard/EXAMPLES",
+        "Discard every draft older than the newest:
+
+  feedback list | jq -r '.drafts[1:][].draft_id' | while read -r id; do feedback -n discard \"$id\"; done",
+    ),
+    (
+        "send/EXAMPLES",
+        "Send a draft to your own endpoint (asks first on a terminal; --yes in scripts):
+
+  id=$(feedback list | jq -r '.drafts[0].draft_id // empty'); [ -z \"$id\" ] || feedback send \"$id\" --endpoint http://127.0.0.1:9/feedback --yes --retries 0 --timeout 2s; exit 0",
+    ),
 ];
 
 #[cfg(test)]

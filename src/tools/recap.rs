@@ -55,6 +55,10 @@ pub struct Args {
     /// Away-summary mode: apply the gates, then append the summary to the transcript
     #[arg(long)]
     pub auto: bool,
+    /// Apply the gates (with --auto) and say what would be asked and written: no request,
+    /// no credential needed, nothing written (status dry-run, exit 0)
+    #[arg(long)]
+    pub dry_run: bool,
     /// How long the user has been away [default: since the transcript's last record]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "away_ms")]
     pub away: Option<Duration>,
@@ -384,6 +388,8 @@ pub enum RecapReport {
         record_uuid: Option<String>,
         usage: Usage,
     },
+    /// `dry-run` (exit 0): what would be asked and written; no request made.
+    DryRun { message: String },
     /// `no-turn` (exit 1): no real user turn in the transcript; no request made.
     NoTurn,
     /// `skipped` (exit 1): an away-summary gate said no (`--auto`); no request made.
@@ -449,7 +455,7 @@ impl RecapReport {
     /// The exit code: decided here and nowhere else.
     pub fn exit(&self) -> Exit {
         match self {
-            RecapReport::Summary { .. } => Exit::Yes,
+            RecapReport::Summary { .. } | RecapReport::DryRun { .. } => Exit::Yes,
             RecapReport::NoTurn | RecapReport::Skipped { .. } | RecapReport::Stale { .. } => {
                 Exit::No
             }
@@ -463,6 +469,7 @@ impl RecapReport {
     fn line(&self) -> Option<String> {
         match self {
             RecapReport::Summary { .. } => None,
+            RecapReport::DryRun { message } => Some(format!("dry run: {message}")),
             RecapReport::NoTurn => Some(format!("no-turn: {NO_TURN}")),
             RecapReport::Skipped { reason, message } => {
                 Some(format!("skipped: {reason}: {message}"))
@@ -515,6 +522,10 @@ impl Serialize for RecapReport {
                 record_uuid: record_uuid.as_deref(),
                 usage: *usage,
                 ..document("ok")
+            },
+            RecapReport::DryRun { message } => Document {
+                message: Some(sanitize(message).into_owned()),
+                ..document("dry-run")
             },
             RecapReport::NoTurn => Document {
                 message: Some(NO_TURN.into()),
@@ -786,6 +797,21 @@ impl Args {
         } else {
             explain(diag, "default mode (/recap): no gates, nothing is written");
         }
+        if self.dry_run {
+            let model = config
+                .as_ref()
+                .map_or_else(|_| "the small/fast model".to_string(), |c| c.model.clone());
+            let asked = count(recent.messages.len() as u64, "message", "messages");
+            let message = if self.auto {
+                format!(
+                    "every away-summary gate let it go on: would ask {model} about {asked} and append an away_summary record to {}",
+                    transcript.display()
+                )
+            } else {
+                format!("would ask {model} about {asked} and print the summary")
+            };
+            return Ok(RecapReport::DryRun { message });
+        }
         let client = Client::new(config?)?;
         let request = request(&recent);
         explain(
@@ -957,6 +983,7 @@ says no; end hook commands with exit 0):
 
   recap --auto -q >/dev/null; exit 0",
     ),
+    ("*/ENVIRONMENT", crate::model::MAN_ENVIRONMENT),
 ];
 
 #[cfg(test)]

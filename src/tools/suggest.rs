@@ -648,6 +648,7 @@ network is touched and no async runtime is started. Put -- before a TEXT that st
 As a Stop hook, with the payload on stdin, appending Claude Code's events to a file (end hook \
 commands with exit 0): suggest -q --events >> ~/suggestions.jsonl; exit 0",
     ),
+    ("*/ENVIRONMENT", crate::model::MAN_ENVIRONMENT),
 ];
 
 #[cfg(test)]

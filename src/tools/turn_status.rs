@@ -931,6 +931,12 @@ As a Stop hook that keeps a status file (end hook commands with exit 0):
 
   turn-status -q --previous ~/.cache/dreamkit/turn-status.json --state-file ~/.cache/dreamkit/turn-status.json >/dev/null; exit 0",
     ),
+    (
+        "ENVIRONMENT",
+        "DREAMKIT_TURN_STATUS_ENGINE: the --engine default (heuristic or llm). With --engine \
+llm, the model's variables below; the heuristic engine reads none of them.",
+    ),
+    ("ENVIRONMENT", crate::model::MAN_ENVIRONMENT),
 ];
 
 #[cfg(test)]

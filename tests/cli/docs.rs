@@ -185,9 +185,8 @@ fn fish_completions_load_and_complete() {
 
 /// `sudo make install` must not compile as root: install uses what `make` built, and says so
 /// when it is missing instead of running cargo.
-#[test]
-fn make_install_installs_what_was_built_and_never_builds() {
-    use crate::support::{bin_path, mode};
+/// The files `make install` reads, copied into a temporary tree (no `target/` yet).
+fn install_tree() -> tempfile::TempDir {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let tree = tempfile::tempdir().unwrap();
     std::fs::copy(root.join("Makefile"), tree.path().join("Makefile")).unwrap();
@@ -208,6 +207,13 @@ fn make_install_installs_what_was_built_and_never_builds() {
             }
         }
     }
+    tree
+}
+
+#[test]
+fn make_install_installs_what_was_built_and_never_builds() {
+    use crate::support::{bin_path, mode};
+    let tree = install_tree();
     // A cargo that leaves a mark if anything calls it.
     let cargo = tree.path().join("fake-cargo");
     let mark = tree.path().join("cargo-was-run");
@@ -417,4 +423,73 @@ fn readme_licenses_and_rust_version_hold() {
         readme.contains(&format!("{declared} or newer")),
         "the README states the minimum Rust version"
     );
+}
+
+/// After `make install PREFIX=~/.local`, as a user without root does it, the completions are
+/// found by real shells: fish and bash-completion look there by themselves; zsh does not, so
+/// make prints the one line to add, and with it zsh finds them.
+#[test]
+fn completions_are_found_after_a_user_install() {
+    let tree = install_tree();
+    let release = tree.path().join("target/release");
+    std::fs::create_dir_all(&release).unwrap();
+    for bin in crate::support::BINARIES {
+        std::fs::copy(crate::support::bin_path(bin), release.join(bin)).unwrap();
+    }
+    let home = tree.path().join("home");
+    let prefix = home.join(".local");
+    let out = std::process::Command::new("make")
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .current_dir(tree.path())
+        .env("HOME", &home)
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    if let Some(zsh) = shell("zsh") {
+        let line = said
+            .lines()
+            .find(|l| l.trim_start().starts_with("fpath=("))
+            .unwrap_or_else(|| panic!("no fpath line for zsh: {said}"))
+            .trim()
+            .to_string();
+        let script = format!(
+            "{line}; autoload -Uz compinit && compinit -u -d {}/zcompdump && print -r -- ${{_comps[dream-lock]}} ${{_comps[turn-status]}}",
+            tree.path().display()
+        );
+        let out = std::process::Command::new(zsh)
+            .args(["-fc", &script])
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "_dream-lock _turn-status",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    if let Some(fish) = shell("fish") {
+        let out = std::process::Command::new(fish)
+            .args(["-c", "complete -C 'dream-lock rel'"])
+            .env("HOME", &home)
+            .env_remove("XDG_DATA_HOME")
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    prefix.join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .output()
+            .unwrap();
+        let offered = String::from_utf8_lossy(&out.stdout);
+        assert!(offered.starts_with("release\t"), "{offered}");
+    }
 }

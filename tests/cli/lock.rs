@@ -297,6 +297,58 @@ fn release_frees_or_rolls_back_for_each_outcome() {
 }
 
 #[test]
+fn release_dry_run_says_what_it_would_do_and_changes_nothing() {
+    let home = ClaudeHome::new();
+    home.consolidated(Duration::from_secs(30 * 3600));
+    let prior_ms = epoch_ms(mtime(&home.lock_file()));
+    let (code, acquired) = acquire_for(&home, std::process::id());
+    assert_eq!(code, 0);
+    let held = (content(&home), mtime(&home.lock_file()));
+    for (outcome, would) in [("completed", true), ("failed", false)] {
+        let mut envelope = acquired.clone();
+        envelope["run"] = json!({"status": outcome});
+        let out = home
+            .cmd("dream-lock")
+            .args(["release", "--dry-run"])
+            .write_stdin(envelope.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{outcome}");
+        let doc = stdout_json(&out);
+        assert_eq!(doc["lock"]["dry_run"], true);
+        assert_eq!(doc["lock"]["released"], false);
+        assert_eq!(doc["lock"]["outcome"], outcome);
+        let at = &doc["lock"]["would_set_last_consolidated_at"];
+        if would {
+            assert!(at.is_string(), "{doc}");
+        } else {
+            // Rolled back to the time before this hold.
+            let prior = dreamkit::cli::time::rfc3339(
+                SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(prior_ms).unwrap()),
+            );
+            assert_eq!(at, &json!(prior), "{doc}");
+        }
+        assert!(
+            stderr_text(&out).starts_with("dream-lock: dry run: would release the lock as"),
+            "{}",
+            stderr_text(&out)
+        );
+        assert_eq!(
+            (content(&home), mtime(&home.lock_file())),
+            held,
+            "{outcome}: the lock changed"
+        );
+    }
+    // Once released, a dry run says it would not: exit 1, not_holder.
+    let (code, _) = lock(&home, &["release"], &acquired.to_string());
+    assert_eq!(code, 0);
+    let (code, doc) = lock(&home, &["release", "--dry-run"], &acquired.to_string());
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["lock"]["reason"], "not_holder");
+    assert_eq!(doc["lock"]["dry_run"], true);
+}
+
+#[test]
 fn the_outcome_flag_wins_and_release_needs_a_lease() {
     let home = ClaudeHome::new();
     let (_, acquired) = acquire_for(&home, std::process::id());
@@ -428,7 +480,12 @@ fn exec_completed_passes_stdout_through_and_frees_the_lock() {
         String::from_utf8_lossy(&out.stdout),
         format!("token={token}\n")
     );
-    // exec's own PID held it; now it is free and now is the last-consolidated time.
+    // exec's own PID held it; now it is free and now is the last-consolidated time, and
+    // stderr says so.
+    assert_eq!(
+        stderr_text(&out).trim_end(),
+        "dream-lock: released the lock: completed, the consolidation time is now"
+    );
     assert_eq!(content(&home), "");
     assert!(
         epoch_ms(mtime(&home.lock_file())) > epoch_ms(SystemTime::now() - Duration::from_secs(60))
@@ -453,6 +510,10 @@ fn exec_failed_rolls_back_and_exits_with_the_command_code() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "partial\n");
+    assert_eq!(
+        stderr_text(&out).trim_end(),
+        "dream-lock: rolled the lock back (failed): the consolidation time is as it was"
+    );
     assert_eq!(content(&home), "");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
 

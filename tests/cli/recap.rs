@@ -465,6 +465,43 @@ fn auto_appends_one_away_summary_record() {
     assert_eq!(s.api.requests().len(), 1);
 }
 
+#[test]
+fn auto_dry_run_applies_the_gates_and_sends_and_writes_nothing() {
+    let t = three_turns();
+    let s = setup(&t);
+    let before = bytes(&s.transcript);
+    let (code, out, stderr) = s.run(&["--auto", "--dry-run"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["status"], "dry-run");
+    let message = out["message"].as_str().unwrap();
+    assert!(
+        message.contains("would ask") && message.contains("away_summary"),
+        "{message}"
+    );
+    assert!(stderr.starts_with("recap: dry run: "), "{stderr}");
+    assert_eq!(bytes(&s.transcript), before, "the transcript was written");
+    assert!(s.api.requests().is_empty(), "a request was sent");
+    // No credential is needed to ask.
+    let out = s
+        .cmd()
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["--auto", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    // A gate that says no says it in a dry run too.
+    std::fs::write(&s.transcript, &before).unwrap();
+    s.api
+        .push(Reply::anthropic_text("You were updating the README."));
+    assert_eq!(s.run(&["--auto"]).0, 0);
+    let (code, out, _) = s.run(&["--auto", "--dry-run"]);
+    assert_eq!(
+        (code, out["status"].as_str(), out["reason"].as_str()),
+        (1, Some("skipped"), Some("already_summarized"))
+    );
+    assert_eq!(s.api.requests().len(), 1);
+}
+
 fn skip_reason(t: &Transcript, args: &[&str], env: &[(&str, &str)]) -> (i32, Value, usize) {
     let s = setup(t);
     let mut cmd = s.cmd();
