@@ -331,28 +331,55 @@ fn man_pages_have_one_subcommands_section_values_in_synopsis_and_see_also() {
     assert!(page("man/dream-lock.1").contains("\\fBdream\\-lock\\-exec\\fR(1)"));
 }
 
-/// The README cites only what the repository holds, the licences `Cargo.toml` declares exist,
+/// The README and docs/ cite only what the repository holds, the licences `Cargo.toml` declares exist,
 /// and the minimum Rust version is the highest any locked dependency declares.
 #[test]
 fn readme_licenses_and_rust_version_hold() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let words: Vec<String> = readme
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
-        .map(|w| w.trim_matches('.').to_ascii_lowercase())
-        .collect();
-    for outside in ["spec", "spec.md", "architecture.md"] {
-        assert!(
-            !words.iter().any(|w| w == outside),
-            "README cites {outside}, which is not in the repository"
-        );
-    }
-    // Relative links point at files that exist.
-    for link in readme.split("](").skip(1) {
-        let target = link.split(')').next().unwrap_or_default();
-        if !target.contains("://") && !target.starts_with('#') {
-            assert!(root.join(target).exists(), "README links to {target}");
+    // The README and the guide under docs/ it links to.
+    let mut docs = vec![std::path::PathBuf::from("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            docs.push(path.strip_prefix(root).unwrap().to_path_buf());
         }
+    }
+    assert!(docs.len() >= 4, "{docs:?}");
+    for doc in &docs {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        let words: Vec<String> = text
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+            .map(|w| w.trim_matches('.').to_ascii_lowercase())
+            .collect();
+        for outside in ["spec", "spec.md", "architecture.md"] {
+            assert!(
+                !words.iter().any(|w| w == outside),
+                "{} cites {outside}, which is not in the repository",
+                doc.display()
+            );
+        }
+        // Relative links point at files that exist (relative to the document's folder).
+        let dir = root.join(doc.parent().unwrap_or(std::path::Path::new("")));
+        for link in text.split("](").skip(1) {
+            let target = link.split(')').next().unwrap_or_default();
+            let file = target.split('#').next().unwrap_or_default();
+            if !target.contains("://") && !file.is_empty() {
+                assert!(
+                    dir.join(file).exists(),
+                    "{} links to {target}",
+                    doc.display()
+                );
+            }
+        }
+    }
+    // Every guide page is reachable from the README.
+    for doc in docs.iter().skip(1) {
+        assert!(
+            readme.contains(&format!("]({})", doc.display())),
+            "README.md does not link to {}",
+            doc.display()
+        );
     }
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("license = \"MIT OR Apache-2.0\""));

@@ -1,8 +1,8 @@
-//! Every example a user may copy runs as written: the shell blocks of README.md, the hook
-//! commands in its JSON blocks, and the example lines of the man pages, in a temporary home
-//! with the built binaries on PATH.
+//! Every example a user may copy runs as written: the shell blocks of README.md and of every
+//! `docs/*.md`, the hook commands in their JSON blocks, and the example lines of the man
+//! pages, in a temporary home with the built binaries on PATH (a fresh one per document).
 //!
-//! README blocks are marked, when they need to be, by an HTML comment right before the block:
+//! Blocks are marked, when they need to be, by an HTML comment right before the block:
 //! `<!-- example: skip (why) -->` (not run), `<!-- example: exits 0 or 1 (why) -->` (exit 1
 //! is fine too), `<!-- example: model (why) -->` (run against the fake model server; `model;
 //! exits 0 or 1 (why)` allows exit 1 as well). Every
@@ -28,9 +28,26 @@ struct Block {
     line: usize,
 }
 
-fn readme_blocks() -> Vec<Block> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+/// The documents whose examples a user may copy: README.md first, then every `docs/*.md`.
+fn doc_files() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    docs.sort();
+    assert!(docs.len() >= 3, "docs/: {docs:?}");
+    std::iter::once("README.md".to_string())
+        .chain(docs)
+        .collect()
+}
+
+/// The fenced blocks of `file` (relative to the repository root).
+fn blocks_of(file: &str) -> Vec<Block> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file))
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
     let mut blocks = Vec::new();
     let mut last_text_line: Option<&str> = None;
     let mut open: Option<Block> = None;
@@ -60,7 +77,7 @@ fn readme_blocks() -> Vec<Block> {
             last_text_line = Some(line);
         }
     }
-    assert!(open.is_none(), "README.md has an unclosed code block");
+    assert!(open.is_none(), "{file} has an unclosed code block");
     blocks
 }
 
@@ -295,49 +312,73 @@ fn readme_shell_examples_run_as_written() {
     if jq_missing() {
         return;
     }
-    let world = World::new();
     let mut failures = Vec::new();
+    let mut ran_in_readme = 0;
     let mut ran = 0;
-    for block in readme_blocks()
-        .iter()
-        .filter(|b| b.lang == "sh" || b.lang == "bash")
-    {
-        let note = block.note.as_deref().unwrap_or("");
-        let commands = commands(&block.text);
-        if note.starts_with("skip") {
-            assert!(
-                note.contains('('),
-                "README.md:{}: a skip says why",
-                block.line
-            );
-            eprintln!("README.md:{}: not run: {note}", block.line);
-            continue;
-        }
-        // `model; exits 0 or 1 (why)` combines the two.
-        let allowed: &[i32] = if note.starts_with("exits 0 or 1")
-            || (note.starts_with("model") && note.contains("exits 0 or 1"))
+    for file in doc_files() {
+        // Each document starts from the same home, so its examples run in the order it shows
+        // them, whatever the other documents did.
+        let world = World::new();
+        let mut asks_model = false;
+        for block in blocks_of(&file)
+            .iter()
+            .filter(|b| b.lang == "sh" || b.lang == "bash")
         {
-            &[0, 1]
-        } else {
-            assert!(
-                note.is_empty() || note.starts_with("model"),
-                "README.md:{}: unknown example note {note:?}",
-                block.line
-            );
-            &[0]
-        };
-        ran += commands.len();
-        if let Err(e) = world.run(&commands, allowed, note.starts_with("model")) {
-            failures.push(format!("README.md:{}: {e}", block.line));
+            let note = block.note.as_deref().unwrap_or("");
+            let commands = commands(&block.text);
+            if note.starts_with("skip") {
+                assert!(note.contains('('), "{file}:{}: a skip says why", block.line);
+                eprintln!("{file}:{}: not run: {note}", block.line);
+                continue;
+            }
+            // `model; exits 0 or 1 (why)` combines the two.
+            let allowed: &[i32] = if note.starts_with("exits 0 or 1")
+                || (note.starts_with("model") && note.contains("exits 0 or 1"))
+            {
+                &[0, 1]
+            } else {
+                assert!(
+                    note.is_empty() || note.starts_with("model"),
+                    "{file}:{}: unknown example note {note:?}",
+                    block.line
+                );
+                &[0]
+            };
+            asks_model |= note.starts_with("model");
+            ran += commands.len();
+            if file == "README.md" {
+                ran_in_readme += commands.len();
+            }
+            if let Err(e) = world.run(&commands, allowed, note.starts_with("model")) {
+                failures.push(format!("{file}:{}: {e}", block.line));
+            }
+        }
+        // A document's model examples really asked the (fake) model.
+        assert!(
+            !asks_model || !world.api.requests().is_empty(),
+            "{file}: the model examples made no request"
+        );
+        if file == "README.md" {
+            assert!(asks_model, "README.md shows no model example");
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(ran >= 10, "only {ran} README commands ran");
-    // The recap example really asked the (fake) model.
     assert!(
-        !world.api.requests().is_empty(),
-        "the model example made no request"
+        ran_in_readme >= 10,
+        "only {ran_in_readme} README commands ran"
     );
+    assert!(ran >= 30, "only {ran} commands ran in README.md and docs/");
+}
+
+/// The hook commands of `file`'s JSON blocks (every JSON block must parse).
+fn hooks_of(file: &str) -> Vec<String> {
+    let mut hooks = Vec::new();
+    for block in blocks_of(file).iter().filter(|b| b.lang == "json") {
+        let value: Value = serde_json::from_str(&block.text)
+            .unwrap_or_else(|e| panic!("{file}:{}: JSON block: {e}", block.line));
+        hook_commands(&value, &mut hooks);
+    }
+    hooks
 }
 
 #[test]
@@ -345,14 +386,29 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
     if jq_missing() {
         return;
     }
-    let world = World::new();
-    let mut hooks = Vec::new();
-    for block in readme_blocks().iter().filter(|b| b.lang == "json") {
-        let value: Value = serde_json::from_str(&block.text)
-            .unwrap_or_else(|e| panic!("README.md:{}: JSON block: {e}", block.line));
-        hook_commands(&value, &mut hooks);
+    let mut total = 0;
+    let mut pipelines = Vec::new();
+    for file in doc_files() {
+        let hooks = hooks_of(&file);
+        if hooks.is_empty() {
+            continue;
+        }
+        total += hooks.len();
+        let world = World::new();
+        if hooks_run_and_pipeline_consolidates(&world, &hooks) {
+            pipelines.push(file);
+        }
     }
-    assert!(hooks.len() >= 3, "hooks found: {hooks:?}");
+    assert!(total >= 3, "hooks found: {total}");
+    assert!(
+        pipelines.iter().any(|f| f == "README.md"),
+        "README.md shows the Stop pipeline hook: {pipelines:?}"
+    );
+}
+
+/// Runs every hook with a Stop payload; when one of them is the detached dream pipeline
+/// (it logs to dream.log), checks that it consolidated, and says so.
+fn hooks_run_and_pipeline_consolidates(world: &World, hooks: &[String]) -> bool {
     // Due by the default gate, so the Stop recipe's background pipeline really consolidates.
     world.add_sessions(3..=8);
     let payload = json!({
@@ -362,7 +418,7 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
         "hook_event_name": "Stop",
     })
     .to_string();
-    for hook in &hooks {
+    for hook in hooks {
         assert!(
             hook.trim_end().ends_with("exit 0"),
             "a hook ends in exit 0 (Claude Code reads 2 as block): {hook}"
@@ -392,6 +448,12 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    if !hooks
+        .iter()
+        .any(|h| h.contains("dream.log") && h.contains("dream-run"))
+    {
+        return false;
+    }
     // The detached pipeline logs the run's envelope when it ends (waited for as a line).
     let log = world.home.join(".local/state/dreamkit/dream.log");
     let mut text = String::new();
@@ -417,6 +479,7 @@ fn readme_hook_commands_end_in_exit_0_and_succeed() {
         json!(world.project.display().to_string()),
         "{text}"
     );
+    true
 }
 
 #[test]
@@ -442,10 +505,23 @@ fn example_notes_and_commands_are_parsed_as_intended() {
         commands("# comment\necho a \\\n  | cat\n\nls   # trailing\n"),
         ["echo a \\\n  | cat", "ls   # trailing"]
     );
-    let blocks = readme_blocks();
-    assert!(blocks
+    assert!(blocks_of("README.md")
         .iter()
         .any(|b| b.note.as_deref().is_some_and(|n| n.starts_with("skip ("))));
+    // docs/ is read too: every document parses, and its notes are ones the runner knows.
+    for file in doc_files() {
+        for block in blocks_of(&file) {
+            if let Some(note) = &block.note {
+                assert!(
+                    ["skip (", "exits 0 or 1", "model"]
+                        .iter()
+                        .any(|known| note.starts_with(known)),
+                    "{file}:{}: unknown example note {note:?}",
+                    block.line
+                );
+            }
+        }
+    }
 }
 
 /// Runs `command` under bash in the world with `stdin`; returns (exit code, stdout).
@@ -475,10 +551,11 @@ fn readme_status_hook_feeds_the_status_line() {
         return;
     }
     let world = World::new();
-    let block = readme_blocks()
-        .into_iter()
+    let block = doc_files()
+        .iter()
+        .flat_map(|file| blocks_of(file))
         .find(|b| b.lang == "json" && b.text.contains("\"statusLine\""))
-        .expect("a README JSON block with a statusLine");
+        .expect("a JSON block with a statusLine in README.md or docs/");
     let settings: Value = serde_json::from_str(&block.text).unwrap();
     let mut hooks = Vec::new();
     hook_commands(&settings["hooks"], &mut hooks);
