@@ -606,7 +606,8 @@ fn memory_links(
     let mut out = Vec::new();
     let from = file.relative.rsplit_once('/').map_or("", |(d, _)| d);
     for line in lines {
-        if line.code {
+        // Every link, inline or by reference, has a `]`.
+        if line.code || memchr::memchr(b']', line.text.as_bytes()).is_none() {
             continue;
         }
         let spans = markdown::code_spans(line.text);
@@ -637,6 +638,19 @@ fn resolve_link(dir: &Path, from: &str, target: &str) -> Option<String> {
     let target = target.split(['#', '?']).next().unwrap_or_default();
     if target.is_empty() || has_scheme(target) {
         return None;
+    }
+    // Most links: plain relative names, nothing to decode or fold.
+    if !target.starts_with('/')
+        && !target.contains('%')
+        && target
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+    {
+        return Some(if from.is_empty() {
+            target.to_string()
+        } else {
+            format!("{from}/{target}")
+        });
     }
     let decoded = percent_decoded(target);
     let path = Path::new(&decoded);
@@ -910,7 +924,11 @@ fn duplicate_topic_lines(
     parsed: &[Vec<Line<'_>>],
     problems: &mut Vec<Problem>,
 ) {
-    let mut seen: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
+    // The key is a hash already: hashed again by nothing. The first line of each hash is
+    // kept inline; lines whose hash matched but whose text did not (a collision) in a list.
+    let mut seen: HashMap<u64, (usize, usize), std::hash::BuildHasherDefault<PassThrough>> =
+        HashMap::default();
+    let mut collided: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
     for (at, (file, lines)) in files.iter().zip(parsed).enumerate() {
         if file.relative == INDEX_FILE {
             continue;
@@ -922,16 +940,20 @@ fn duplicate_topic_lines(
             let Some(hash) = markdown::folded_hash(line.text, MIN_DUPLICATE_CHARS) else {
                 continue;
             };
-            let earlier = seen.entry(hash).or_default();
-            let first = if earlier.is_empty() {
-                None
-            } else {
-                let folded = markdown::normalized(line.text);
-                earlier
-                    .iter()
-                    .find(|&&(f, l)| markdown::normalized(parsed[f][l].text) == folded)
+            let first = match seen.entry(hash) {
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert((at, n));
+                    continue;
+                }
+                std::collections::hash_map::Entry::Occupied(first) => *first.get(),
             };
-            match first {
+            let folded = markdown::normalized(line.text);
+            let same = |&(f, l): &(usize, usize)| markdown::normalized(parsed[f][l].text) == folded;
+            let others = collided.entry(hash).or_default();
+            let first = std::iter::once(first)
+                .chain(others.iter().copied())
+                .find(|at| same(at));
+            match first.as_ref() {
                 Some(&(f, l)) => problems.push(Problem::new(
                     Kind::DuplicateEntry,
                     &file.relative,
@@ -941,9 +963,29 @@ fn duplicate_topic_lines(
                         files[f].relative, parsed[f][l].number
                     ),
                 )),
-                None => earlier.push((at, n)),
+                None => others.push((at, n)),
             }
         }
+    }
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
     }
 }
 
@@ -1132,6 +1174,19 @@ mod tests {
     fn links_resolve_inside_the_memory_dir_only() {
         let dir = Path::new("/m");
         assert_eq!(resolve_link(dir, "", "a.md").as_deref(), Some("a.md"));
+        assert_eq!(
+            resolve_link(dir, "team", "notes/b.md").as_deref(),
+            Some("team/notes/b.md")
+        );
+        assert_eq!(
+            resolve_link(dir, "team", "./b.md").as_deref(),
+            Some("team/b.md")
+        );
+        assert_eq!(
+            resolve_link(dir, "", "team//b.md").as_deref(),
+            Some("team/b.md")
+        );
+        assert_eq!(resolve_link(dir, "", "../../x.md"), None);
         assert_eq!(
             resolve_link(dir, "team", "../b.md#x").as_deref(),
             Some("b.md")

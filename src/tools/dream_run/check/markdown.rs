@@ -258,6 +258,23 @@ pub(super) fn folded_hash(text: &str, min_chars: usize) -> Option<u64> {
     let mut feed = |byte: u8| hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
     let mut chars = 0usize;
     let mut gap = false;
+    if text.is_ascii() {
+        // Most memory text: one byte a character, no Unicode tables.
+        for &byte in text.as_bytes() {
+            if byte.is_ascii_alphanumeric() {
+                if gap && chars > 0 {
+                    feed(b' ');
+                    chars += 1;
+                }
+                gap = false;
+                feed(byte.to_ascii_lowercase());
+                chars += 1;
+            } else {
+                gap = true;
+            }
+        }
+        return (chars >= min_chars).then_some(hash);
+    }
     for c in text.chars() {
         if c.is_alphanumeric() {
             if gap && chars > 0 {

@@ -274,6 +274,22 @@ fn is_count(word: &str) -> bool {
 fn words(text: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut start = None;
+    if text.is_ascii() {
+        for (i, byte) in text.bytes().enumerate() {
+            match (byte.is_ascii_alphanumeric(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    out.push(s..i);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            out.push(s..text.len());
+        }
+        return out;
+    }
     for (i, c) in text.char_indices() {
         match (c.is_alphanumeric(), start) {
             (true, None) => start = Some(i),
