@@ -11,7 +11,11 @@ use serde_json::Value;
 pub(crate) mod claude_code;
 pub(crate) mod etcd;
 pub(crate) mod fake_api;
+pub(crate) mod run;
 pub(crate) mod transcript;
+pub(crate) mod wait;
+
+pub(crate) use run::Run;
 
 /// A deterministic session id for index `n`.
 pub(crate) fn session_id(n: u32) -> String {
