@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 
@@ -43,16 +43,9 @@ fn spawn_exec(home: &ClaudeHome, script: &str) -> Child {
         .expect("spawn dream-lock exec")
 }
 
-/// Polls `done` every 25 ms for up to 10 s.
-fn within_10s(mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    done()
+/// Whether `done` turns true within 10 s.
+fn within_10s(done: impl FnMut() -> bool) -> bool {
+    wait::within(Duration::from_secs(10), done)
 }
 
 /// The PID a command wrote into `file` (once it has).
@@ -202,6 +195,8 @@ fn a_killed_exec_leaves_no_command_running_beside_the_next_acquire() {
     assert!(within_10s(|| gone(command)), "the command outlived exec");
     // ...and nothing of it still writes.
     let size = len(&beat);
+    // Kept: not a wait but the observation itself, that nothing appends for a while (the
+    // command is already gone; a writer it left behind would show here).
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         len(&beat),
@@ -465,8 +460,8 @@ fn exec_whose_command_ignored_sigint_exits_130_as_recorded() {
         "trap '' INT; echo $$ > cmd.pid; while [ ! -e go ]; do sleep 0.05; done; exit 0",
     );
     pid_in(&home.project.join("cmd.pid"));
-    unsafe { libc::kill(exec.id() as i32, libc::SIGINT) };
-    std::thread::sleep(Duration::from_millis(200));
+    // exec has taken the SIGINT before the command is let go.
+    wait::signal_delivered(exec.id() as i32, libc::SIGINT);
     std::fs::write(home.project.join("go"), "").unwrap();
     let status = exec.wait().unwrap();
     assert_eq!(

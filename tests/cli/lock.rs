@@ -68,7 +68,6 @@ fn acquire_records_the_pid_the_way_claude_code_reads_it() {
 fn a_claude_code_lock_is_honoured_and_read_by_the_gate() {
     let home = ClaudeHome::new();
     let claude = LiveProcess::start();
-    std::thread::sleep(Duration::from_millis(50));
     claude_code_writes(&home, claude.pid(), Duration::ZERO);
     let (code, out) = acquire_for(&home, std::process::id());
     assert_eq!(code, 1, "{out}");
@@ -99,7 +98,6 @@ fn a_claude_code_lock_is_honoured_and_read_by_the_gate() {
 fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
     let home = ClaudeHome::new();
     let shells: Vec<LiveProcess> = (0..32).map(|_| LiveProcess::start()).collect();
-    std::thread::sleep(Duration::from_millis(50));
     for round in 0..20 {
         let children: Vec<_> = shells
             .iter()
@@ -174,7 +172,8 @@ fn a_holder_killed_with_sigkill_is_taken_over() {
     assert_eq!(status["holder_alive"], false);
     assert_eq!(status["stale"], true);
 
-    std::thread::sleep(Duration::from_millis(5));
+    // The takeover writes at a later millisecond than the first acquire.
+    wait::for_clock_past(mtime(&home.lock_file()));
     let (code, out) = acquire_for(&home, next.pid());
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["lock"]["prior_mtime"], first_mtime);
@@ -549,13 +548,8 @@ fn exec_forwards_sigterm_rolls_back_and_exits_143() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..400 {
-        if marker.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    assert!(marker.exists(), "the command never started");
+    // The script's own `sleep 0.05` loop is the command staying alive, not a wait.
+    wait::for_file(&marker);
     assert_eq!(
         content(&home),
         child.id().to_string(),
@@ -608,7 +602,6 @@ fn exec_does_not_run_the_command_when_the_lock_is_busy() {
 fn an_unreadable_lock_file_fails_closed() {
     let home = ClaudeHome::new();
     let holder = LiveProcess::start();
-    std::thread::sleep(Duration::from_millis(50));
     claude_code_writes(&home, holder.pid(), Duration::from_secs(7200));
     chmod(&home.memory_dir(), 0o777);
     chmod(&home.lock_file(), 0o000);

@@ -181,18 +181,17 @@ fn unprivileged_copy(bin: &str) -> PathBuf {
     if !made.iter().any(|b| b == bin) {
         std::fs::copy(bin_path(bin), &copy).expect("copy binary");
         chmod(&copy, 0o755);
-        for _ in 0..500 {
-            match std::process::Command::new(&copy)
+        wait::until(
+            "the copy to stop being busy (ETXTBSY)",
+            || match std::process::Command::new(&copy)
                 .arg("--version")
                 .stdout(std::process::Stdio::null())
                 .status()
             {
-                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                _ => break,
-            }
-        }
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => None,
+                _ => Some(()),
+            },
+        );
         made.push(bin.to_string());
     }
     copy
@@ -226,13 +225,17 @@ pub(crate) fn bin_path(bin: &str) -> PathBuf {
 pub(crate) struct LiveProcess(pub std::process::Child);
 
 impl LiveProcess {
+    /// Returns once the process runs `sleep` (the fork has exec'd). Its 600 s are not a
+    /// wait: they are how long a holder stays alive.
     pub(crate) fn start() -> Self {
-        LiveProcess(
+        let process = LiveProcess(
             std::process::Command::new("sleep")
                 .arg("600")
                 .spawn()
                 .expect("spawn sleep"),
-        )
+        );
+        wait::for_exec(process.pid() as i32, "sleep");
+        process
     }
 
     pub(crate) fn pid(&self) -> u32 {
