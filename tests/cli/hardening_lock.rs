@@ -76,16 +76,7 @@ fn within_10s(done: impl FnMut() -> bool) -> bool {
 
 /// The PID a command wrote into `file` (once it has).
 fn pid_in(file: &Path) -> i32 {
-    assert!(
-        within_10s(|| std::fs::read_to_string(file).is_ok_and(|t| t.ends_with('\n'))),
-        "{} was never written",
-        file.display()
-    );
-    std::fs::read_to_string(file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    wait::for_pid(file)
 }
 
 /// Dead or a zombie: it runs no more.

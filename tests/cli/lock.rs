@@ -612,7 +612,7 @@ fn exec_forwards_sigterm_rolls_back_and_exits_143() {
     home.consolidated(hours(30));
     let prior = epoch_ms(mtime(&home.lock_file()));
     let marker = home.project.join("started");
-    let mut child = Command::new(bin_path("dream-lock"))
+    let child = Command::new(bin_path("dream-lock"))
         .args(["exec", "--", "sh", "-c"])
         .arg(format!(
             "trap 'echo got-term > {0}.term; exit 143' TERM; touch {0}; while :; do sleep 0.05; done",

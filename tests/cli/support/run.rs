@@ -42,7 +42,6 @@ impl<'a> Stream<'a> {
 /// The exit a run must end with.
 enum Exit {
     Code(i32),
-    Signal(i32),
     Any(&'static str),
 }
 
@@ -128,11 +127,6 @@ impl<'a> Run<'a> {
         self
     }
 
-    pub(crate) fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
-        self.cmd.env_remove(key);
-        self
-    }
-
     pub(crate) fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.cmd.current_dir(dir);
         self
@@ -143,18 +137,6 @@ impl<'a> Run<'a> {
         self
     }
 
-    /// For what the builder does not name (a `uid`, a `pre_exec`).
-    pub(crate) fn with(mut self, f: impl FnOnce(&mut assert_cmd::Command)) -> Self {
-        f(&mut self.cmd);
-        self
-    }
-
-    /// A longer (or shorter) bound than [`RUN_TIMEOUT`].
-    pub(crate) fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
     pub(crate) fn code(mut self, code: i32) -> Self {
         self.exit = Some(Exit::Code(code));
         self
@@ -162,12 +144,6 @@ impl<'a> Run<'a> {
 
     pub(crate) fn success(self) -> Self {
         self.code(0)
-    }
-
-    /// Killed by `signal` (no exit code).
-    pub(crate) fn signal(mut self, signal: i32) -> Self {
-        self.exit = Some(Exit::Signal(signal));
-        self
     }
 
     /// The exit status does not matter here, because `why`.
@@ -251,7 +227,7 @@ impl<'a> Run<'a> {
         } = self;
         let mut unsaid = Vec::new();
         if exit.is_none() {
-            unsaid.push("the exit status (.code/.success/.signal/.code_any)");
+            unsaid.push("the exit status (.code/.success/.code_any)");
         }
         if !stdout.said() {
             unsaid.push("stdout (.stdout_*)");
@@ -264,6 +240,18 @@ impl<'a> Run<'a> {
             "{label}: the test does not say {}",
             unsaid.join(", ")
         );
+        let waived: Vec<String> = [
+            match exit {
+                Some(Exit::Any(why)) => Some(("exit", why)),
+                _ => None,
+            },
+            stdout.waived.map(|why| ("stdout", why)),
+            stderr.waived.map(|why| ("stderr", why)),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|(what, why)| format!("{what} not checked: {why}\n"))
+        .collect();
         let started = Instant::now();
         let output = cmd
             .timeout(timeout)
@@ -283,7 +271,6 @@ impl<'a> Run<'a> {
             );
             match exit {
                 Some(Exit::Code(code)) => assert_eq!(ran.code, Some(code), "exit code"),
-                Some(Exit::Signal(sig)) => assert_eq!(signal, Some(sig), "killed by signal"),
                 Some(Exit::Any(_)) | None => {}
             }
             for check in stdout.checks {
@@ -295,9 +282,12 @@ impl<'a> Run<'a> {
         }));
         if let Err(panic) = checked {
             eprintln!(
-                "---- {label}\nexit: {:?} (signal {signal:?}) after {elapsed:?}\n\
+                "---- {label}\nexit: {:?} (signal {signal:?}) after {elapsed:?}\n{}\
                  ---- stdout\n{}\n---- stderr\n{}\n----",
-                ran.code, ran.stdout, ran.stderr
+                ran.code,
+                waived.concat(),
+                ran.stdout,
+                ran.stderr
             );
             resume_unwind(panic);
         }

@@ -34,14 +34,6 @@ pub(crate) fn for_file(path: &Path) {
     });
 }
 
-/// Until `path` is gone.
-#[track_caller]
-pub(crate) fn for_no_file(path: &Path) {
-    until(&format!("{} to be removed", path.display()), || {
-        (!path.exists()).then_some(())
-    });
-}
-
 /// Until `path` holds a non-empty text ending in a newline or parsing whole (a PID file
 /// written by `echo $$ > f`), and returns it trimmed.
 #[track_caller]
@@ -60,18 +52,6 @@ pub(crate) fn for_pid(path: &Path) -> i32 {
         .unwrap_or_else(|_| panic!("{}: not a PID: {text:?}", path.display()))
 }
 
-/// Until `path` has grown past `len` bytes (a heartbeat file a live process appends to).
-#[track_caller]
-pub(crate) fn for_growth(path: &Path, len: u64) -> u64 {
-    until(
-        &format!("{} to grow past {len} bytes", path.display()),
-        || {
-            let now = std::fs::metadata(path).ok()?.len();
-            (now > len).then_some(now)
-        },
-    )
-}
-
 /// The state letter of `pid` in `/proc` (`R`, `S`, `Z`, ...), `None` once it is reaped.
 pub(crate) fn process_state(pid: i32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -85,29 +65,6 @@ pub(crate) fn for_exit(pid: i32) {
     until(&format!("process {pid} to exit"), || {
         matches!(process_state(pid), None | Some('Z' | 'X')).then_some(())
     });
-}
-
-/// Until `pid` sleeps in a blocking call (state `S`), as a process blocked on a lock does.
-#[track_caller]
-pub(crate) fn for_sleeping(pid: i32) {
-    until(&format!("process {pid} to block"), || {
-        (process_state(pid) == Some('S')).then_some(())
-    });
-}
-
-/// Until `child` exits, at most [`WAIT_TIMEOUT`]; kills it and fails past that.
-#[track_caller]
-pub(crate) fn for_child(child: &mut std::process::Child) -> std::process::ExitStatus {
-    let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        until(&format!("child {} to exit", child.id()), || {
-            child.try_wait().expect("try_wait")
-        })
-    }));
-    found.unwrap_or_else(|panic| {
-        let _ = child.kill();
-        let _ = child.wait();
-        std::panic::resume_unwind(panic)
-    })
 }
 
 /// Until `child` exits, then its output; kills it and fails past [`WAIT_TIMEOUT`]. The
