@@ -107,6 +107,8 @@ impl ClaudeHome {
     }
 
     /// The binary with a clean environment pointing at this home, run from the project.
+    /// Tests run it through [`Run::new`]; a bare `cmd(..).output()` checks nothing.
+    // LEGACY (as a test's runner): migrate to support::run.
     pub(crate) fn cmd(&self, bin: &str) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::new(bin_path(bin));
         self.setup(&mut cmd);
@@ -138,6 +140,7 @@ impl ClaudeHome {
 
     /// The binary run as an unprivileged user when the tests run as root (root reads any
     /// directory, so permission failures could not be seen otherwise).
+    // LEGACY (as a test's runner): migrate to support::run (`Run::unprivileged`).
     pub(crate) fn cmd_unprivileged(&self, bin: &str) -> assert_cmd::Command {
         if unsafe { libc::geteuid() } != 0 {
             return self.cmd(bin);
@@ -295,20 +298,12 @@ pub(crate) fn hours(h: u64) -> Duration {
 }
 
 /// The one JSON document a tool printed.
+// LEGACY: migrate to support::run (`Run::stdout_json`).
 pub(crate) fn stdout_json(output: &Output) -> Value {
-    let text = std::str::from_utf8(&output.stdout).expect("utf-8 stdout");
-    assert!(
-        text.ends_with('\n'),
-        "stdout not newline-terminated: {text:?}"
-    );
-    assert_eq!(
-        text.trim_end().lines().count(),
-        1,
-        "not one compact line: {text:?}"
-    );
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text:?}"))
+    run::one_json_line(std::str::from_utf8(&output.stdout).expect("utf-8 stdout"))
 }
 
+// LEGACY: migrate to support::run (`Run::stderr_*`).
 pub(crate) fn stderr_text(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
