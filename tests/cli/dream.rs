@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::support::wait;
 use crate::support::{
     bin_path, hours, session_id, stderr_text, stdout_json, ClaudeHome, LiveProcess,
 };
@@ -463,14 +464,9 @@ fn sigterm_mid_run_aborts_and_restores() {
         stdin.write_all(envelope.as_bytes()).unwrap();
     }
     // Wait until the write landed and the second request is hanging.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while d.api.requests().len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the run never asked twice"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait::until("the run to ask twice", || {
+        (d.api.requests().len() >= 2).then_some(())
+    });
     assert_eq!(d.read("MEMORY.md"), "half done\n");
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);
@@ -509,7 +505,8 @@ fn a_lost_lock_stops_the_run_without_restoring() {
     // Between the two turns another process takes the lock over.
     d.api.push(Reply::After(
         Box::new(move || {
-            std::thread::sleep(Duration::from_millis(20));
+            // The takeover gets an mtime of its own, as a real one would.
+            wait::for_clock_past(crate::support::mtime(&lock));
             std::fs::write(&lock, thief_pid.to_string()).unwrap();
         }),
         Box::new(Reply::anthropic_tools(
@@ -839,14 +836,9 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while d.api.requests().len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the run never asked twice"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait::until("the run to ask twice", || {
+        (d.api.requests().len() >= 2).then_some(())
+    });
     let tasks = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
     let run_pid = tasks["tasks"][0]["pid"].as_u64().unwrap() as i32;
     // The holder first (the lock's PID), then the run, mid-conversation.
@@ -857,12 +849,7 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
     unsafe {
         libc::kill(run_pid, libc::SIGKILL);
     }
-    let gone = std::time::Instant::now() + Duration::from_secs(10);
-    while std::path::Path::new(&format!("/proc/{run_pid}")).exists()
-        && std::time::Instant::now() < gone
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait::for_exit(run_pid);
     assert_eq!(
         d.read("MEMORY.md"),
         "new index\n".repeat(1000),
@@ -947,30 +934,16 @@ fn a_signal_during_a_shell_command_stops_the_run_promptly() {
             .write_all(envelope.as_bytes())
             .unwrap();
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while d.read("MEMORY.md") != "half done\n" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the write never landed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(300));
+    wait::until("the write to land", || {
+        (d.read("MEMORY.md") == "half done\n").then_some(())
+    });
+    // The shell tool is running its command.
+    wait::for_descendant(child.id() as i32, "head");
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
     // Bounded: a run that waited out the 60 s shell timeout fails here instead of hanging.
-    let waited = std::time::Instant::now();
-    let out = loop {
-        if let Some(_status) = child.try_wait().unwrap() {
-            break child.wait_with_output().unwrap();
-        }
-        if waited.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            panic!("dream-run did not stop on SIGINT while the shell tool waited");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let out = wait::for_output(child);
     assert_eq!(
         out.status.code(),
         Some(130),

@@ -7,13 +7,14 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use sha2::Digest as _;
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::support::wait;
 use crate::support::{hours, session_id, set_age, stderr_text, stdout_json, tree, ClaudeHome};
 
 const KEY: &str = "sk-ant-attack-SECRET-7d1c";
@@ -145,24 +146,6 @@ fn code(out: &Output) -> i32 {
 fn json_of(out: &Output) -> Value {
     code(out);
     stdout_json(out)
-}
-
-fn wait_bounded(mut child: Child) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "still running after {BOUND:?} (it hung): {}",
-                stderr_text(&out)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn mkfifo(path: &Path) {
@@ -990,7 +973,7 @@ fn a_full_disk_during_a_write_is_a_tool_error_and_leaves_no_partial_file() {
             Ok(())
         });
     }
-    let out = wait_bounded(cmd.spawn().unwrap());
+    let out = wait::for_output(cmd.spawn().unwrap());
     no_secret(&out);
     let doc = json_of(&out);
     assert_eq!(code(&out), 0, "{doc} {}", stderr_text(&out));
@@ -1014,13 +997,11 @@ fn sigterm_while_waiting_for_the_model_aborts_and_restores() {
         ))
         .push(Reply::Hang(Duration::from_secs(60)));
     let child = lab.process(&["-n", "--unlocked"]).spawn().unwrap();
-    let start = Instant::now();
-    while lab.api.requests().len() < 2 {
-        assert!(start.elapsed() < BOUND, "the second request never came");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait::until("the second request", || {
+        (lab.api.requests().len() >= 2).then_some(())
+    });
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let out = wait_bounded(child);
+    let out = wait::for_output(child);
     no_secret(&out);
     let doc = json_of(&out);
     assert_eq!(code(&out), 143, "{doc}");
@@ -1440,7 +1421,7 @@ fn a_full_disk_during_the_snapshot_stops_the_run_with_nothing_changed() {
             Ok(())
         });
     }
-    let out = wait_bounded(cmd.spawn().unwrap());
+    let out = wait::for_output(cmd.spawn().unwrap());
     no_secret(&out);
     let doc = json_of(&out);
     assert_eq!(code(&out), 3, "{doc} {}", stderr_text(&out));

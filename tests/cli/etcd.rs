@@ -45,18 +45,13 @@ fn status_until(
     limit: Duration,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
-    let started = Instant::now();
-    loop {
-        let (_, status) = lock(home, url, &["status"], "");
-        if done(&status) {
-            return status;
-        }
-        assert!(
-            started.elapsed() < limit,
-            "still not there after {limit:?}: {status}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let mut last = Value::Null;
+    let found = wait::within_every(limit, Duration::from_millis(100), || {
+        last = lock(home, url, &["status"], "").1;
+        done(&last)
+    });
+    assert!(found, "still not there after {limit:?}: {last}");
+    last
 }
 
 #[test]
@@ -431,6 +426,7 @@ fn an_expired_lease_loses_the_lock_and_exec_keeps_its_lease_alive() {
     // exec renews the lease while its command runs, well past the TTL; the command sees
     // itself holding the lock, and the runtime the etcd backend needs.
     let script = format!(
+        // Kept: `sleep 6` is the command outliving three lease TTLs, the thing tested.
         "{}; sleep 6; dream-lock status | grep -q \"\\\"token\\\":\\\"$DREAMKIT_LOCK_TOKEN\\\"\" && echo still-held",
         runtime_probe(3)
     );
@@ -575,6 +571,7 @@ fn holds_is_a_linearizable_token_check_and_keep_alive_renews() {
         .keep_alive(&lease.token)
         .unwrap()
         .expect("etcd renews");
+    // Kept: the time is what is tested (held past two and a half TTLs while renewed).
     std::thread::sleep(Duration::from_secs(5));
     assert!(!keep.lost());
     assert!(
@@ -583,11 +580,12 @@ fn holds_is_a_linearizable_token_check_and_keep_alive_renews() {
     );
     drop(keep);
     // Unrenewed, the lease expires and the token no longer holds.
-    let started = Instant::now();
-    while backend.holds(&lease.token).unwrap() {
-        assert!(started.elapsed() < Duration::from_secs(30));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    assert!(
+        wait::within_every(Duration::from_secs(30), Duration::from_millis(100), || {
+            !backend.holds(&lease.token).unwrap()
+        }),
+        "the unrenewed lease never expired"
+    );
     assert!(backend.keep_alive(&lease.token).is_err());
 }
 
@@ -780,6 +778,7 @@ fn a_dream_run_keeps_its_etcd_lease_alive_past_the_ttl() {
     let api = FakeApi::start();
     // The model thinks for three lease lifetimes before it writes.
     api.push(Reply::After(
+        // Kept: the model's slowness is the thing tested, not a wait.
         Box::new(|| std::thread::sleep(Duration::from_secs(6))),
         Box::new(Reply::anthropic_tools(
             "Writing.",

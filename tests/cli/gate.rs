@@ -6,31 +6,13 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-fn gate(home: &ClaudeHome, args: &[&str]) -> (i32, Value, String) {
-    let out = home
-        .cmd("dream-gate")
-        .args(args)
-        .output()
-        .expect("run dream-gate");
-    (
-        out.status.code().expect("exit code"),
-        stdout_json(&out),
-        stderr_text(&out),
-    )
+fn gate<'a>(home: &ClaudeHome, args: &[&str]) -> Run<'a> {
+    Run::new(home, "dream-gate").args(args)
 }
 
-fn gate_stdin(home: &ClaudeHome, args: &[&str], stdin: &str) -> (i32, Value, String) {
-    let out = home
-        .cmd("dream-gate")
-        .args(args)
-        .write_stdin(stdin)
-        .output()
-        .expect("run dream-gate");
-    (
-        out.status.code().expect("exit code"),
-        stdout_json(&out),
-        stderr_text(&out),
-    )
+/// What a not-due run prints on stderr: its one line.
+fn not_due(line: &str) -> String {
+    format!("dream-gate: not due: {line}\n")
 }
 
 fn ids(gate: &Value) -> Vec<String> {
@@ -57,8 +39,12 @@ fn six_sessions(home: &ClaudeHome) -> Vec<String> {
 fn due_when_never_consolidated_lists_sessions_oldest_first() {
     let home = ClaudeHome::new();
     let sessions = six_sessions(&home);
-    let (code, out, _) = gate(&home, &[]);
-    assert_eq!(code, 0, "{out}");
+    let out = gate(&home, &[])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let g = &out["gate"];
     assert_eq!(g["due"], true);
     assert_eq!(g["reason"], Value::Null);
@@ -99,8 +85,12 @@ fn too_soon_within_min_hours() {
     let home = ClaudeHome::new();
     six_sessions(&home);
     home.consolidated(hours(2));
-    let (code, out, _) = gate(&home, &[]);
-    assert_eq!(code, 1);
+    let out = gate(&home, &[])
+        .code(1)
+        .stdout_json(|_| {})
+        .stderr_is(not_due("too_soon: 2.0 h of 24 h"))
+        .run()
+        .json();
     let g = &out["gate"];
     assert_eq!(g["due"], false);
     assert_eq!(g["reason"], "too_soon");
@@ -117,16 +107,20 @@ fn only_sessions_newer_than_the_last_consolidation_count() {
     let sessions = six_sessions(&home);
     home.consolidated(Duration::from_secs(3 * HOURS + 1800));
     // Sessions 4, 5, 6 (3h, 2h, 1h old) are newer than the lock.
-    let (code, out, _) = gate(&home, &["--min-hours", "3", "--min-sessions", "3"]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(ids(&out["gate"]), sessions[3..]);
-    assert_eq!(out["gate"]["min_hours"], 3.0);
+    gate(&home, &["--min-hours", "3", "--min-sessions", "3"])
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(ids(&out["gate"]), sessions[3..]);
+            assert_eq!(out["gate"]["min_hours"], 3.0);
+        })
+        .stderr_empty()
+        .run();
 
-    let (code, out, _) = gate(&home, &["--min-hours", "3.6"]);
-    assert_eq!(
-        (code, out["gate"]["reason"].as_str()),
-        (1, Some("too_soon"))
-    );
+    gate(&home, &["--min-hours", "3.6"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "too_soon"))
+        .stderr_is(not_due("too_soon: 3.5 h of 3.6 h"))
+        .run();
 }
 
 #[test]
@@ -135,38 +129,44 @@ fn environment_thresholds_and_flags_winning_over_them() {
     six_sessions(&home);
     home.consolidated(hours(3));
     let run = |args: &[&str]| {
-        let out = home
-            .cmd("dream-gate")
+        gate(&home, args)
             .env("DREAMKIT_MIN_HOURS", "2")
             .env("DREAMKIT_MIN_SESSIONS", "2")
-            .args(args)
-            .output()
-            .unwrap();
-        (out.status.code().unwrap(), stdout_json(&out))
     };
-    let (code, out) = run(&[]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["gate"]["min_hours"], 2.0);
-    assert_eq!(out["gate"]["min_sessions"], 2);
-    assert_eq!(out["gate"]["session_count"], 2);
-    let (code, out) = run(&["--min-hours", "4"]);
+    run(&[])
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["gate"]["min_hours"], 2.0);
+            assert_eq!(out["gate"]["min_sessions"], 2);
+            assert_eq!(out["gate"]["session_count"], 2);
+        })
+        .stderr_empty()
+        .run();
+    run(&["--min-hours", "4"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "too_soon"))
+        .stderr_is(not_due("too_soon: 3.0 h of 4 h"))
+        .run();
+    let since = run(&["--min-sessions", "3"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "too_few_sessions"))
+        .stderr_any("checked below, it names the lock's time")
+        .run();
+    let at = since.json()["gate"]["last_consolidated_at"].clone();
     assert_eq!(
-        (code, out["gate"]["reason"].as_str()),
-        (1, Some("too_soon"))
-    );
-    let (code, out) = run(&["--min-sessions", "3"]);
-    assert_eq!(
-        (code, out["gate"]["reason"].as_str()),
-        (1, Some("too_few_sessions"))
+        since.stderr,
+        not_due(&format!(
+            "too_few_sessions: 2 of 3 sessions since {}",
+            at.as_str().unwrap()
+        ))
     );
 
-    let out = home
-        .cmd("dream-gate")
+    gate(&home, &[])
         .env("DREAMKIT_MIN_SESSIONS", "many")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage"))
+        .stderr_contains("DREAMKIT_MIN_SESSIONS")
+        .run();
 }
 
 #[test]
@@ -207,16 +207,16 @@ fn disabled_with_each_detail() {
         if let Some((path, text)) = file {
             home.write(path, text);
         }
-        let mut cmd = home.cmd("dream-gate");
-        for (k, v) in *env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
-        let doc = stdout_json(&out);
-        assert_eq!(out.status.code(), Some(1), "{detail}: {doc}");
-        assert_eq!(doc["gate"]["reason"], "disabled", "{detail}");
-        assert_eq!(doc["gate"]["detail"], *detail);
-        assert_eq!(doc["gate"]["session_count"], Value::Null);
+        gate(&home, &[])
+            .envs(env.iter().copied())
+            .code(1)
+            .stdout_json(|doc| {
+                assert_eq!(doc["gate"]["reason"], "disabled", "{detail}");
+                assert_eq!(doc["gate"]["detail"], *detail);
+                assert_eq!(doc["gate"]["session_count"], Value::Null);
+            })
+            .stderr_is(not_due(&format!("disabled: {detail}")))
+            .run();
     }
 
     // Project settings can turn dream back on; an explicit falsy switch beats simple mode.
@@ -230,24 +230,31 @@ fn disabled_with_each_detail() {
         "proj/.claude/settings.json",
         r#"{"autoDreamEnabled": true}"#,
     );
-    let out = home
-        .cmd("dream-gate")
+    gate(&home, &[])
         .env("CLAUDE_CODE_SIMPLE", "1")
         .env("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "0")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout_json(&out));
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
 fn too_few_sessions_writes_the_scan_stamp_and_then_throttles() {
     let home = ClaudeHome::new();
     home.add_session(&session_id(1), hours(1));
-    let (code, out, _) = gate(&home, &[]);
-    assert_eq!(code, 1);
-    assert_eq!(out["gate"]["reason"], "too_few_sessions");
-    assert_eq!(out["gate"]["session_count"], 1);
-    assert_eq!(ids(&out["gate"]), [session_id(1)]);
+    let out = gate(&home, &[])
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(out["gate"]["reason"], "too_few_sessions");
+            assert_eq!(out["gate"]["session_count"], 1);
+            assert_eq!(ids(&out["gate"]), [session_id(1)]);
+        })
+        .stderr_is(not_due(
+            "too_few_sessions: 1 of 5 sessions (never consolidated)",
+        ))
+        .run()
+        .json();
 
     let stamp = home.state_dir().join("last-scan");
     let text = std::fs::read_to_string(&stamp).unwrap();
@@ -267,11 +274,15 @@ fn too_few_sessions_writes_the_scan_stamp_and_then_throttles() {
 
     // Enough sessions now, but the last scan was moments ago.
     six_sessions(&home);
-    let (code, out, _) = gate(&home, &[]);
-    assert_eq!(code, 1);
-    assert_eq!(out["gate"]["reason"], "throttled");
-    assert_eq!(out["gate"]["last_scan_at"], scanned_at);
-    assert_eq!(out["gate"]["session_count"], Value::Null);
+    gate(&home, &[])
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(out["gate"]["reason"], "throttled");
+            assert_eq!(out["gate"]["last_scan_at"], scanned_at);
+            assert_eq!(out["gate"]["session_count"], Value::Null);
+        })
+        .stderr_contains("dream-gate: not due: throttled: last scan ")
+        .run();
     assert_eq!(
         std::fs::read_to_string(&stamp).unwrap(),
         text,
@@ -279,33 +290,39 @@ fn too_few_sessions_writes_the_scan_stamp_and_then_throttles() {
     );
 
     // A shorter interval, or an old stamp, lets the scan happen.
-    let (code, _, _) = gate(&home, &["--scan-interval", "0"]);
-    assert_eq!(code, 0);
+    gate(&home, &["--scan-interval", "0"])
+        .success()
+        .stdout_json(|out| assert_eq!(out["gate"]["session_count"], 6))
+        .stderr_empty()
+        .run();
     std::fs::write(&stamp, (ms - 11 * 60 * 1000).to_string()).unwrap();
-    let (code, out, _) = gate(&home, &[]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["gate"]["session_count"], 6);
+    gate(&home, &[])
+        .success()
+        .stdout_json(|out| assert_eq!(out["gate"]["session_count"], 6))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
 fn scan_interval_zero_never_writes_a_stamp_and_a_corrupt_stamp_is_ignored() {
     let home = ClaudeHome::new();
-    let (code, out, _) = gate(&home, &["--scan-interval", "0ms"]);
-    assert_eq!(
-        (code, out["gate"]["reason"].as_str()),
-        (1, Some("too_few_sessions"))
-    );
+    let never = not_due("too_few_sessions: 0 of 5 sessions (never consolidated)");
+    gate(&home, &["--scan-interval", "0ms"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "too_few_sessions"))
+        .stderr_is(&never)
+        .run();
     assert!(!home.state_dir().join("last-scan").exists());
 
     home.write(
         &format!("state/dreamkit/projects/{}/last-scan", home.slug()),
         "garbage",
     );
-    let (code, out, _) = gate(&home, &[]);
-    assert_eq!(
-        (code, out["gate"]["reason"].as_str()),
-        (1, Some("too_few_sessions"))
-    );
+    gate(&home, &[])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "too_few_sessions"))
+        .stderr_is(never)
+        .run();
     let ms: i64 = std::fs::read_to_string(home.state_dir().join("last-scan"))
         .unwrap()
         .parse()
@@ -317,15 +334,21 @@ fn scan_interval_zero_never_writes_a_stamp_and_a_corrupt_stamp_is_ignored() {
 fn current_session_is_excluded_by_flag() {
     let home = ClaudeHome::new();
     let sessions = six_sessions(&home);
-    let (code, out, _) = gate(
+    gate(
         &home,
         &["--current-session", &sessions[5], "--min-sessions", "6"],
-    );
-    assert_eq!(code, 1);
-    assert_eq!(out["gate"]["reason"], "too_few_sessions");
-    assert_eq!(out["gate"]["session_count"], 5);
-    assert_eq!(out["gate"]["current_session"], sessions[5].as_str());
-    assert!(!ids(&out["gate"]).contains(&sessions[5]));
+    )
+    .code(1)
+    .stdout_json(|out| {
+        assert_eq!(out["gate"]["reason"], "too_few_sessions");
+        assert_eq!(out["gate"]["session_count"], 5);
+        assert_eq!(out["gate"]["current_session"], sessions[5].as_str());
+        assert!(!ids(&out["gate"]).contains(&sessions[5]));
+    })
+    .stderr_is(not_due(
+        "too_few_sessions: 5 of 6 sessions (never consolidated)",
+    ))
+    .run();
 }
 
 #[test]
@@ -345,31 +368,27 @@ fn stop_hook_payload_supplies_cwd_session_and_transcripts_dir() {
     payload["transcript_path"] = json!(home
         .transcripts_dir()
         .join(format!("{}.jsonl", sessions[5])));
-    let out = home
-        .cmd("dream-gate")
+    gate(&home, &[])
         .current_dir(&other)
-        .write_stdin(payload.to_string())
-        .output()
-        .unwrap();
-    let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(0), "{doc}");
-    assert_eq!(doc["gate"]["current_session"], sessions[5].as_str());
-    assert_eq!(ids(&doc["gate"]), sessions[..5]);
-    assert_eq!(doc["project"]["cwd"], home.project.display().to_string());
-    // The hook payload is input, not an envelope: it is not echoed.
-    assert!(doc.get("hook_event_name").is_none());
+        .stdin(payload.to_string())
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["gate"]["current_session"], sessions[5].as_str());
+            assert_eq!(ids(&doc["gate"]), sessions[..5]);
+            assert_eq!(doc["project"]["cwd"], home.project.display().to_string());
+            // The hook payload is input, not an envelope: it is not echoed.
+            assert!(doc.get("hook_event_name").is_none());
+        })
+        .stderr_empty()
+        .run();
 
     // Flags win over the payload.
-    let out = home
-        .cmd("dream-gate")
-        .args(["--current-session", &sessions[0]])
-        .write_stdin(payload.to_string())
-        .output()
-        .unwrap();
-    assert_eq!(
-        stdout_json(&out)["gate"]["current_session"],
-        sessions[0].as_str()
-    );
+    gate(&home, &["--current-session", &sessions[0]])
+        .stdin(payload.to_string())
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["gate"]["current_session"], sessions[0].as_str()))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -383,14 +402,14 @@ fn envelope_keys_pass_through_and_project_is_reused() {
         "project": {"cwd": home.project},
         "gate": {"stale": true},
     });
-    let out = home
-        .cmd("dream-gate")
+    let doc = gate(&home, &[])
         .current_dir(&elsewhere)
-        .write_stdin(input.to_string())
-        .output()
-        .unwrap();
-    let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(0), "{doc}");
+        .stdin(input.to_string())
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     assert_eq!(doc["trace"], input["trace"]);
     assert_eq!(doc["gate"]["due"], true);
     assert!(doc["gate"].get("stale").is_none());
@@ -410,10 +429,14 @@ fn long_project_paths_get_the_hashed_slug() {
     let slug = home.slug();
     assert!(slug.len() > 201 && slug.as_bytes()[200] == b'-', "{slug}");
     six_sessions(&home);
-    let (code, out, _) = gate(&home, &[]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["project"]["slug"], slug);
-    assert_eq!(out["gate"]["session_count"], 6);
+    gate(&home, &[])
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["project"]["slug"], slug);
+            assert_eq!(out["gate"]["session_count"], 6);
+        })
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -429,12 +452,18 @@ fn bad_stdin_is_exit_2_with_one_stderr_line_and_nothing_written() {
         r#"{"project": {"cwd": false}}"#,
         r#"{"a": 1} {"b": 2}"#,
     ] {
-        let (code, out, err) = gate_stdin(&home, &[], bad);
-        assert_eq!(code, 2, "{bad}");
-        assert_eq!(out["error"]["kind"], "bad_input", "{bad}");
-        assert!(out["error"]["message"].as_str().unwrap().len() > 5);
-        assert_eq!(err.lines().count(), 1, "{bad}: {err:?}");
-        assert!(err.starts_with("dream-gate: "), "{err}");
+        gate(&home, &[])
+            .stdin(bad)
+            .code(2)
+            .stdout_json(|out| {
+                assert_eq!(out["error"]["kind"], "bad_input", "{bad}");
+                assert!(out["error"]["message"].as_str().unwrap().len() > 5);
+            })
+            .stderr_with(|err| {
+                assert_eq!(err.lines().count(), 1, "{bad}: {err:?}");
+                assert!(err.starts_with("dream-gate: "), "{err}");
+            })
+            .run();
     }
     assert!(!home.state_home.exists(), "bad input wrote state");
 }
@@ -449,18 +478,33 @@ fn usage_errors_are_json_too() {
         &["--min-sessions", "five"],
         &["extra-positional"],
     ] {
-        let (code, out, err) = gate(&home, args);
-        assert_eq!(code, 2, "{args:?}");
-        assert_eq!(out["error"]["kind"], "usage", "{args:?}");
-        // clap's whole message: what is wrong, then the Usage line (issue 9 item 4).
-        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        gate(&home, args)
+            .code(2)
+            .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage", "{args:?}"))
+            // clap's whole message: what is wrong, then the Usage line (issue 9 item 4).
+            .stderr_with(|err| {
+                assert!(err.starts_with("error: "), "{args:?}: {err}");
+                assert!(
+                    err.contains("\nUsage: dream-gate ")
+                        || err.ends_with("\n\nFor more information, try '--help'.\n"),
+                    "{args:?}: {err}"
+                );
+            })
+            .run();
     }
-    let out = home.cmd("dream-gate").arg("--version").output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("dream-gate "));
-    let out = home.cmd("dream-gate").arg("--help").output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("--min-sessions"));
+    gate(&home, &["--version"])
+        .success()
+        .stdout_is(format!(
+            "dream-gate {} (tested with Claude Code 2.1.332)\n",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .stderr_empty()
+        .run();
+    gate(&home, &["--help"])
+        .success()
+        .stdout_contains("--min-sessions")
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -471,13 +515,21 @@ fn invalid_settings_fail_as_environment_with_the_envelope_kept() {
         "proj/.claude/settings.local.json",
         "{\"autoDreamEnabled\": ",
     );
-    let (code, out, err) = gate_stdin(&home, &[], r#"{"trace": 1}"#);
-    assert_eq!(code, 3);
-    assert_eq!(out["trace"], 1);
-    assert_eq!(out["gate"]["due"], false);
-    assert_eq!(out["gate"]["reason"], "error");
-    assert_eq!(out["gate"]["error"]["kind"], "environment");
-    assert!(err.contains("settings.local.json"), "{err}");
+    gate(&home, &[])
+        .stdin(r#"{"trace": 1}"#)
+        .code(3)
+        .stdout_json(|out| {
+            assert_eq!(out["trace"], 1);
+            assert_eq!(out["gate"]["due"], false);
+            assert_eq!(out["gate"]["reason"], "error");
+            assert_eq!(out["gate"]["error"]["kind"], "environment");
+        })
+        .stderr_with(|err| {
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.starts_with("dream-gate: "), "{err}");
+            assert!(err.contains("settings.local.json"), "{err}");
+        })
+        .run();
 }
 
 #[test]
@@ -488,22 +540,26 @@ fn unreadable_transcripts_dir_is_exit_3() {
     // The default memory dir lies inside the transcripts dir; keep it reachable so that the
     // scan is what fails.
     let memory = home.root.join("memory");
-    let out = home
-        .cmd_unprivileged("dream-gate")
+    let run = Run::unprivileged(&home, "dream-gate")
         .arg("--memory-dir")
         .arg(&memory)
-        .output()
-        .unwrap();
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["gate"]["due"], false);
+            assert_eq!(doc["gate"]["error"]["kind"], "environment");
+            assert!(doc["gate"]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("transcripts dir"));
+        })
+        .stderr_with(|err| {
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.starts_with("dream-gate: "), "{err}");
+            assert!(err.contains("transcripts dir"), "{err}");
+        });
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run()));
     chmod(&home.transcripts_dir(), 0o755);
-    let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(3), "{doc}");
-    assert_eq!(doc["gate"]["due"], false);
-    assert_eq!(doc["gate"]["error"]["kind"], "environment");
-    assert!(doc["gate"]["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("transcripts dir"));
-    assert_eq!(stderr_text(&out).lines().count(), 1);
+    result.unwrap_or_else(|p| std::panic::resume_unwind(p));
 }
 
 #[test]
@@ -512,33 +568,48 @@ fn unreadable_memory_dir_fails_closed() {
     six_sessions(&home);
     home.consolidated(hours(48));
     chmod(&home.memory_dir(), 0o000);
-    let out = home.cmd_unprivileged("dream-gate").output().unwrap();
+    let run = Run::unprivileged(&home, "dream-gate")
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["gate"]["due"], false);
+            assert!(doc["gate"]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(".consolidate-lock"));
+        })
+        .stderr_with(|err| {
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(".consolidate-lock"), "{err}");
+        });
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run()));
     chmod(&home.memory_dir(), 0o755);
-    let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(3), "{doc}");
-    assert!(doc["gate"]["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains(".consolidate-lock"));
+    result.unwrap_or_else(|p| std::panic::resume_unwind(p));
 }
 
 #[test]
 fn pretty_output_is_indented() {
     let home = ClaudeHome::new();
-    let out = home.cmd("dream-gate").arg("--pretty").output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("{\n  \"project\": {\n"), "{text}");
-    assert!(serde_json::from_str::<Value>(&text).is_ok());
+    gate(&home, &["--pretty"])
+        .code(1)
+        .stdout_with(|text| {
+            assert!(text.starts_with("{\n  \"project\": {\n"), "{text}");
+            assert!(serde_json::from_str::<Value>(text).is_ok());
+        })
+        .stderr_is(not_due(
+            "too_few_sessions: 0 of 5 sessions (never consolidated)",
+        ))
+        .run();
 }
 
 #[test]
 fn quiet_silences_stderr_but_not_stdout() {
     let home = ClaudeHome::new();
     home.write("proj/.claude/settings.json", "not json");
-    let out = home.cmd("dream-gate").arg("-q").output().unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert!(out.stderr.is_empty(), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["gate"]["reason"], "error");
+    gate(&home, &["-q"])
+        .code(3)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "error"))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -547,18 +618,20 @@ fn a_project_path_that_is_not_utf8_is_refused_not_printed_lossily() {
     let home = ClaudeHome::new();
     let odd = home.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9-proj"));
     std::fs::create_dir_all(&odd).unwrap();
-    let out = home
-        .cmd("dream-gate")
-        .arg("--cwd")
-        .arg(&odd)
-        .output()
-        .unwrap();
-    let doc = stdout_json(&out);
     // Printed with U+FFFD, the path would name another directory to the next stage.
-    assert_eq!(out.status.code(), Some(2), "{doc}");
-    assert_eq!(doc["error"]["kind"], "bad_input");
-    assert_eq!(doc["error"]["reason"], "bad_path");
-    assert!(doc["error"]["message"].as_str().unwrap().contains("UTF-8"));
+    gate(&home, &["--cwd"])
+        .arg(&odd)
+        .code(2)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "bad_input");
+            assert_eq!(doc["error"]["reason"], "bad_path");
+            assert!(doc["error"]["message"].as_str().unwrap().contains("UTF-8"));
+        })
+        .stderr_with(|err| {
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains("UTF-8"), "{err}");
+        })
+        .run();
     assert!(!home.state_home.exists());
 }
 
@@ -575,58 +648,79 @@ fn the_quick_start_says_why_the_second_run_is_not_due() {
     let home = ClaudeHome::new();
     home.add_session(&session_id(1), hours(1));
     let cwd = home.project.display().to_string();
-    let (code, _, err) = gate(&home, &["--cwd", &cwd]);
-    assert_eq!(code, 1);
-    assert_eq!(
-        note(&err),
-        "not due: too_few_sessions: 1 of 5 sessions (never consolidated)"
-    );
+    gate(&home, &["--cwd", &cwd])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "too_few_sessions"))
+        .stderr_is(not_due(
+            "too_few_sessions: 1 of 5 sessions (never consolidated)",
+        ))
+        .run();
     // The first run left a scan stamp: the second is throttled, and says so.
-    let (code, out, err) = gate(&home, &["--cwd", &cwd]);
-    assert_eq!(
-        (code, out["gate"]["reason"].as_str()),
-        (1, Some("throttled"))
-    );
-    let line = note(&err);
-    let secs = line
-        .strip_prefix("not due: throttled: last scan ")
-        .and_then(|rest| rest.strip_suffix(" s ago, interval 10m"))
-        .unwrap_or_else(|| panic!("{line:?}"));
-    assert!(secs.parse::<u64>().is_ok_and(|s| s < 600), "{line}");
-    let (_, _, err) = gate(&home, &["--cwd", &cwd, "--scan-interval", "90m"]);
-    assert!(note(&err).ends_with(", interval 90m"), "{err}");
+    gate(&home, &["--cwd", &cwd])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "throttled"))
+        .stderr_with(|err| {
+            let line = note(err);
+            let secs = line
+                .strip_prefix("not due: throttled: last scan ")
+                .and_then(|rest| rest.strip_suffix(" s ago, interval 10m"))
+                .unwrap_or_else(|| panic!("{line:?}"));
+            assert!(secs.parse::<u64>().is_ok_and(|s| s < 600), "{line}");
+        })
+        .run();
+    gate(&home, &["--cwd", &cwd, "--scan-interval", "90m"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "throttled"))
+        .stderr_with(|err| assert!(note(err).ends_with(", interval 90m"), "{err}"))
+        .run();
     // -q silences it; stdout is unchanged.
-    let (code, out, err) = gate(&home, &["--cwd", &cwd, "-q"]);
-    assert_eq!(
-        (code, out["gate"]["reason"].as_str()),
-        (1, Some("throttled"))
-    );
-    assert_eq!(err, "");
+    gate(&home, &["--cwd", &cwd, "-q"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "throttled"))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
 fn every_not_due_reason_has_its_line() {
     let home = ClaudeHome::new();
     home.consolidated(hours(2));
-    let (code, _, err) = gate(&home, &[]);
-    assert_eq!(code, 1);
-    assert_eq!(note(&err), "not due: too_soon: 2.0 h of 24 h");
-    let (_, _, err) = gate(&home, &["--min-hours", "150m"]);
-    assert_eq!(note(&err), "not due: too_soon: 2.0 h of 2.5 h");
+    let too_soon = |line: &str| {
+        let line = line.to_string();
+        move |out: &Value| {
+            assert_eq!(out["gate"]["reason"], "too_soon", "{line}");
+        }
+    };
+    gate(&home, &[])
+        .code(1)
+        .stdout_json(too_soon("default"))
+        .stderr_is(not_due("too_soon: 2.0 h of 24 h"))
+        .run();
+    gate(&home, &["--min-hours", "150m"])
+        .code(1)
+        .stdout_json(too_soon("150m"))
+        .stderr_is(not_due("too_soon: 2.0 h of 2.5 h"))
+        .run();
 
     let home = ClaudeHome::new();
     home.consolidated(hours(48));
     home.add_session(&session_id(1), hours(50));
     home.add_session(&session_id(2), hours(3));
     home.add_session(&session_id(3), hours(1));
-    let (code, out, err) = gate(&home, &["--scan-interval", "0"]);
-    assert_eq!(code, 1);
-    let since = out["gate"]["last_consolidated_at"].as_str().unwrap();
+    let out = gate(&home, &["--scan-interval", "0"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "too_few_sessions"))
+        .stderr_any("checked below against the time stdout names")
+        .run();
+    let since = out.json()["gate"]["last_consolidated_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(
-        note(&err),
-        format!("not due: too_few_sessions: 2 of 5 sessions since {since}")
+        out.stderr,
+        not_due(&format!("too_few_sessions: 2 of 5 sessions since {since}"))
     );
-    let (_, _, err) = gate(
+    gate(
         &home,
         &[
             "--scan-interval",
@@ -636,82 +730,110 @@ fn every_not_due_reason_has_its_line() {
             "--session",
             &session_id(3),
         ],
-    );
-    assert_eq!(
-        note(&err),
-        format!("not due: too_few_sessions: 1 of 3 sessions since {since}")
-    );
+    )
+    .code(1)
+    .stdout_json(|out| assert_eq!(out["gate"]["session_count"], 1))
+    .stderr_is(not_due(&format!(
+        "too_few_sessions: 1 of 3 sessions since {since}"
+    )))
+    .run();
     let home = ClaudeHome::new();
-    let (_, _, err) = gate(&home, &["--scan-interval", "0", "--min-sessions", "1"]);
-    assert_eq!(
-        note(&err),
-        "not due: too_few_sessions: 0 of 1 session (never consolidated)"
-    );
+    gate(&home, &["--scan-interval", "0", "--min-sessions", "1"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["session_count"], 0))
+        .stderr_is(not_due(
+            "too_few_sessions: 0 of 1 session (never consolidated)",
+        ))
+        .run();
 
     let home = ClaudeHome::new();
     home.write(
         "home/.claude/settings.json",
         r#"{"autoDreamEnabled": false}"#,
     );
-    let (code, _, err) = gate(&home, &[]);
-    assert_eq!(code, 1);
-    assert_eq!(note(&err), "not due: disabled: auto_dream_off");
-    let (_, _, err) = gate(&home, &["-q"]);
-    assert_eq!(err, "");
+    for (args, err) in [
+        (&[][..], not_due("disabled: auto_dream_off")),
+        (&["-q"], String::new()),
+    ] {
+        gate(&home, args)
+            .code(1)
+            .stdout_json(|out| assert_eq!(out["gate"]["reason"], "disabled"))
+            .stderr_is(err)
+            .run();
+    }
 }
 
 #[test]
 fn a_due_gate_is_silent_and_verbose_says_which_checks_passed() {
     let home = ClaudeHome::new();
     six_sessions(&home);
-    let (code, _, err) = gate(&home, &[]);
-    assert_eq!((code, err.as_str()), (0, ""));
-    let (code, _, err) = gate(&home, &["-v"]);
-    assert_eq!(code, 0);
-    for line in [
-        "dream-gate: enabled: auto memory and auto dream are on",
-        "dream-gate: time: never consolidated",
-        "dream-gate: throttle: no earlier scan, interval 10m",
-        "dream-gate: due: 6 of 5 sessions (never consolidated)",
-    ] {
-        assert!(err.lines().any(|l| l == line), "{line:?} not in {err}");
-    }
+    gate(&home, &[])
+        .success()
+        .stdout_json(|out| assert_eq!(out["gate"]["due"], true))
+        .stderr_empty()
+        .run();
+    gate(&home, &["-v"])
+        .success()
+        .stdout_json(|out| assert_eq!(out["gate"]["due"], true))
+        .stderr_with(|err| {
+            for line in [
+                "dream-gate: enabled: auto memory and auto dream are on",
+                "dream-gate: time: never consolidated",
+                "dream-gate: throttle: no earlier scan, interval 10m",
+                "dream-gate: due: 6 of 5 sessions (never consolidated)",
+            ] {
+                assert!(err.lines().any(|l| l == line), "{line:?} not in {err}");
+            }
+        })
+        .run();
 
     // Not due: the checks that passed, then the reason.
     home.consolidated(hours(30));
-    let (code, out, err) = gate(&home, &["-v", "--min-sessions", "7"]);
-    assert_eq!(code, 1);
-    let since = out["gate"]["last_consolidated_at"].as_str().unwrap();
-    let lines: Vec<&str> = err.lines().collect();
+    let out = gate(&home, &["-v", "--min-sessions", "7"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "too_few_sessions"))
+        .stderr_any("checked below against the time stdout names")
+        .run();
+    let since = out.json()["gate"]["last_consolidated_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lines: Vec<&str> = out.stderr.lines().collect();
     let time = format!("dream-gate: time: 30.0 h of 24 h since the last consolidation at {since}");
-    assert!(lines.contains(&time.as_str()), "{err}");
+    assert!(lines.contains(&time.as_str()), "{}", out.stderr);
     assert_eq!(
         lines.last().copied(),
         Some(
             format!("dream-gate: not due: too_few_sessions: 6 of 7 sessions since {since}")
                 .as_str()
         ),
-        "{err}"
+        "{}",
+        out.stderr
     );
-    let (_, _, err) = gate(&home, &["-v", "--min-sessions", "7"]);
-    assert!(
-        err.lines()
-            .any(|l| l.starts_with("dream-gate: time: 30.0 h of 24 h")),
-        "{err}"
-    );
-    assert!(
-        err.trim_end()
-            .lines()
-            .last()
-            .unwrap()
-            .contains("not due: throttled"),
-        "{err}"
-    );
-    let (_, _, err) = gate(&home, &["-v", "--scan-interval", "0"]);
-    assert!(
-        err.contains("dream-gate: throttle: off (--scan-interval 0)"),
-        "{err}"
-    );
+    gate(&home, &["-v", "--min-sessions", "7"])
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["gate"]["reason"], "throttled"))
+        .stderr_with(|err| {
+            assert!(
+                err.lines()
+                    .any(|l| l.starts_with("dream-gate: time: 30.0 h of 24 h")),
+                "{err}"
+            );
+            assert!(
+                err.trim_end()
+                    .lines()
+                    .last()
+                    .unwrap()
+                    .contains("not due: throttled"),
+                "{err}"
+            );
+        })
+        .run();
+    gate(&home, &["-v", "--scan-interval", "0"])
+        .success()
+        .stdout_json(|out| assert_eq!(out["gate"]["due"], true))
+        .stderr_contains("dream-gate: throttle: off (--scan-interval 0)")
+        .run();
 }
 
 #[test]
@@ -719,7 +841,7 @@ fn session_is_the_flag_and_current_session_its_alias() {
     let home = ClaudeHome::new();
     let sessions = six_sessions(&home);
     for flag in ["--session", "--current-session"] {
-        let (code, out, _) = gate(
+        gate(
             &home,
             &[
                 flag,
@@ -729,32 +851,39 @@ fn session_is_the_flag_and_current_session_its_alias() {
                 "--scan-interval",
                 "0",
             ],
-        );
-        assert_eq!(code, 1, "{flag}");
-        assert_eq!(
-            out["gate"]["current_session"],
-            sessions[5].as_str(),
-            "{flag}"
-        );
-        assert_eq!(out["gate"]["session_count"], 5, "{flag}");
+        )
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(
+                out["gate"]["current_session"],
+                sessions[5].as_str(),
+                "{flag}"
+            );
+            assert_eq!(out["gate"]["session_count"], 5, "{flag}");
+        })
+        .stderr_is(not_due(
+            "too_few_sessions: 5 of 6 sessions (never consolidated)",
+        ))
+        .run();
     }
-    let out = home.cmd("dream-gate").arg("--help").output().unwrap();
-    let help = String::from_utf8_lossy(&out.stdout);
-    assert!(help.contains("--session <ID>"), "{help}");
-    assert!(help.contains("current-session"), "{help}");
+    gate(&home, &["--help"])
+        .success()
+        .stdout_with(|help| {
+            assert!(help.contains("--session <ID>"), "{help}");
+            assert!(help.contains("current-session"), "{help}");
+        })
+        .stderr_empty()
+        .run();
 }
 
 #[test]
 fn quiet_usage_errors_print_nothing_on_stderr() {
     let home = ClaudeHome::new();
-    let out = home
-        .cmd("dream-gate")
-        .args(["-q", "--bogus"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stderr.is_empty());
-    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
+    gate(&home, &["-q", "--bogus"])
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage"))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -774,7 +903,9 @@ fn non_session_files_are_ignored() {
     )
     .unwrap();
     std::fs::write(dir.join(format!("{}.jsonl.bak", session_id(11))), "x").unwrap();
-    let (code, out, _) = gate(&home, &[]);
-    assert_eq!(code, 0);
-    assert_eq!(out["gate"]["session_count"], 6);
+    gate(&home, &[])
+        .success()
+        .stdout_json(|out| assert_eq!(out["gate"]["session_count"], 6))
+        .stderr_empty()
+        .run();
 }

@@ -6,7 +6,7 @@
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -59,36 +59,11 @@ fn bounded(mut cmd: assert_cmd::Command) -> (i32, Value, String) {
     (code, stdout_json(&out), stderr_text(&out))
 }
 
-/// Waits for `child` within [`BOUND`]; kills it and fails the test otherwise.
-fn wait_bounded(mut child: Child) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still running {BOUND:?} after it should have ended");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Polls `ready` for at most [`BOUND`].
-fn wait_for(what: &str, ready: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !ready() {
-        assert!(start.elapsed() < BOUND, "{what} never happened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Waits until `child` has its SIGINT and SIGTERM handlers (a signal sent before then would
 /// meet the default action, whatever the tool does).
 fn wait_for_handlers(child: &Child) {
     let status = format!("/proc/{}/status", child.id());
-    wait_for("the signal handlers", || {
+    wait::for_true("the signal handlers", || {
         let text = std::fs::read_to_string(&status).unwrap_or_default();
         let caught = text
             .lines()
@@ -170,7 +145,7 @@ fn an_append_cut_short_by_a_file_size_limit_is_undone_and_exits_3() {
                 Ok(())
             });
         }
-        let out = wait_bounded(cmd.spawn().expect("spawn recap"));
+        let out = wait::for_output(cmd.spawn().expect("spawn recap"));
         let doc = stdout_json(&out);
         assert_eq!(out.status.code(), Some(3), "{doc}");
         assert_eq!(doc["status"], "failed");
@@ -423,10 +398,10 @@ fn a_tool_blocked_reading_stdin_ends_on_sigint_and_sigterm() {
             let mut child = cmd.spawn().expect("spawn");
             let stdin = child.stdin.take();
             wait_for_handlers(&child);
-            // Not a timing assertion: only a chance to get into read(2) first.
-            std::thread::sleep(Duration::from_millis(100));
+            // In read(2), not on its way there.
+            wait::for_syscall(child.id() as i32, libc::SYS_read);
             signal(&child, sig);
-            let out = wait_bounded(child);
+            let out = wait::for_output(child);
             drop(stdin);
             interrupted(&out, code, name);
             assert!(
@@ -451,9 +426,9 @@ fn feedback_send_waiting_on_a_silent_server_ends_on_sigterm_and_keeps_the_draft(
         .arg(format!("{}/feedback", api.url()))
         .args(["--yes", "--timeout", "60s", "--retries", "0"]);
     let child = cmd.spawn().expect("spawn");
-    wait_for("the request", || !api.requests().is_empty());
+    wait::for_true("the request", || !api.requests().is_empty());
     signal(&child, libc::SIGTERM);
-    let out = wait_bounded(child);
+    let out = wait::for_output(child);
     interrupted(&out, 143, "SIGTERM");
     assert!(drafts_dir(&home).join(format!("{id}.json")).is_file());
 }
@@ -472,9 +447,9 @@ fn recap_waiting_on_a_slow_model_ends_on_sigterm_with_143() {
         cmd.args(mode).arg("--transcript").arg(&transcript);
         let seen = api.requests().len();
         let child = cmd.spawn().expect("spawn");
-        wait_for("the request", || api.requests().len() > seen);
+        wait::for_true("the request", || api.requests().len() > seen);
         signal(&child, libc::SIGTERM);
-        let out = wait_bounded(child);
+        let out = wait::for_output(child);
         assert_eq!(out.status.code(), Some(143), "{mode:?}: {out:?}");
         let doc = stdout_json(&out);
         assert_eq!(
@@ -512,7 +487,7 @@ fn acquire_waiting_for_the_guard_ends_on_sigterm_without_touching_the_lock() {
     let child = cmd.spawn().expect("spawn");
     // It is waiting for the guard once it has the guard file open.
     let fds = format!("/proc/{}/fd", child.id());
-    wait_for("the guard wait", || {
+    wait::for_true("the guard wait", || {
         std::fs::read_dir(&fds).is_ok_and(|d| {
             d.flatten().any(|fd| {
                 std::fs::read_link(fd.path())
@@ -521,7 +496,7 @@ fn acquire_waiting_for_the_guard_ends_on_sigterm_without_touching_the_lock() {
         })
     });
     signal(&child, libc::SIGTERM);
-    let out = wait_bounded(child);
+    let out = wait::for_output(child);
     drop(guard);
     interrupted(&out, 143, "SIGTERM");
     assert_eq!(std::fs::read(home.lock_file()).expect("read"), b"");
@@ -540,16 +515,12 @@ fn exec_asked_twice_kills_a_command_that_ignores_sigterm_and_rolls_back() {
         marker.display()
     ));
     let child = cmd.spawn().expect("spawn");
-    wait_for("the command", || marker.exists());
-    // The first SIGTERM is forwarded and ignored; a later one kills the command.
-    let start = Instant::now();
-    let mut child = child;
-    while child.try_wait().expect("try_wait").is_none() {
-        assert!(start.elapsed() < BOUND, "exec never ended");
-        signal(&child, libc::SIGTERM);
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let out = wait_bounded(child);
+    wait::for_true("the command", || marker.exists());
+    // The first SIGTERM is forwarded and ignored; the second, sent once exec has taken the
+    // first (two pending ones would merge into one), kills the command.
+    wait::signal_delivered(child.id() as i32, libc::SIGTERM);
+    wait::signal_delivered(child.id() as i32, libc::SIGTERM);
+    let out = wait::for_output(child);
     assert_eq!(out.status.code(), Some(143), "{out:?}");
     assert_eq!(std::fs::read(home.lock_file()).expect("read"), b"");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior, "not rolled back");

@@ -5,27 +5,53 @@ use std::fs::File;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 
 use crate::support::transcript::Transcript;
 use crate::support::*;
 
-/// Runs dream-lock with `stdin`; (code, stdout JSON, stderr).
-fn run(home: &ClaudeHome, args: &[&str], stdin: &str) -> (i32, Value, String) {
-    let out = home
-        .cmd("dream-lock")
-        .args(args)
-        .write_stdin(stdin)
-        .output()
-        .expect("run dream-lock");
-    let doc = stdout_json(&out);
-    (
-        out.status.code().expect("exit code"),
-        doc,
-        stderr_text(&out),
-    )
+/// dream-lock with `stdin`, to be told what it must print.
+fn lock<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
+    Run::new(home, "dream-lock").args(args).stdin(stdin)
+}
+
+/// An `acquire` (with `args`) that must win: exit 0, silent; the envelope.
+fn acquired(home: &ClaudeHome, args: &[&str]) -> Value {
+    lock(home, &[&["acquire"], args].concat(), "")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["lock"]["acquired"], true))
+        .stderr_empty()
+        .run()
+        .json()
+}
+
+/// A `release` that must free the lock (exit 0) and print `err`; the envelope.
+fn released(home: &ClaudeHome, args: &[&str], stdin: &str, err: &str) -> Value {
+    lock(home, &[&["release"], args].concat(), stdin)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["lock"]["released"], true))
+        .stderr_is(err)
+        .run()
+        .json()
+}
+
+/// Whether an acquire for `pid` wins now (exit 0, silent) rather than meets a holder
+/// (exit 1, one line saying so).
+fn acquire_wins(home: &ClaudeHome, pid: u32) -> bool {
+    lock(home, &["acquire", "--pid", &pid.to_string()], "")
+        .code_any("either: the caller polls until it wins")
+        .stdout_json(|_| {})
+        .stderr_with(|err| {
+            assert!(
+                err.is_empty() || err.starts_with("dream-lock: busy: the lock is held by PID "),
+                "{err}"
+            );
+        })
+        .run()
+        .code
+        == Some(0)
 }
 
 fn content(home: &ClaudeHome) -> String {
@@ -43,30 +69,14 @@ fn spawn_exec(home: &ClaudeHome, script: &str) -> Child {
         .expect("spawn dream-lock exec")
 }
 
-/// Polls `done` every 25 ms for up to 10 s.
-fn within_10s(mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    done()
+/// Whether `done` turns true within 10 s.
+fn within_10s(done: impl FnMut() -> bool) -> bool {
+    wait::within(Duration::from_secs(10), done)
 }
 
 /// The PID a command wrote into `file` (once it has).
 fn pid_in(file: &Path) -> i32 {
-    assert!(
-        within_10s(|| std::fs::read_to_string(file).is_ok_and(|t| t.ends_with('\n'))),
-        "{} was never written",
-        file.display()
-    );
-    std::fs::read_to_string(file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    wait::for_pid(file)
 }
 
 /// Dead or a zombie: it runs no more.
@@ -119,12 +129,20 @@ fn only_an_explicit_yes_of_the_right_type_proceeds() {
             &["exec", "--", "touch", "ran"],
             &["release", "--outcome", "completed"],
         ] {
-            let (code, out, err) = run(&home, args, &envelope.to_string());
-            assert_eq!(code, 2, "{args:?} {envelope}: {out}");
-            assert_eq!(out["error"]["kind"], "bad_input", "{args:?} {envelope}");
-            let message = out["error"]["message"].as_str().unwrap();
-            assert!(message.starts_with("envelope field `"), "{message}");
-            assert_eq!(err, format!("dream-lock: {message}\n"));
+            let out = lock(&home, args, &envelope.to_string())
+                .code(2)
+                .stdout_json(|out| {
+                    assert_eq!(out["error"]["kind"], "bad_input", "{args:?} {envelope}");
+                    let message = out["error"]["message"].as_str().unwrap();
+                    assert!(message.starts_with("envelope field `"), "{message}");
+                })
+                .stderr_with(|err| assert!(err.starts_with("dream-lock: envelope field `")))
+                .run();
+            let message = out.json()["error"]["message"].clone();
+            assert_eq!(
+                out.stderr,
+                format!("dream-lock: {}\n", message.as_str().unwrap())
+            );
         }
     }
     assert!(
@@ -132,17 +150,16 @@ fn only_an_explicit_yes_of_the_right_type_proceeds() {
         "a mistyped envelope touched the memory dir"
     );
     assert!(!home.project.join("ran").exists(), "exec ran its command");
-    let (code, out, _) = run(&home, &["acquire"], r#"{"gate":{"due":"false"}}"#);
-    assert_eq!(code, 2);
-    assert_eq!(
-        out["error"]["message"],
-        "envelope field `gate.due` must be true or false, not \"false\" (a string)"
-    );
+    let message = "envelope field `gate.due` must be true or false, not \"false\" (a string)";
+    lock(&home, &["acquire"], r#"{"gate":{"due":"false"}}"#)
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["message"], message))
+        .stderr_is(format!("dream-lock: {message}\n"))
+        .run();
 
     // The same rule for lock.acquired and run.status in release: nothing is changed.
     let holder = LiveProcess::start();
-    let (code, acquired, _) = run(&home, &["acquire", "--pid", &holder.pid().to_string()], "");
-    assert_eq!(code, 0);
+    let acquired = acquired(&home, &["--pid", &holder.pid().to_string()]);
     let before = mtime(&home.lock_file());
     for (key, value) in [
         (
@@ -156,9 +173,14 @@ fn only_an_explicit_yes_of_the_right_type_proceeds() {
     ] {
         let mut envelope = acquired.clone();
         envelope[key] = value.clone();
-        let (code, out, _) = run(&home, &["release"], &envelope.to_string());
-        assert_eq!(code, 2, "{key}: {value}: {out}");
-        assert_eq!(out["error"]["kind"], "bad_input");
+        lock(&home, &["release"], &envelope.to_string())
+            .code(2)
+            .stdout_json(|out| assert_eq!(out["error"]["kind"], "bad_input", "{key}: {value}"))
+            .stderr_with(|err| {
+                assert!(err.starts_with("dream-lock: envelope field `"), "{err}");
+                assert_eq!(err.lines().count(), 1, "{err}");
+            })
+            .run();
         assert_eq!(content(&home), holder.pid().to_string());
         assert_eq!(mtime(&home.lock_file()), before);
     }
@@ -166,8 +188,7 @@ fn only_an_explicit_yes_of_the_right_type_proceeds() {
     let mut envelope = acquired.clone();
     envelope["gate"] = json!({"due": true});
     envelope["run"] = json!({"status": "completed"});
-    let (code, out, _) = run(&home, &["release"], &envelope.to_string());
-    assert_eq!(code, 0, "{out}");
+    released(&home, &[], &envelope.to_string(), "");
     assert_eq!(content(&home), "");
 }
 
@@ -189,19 +210,16 @@ fn a_killed_exec_leaves_no_command_running_beside_the_next_acquire() {
     exec.wait().unwrap();
 
     let next = LiveProcess::start();
-    let mut last = Value::Null;
     assert!(
-        within_10s(|| {
-            let (code, out, _) = run(&home, &["acquire", "--pid", &next.pid().to_string()], "");
-            last = out;
-            code == 0
-        }),
-        "a second acquire never succeeded: {last}"
+        within_10s(|| acquire_wins(&home, next.pid())),
+        "a second acquire never succeeded"
     );
     // Once a second consolidation may start, the first one's command is gone...
     assert!(within_10s(|| gone(command)), "the command outlived exec");
     // ...and nothing of it still writes.
     let size = len(&beat);
+    // Kept: not a wait but the observation itself, that nothing appends for a while (the
+    // command is already gone; a writer it left behind would show here).
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         len(&beat),
@@ -228,24 +246,43 @@ fn the_lock_stays_held_while_anything_the_command_started_still_runs() {
     assert!(within_10s(|| len(&beat) > size), "the grandchild died too");
 
     let other = LiveProcess::start();
-    let (code, out, _) = run(&home, &["acquire", "--pid", &other.pid().to_string()], "");
-    assert_eq!(code, 1, "acquired beside a running command: {out}");
-    assert_eq!(out["lock"]["holder_pid"], exec_pid);
-    let (code, status, err) = run(&home, &["status"], "");
-    assert_eq!(code, 1, "{status}");
-    assert_eq!(status["held"], true);
-    assert_eq!(status["holder_alive"], false);
-    assert_eq!(status["command_running"], true);
-    let token = status["token"].as_str().unwrap();
-    assert!(token.starts_with(&format!("{exec_pid}:")), "{token}");
-    assert!(
-        err.ends_with("(that process is gone; the command it ran still runs)\n"),
-        "{err}"
-    );
+    let gone_but_running = "(that process is gone; the command it ran still runs)\n";
+    lock(&home, &["acquire", "--pid", &other.pid().to_string()], "")
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["lock"]["holder_pid"], exec_pid))
+        .stderr_with(|err| {
+            let busy = format!("dream-lock: busy: the lock is held by PID {exec_pid} since ");
+            assert!(
+                err.starts_with(&busy),
+                "acquired beside a running command: {err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+        })
+        .run();
+    lock(&home, &["status"], "")
+        .code(1)
+        .stdout_json(|status| {
+            assert_eq!(status["held"], true);
+            assert_eq!(status["holder_alive"], false);
+            assert_eq!(status["command_running"], true);
+            let token = status["token"].as_str().unwrap();
+            assert!(token.starts_with(&format!("{exec_pid}:")), "{token}");
+        })
+        .stderr_with(|err| {
+            assert!(
+                err.starts_with(&format!(
+                    "dream-lock: the lock is held by PID {exec_pid} since "
+                )),
+                "{err}"
+            );
+            assert!(err.ends_with(gone_but_running), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        })
+        .run();
 
     sigkill(inner);
     assert!(
-        within_10s(|| run(&home, &["acquire", "--pid", &other.pid().to_string()], "").0 == 0),
+        within_10s(|| acquire_wins(&home, other.pid())),
         "the lock stayed held after the command ended"
     );
 }
@@ -278,43 +315,66 @@ fn releasing_a_live_holder_by_hand_needs_force() {
     home.consolidated(hours(30));
     let prior = epoch_ms(mtime(&home.lock_file()));
     let holder = LiveProcess::start();
-    let (_, acquired, _) = run(&home, &["acquire", "--pid", &holder.pid().to_string()], "");
+    let acquired = acquired(&home, &["--pid", &holder.pid().to_string()]);
     let token = acquired["lock"]["token"].as_str().unwrap().to_string();
     let written = mtime(&home.lock_file());
 
     let hand = ["release", "--token", &token, "--outcome", "failed"];
-    let (code, out, err) = run(&home, &hand, "");
-    assert_eq!(code, 1, "{out}");
-    assert_eq!(out["lock"]["released"], false);
-    assert_eq!(out["lock"]["reason"], "live_holder");
-    assert_eq!(out["lock"]["holder_pid"], holder.pid());
-    assert!(
-        err.starts_with(&format!(
-            "dream-lock: not released: the lock is held by PID {} since ",
-            holder.pid()
-        )) && err.ends_with("pass --force to release it anyway\n"),
-        "{err}"
-    );
+    let live_holder = |out: &Value| {
+        assert_eq!(out["lock"]["released"], false);
+        assert_eq!(out["lock"]["reason"], "live_holder");
+        assert_eq!(out["lock"]["holder_pid"], holder.pid());
+    };
+    let says_live_holder = |err: &str| {
+        assert!(
+            err.starts_with(&format!(
+                "dream-lock: not released: the lock is held by PID {} since ",
+                holder.pid()
+            )) && err.ends_with("pass --force to release it anyway\n"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    };
+    lock(&home, &hand, "")
+        .code(1)
+        .stdout_json(live_holder)
+        .stderr_with(says_live_holder)
+        .run();
     assert_eq!(content(&home), holder.pid().to_string());
     assert_eq!(mtime(&home.lock_file()), written);
-    let (code, _, err) = run(
+    lock(
         &home,
         &["-q", hand[0], hand[1], hand[2], hand[3], hand[4]],
         "",
-    );
-    assert_eq!((code, err.as_str()), (1, ""));
+    )
+    .code(1)
+    .stdout_json(live_holder)
+    .stderr_empty()
+    .run();
 
     // `status` prints what a person needs; its output can be piped into release.
-    let (code, status, _) = run(&home, &["status"], "");
-    assert_eq!(code, 1);
-    assert_eq!(status["token"], token);
-    assert_eq!(status["holder_pid"], holder.pid());
-    let (code, out, _) = run(&home, &["release"], &status.to_string());
-    assert_eq!(
-        (code, out["lock"]["reason"].as_str()),
-        (1, Some("live_holder"))
-    );
-    let (code, out, err) = run(
+    let status = lock(&home, &["status"], "")
+        .code(1)
+        .stdout_json(|status| {
+            assert_eq!(status["token"], token);
+            assert_eq!(status["holder_pid"], holder.pid());
+        })
+        .stderr_with(|err| {
+            let held = format!(
+                "dream-lock: the lock is held by PID {} since ",
+                holder.pid()
+            );
+            assert!(err.starts_with(&held), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        })
+        .run()
+        .json();
+    lock(&home, &["release"], &status.to_string())
+        .code(1)
+        .stdout_json(live_holder)
+        .stderr_with(says_live_holder)
+        .run();
+    let out = lock(
         &home,
         &[
             "release",
@@ -325,13 +385,16 @@ fn releasing_a_live_holder_by_hand_needs_force() {
             &token,
         ],
         &status.to_string(),
-    );
-    assert_eq!(code, 0, "{out}");
+    )
+    .success()
+    .stdout_json(|_| {})
+    .stderr_with(|err| assert!(err.contains("rolled back as failed"), "{err}"))
+    .run()
+    .json();
     assert_eq!(out["lock"]["released"], true);
     assert_eq!(out["lock"]["outcome"], "failed");
     assert_eq!(out["lock"]["token"], token);
     assert!(out.get("held").is_none(), "status fields copied: {out}");
-    assert!(err.contains("rolled back as failed"), "{err}");
     assert_eq!(content(&home), "");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
 }
@@ -340,31 +403,33 @@ fn releasing_a_live_holder_by_hand_needs_force() {
 fn status_piped_into_release_force_frees_a_lock_held_elsewhere() {
     let home = ClaudeHome::new();
     let holder = LiveProcess::start();
-    run(&home, &["acquire", "--pid", &holder.pid().to_string()], "");
-    let status = home.cmd("dream-lock").arg("status").output().unwrap();
-    let out = home
-        .cmd("dream-lock")
-        .args(["release", "--force", "--outcome", "completed"])
-        .write_stdin(status.stdout)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["lock"]["released"], true);
+    acquired(&home, &["--pid", &holder.pid().to_string()]);
+    let status = lock(&home, &["status"], "")
+        .code(1)
+        .stdout_json(|status| assert_eq!(status["held"], true))
+        .stderr_contains("dream-lock: the lock is held by PID ")
+        .run();
+    released(
+        &home,
+        &["--force", "--outcome", "completed"],
+        &status.stdout,
+        "",
+    );
     assert_eq!(content(&home), "");
-    let (code, status, _) = run(&home, &["status"], "");
-    assert_eq!((code, status["held"].clone()), (0, json!(false)));
-    assert_eq!(status["token"], Value::Null);
+    lock(&home, &["status"], "")
+        .success()
+        .stdout_json(|status| {
+            assert_eq!(status["held"], false);
+            assert_eq!(status["token"], Value::Null);
+        })
+        .stderr_empty()
+        .run();
 
     // The caller's own lock (held by this test runner, the parent) needs no --force, and
     // --token alone is enough.
-    let (_, acquired, _) = run(&home, &["acquire"], "");
+    let acquired = acquired(&home, &[]);
     let token = acquired["lock"]["token"].as_str().unwrap();
-    let (code, out, _) = run(
-        &home,
-        &["release", "--token", token, "--outcome", "completed"],
-        "",
-    );
-    assert_eq!(code, 0, "{out}");
+    released(&home, &["--token", token, "--outcome", "completed"], "", "");
 }
 
 /// stdout is `/dev/full`, or a pipe nobody reads: the token never reached anyone.
@@ -422,15 +487,22 @@ fn a_future_mtime_is_taken_as_written_now() {
         .unwrap()
         .set_modified(ahead)
         .unwrap();
-    let out = home.cmd("dream-gate").output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let gate = stdout_json(&out);
-    assert_eq!(gate["gate"]["reason"], "too_soon");
-    assert_eq!(gate["gate"]["hours_since"], json!(0.0), "{text}");
-    assert!(!text.contains("-0.0"), "{text}");
+    Run::new(&home, "dream-gate")
+        .code(1)
+        .stdout_with(|text| assert!(!text.contains("-0.0"), "{text}"))
+        .stdout_json(|gate| {
+            assert_eq!(gate["gate"]["reason"], "too_soon");
+            assert_eq!(gate["gate"]["hours_since"], json!(0.0));
+        })
+        .stderr_is("dream-gate: not due: too_soon: 0.0 h of 24 h\n")
+        .run();
 
-    let (code, status, _) = run(&home, &["status"], "");
-    assert_eq!(code, 0);
+    let status = lock(&home, &["status"], "")
+        .success()
+        .stdout_json(|status| assert_eq!(status["held"], false))
+        .stderr_empty()
+        .run()
+        .json();
     let last = status["last_consolidated_at"].as_str().unwrap().to_string();
     let now = rfc3339_now();
     assert!(last <= now, "{last} is after {now}");
@@ -438,8 +510,7 @@ fn a_future_mtime_is_taken_as_written_now() {
     // A live holder with a future mtime holds, as if it wrote now; a roll-back restores
     // now, not the future.
     let before = epoch_ms(SystemTime::now());
-    let (code, acquired, _) = run(&home, &["acquire"], "");
-    assert_eq!(code, 0);
+    let acquired = acquired(&home, &[]);
     let prior = acquired["lock"]["prior_mtime"].as_i64().unwrap();
     assert!(
         prior >= before && prior <= epoch_ms(SystemTime::now()),
@@ -465,8 +536,8 @@ fn exec_whose_command_ignored_sigint_exits_130_as_recorded() {
         "trap '' INT; echo $$ > cmd.pid; while [ ! -e go ]; do sleep 0.05; done; exit 0",
     );
     pid_in(&home.project.join("cmd.pid"));
-    unsafe { libc::kill(exec.id() as i32, libc::SIGINT) };
-    std::thread::sleep(Duration::from_millis(200));
+    // exec has taken the SIGINT before the command is let go.
+    wait::signal_delivered(exec.id() as i32, libc::SIGINT);
     std::fs::write(home.project.join("go"), "").unwrap();
     let status = exec.wait().unwrap();
     assert_eq!(
@@ -492,17 +563,20 @@ fn a_pass_through_command_never_leaves_the_lock_held_nor_moves_the_time() {
         gate = bin_path("dream-gate").display(),
         lock = bin_path("dream-lock").display()
     );
-    let out = home
-        .process("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["lock"]["outcome"], "failed");
-    assert_eq!(doc["lock"]["released"], true);
-    assert!(doc["lock"]["warning"].is_string());
+    let mut sh = home.process("sh");
+    sh.args(["-c", &script]);
+    Run::command(
+        assert_cmd::Command::from_std(sh),
+        "gate | acquire | cat | release",
+    )
+    .success()
+    .stdout_json(|doc| {
+        assert_eq!(doc["lock"]["outcome"], "failed");
+        assert_eq!(doc["lock"]["released"], true);
+        assert!(doc["lock"]["warning"].is_string());
+    })
+    .stderr_is("dream-lock: no run.status and no --outcome: rolled back as failed\n")
+    .run();
     assert_eq!(content(&home), "");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
 }
@@ -512,33 +586,29 @@ fn a_pass_through_command_never_leaves_the_lock_held_nor_moves_the_time() {
 
 /// Runs `bin args` with `stdin`, with and without `-q`: exit 1, one line, then silence.
 fn says_why(home: &ClaudeHome, bin: &str, args: &[&str], stdin: &str) -> String {
-    let out = home
-        .cmd(bin)
+    let out = Run::new(home, bin)
         .args(args)
-        .write_stdin(stdin)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{bin} {args:?}");
-    let err = stderr_text(&out);
-    assert_eq!(err.lines().count(), 1, "{bin} {args:?}: {err:?}");
-    let quiet = home
-        .cmd(bin)
+        .stdin(stdin)
+        .code(1)
+        .stdout_json(|_| {})
+        .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{bin} {args:?}: {err:?}"))
+        .run();
+    Run::new(home, bin)
         .arg("-q")
         .args(args)
-        .write_stdin(stdin)
-        .output()
-        .unwrap();
-    assert_eq!(quiet.status.code(), Some(1));
-    assert_eq!(stderr_text(&quiet), "", "{bin} -q {args:?}");
-    assert_eq!(quiet.stdout, out.stdout);
-    err
+        .stdin(stdin)
+        .code(1)
+        .stdout_is(&out.stdout)
+        .stderr_empty()
+        .run();
+    out.stderr
 }
 
 #[test]
 fn every_exit_1_says_why_on_stderr() {
     let home = ClaudeHome::new();
     let holder = LiveProcess::start();
-    let (_, acquired, _) = run(&home, &["acquire", "--pid", &holder.pid().to_string()], "");
+    let acquired = acquired(&home, &["--pid", &holder.pid().to_string()]);
     let prefix = format!("the lock is held by PID {} since ", holder.pid());
 
     let err = says_why(&home, "dream-lock", &["acquire"], "");
@@ -607,44 +677,42 @@ fn recap_exit_1_results_say_why_on_stderr() {
         .slash_command("recap")
         .write(&transcript);
     let path = transcript.display().to_string();
-    let env_key = |cmd: &mut assert_cmd::Command| {
-        cmd.env("ANTHROPIC_API_KEY", "k")
-            .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9");
-    };
     let mut args = vec!["--transcript", path.as_str()];
-    let run_recap = |args: &[&str], extra: &[(&str, &str)]| {
-        let mut cmd = home.cmd("recap");
-        env_key(&mut cmd);
-        for (k, v) in extra {
-            cmd.env(k, v);
-        }
-        let out = cmd.args(args).output().unwrap();
-        let mut quiet = home.cmd("recap");
-        env_key(&mut quiet);
-        for (k, v) in extra {
-            quiet.env(k, v);
-        }
-        let q = quiet.arg("-q").args(args).output().unwrap();
-        assert_eq!(stderr_text(&q), "");
-        (out.status.code(), stderr_text(&out))
+    let recap = |quiet: bool, args: &[&str], extra: &[(&'static str, &'static str)]| {
+        Run::new(&home, "recap")
+            .env("ANTHROPIC_API_KEY", "k")
+            .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+            .envs(extra.iter().copied())
+            .args(quiet.then_some("-q"))
+            .args(args)
+            .code(1)
     };
-    assert_eq!(
-        run_recap(&args, &[]),
-        (
-            Some(1),
-            "recap: no-turn: no real user turn in the transcript\n".to_string()
-        )
+    let run_recap =
+        |args: &[&str], extra: &[(&'static str, &'static str)], status: &str, err: &str| {
+            let out = recap(false, args, extra)
+                .stdout_json(|doc| assert_eq!(doc["status"], status))
+                .stderr_is(err)
+                .run();
+            recap(true, args, extra)
+                .stdout_is(out.stdout)
+                .stderr_empty()
+                .run();
+        };
+    run_recap(
+        &args,
+        &[],
+        "no-turn",
+        "recap: no-turn: no real user turn in the transcript\n",
     );
     Transcript::started(Duration::from_secs(600))
         .user("fix the gate")
         .assistant("Done.")
         .write(&transcript);
     args.push("--auto");
-    assert_eq!(
-        run_recap(&args, &[("CLAUDE_CODE_ENABLE_AWAY_SUMMARY", "0")]),
-        (
-            Some(1),
-            "recap: skipped: disabled: away summaries are turned off\n".to_string()
-        )
+    run_recap(
+        &args,
+        &[("CLAUDE_CODE_ENABLE_AWAY_SUMMARY", "0")],
+        "skipped",
+        "recap: skipped: disabled: away summaries are turned off\n",
     );
 }

@@ -17,7 +17,7 @@ use crate::support::{stderr_text, stdout_json, ClaudeHome, LiveProcess};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/claude-code-2.1.332"
+    "/tests/fixtures/claude-code-2.1.332"
 );
 
 fn stop_payload(text: &str) -> String {

@@ -590,6 +590,7 @@ fn recap_durations_take_units_beside_the_millisecond_flags() {
 fn recap_timeout_zero_means_no_per_request_timeout() {
     let r = Recap::new(&three_turns());
     r.api.push(Reply::After(
+        // Kept: a slow answer is the thing tested (no per-request timeout cuts it).
         Box::new(|| std::thread::sleep(Duration::from_millis(300))),
         Box::new(Reply::anthropic_text("You were waiting.")),
     ));

@@ -7,19 +7,51 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-fn lock(home: &ClaudeHome, args: &[&str], stdin: &str) -> (i32, Value) {
-    let out = home
-        .cmd("dream-lock")
-        .args(args)
-        .write_stdin(stdin)
-        .output()
-        .expect("run dream-lock");
-    (out.status.code().expect("exit code"), stdout_json(&out))
+fn lock<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
+    Run::new(home, "dream-lock").args(args).stdin(stdin)
 }
 
-fn acquire_for(home: &ClaudeHome, pid: u32) -> (i32, Value) {
+/// `acquire --pid PID`, which must win: exit 0, silent; the envelope.
+fn acquire_for(home: &ClaudeHome, pid: u32) -> Value {
     lock(home, &["acquire", "--pid", &pid.to_string()], "")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["lock"]["acquired"], true))
+        .stderr_empty()
+        .run()
+        .json()
 }
+
+/// `acquire --pid PID`, which must be refused because `holder` holds the lock; the envelope.
+fn refused_for(home: &ClaudeHome, pid: u32, holder: u32) -> Value {
+    lock(home, &["acquire", "--pid", &pid.to_string()], "")
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["acquired"], false);
+            assert_eq!(doc["lock"]["reason"], "held");
+            assert_eq!(doc["lock"]["holder_pid"], holder);
+        })
+        .stderr_with(|err| {
+            let since = format!("dream-lock: busy: the lock is held by PID {holder} since ");
+            assert!(err.starts_with(&since), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        })
+        .run()
+        .json()
+}
+
+/// `status` on a lock nobody holds: exit 0, silent; the document.
+fn status_free(home: &ClaudeHome) -> Value {
+    lock(home, &["status"], "")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["held"], false))
+        .stderr_empty()
+        .run()
+        .json()
+}
+
+/// What `release` says when the lock is no longer ours.
+const NOT_OURS: &str =
+    "dream-lock: not released: the lock is no longer ours (taken over, or released already); nothing was changed\n";
 
 fn content(home: &ClaudeHome) -> String {
     std::fs::read_to_string(home.lock_file()).expect("lock file")
@@ -36,10 +68,8 @@ fn claude_code_writes(home: &ClaudeHome, pid: u32, age: Duration) {
 fn acquire_records_the_pid_the_way_claude_code_reads_it() {
     let home = ClaudeHome::new();
     let holder = LiveProcess::start();
-    let (code, out) = acquire_for(&home, holder.pid());
-    assert_eq!(code, 0, "{out}");
+    let out = acquire_for(&home, holder.pid());
     let l = &out["lock"];
-    assert_eq!(l["acquired"], true);
     assert_eq!(l["backend"], "file");
     assert_eq!(l["path"], home.lock_file().display().to_string());
     assert_eq!(l["pid"], holder.pid());
@@ -59,22 +89,19 @@ fn acquire_records_the_pid_the_way_claude_code_reads_it() {
 
     // The default PID is the parent process: here, the test runner.
     let other = ClaudeHome::new();
-    let (code, out) = lock(&other, &["acquire"], "");
-    assert_eq!(code, 0);
-    assert_eq!(out["lock"]["pid"], std::process::id());
+    lock(&other, &["acquire"], "")
+        .success()
+        .stdout_json(|out| assert_eq!(out["lock"]["pid"], std::process::id()))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
 fn a_claude_code_lock_is_honoured_and_read_by_the_gate() {
     let home = ClaudeHome::new();
     let claude = LiveProcess::start();
-    std::thread::sleep(Duration::from_millis(50));
     claude_code_writes(&home, claude.pid(), Duration::ZERO);
-    let (code, out) = acquire_for(&home, std::process::id());
-    assert_eq!(code, 1, "{out}");
-    assert_eq!(out["lock"]["acquired"], false);
-    assert_eq!(out["lock"]["reason"], "held");
-    assert_eq!(out["lock"]["holder_pid"], claude.pid());
+    let out = refused_for(&home, std::process::id(), claude.pid());
     assert!(out["lock"]["held_since"].as_str().unwrap().ends_with('Z'));
     assert_eq!(
         content(&home),
@@ -82,24 +109,36 @@ fn a_claude_code_lock_is_honoured_and_read_by_the_gate() {
         "a refused acquire wrote"
     );
 
-    let (code, status) = lock(&home, &["status"], "");
-    assert_eq!(code, 1);
-    assert_eq!(status["held"], true);
-    assert_eq!(status["holder_pid"], claude.pid());
-    assert_eq!(status["holder_alive"], true);
-    assert_eq!(status["stale"], false);
+    let since = out["lock"]["held_since"].as_str().unwrap();
+    lock(&home, &["status"], "")
+        .code(1)
+        .stdout_json(|status| {
+            assert_eq!(status["held"], true);
+            assert_eq!(status["holder_pid"], claude.pid());
+            assert_eq!(status["holder_alive"], true);
+            assert_eq!(status["stale"], false);
+            assert_eq!(status["since"], since);
+        })
+        .stderr_is(format!(
+            "dream-lock: the lock is held by PID {} since {since}\n",
+            claude.pid()
+        ))
+        .run();
 
-    let out = home.cmd("dream-gate").output().unwrap();
-    let gate = stdout_json(&out);
-    assert_eq!(gate["gate"]["reason"], "too_soon");
-    assert!(gate["gate"]["hours_since"].as_f64().unwrap() < 0.01);
+    Run::new(&home, "dream-gate")
+        .code(1)
+        .stdout_json(|gate| {
+            assert_eq!(gate["gate"]["reason"], "too_soon");
+            assert!(gate["gate"]["hours_since"].as_f64().unwrap() < 0.01);
+        })
+        .stderr_is("dream-gate: not due: too_soon: 0.0 h of 24 h\n")
+        .run();
 }
 
 #[test]
 fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
     let home = ClaudeHome::new();
     let shells: Vec<LiveProcess> = (0..32).map(|_| LiveProcess::start()).collect();
-    std::thread::sleep(Duration::from_millis(50));
     for round in 0..20 {
         let children: Vec<_> = shells
             .iter()
@@ -116,11 +155,22 @@ fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
                 cmd.spawn().expect("spawn acquirer")
             })
             .collect();
+        // Spawned together, so that they race; each checked as Run checks one.
         let results: Vec<(i32, Value)> = children
             .into_iter()
             .map(|c| {
-                let out = c.wait_with_output().expect("wait");
-                (out.status.code().expect("code"), stdout_json(&out))
+                let out = wait::for_output(c);
+                let code = out.status.code().expect("code");
+                let err = stderr_text(&out);
+                match code {
+                    0 => assert_eq!(err, "", "round {round}: the winner is silent"),
+                    _ => assert!(
+                        err.starts_with("dream-lock: busy: the lock is held by PID ")
+                            && err.lines().count() == 1,
+                        "round {round}: {err}"
+                    ),
+                }
+                (code, stdout_json(&out))
             })
             .collect();
         let winners: Vec<&Value> = results
@@ -146,12 +196,15 @@ fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
             );
         }
         // The winner rolls back, so the next round starts from no lock file.
-        let (code, out) = lock(
+        lock(
             &home,
             &["release", "--outcome", "failed"],
             &winner.to_string(),
-        );
-        assert_eq!(code, 0, "round {round}: {out}");
+        )
+        .success()
+        .stdout_json(|out| assert_eq!(out["lock"]["released"], true))
+        .stderr_empty()
+        .run();
         assert!(!home.lock_file().exists());
     }
 }
@@ -160,23 +213,21 @@ fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
 fn a_holder_killed_with_sigkill_is_taken_over() {
     let home = ClaudeHome::new();
     let holder = LiveProcess::start();
-    let (code, first) = acquire_for(&home, holder.pid());
-    assert_eq!(code, 0);
+    let first = acquire_for(&home, holder.pid());
     let first_mtime = epoch_ms(mtime(&home.lock_file()));
     let next = LiveProcess::start();
-    assert_eq!(acquire_for(&home, next.pid()).0, 1);
+    refused_for(&home, next.pid(), holder.pid());
 
     let dead = holder.pid();
     holder.kill();
-    let (code, status) = lock(&home, &["status"], "");
-    assert_eq!(code, 0, "{status}");
+    let status = status_free(&home);
     assert_eq!(status["holder_pid"], dead);
     assert_eq!(status["holder_alive"], false);
     assert_eq!(status["stale"], true);
 
-    std::thread::sleep(Duration::from_millis(5));
-    let (code, out) = acquire_for(&home, next.pid());
-    assert_eq!(code, 0, "{out}");
+    // The takeover writes at a later millisecond than the first acquire.
+    wait::for_clock_past(mtime(&home.lock_file()));
+    let out = acquire_for(&home, next.pid());
     assert_eq!(out["lock"]["prior_mtime"], first_mtime);
     assert_ne!(out["lock"]["token"], first["lock"]["token"]);
     assert_eq!(content(&home), next.pid().to_string());
@@ -191,8 +242,7 @@ fn a_lock_older_than_an_hour_is_taken_over_from_a_live_process() {
     claude_code_writes(&home, holder.pid(), Duration::from_secs(3600 + 60));
     let next = LiveProcess::start();
     let old = epoch_ms(mtime(&home.lock_file()));
-    let (code, out) = acquire_for(&home, next.pid());
-    assert_eq!(code, 0, "{out}");
+    let out = acquire_for(&home, next.pid());
     assert_eq!(out["lock"]["prior_mtime"], old);
 }
 
@@ -202,13 +252,10 @@ fn a_recycled_pid_is_not_a_holder() {
     // Claude Code wrote PID N ten minutes ago; N now belongs to a process started since.
     let newcomer = LiveProcess::start();
     claude_code_writes(&home, newcomer.pid(), Duration::from_secs(600));
-    let (code, status) = lock(&home, &["status"], "");
-    assert_eq!(code, 0, "{status}");
-    assert_eq!(status["held"], false);
+    let status = status_free(&home);
     assert_eq!(status["holder_alive"], true);
     assert_eq!(status["stale"], true);
-    let (code, out) = acquire_for(&home, std::process::id());
-    assert_eq!(code, 0, "{out}");
+    acquire_for(&home, std::process::id());
 }
 
 #[test]
@@ -217,14 +264,9 @@ fn empty_or_garbage_content_names_no_holder() {
         let home = ClaudeHome::new();
         std::fs::create_dir_all(home.memory_dir()).unwrap();
         std::fs::write(home.lock_file(), text).unwrap();
-        let (code, status) = lock(&home, &["status"], "");
-        assert_eq!(
-            (code, status["held"].clone()),
-            (0, json!(false)),
-            "{text:?}"
-        );
-        assert_eq!(status["holder_pid"], Value::Null);
-        assert_eq!(acquire_for(&home, std::process::id()).0, 0, "{text:?}");
+        let status = status_free(&home);
+        assert_eq!(status["holder_pid"], Value::Null, "{text:?}");
+        acquire_for(&home, std::process::id());
     }
 }
 
@@ -240,16 +282,19 @@ fn release_frees_or_rolls_back_for_each_outcome() {
                 home.consolidated(prior_age);
                 prior_ms = epoch_ms(mtime(&home.lock_file()));
             }
-            let (code, acquired) = acquire_for(&home, std::process::id());
-            assert_eq!(code, 0);
+            let acquired = acquire_for(&home, std::process::id());
             assert_eq!(acquired["lock"]["prior_mtime"], prior_ms);
             let mut envelope = acquired.clone();
             envelope["run"] = json!({"status": outcome});
             envelope["trace"] = json!("kept");
             // The outcome comes from run.status.
-            let (code, out) = lock(&home, &["release"], &envelope.to_string());
             let case = format!("{outcome}, prior {had_prior}");
-            assert_eq!(code, 0, "{case}: {out}");
+            let out = lock(&home, &["release"], &envelope.to_string())
+                .success()
+                .stdout_json(|_| {})
+                .stderr_empty()
+                .run()
+                .json();
             assert_eq!(out["trace"], "kept");
             assert_eq!(out["run"]["status"], outcome);
             assert_eq!(out["lock"]["released"], true, "{case}");
@@ -272,22 +317,40 @@ fn release_frees_or_rolls_back_for_each_outcome() {
                 }
             }
             // The gate sees the result.
-            let gate = stdout_json(&home.cmd("dream-gate").output().unwrap());
-            let expected = if outcome == "completed" {
-                "too_soon"
+            let (expected, line) = if outcome == "completed" {
+                ("too_soon", "too_soon: 0.0 h of 24 h".to_string())
+            } else if had_prior {
+                (
+                    "too_few_sessions",
+                    format!(
+                        "too_few_sessions: 0 of 5 sessions since {}",
+                        dreamkit::cli::time::rfc3339(mtime(&home.lock_file()))
+                    ),
+                )
             } else {
-                "too_few_sessions"
+                (
+                    "too_few_sessions",
+                    "too_few_sessions: 0 of 5 sessions (never consolidated)".to_string(),
+                )
             };
-            assert_eq!(gate["gate"]["reason"], expected, "{case}");
+            Run::new(&home, "dream-gate")
+                .code(1)
+                .stdout_json(|gate| assert_eq!(gate["gate"]["reason"], expected, "{case}"))
+                .stderr_is(format!("dream-gate: not due: {line}\n"))
+                .run();
 
             // Releasing again is not ours any more: exit 1, nothing changed.
             let before = std::fs::metadata(home.lock_file())
                 .ok()
                 .map(|m| m.modified().unwrap());
-            let (code, again) = lock(&home, &["release"], &envelope.to_string());
-            assert_eq!(code, 1, "{case}");
-            assert_eq!(again["lock"]["reason"], "not_holder");
-            assert_eq!(again["lock"]["released"], false);
+            lock(&home, &["release"], &envelope.to_string())
+                .code(1)
+                .stdout_json(|again| {
+                    assert_eq!(again["lock"]["reason"], "not_holder", "{case}");
+                    assert_eq!(again["lock"]["released"], false);
+                })
+                .stderr_is(NOT_OURS)
+                .run();
             let after = std::fs::metadata(home.lock_file())
                 .ok()
                 .map(|m| m.modified().unwrap());
@@ -301,20 +364,24 @@ fn release_dry_run_says_what_it_would_do_and_changes_nothing() {
     let home = ClaudeHome::new();
     home.consolidated(Duration::from_secs(30 * 3600));
     let prior_ms = epoch_ms(mtime(&home.lock_file()));
-    let (code, acquired) = acquire_for(&home, std::process::id());
-    assert_eq!(code, 0);
+    let acquired = acquire_for(&home, std::process::id());
     let held = (content(&home), mtime(&home.lock_file()));
     for (outcome, would) in [("completed", true), ("failed", false)] {
         let mut envelope = acquired.clone();
         envelope["run"] = json!({"status": outcome});
-        let out = home
-            .cmd("dream-lock")
-            .args(["release", "--dry-run"])
-            .write_stdin(envelope.to_string())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{outcome}");
-        let doc = stdout_json(&out);
+        let out = lock(&home, &["release", "--dry-run"], &envelope.to_string())
+            .success()
+            .stdout_json(|_| {})
+            .stderr_with(|err| {
+                assert!(
+                    err.starts_with("dream-lock: dry run: would release the lock as"),
+                    "{err}"
+                );
+                assert!(err.ends_with("; nothing was changed\n"), "{err}");
+                assert_eq!(err.lines().count(), 1, "{err}");
+            })
+            .run();
+        let doc = out.json();
         assert_eq!(doc["lock"]["dry_run"], true);
         assert_eq!(doc["lock"]["released"], false);
         assert_eq!(doc["lock"]["outcome"], outcome);
@@ -328,11 +395,6 @@ fn release_dry_run_says_what_it_would_do_and_changes_nothing() {
             );
             assert_eq!(at, &json!(prior), "{doc}");
         }
-        assert!(
-            stderr_text(&out).starts_with("dream-lock: dry run: would release the lock as"),
-            "{}",
-            stderr_text(&out)
-        );
         assert_eq!(
             (content(&home), mtime(&home.lock_file())),
             held,
@@ -340,73 +402,84 @@ fn release_dry_run_says_what_it_would_do_and_changes_nothing() {
         );
     }
     // Once released, a dry run says it would not: exit 1, not_holder.
-    let (code, _) = lock(&home, &["release"], &acquired.to_string());
-    assert_eq!(code, 0);
-    let (code, doc) = lock(&home, &["release", "--dry-run"], &acquired.to_string());
-    assert_eq!(code, 1, "{doc}");
-    assert_eq!(doc["lock"]["reason"], "not_holder");
-    assert_eq!(doc["lock"]["dry_run"], true);
+    lock(&home, &["release"], &acquired.to_string())
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["lock"]["released"], true))
+        .stderr_is("dream-lock: no run.status and no --outcome: rolled back as failed\n")
+        .run();
+    lock(&home, &["release", "--dry-run"], &acquired.to_string())
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["reason"], "not_holder");
+            assert_eq!(doc["lock"]["dry_run"], true);
+        })
+        .stderr_is(
+            "dream-lock: dry run: would not release: the lock is no longer ours (taken over, or released already)\n",
+        )
+        .run();
 }
 
 #[test]
 fn the_outcome_flag_wins_and_release_needs_a_lease() {
     let home = ClaudeHome::new();
-    let (_, acquired) = acquire_for(&home, std::process::id());
+    let acquired = acquire_for(&home, std::process::id());
     let mut envelope = acquired.clone();
     envelope["run"] = json!({"status": "completed"});
-    let (code, out) = lock(
+    lock(
         &home,
         &["release", "--outcome", "failed"],
         &envelope.to_string(),
-    );
-    assert_eq!(code, 0);
-    assert_eq!(out["lock"]["outcome"], "failed");
+    )
+    .success()
+    .stdout_json(|out| assert_eq!(out["lock"]["outcome"], "failed"))
+    .stderr_empty()
+    .run();
     assert!(!home.lock_file().exists());
 
-    let (code, out) = lock(&home, &["release"], "");
-    assert_eq!(code, 2);
-    assert_eq!(out["error"]["kind"], "usage");
-    let (_, acquired) = acquire_for(&home, std::process::id());
+    lock(&home, &["release"], "")
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage"))
+        .stderr_is(
+            "dream-lock: nothing to release: pipe in the envelope from `dream-lock acquire` or the output of `dream-lock status`, or pass --token\n",
+        )
+        .run();
+    let acquired = acquire_for(&home, std::process::id());
     let mut running = acquired.clone();
     running["run"] = json!({"status": "running"});
-    let (code, out) = lock(&home, &["release"], &running.to_string());
-    assert_eq!(
-        (code, out["error"]["kind"].as_str()),
-        (2, Some("bad_input"))
-    );
+    lock(&home, &["release"], &running.to_string())
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "bad_input"))
+        .stderr_is(
+            "dream-lock: envelope field `run.status` must be one of \"completed\", \"failed\", \"aborted\", \"proposed\", \"skipped\", \"no_changes\", not \"running\" (a string)\n",
+        )
+        .run();
     assert_eq!(
         content(&home),
         std::process::id().to_string(),
         "a refused release wrote"
     );
     // No outcome anywhere (the command in the middle was `cat`): rolled back, with a warning.
-    let out = home
-        .cmd("dream-lock")
-        .arg("release")
-        .write_stdin(acquired.to_string())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "no outcome anywhere");
-    let doc = stdout_json(&out);
-    assert_eq!(doc["lock"]["outcome"], "failed");
-    assert_eq!(doc["lock"]["released"], true);
-    assert_eq!(
-        doc["lock"]["warning"],
-        "no run.status and no --outcome: rolled back as failed"
-    );
-    assert_eq!(
-        stderr_text(&out),
-        "dream-lock: no run.status and no --outcome: rolled back as failed\n"
-    );
+    lock(&home, &["release"], &acquired.to_string())
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["outcome"], "failed");
+            assert_eq!(doc["lock"]["released"], true);
+            assert_eq!(
+                doc["lock"]["warning"],
+                "no run.status and no --outcome: rolled back as failed"
+            );
+        })
+        .stderr_is("dream-lock: no run.status and no --outcome: rolled back as failed\n")
+        .run();
     assert!(
         !home.lock_file().exists(),
         "no prior time: rolled back by deleting"
     );
-    let (_, acquired) = acquire_for(&home, std::process::id());
+    let acquired = acquire_for(&home, std::process::id());
 
     // Flags instead of an envelope.
     let token = acquired["lock"]["token"].as_str().unwrap();
-    let (code, out) = lock(
+    lock(
         &home,
         &[
             "release",
@@ -418,32 +491,41 @@ fn the_outcome_flag_wins_and_release_needs_a_lease() {
             "0",
         ],
         "",
-    );
-    assert_eq!(code, 0, "{out}");
+    )
+    .success()
+    .stdout_json(|out| assert_eq!(out["lock"]["released"], true))
+    .stderr_empty()
+    .run();
     assert_eq!(content(&home), "");
 }
 
 #[test]
 fn a_declined_upstream_stage_passes_through_untouched() {
     let home = ClaudeHome::new();
-    for envelope in [
-        json!({"gate": {"due": false, "reason": "too_soon"}, "x": [1, {"y": null}]}),
-        json!({"lock": {"acquired": false, "reason": "held"}, "z": 1}),
-        json!({"error": {"kind": "bad_input", "message": "m"}}),
+    for (envelope, why) in [
+        (
+            json!({"gate": {"due": false, "reason": "too_soon"}, "x": [1, {"y": null}]}),
+            "the gate said not due (too_soon)",
+        ),
+        (
+            json!({"lock": {"acquired": false, "reason": "held"}, "z": 1}),
+            "the lock was not acquired (held)",
+        ),
+        (
+            json!({"error": {"kind": "bad_input", "message": "m"}}),
+            "an earlier stage failed: m",
+        ),
     ] {
         for args in [
             &["acquire"][..],
             &["release"],
             &["exec", "--", "touch", "ran"],
         ] {
-            let out = home
-                .cmd("dream-lock")
-                .args(args)
-                .write_stdin(envelope.to_string())
-                .output()
-                .unwrap();
-            assert_eq!(out.status.code(), Some(1), "{args:?} {envelope}");
-            assert_eq!(stdout_json(&out), envelope, "{args:?}");
+            lock(&home, args, &envelope.to_string())
+                .code(1)
+                .stdout_json(|out| assert_eq!(out, &envelope, "{args:?}"))
+                .stderr_is(format!("dream-lock: passed through: {why}\n"))
+                .run();
         }
     }
     assert!(
@@ -457,35 +539,27 @@ fn a_declined_upstream_stage_passes_through_untouched() {
 fn exec_completed_passes_stdout_through_and_frees_the_lock() {
     let home = ClaudeHome::new();
     home.consolidated(hours(30));
-    let gate = home
-        .cmd("dream-gate")
+    let gate = Run::new(&home, "dream-gate")
         .args(["--min-sessions", "0"])
-        .output()
-        .unwrap();
+        .success()
+        .stdout_json(|gate| assert_eq!(gate["gate"]["due"], true))
+        .stderr_empty()
+        .run();
     let script = r#"cat > envelope.json; printf 'token=%s\n' "$DREAMKIT_LOCK_TOKEN"; cat .claude-lock-check 2>/dev/null; exit 0"#;
-    let out = home
-        .cmd("dream-lock")
-        .args(["exec", "--", "sh", "-c", script])
-        .write_stdin(gate.stdout)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    // exec's own PID held it; now it is free and now is the last-consolidated time, and
+    // stderr says so.
+    let out = lock(&home, &["exec", "--", "sh", "-c", script], &gate.stdout)
+        .success()
+        .stdout_any("checked below against the token the command was given")
+        .stderr_is("dream-lock: released the lock: completed, the consolidation time is now\n")
+        .run();
     let seen: Value =
         serde_json::from_slice(&std::fs::read(home.project.join("envelope.json")).unwrap())
             .unwrap();
     assert_eq!(seen["gate"]["due"], true);
     assert_eq!(seen["lock"]["acquired"], true);
     let token = seen["lock"]["token"].as_str().unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        format!("token={token}\n")
-    );
-    // exec's own PID held it; now it is free and now is the last-consolidated time, and
-    // stderr says so.
-    assert_eq!(
-        stderr_text(&out).trim_end(),
-        "dream-lock: released the lock: completed, the consolidation time is now"
-    );
+    assert_eq!(out.stdout, format!("token={token}\n"));
     assert_eq!(content(&home), "");
     assert!(
         epoch_ms(mtime(&home.lock_file())) > epoch_ms(SystemTime::now() - Duration::from_secs(60))
@@ -497,36 +571,39 @@ fn exec_failed_rolls_back_and_exits_with_the_command_code() {
     let home = ClaudeHome::new();
     home.consolidated(hours(30));
     let prior = epoch_ms(mtime(&home.lock_file()));
-    let out = home
-        .cmd("dream-lock")
-        .args([
+    let rolled_back = |how: &str| {
+        format!("dream-lock: rolled the lock back ({how}): the consolidation time is as it was\n")
+    };
+    lock(
+        &home,
+        &[
             "exec",
             "--",
             "sh",
             "-c",
             "cat >/dev/null; echo partial; exit 3",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "partial\n");
-    assert_eq!(
-        stderr_text(&out).trim_end(),
-        "dream-lock: rolled the lock back (failed): the consolidation time is as it was"
-    );
+        ],
+        "",
+    )
+    .code(3)
+    .stdout_is("partial\n")
+    .stderr_is(rolled_back("failed"))
+    .run();
     assert_eq!(content(&home), "");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
 
     // A command that does not exist: rolled back (no prior: deleted), 127.
     let fresh = ClaudeHome::new();
-    let out = fresh
-        .cmd("dream-lock")
-        .args(["exec", "--", "no-such-dreamkit-cmd"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(127));
+    let cannot = "cannot run no-such-dreamkit-cmd: No such file or directory (os error 2)";
+    lock(&fresh, &["exec", "--", "no-such-dreamkit-cmd"], "")
+        .code(127)
+        .stdout_json(|out| {
+            assert_eq!(out["error"]["kind"], "usage");
+            assert_eq!(out["error"]["message"], cannot);
+        })
+        .stderr_is(format!("{}dream-lock: {cannot}\n", rolled_back("failed")))
+        .run();
     assert!(!fresh.lock_file().exists());
-    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
 }
 
 #[test]
@@ -535,7 +612,7 @@ fn exec_forwards_sigterm_rolls_back_and_exits_143() {
     home.consolidated(hours(30));
     let prior = epoch_ms(mtime(&home.lock_file()));
     let marker = home.project.join("started");
-    let mut child = Command::new(bin_path("dream-lock"))
+    let child = Command::new(bin_path("dream-lock"))
         .args(["exec", "--", "sh", "-c"])
         .arg(format!(
             "trap 'echo got-term > {0}.term; exit 143' TERM; touch {0}; while :; do sleep 0.05; done",
@@ -546,24 +623,25 @@ fn exec_forwards_sigterm_rolls_back_and_exits_143() {
         .env("XDG_STATE_HOME", &home.state_home)
         .current_dir(&home.project)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    for _ in 0..400 {
-        if marker.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    assert!(marker.exists(), "the command never started");
+    // The script's own `sleep 0.05` loop is the command staying alive, not a wait.
+    wait::for_file(&marker);
     assert_eq!(
         content(&home),
         child.id().to_string(),
         "exec holds the lock with its own PID"
     );
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(143));
+    let out = wait::for_output(child);
+    assert_eq!(out.status.code(), Some(143));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(
+        stderr_text(&out),
+        "dream-lock: rolled the lock back (aborted): the consolidation time is as it was\n"
+    );
     assert_eq!(
         std::fs::read_to_string(home.project.join("started.term")).unwrap(),
         "got-term\n"
@@ -579,12 +657,13 @@ fn exec_forwards_sigterm_rolls_back_and_exits_143() {
 #[test]
 fn exec_reports_a_command_killed_by_a_signal_as_128_plus_n() {
     let home = ClaudeHome::new();
-    let out = home
-        .cmd("dream-lock")
-        .args(["exec", "--", "sh", "-c", "kill -KILL $$"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(137));
+    lock(&home, &["exec", "--", "sh", "-c", "kill -KILL $$"], "")
+        .code(137)
+        .stdout_empty()
+        .stderr_is(
+            "dream-lock: rolled the lock back (aborted): the consolidation time is as it was\n",
+        )
+        .run();
     assert!(!home.lock_file().exists(), "aborted without prior: deleted");
 }
 
@@ -592,14 +671,19 @@ fn exec_reports_a_command_killed_by_a_signal_as_128_plus_n() {
 fn exec_does_not_run_the_command_when_the_lock_is_busy() {
     let home = ClaudeHome::new();
     let holder = LiveProcess::start();
-    assert_eq!(acquire_for(&home, holder.pid()).0, 0);
-    let out = home
-        .cmd("dream-lock")
-        .args(["exec", "--", "touch", "ran"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stdout_json(&out)["lock"]["reason"], "held");
+    acquire_for(&home, holder.pid());
+    lock(&home, &["exec", "--", "touch", "ran"], "")
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["lock"]["reason"], "held"))
+        .stderr_with(|err| {
+            let busy = format!(
+                "dream-lock: busy: the lock is held by PID {} since ",
+                holder.pid()
+            );
+            assert!(err.starts_with(&busy), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        })
+        .run();
     assert!(!home.project.join("ran").exists());
     assert_eq!(content(&home), holder.pid().to_string());
 }
@@ -608,19 +692,22 @@ fn exec_does_not_run_the_command_when_the_lock_is_busy() {
 fn an_unreadable_lock_file_fails_closed() {
     let home = ClaudeHome::new();
     let holder = LiveProcess::start();
-    std::thread::sleep(Duration::from_millis(50));
     claude_code_writes(&home, holder.pid(), Duration::from_secs(7200));
     chmod(&home.memory_dir(), 0o777);
     chmod(&home.lock_file(), 0o000);
     let before = mtime(&home.lock_file());
     for args in [&["acquire", "--pid", "1"][..], &["status"]] {
-        let out = home
-            .cmd_unprivileged("dream-lock")
+        let out = Run::unprivileged(&home, "dream-lock")
             .args(args)
-            .output()
-            .unwrap();
-        let doc = stdout_json(&out);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {doc}");
+            .code(3)
+            .stdout_json(|_| {})
+            .stderr_with(|err| {
+                assert_eq!(err.lines().count(), 1, "{err}");
+                assert!(err.starts_with("dream-lock: "), "{err}");
+                assert!(err.contains(".consolidate-lock"), "{err}");
+            })
+            .run();
+        let doc = out.json();
         let message = if args[0] == "status" {
             doc["error"]["message"].clone()
         } else {
@@ -644,24 +731,28 @@ fn a_read_only_lock_file_or_memory_dir_is_refused_without_change() {
     chmod(&home.memory_dir(), 0o777);
     chmod(&home.lock_file(), 0o444);
     let before = mtime(&home.lock_file());
-    let out = home
-        .cmd_unprivileged("dream-lock")
-        .args(["acquire"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", stdout_json(&out));
+    let refused = || {
+        Run::unprivileged(&home, "dream-lock")
+            .arg("acquire")
+            .code(3)
+            .stdout_json(|doc| {
+                assert_eq!(doc["lock"]["acquired"], false);
+                assert_eq!(doc["lock"]["error"]["kind"], "environment");
+            })
+            .stderr_with(|err| {
+                assert_eq!(err.lines().count(), 1, "{err}");
+                assert!(err.starts_with("dream-lock: "), "{err}");
+            })
+    };
+    refused().run();
     assert_eq!(mtime(&home.lock_file()), before);
     assert_eq!(content(&home), "999999");
 
     chmod(&home.lock_file(), 0o644);
     chmod(&home.memory_dir(), 0o555);
-    let out = home
-        .cmd_unprivileged("dream-lock")
-        .args(["acquire"])
-        .output()
-        .unwrap();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| refused().run()));
     chmod(&home.memory_dir(), 0o755);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout_json(&out));
+    result.unwrap_or_else(|p| std::panic::resume_unwind(p));
     assert_eq!(content(&home), "999999");
 }
 
@@ -669,17 +760,29 @@ fn a_read_only_lock_file_or_memory_dir_is_refused_without_change() {
 fn other_backends_are_refused_not_replaced() {
     let home = ClaudeHome::new();
     // etcd is a backend now (tests/cli/etcd.rs); a malformed etcd URL is still refused.
-    let (code, out) = lock(&home, &["status", "--backend", "etcd://127.0.0.1"], "");
-    assert_eq!(code, 2);
-    assert!(out["error"]["message"].as_str().unwrap().contains("etcd"));
-    let out = home
-        .cmd("dream-gate")
+    lock(&home, &["status", "--backend", "etcd://127.0.0.1"], "")
+        .code(2)
+        .stdout_json(|out| {
+            assert_eq!(out["error"]["kind"], "usage");
+            assert!(out["error"]["message"].as_str().unwrap().contains("etcd"));
+        })
+        .stderr_contains(
+            "error: invalid value 'etcd://127.0.0.1' for '--backend <URL>': lock backend \"etcd://127.0.0.1\": member \"127.0.0.1\": expected host:port",
+        )
+        .run();
+    Run::new(&home, "dream-gate")
         .env("DREAMKIT_LOCK_URL", "redis://x")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let (code, _) = lock(&home, &["status", "--backend", "file"], "");
-    assert_eq!(code, 0);
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage"))
+        .stderr_is(
+            "error: DREAMKIT_LOCK_URL=\"redis://x\": unknown lock backend \"redis://x\" (expected `file` or etcd://host:port[,host:port...][/prefix])\n",
+        )
+        .run();
+    lock(&home, &["status", "--backend", "file"], "")
+        .success()
+        .stdout_json(|out| assert_eq!(out["backend"], "file"))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -693,14 +796,24 @@ fn usage_errors() {
         &["release", "--token", "1:2", "--prior-mtime", "-5"],
         &["frobnicate"],
     ] {
-        let (code, out) = lock(&home, args, "");
-        assert_eq!(code, 2, "{args:?}");
-        assert_eq!(out["error"]["kind"], "usage", "{args:?}");
+        lock(&home, args, "")
+            .code(2)
+            .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage", "{args:?}"))
+            .stderr_with(|err| {
+                assert!(err.starts_with("error: "), "{args:?}: {err}");
+                assert!(
+                    err.ends_with("\n\nFor more information, try '--help'.\n"),
+                    "{args:?}: {err}"
+                );
+            })
+            .run();
     }
-    let (code, out) = lock(&home, &["acquire"], "{broken");
-    assert_eq!(
-        (code, out["error"]["kind"].as_str()),
-        (2, Some("bad_input"))
-    );
+    lock(&home, &["acquire"], "{broken")
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "bad_input"))
+        .stderr_is(
+            "dream-lock: stdin is not one JSON object: key must be a string at line 1 column 2\n",
+        )
+        .run();
     assert!(!home.memory_dir().exists());
 }

@@ -976,13 +976,8 @@ fn sigint_during_generation_ends_at_once_with_130() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..400 {
-        if !s.api.requests().is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(s.api.requests().len(), 1, "the request never arrived");
+    wait::for_true("the request", || !s.api.requests().is_empty());
+    assert_eq!(s.api.requests().len(), 1);
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));

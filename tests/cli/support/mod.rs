@@ -11,7 +11,11 @@ use serde_json::Value;
 pub(crate) mod claude_code;
 pub(crate) mod etcd;
 pub(crate) mod fake_api;
+pub(crate) mod run;
 pub(crate) mod transcript;
+pub(crate) mod wait;
+
+pub(crate) use run::Run;
 
 /// A deterministic session id for index `n`.
 pub(crate) fn session_id(n: u32) -> String {
@@ -103,6 +107,8 @@ impl ClaudeHome {
     }
 
     /// The binary with a clean environment pointing at this home, run from the project.
+    /// Tests run it through [`Run::new`]; a bare `cmd(..).output()` checks nothing.
+    // LEGACY (as a test's runner): migrate to support::run.
     pub(crate) fn cmd(&self, bin: &str) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::new(bin_path(bin));
         self.setup(&mut cmd);
@@ -134,6 +140,7 @@ impl ClaudeHome {
 
     /// The binary run as an unprivileged user when the tests run as root (root reads any
     /// directory, so permission failures could not be seen otherwise).
+    // LEGACY (as a test's runner): migrate to support::run (`Run::unprivileged`).
     pub(crate) fn cmd_unprivileged(&self, bin: &str) -> assert_cmd::Command {
         if unsafe { libc::geteuid() } != 0 {
             return self.cmd(bin);
@@ -177,18 +184,17 @@ fn unprivileged_copy(bin: &str) -> PathBuf {
     if !made.iter().any(|b| b == bin) {
         std::fs::copy(bin_path(bin), &copy).expect("copy binary");
         chmod(&copy, 0o755);
-        for _ in 0..500 {
-            match std::process::Command::new(&copy)
+        wait::until(
+            "the copy to stop being busy (ETXTBSY)",
+            || match std::process::Command::new(&copy)
                 .arg("--version")
                 .stdout(std::process::Stdio::null())
                 .status()
             {
-                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                _ => break,
-            }
-        }
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => None,
+                _ => Some(()),
+            },
+        );
         made.push(bin.to_string());
     }
     copy
@@ -222,13 +228,17 @@ pub(crate) fn bin_path(bin: &str) -> PathBuf {
 pub(crate) struct LiveProcess(pub std::process::Child);
 
 impl LiveProcess {
+    /// Returns once the process runs `sleep` (the fork has exec'd). Its 600 s are not a
+    /// wait: they are how long a holder stays alive.
     pub(crate) fn start() -> Self {
-        LiveProcess(
+        let process = LiveProcess(
             std::process::Command::new("sleep")
                 .arg("600")
                 .spawn()
                 .expect("spawn sleep"),
-        )
+        );
+        wait::for_exec(process.pid() as i32, "sleep");
+        process
     }
 
     pub(crate) fn pid(&self) -> u32 {
@@ -288,20 +298,12 @@ pub(crate) fn hours(h: u64) -> Duration {
 }
 
 /// The one JSON document a tool printed.
+// LEGACY: migrate to support::run (`Run::stdout_json`).
 pub(crate) fn stdout_json(output: &Output) -> Value {
-    let text = std::str::from_utf8(&output.stdout).expect("utf-8 stdout");
-    assert!(
-        text.ends_with('\n'),
-        "stdout not newline-terminated: {text:?}"
-    );
-    assert_eq!(
-        text.trim_end().lines().count(),
-        1,
-        "not one compact line: {text:?}"
-    );
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text:?}"))
+    run::one_json_line(std::str::from_utf8(&output.stdout).expect("utf-8 stdout"))
 }
 
+// LEGACY: migrate to support::run (`Run::stderr_*`).
 pub(crate) fn stderr_text(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
