@@ -797,7 +797,7 @@ fn local_model_benchmarks() {
     };
     let payload = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/claude-code-2.1.332/hook-input/Stop.json"
+        "/tests/fixtures/claude-code-2.1.332/hook-input/Stop.json"
     ))
     .expect("the Stop payload fixture");
     let payload: serde_json::Value = serde_json::from_str(&payload).expect("payload JSON");
