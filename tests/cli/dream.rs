@@ -623,6 +623,8 @@ fn dry_run_needs_no_credentials_and_sends_nothing() {
         !d.home.state_dir().join("tasks").exists(),
         "no task recorded"
     );
+    // Nothing at all: not even the session digests a real run keeps.
+    assert!(!d.home.state_home.exists(), "a dry run wrote state");
 }
 
 #[test]
