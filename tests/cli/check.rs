@@ -89,6 +89,16 @@ fn problems(doc: &Value) -> Vec<(String, String, Option<u64>)> {
         .collect()
 }
 
+/// Every problem's detail, in order.
+fn details(doc: &Value) -> Vec<&str> {
+    doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["detail"].as_str().unwrap())
+        .collect()
+}
+
 fn p(kind: &str, file: &str, line: Option<u64>) -> (String, String, Option<u64>) {
     (kind.to_string(), file.to_string(), line)
 }
@@ -237,12 +247,7 @@ fn duplicates_by_target_and_by_folded_text() {
             p("duplicate_entry", "other.md", Some(2)),
         ]
     );
-    let details: Vec<&str> = doc["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["detail"].as_str().unwrap())
-        .collect();
+    let details = details(&doc);
     assert_eq!(
         details,
         [
@@ -292,12 +297,7 @@ fn missing_paths_against_the_project_and_not_without_one() {
             p("missing_path", "code.md", Some(3)),
         ]
     );
-    let details: Vec<&str> = doc["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["detail"].as_str().unwrap())
-        .collect();
+    let details = details(&doc);
     assert_eq!(
         details,
         [
@@ -462,12 +462,7 @@ fn files_the_client_will_not_load() {
             p("unreadable", "zero.md", None),
         ]
     );
-    let details: Vec<&str> = doc["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["detail"].as_str().unwrap())
-        .collect();
+    let details = details(&doc);
     assert_eq!(
         details,
         [

@@ -303,13 +303,21 @@ fn what_weak_models_send_comes_back_to_them_as_tool_errors() {
     assert_eq!(doc["run"]["usage"]["input_tokens"], 3 * 276);
 }
 
+/// The memory dir's files and contents, without the lock files (a run moves those).
+fn memory_files(d: &Dream) -> Vec<(String, Vec<u8>)> {
+    crate::support::tree(&d.mem())
+        .into_iter()
+        .filter(|(path, _)| !path.contains(".consolidate-lock"))
+        .collect()
+}
+
 #[test]
 fn a_weak_model_that_calls_no_tool_ends_the_run_with_a_warning() {
     let d = Dream::new();
     let base = format!("{}/v1", d.api.url());
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
-    let before = crate::support::tree(&d.mem());
+    let before = memory_files(&d);
     d.api.push(Reply::captured("tools-no-call.json"));
     let out = dream_run(&d, &base, &envelope, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
@@ -324,17 +332,7 @@ fn a_weak_model_that_calls_no_tool_ends_the_run_with_a_warning() {
         "{doc}"
     );
     assert_eq!(d.api.requests().len(), 1);
-    let after = crate::support::tree(&d.mem());
-    assert_eq!(
-        before
-            .iter()
-            .filter(|(p, _)| !p.contains(".consolidate-lock"))
-            .collect::<Vec<_>>(),
-        after
-            .iter()
-            .filter(|(p, _)| !p.contains(".consolidate-lock"))
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(memory_files(&d), before);
 }
 
 #[test]
@@ -398,19 +396,13 @@ fn real_model_recap_suggest_and_turn_status() {
         cmd.envs(openai_env(&base))
             .env("DREAMKIT_OPENAI_EXTRA_BODY", REAL_EXTRA)
             .env("ANTHROPIC_API_KEY", secret)
+            .args(["--timeout", "300s", "--deadline", "10m"])
             .timeout(Duration::from_secs(600));
         cmd
     };
     let before = crate::support::tree(&home.root);
     let recap = cmd("recap")
-        .args([
-            "--transcript",
-            &transcript,
-            "--timeout",
-            "300s",
-            "--deadline",
-            "10m",
-        ])
+        .args(["--transcript", &transcript])
         .output()
         .unwrap();
     assert_eq!(recap.status.code(), Some(0), "{}", stderr_text(&recap));
@@ -420,14 +412,7 @@ fn real_model_recap_suggest_and_turn_status() {
     usage_is_the_servers(&doc["usage"]);
 
     let suggest = cmd("suggest")
-        .args([
-            "--transcript",
-            &transcript,
-            "--timeout",
-            "300s",
-            "--deadline",
-            "10m",
-        ])
+        .args(["--transcript", &transcript])
         .output()
         .unwrap();
     // A suggestion, or a filtered one: both are answers, and neither is an error.
@@ -441,7 +426,7 @@ fn real_model_recap_suggest_and_turn_status() {
     usage_is_the_servers(&doc["usage"]);
 
     let status = cmd("turn-status")
-        .args(["--engine", "llm", "--timeout", "300s", "--deadline", "10m"])
+        .args(["--engine", "llm"])
         .write_stdin(stop_payload(
             "All 42 tests pass. I committed the fix as a1b2c3d and pushed it to origin/main.",
         ))
@@ -500,7 +485,7 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
             .unwrap()
     };
     let outside_before = crate::support::tree(&d.home.project);
-    let memory_before = crate::support::tree(&d.mem());
+    let memory_before = memory_files(&d);
 
     // Apply mode.
     let holder = LiveProcess::start();
@@ -530,7 +515,7 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
     eprintln!("undo: {undone}");
     if status == "completed" && !touched.is_empty() {
         assert_eq!(undo.status.code(), Some(0), "{undone}");
-        assert_eq!(crate::support::tree(&d.mem()), memory_before);
+        assert_eq!(memory_files(&d), memory_before);
     } else if status == "completed" {
         assert_eq!(undo.status.code(), Some(1), "{undone}");
         assert_eq!(undone["reason"], "nothing_to_undo", "{undone}");
@@ -544,17 +529,7 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
             ),
             "{undone}"
         );
-        assert_eq!(
-            crate::support::tree(&d.mem())
-                .into_iter()
-                .filter(|(p, _)| !p.contains(".consolidate-lock"))
-                .collect::<Vec<_>>(),
-            memory_before
-                .iter()
-                .filter(|(p, _)| !p.contains(".consolidate-lock"))
-                .cloned()
-                .collect::<Vec<_>>()
-        );
+        assert_eq!(memory_files(&d), memory_before);
     }
     drop(holder);
 
@@ -562,7 +537,7 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
     d.touch_sessions();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
-    let memory_before = crate::support::tree(&d.mem());
+    let memory_before = memory_files(&d);
     let out = run(&envelope, &["--propose"]);
     let doc = stdout_json(&out);
     eprintln!("propose: {}", doc["run"]);
@@ -572,17 +547,7 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
         stderr_text(&out)
     );
     // Review mode never touches the memory dir.
-    assert_eq!(
-        crate::support::tree(&d.mem())
-            .into_iter()
-            .filter(|(p, _)| !p.contains(".consolidate-lock"))
-            .collect::<Vec<_>>(),
-        memory_before
-            .iter()
-            .filter(|(p, _)| !p.contains(".consolidate-lock"))
-            .cloned()
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(memory_files(&d), memory_before);
     let show = d.cmd("dream-run").arg("show").output().unwrap();
     let shown = stdout_json(&show);
     match doc["run"]["status"].as_str().unwrap() {

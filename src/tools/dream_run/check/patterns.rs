@@ -272,26 +272,28 @@ fn is_count(word: &str) -> bool {
 
 /// The byte ranges of the words of `text` (runs of letters and digits).
 fn words(text: &str) -> Vec<Range<usize>> {
+    // Most memory text is ASCII: one byte a character, no Unicode tables.
+    if text.is_ascii() {
+        runs(
+            text.bytes()
+                .enumerate()
+                .map(|(i, b)| (i, b.is_ascii_alphanumeric())),
+            text.len(),
+        )
+    } else {
+        runs(
+            text.char_indices().map(|(i, c)| (i, c.is_alphanumeric())),
+            text.len(),
+        )
+    }
+}
+
+/// The ranges of the runs of `true` in `(offset, is_word)`, the last one ending at `end`.
+fn runs(items: impl Iterator<Item = (usize, bool)>, end: usize) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut start = None;
-    if text.is_ascii() {
-        for (i, byte) in text.bytes().enumerate() {
-            match (byte.is_ascii_alphanumeric(), start) {
-                (true, None) => start = Some(i),
-                (false, Some(s)) => {
-                    out.push(s..i);
-                    start = None;
-                }
-                _ => {}
-            }
-        }
-        if let Some(s) = start {
-            out.push(s..text.len());
-        }
-        return out;
-    }
-    for (i, c) in text.char_indices() {
-        match (c.is_alphanumeric(), start) {
+    for (i, is_word) in items {
+        match (is_word, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
                 out.push(s..i);
@@ -301,7 +303,7 @@ fn words(text: &str) -> Vec<Range<usize>> {
         }
     }
     if let Some(s) = start {
-        out.push(s..text.len());
+        out.push(s..end);
     }
     out
 }
