@@ -24,7 +24,10 @@ fn main() {
     let acquirers: usize = env_or("DREAMKIT_STRESS_ACQUIRERS", 64);
     let rounds: usize = env_or("DREAMKIT_STRESS_ROUNDS", 200);
     let mut cluster = match std::env::var("DREAMKIT_STRESS_BACKEND").as_deref() {
-        Ok("etcd") => Some(etcd::Etcd::cluster(3)),
+        Ok("etcd") => Some(
+            etcd::Etcd::cluster(3)
+                .expect("the etcd stress run needs etcd (apt-get install etcd-server)"),
+        ),
         Ok("file") | Err(_) => None,
         Ok(other) => {
             eprintln!("DREAMKIT_STRESS_BACKEND={other:?}: expected file or etcd");

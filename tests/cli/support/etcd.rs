@@ -50,28 +50,43 @@ pub(crate) fn free_ports(n: usize) -> Vec<u16> {
         .collect()
 }
 
-fn etcd_binary() -> &'static str {
+/// Whether `etcd` runs here. Without it the test says SKIP on the real stderr and returns,
+/// unless `DREAMKIT_TEST_ETCD_REQUIRED=1` (CI installs etcd and sets it), which fails it.
+fn etcd_available() -> bool {
     let found = Command::new("etcd")
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    assert!(
-        found,
-        "etcd is needed for these tests: apt-get install etcd-server (.ci/run does)"
-    );
-    "etcd"
+    if !found {
+        let why = "etcd is not installed (apt-get install etcd-server; .ci/run does)";
+        assert!(
+            std::env::var("DREAMKIT_TEST_ETCD_REQUIRED").as_deref() != Ok("1"),
+            "{why}"
+        );
+        // Not `support::skip`: the stress bench includes this file alone. The real stderr,
+        // so `make test` shows it.
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("an etcd test")
+            .to_string();
+        let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {why}");
+    }
+    found
 }
 
 impl Etcd {
-    /// A single-node cluster, ready.
-    pub(crate) fn single() -> Etcd {
+    /// A single-node cluster, ready; `None` (after a SKIP line) where etcd is not installed.
+    pub(crate) fn single() -> Option<Etcd> {
         Etcd::cluster(1)
     }
 
-    /// An `n`-member cluster with a leader.
-    pub(crate) fn cluster(n: usize) -> Etcd {
+    /// An `n`-member cluster with a leader; `None` (after a SKIP line) without etcd.
+    pub(crate) fn cluster(n: usize) -> Option<Etcd> {
+        if !etcd_available() {
+            return None;
+        }
         let dir = tempfile::tempdir().expect("tempdir");
         let ports = free_ports(2 * n);
         let members: Vec<Member> = (0..n)
@@ -99,12 +114,12 @@ impl Etcd {
             etcd.start(i);
         }
         etcd.wait_for_leader();
-        etcd
+        Some(etcd)
     }
 
     /// Starts member `i` (again: its data dir is kept, so it rejoins).
     pub(crate) fn start(&mut self, i: usize) {
-        let binary = etcd_binary();
+        let binary = "etcd";
         let m = &self.members[i];
         assert!(m.child.is_none(), "{} runs already", m.name);
         let client = format!("http://127.0.0.1:{}", m.client_port);
