@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::dream::Dream;
 use crate::support::fake_api::{Recorded, Reply};
+use crate::support::transcript::{Transcript, SESSION};
 use crate::support::{stderr_text, stdout_json, ClaudeHome, LiveProcess};
 
 const FIXTURES: &str = concat!(
@@ -440,7 +441,48 @@ fn real_model_recap_suggest_and_turn_status() {
         serde_json::from_slice(&std::fs::read(formats_file(&home)).unwrap()).unwrap();
     assert_eq!(remembered[&base], "json_object_schema");
 
-    for out in [&recap, &suggest, &status] {
+    // The away summary: three real turns ten minutes ago, past the delay, cache still warm.
+    let session = home.transcripts_dir().join(format!("{SESSION}.jsonl"));
+    let three_turns = Transcript::started(Duration::from_secs(600))
+        .user("Why does the gate scan slowly?")
+        .assistant("It stats every transcript by its full path.")
+        .user("Make it stat relative to the directory.")
+        .assistant("Done: the scan now takes 0.89x of find.")
+        .user("Good, now update the README.")
+        .assistant("Updated the README with the new figures.");
+    three_turns.write(&session);
+    let auto = cmd("recap")
+        .args(["--auto", "--transcript"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert_eq!(auto.status.code(), Some(0), "{}", stderr_text(&auto));
+    let doc = stdout_json(&auto);
+    assert_eq!(doc["status"], "ok", "{doc}");
+    usage_is_the_servers(&doc["usage"]);
+    let written = std::fs::read_to_string(&session).unwrap();
+    let last: Value = serde_json::from_str(written.lines().last().unwrap()).unwrap();
+    assert_eq!(last["subtype"], "away_summary", "{last}");
+    assert_eq!(last["uuid"], doc["record_uuid"]);
+    assert_eq!(last["content"], doc["text"]);
+    assert_eq!(last["parentUuid"], three_turns.last_uuid());
+
+    // feedback asks no model: unaffected by the provider settings.
+    let feedback = home
+        .cmd("feedback")
+        .envs(openai_env(&base))
+        .arg("list")
+        .output()
+        .unwrap();
+    assert_eq!(
+        feedback.status.code(),
+        Some(0),
+        "{}",
+        stderr_text(&feedback)
+    );
+    assert_eq!(stdout_json(&feedback)["drafts"], json!([]));
+
+    for out in [&recap, &suggest, &status, &auto] {
         let all = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -448,12 +490,12 @@ fn real_model_recap_suggest_and_turn_status() {
         );
         assert!(!all.contains(secret), "a secret was printed: {all}");
     }
-    // Only dreamkit's state changed.
+    // Only dreamkit's state changed, and the transcript written here for the away summary.
     let after = crate::support::tree(&home.root);
     let state = home.state_home.to_string_lossy().into_owned();
     let changed: Vec<_> = after
         .symmetric_difference(&before)
-        .filter(|(p, _)| !p.starts_with(&state))
+        .filter(|(p, _)| !p.starts_with(&state) && Path::new(p) != session)
         .collect();
     assert!(changed.is_empty(), "{changed:?}");
 }
