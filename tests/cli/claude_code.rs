@@ -1,7 +1,7 @@
 //! dreamkit against the real Claude Code 2.1.332, offline (see support/claude_code.rs): the
 //! plugin's hooks and commands as the client runs them, a consolidation reaching the next
 //! session, appended records surviving `--resume`, marketplace install. `make test-claude`
-//! runs these; without `DREAMKIT_TEST_CLAUDE` each prints `SKIP: ...` and returns.
+//! runs these; without `DREAMKIT_TEST_CLAUDE` each prints `SKIP <test>: <why>` and returns.
 
 use std::path::Path;
 use std::time::Duration;

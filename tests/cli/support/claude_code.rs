@@ -5,7 +5,7 @@
 //! `POST /v1/messages?beta=true`) inside it, and the client with a temporary HOME.
 //!
 //! The client is found through `DREAMKIT_TEST_CLAUDE` (the path of `bin/claude.exe`, which
-//! `make test-claude` sets). Without it a test prints `SKIP: ...` on stderr and passes, unless
+//! `make test-claude` sets). Without it a test prints `SKIP <test>: <why>` on stderr and passes, unless
 //! `DREAMKIT_TEST_CLAUDE_REQUIRED=1`, when it fails.
 
 use std::ffi::OsString;
@@ -33,11 +33,7 @@ pub(crate) fn client(test: &str) -> Option<PathBuf> {
         }
     };
     assert!(!required, "DREAMKIT_TEST_CLAUDE_REQUIRED=1 but {why}");
-    // Straight to fd 2: the test harness captures eprintln! of a passing test.
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("SKIP: {test}: {why}\n").as_bytes(),
-    );
+    crate::support::skip(test, &why);
     None
 }
 
