@@ -564,12 +564,16 @@ impl Client {
         );
         let mut spent = Usage::default();
         let mut last_error = None;
+        // One deadline for the exchange, whichever forms it takes.
+        let started = std::time::Instant::now();
         for format in order {
+            let retry = RetryPolicy {
+                deadline: self.config.retry.deadline.saturating_sub(started.elapsed()),
+                ..self.config.retry.clone()
+            };
             let body = serde_json::to_vec(&self.openai_body(request, format))
                 .map_err(|e| ModelError::new(ErrorKind::InvalidRequest, e.to_string()))?;
-            let answer = self
-                .config
-                .retry
+            let answer = retry
                 .run(|timeout| {
                     let body = &body;
                     async move {
