@@ -73,4 +73,18 @@ mod tests {
         remember(&path, "http://a/v1", ResponseFormat::Plain);
         assert_eq!(known(&path, "http://a/v1"), Some(ResponseFormat::Plain));
     }
+
+    #[test]
+    fn a_fifo_in_its_place_is_not_waited_on_and_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        if !made.is_ok_and(|s| s.success()) {
+            return;
+        }
+        assert_eq!(known(&path, "http://a/v1"), None);
+        remember(&path, "http://a/v1", ResponseFormat::JsonSchema);
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(known(&path, "http://a/v1"), Some(ResponseFormat::JsonSchema));
+    }
 }

@@ -221,7 +221,7 @@ fn extra_body(text: Option<&str>) -> Result<serde_json::Map<String, Value>, Fail
     };
     if let Some(own) = OWN_FIELDS.iter().find(|f| map.contains_key(**f)) {
         return Err(Failure::Usage(format!(
-            "DREAMKIT_OPENAI_EXTRA_BODY cannot set {own:?}: dreamkit sets it"
+            "DREAMKIT_OPENAI_EXTRA_BODY cannot set {own:?}: that field is dreamkit's own"
         )));
     }
     Ok(map)
