@@ -85,6 +85,9 @@ mod tests {
         assert_eq!(known(&path, "http://a/v1"), None);
         remember(&path, "http://a/v1", ResponseFormat::JsonSchema);
         assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
-        assert_eq!(known(&path, "http://a/v1"), Some(ResponseFormat::JsonSchema));
+        assert_eq!(
+            known(&path, "http://a/v1"),
+            Some(ResponseFormat::JsonSchema)
+        );
     }
 }
