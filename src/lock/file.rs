@@ -444,6 +444,13 @@ impl Backend for FileBackend {
     }
 
     fn claimant(&self, token: &str) -> Result<Option<Claimant>, Failure> {
+        // No guard, no claim: a question creates neither it nor the memory dir (a
+        // `release --dry-run` changes nothing on disk).
+        if std::fs::symlink_metadata(self.dir.join(GUARD_FILE_NAME))
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Ok(None);
+        }
         let mut guard = self.guard(false)?;
         Ok(Self::read_claim(&mut guard).filter(|c| c.token == token && c.alive()))
     }

@@ -5,6 +5,7 @@
 #![allow(unsafe_code, unreachable_pub)]
 
 mod attack16;
+mod attack21;
 mod binaries;
 mod check;
 mod claude_code;

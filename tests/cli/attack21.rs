@@ -1,0 +1,67 @@
+//! Attacks on the day's new features: the OpenAI provider (response_format detection, the
+//! extra body, weak-model answers), the dry runs of `dream-lock release` and `recap`, and
+//! `dream-run check` on hostile memory dirs. Only what broke is kept here.
+
+use std::process::Output;
+use std::time::Duration;
+
+use crate::support::{stderr_text, ClaudeHome};
+
+/// Every entry under `root`: path, kind, mode, mtime (ns) and a file's bytes.
+fn snapshot(root: &std::path::Path) -> Vec<(String, String, u32, i128, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let kind = format!("{:?}", meta.file_type());
+            let bytes = if meta.is_file() {
+                std::fs::read(&path).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            if meta.is_dir() {
+                stack.push(path.clone());
+            }
+            let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+            out.push((
+                path.display().to_string(),
+                if meta.is_dir() { "dir".into() } else { kind },
+                meta.mode(),
+                if meta.is_dir() { 0 } else { mtime },
+                bytes,
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn lock_cmd(home: &ClaudeHome, args: &[&str], stdin: &str) -> Output {
+    home.cmd("dream-lock")
+        .args(args)
+        .write_stdin(stdin.to_string())
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn release_dry_run_by_hand_creates_no_memory_dir_and_no_guard() {
+    let home = ClaudeHome::new();
+    let before = snapshot(&home.root);
+    for args in [
+        &["release", "--dry-run", "--token", "1:2"][..],
+        &["release", "--dry-run", "--force", "--token", "1:2"][..],
+    ] {
+        let out = lock_cmd(&home, args, "");
+        assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+        assert_eq!(snapshot(&home.root), before, "{args:?} changed the disk");
+    }
+    assert!(!home.memory_dir().exists());
+}
