@@ -148,6 +148,7 @@ pub(super) fn parse(value: &Value, tools: &[ToolSpec]) -> Result<Response, Strin
     };
     // `function_call` (the legacy field) is ignored: llama-cpp-python fills it with a bogus
     // copy of a tool call.
+    let mut ids = std::collections::HashSet::new();
     for call in message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -155,10 +156,11 @@ pub(super) fn parse(value: &Value, tools: &[ToolSpec]) -> Result<Response, Strin
         .flatten()
     {
         let function = call.get("function").ok_or("tool call without function")?;
+        // An id given twice would answer two calls under one id: the second gets its own.
         let id = call
             .get("id")
             .and_then(Value::as_str)
-            .filter(|id| !id.is_empty());
+            .filter(|id| !id.is_empty() && ids.insert(*id));
         content.push(tool_use(
             id,
             function
@@ -445,6 +447,22 @@ mod tests {
         assert_eq!(name, "write_file");
         assert_eq!(input, &json!("{\"path\": \"a.md\", "));
         assert_eq!((none.as_str(), object), ("", &json!({"command": "ls"})));
+        // One id given twice: the second call gets one of its own.
+        let twice = json!({"choices": [{"message": {"tool_calls": [
+            {"id": "a", "function": {"name": "shell", "arguments": "{}"}},
+            {"id": "a", "function": {"name": "shell", "arguments": "{}"}}
+        ]}, "finish_reason": "tool_calls"}]});
+        let r = parse(&twice, &offered()).unwrap();
+        let ids: Vec<&str> = r
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids[0], "a");
+        assert!(ids[1].starts_with("call_"), "{ids:?}");
         // Replayed as the model wrote it.
         assert_eq!(arguments_text(input), "{\"path\": \"a.md\", ");
     }
