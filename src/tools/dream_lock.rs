@@ -1206,11 +1206,18 @@ a holder that is alive (or whose command still runs) and is neither this process
 its parents is somebody else's run: release refuses with exit 1, reason \"live_holder\", \
 unless --force. --outcome wins over run.status. To free a lock by hand: `dream-lock status | \
 dream-lock release --force` (rolls back) or `dream-lock release --token TOKEN --outcome \
-completed`.",
+completed`.
+
+--dry-run goes through every check above and stops before the release: lock.dry_run true, \
+lock.released false, and lock.would_set_last_consolidated_at, the last-consolidated time the \
+release would leave (now for completed, prior_mtime for a roll-back, null for none); exit 0 \
+when the lock is still ours, 1 when it is not (reason not_holder) or a check refused. Nothing \
+is created or changed, not even the guard file.",
     ),
     (
         "release/EXIT STATUS",
-        "0 freed (completed) or rolled back (failed, aborted, or no outcome).
+        "0 freed (completed) or rolled back (failed, aborted, or no outcome); with --dry-run, \
+would be.
 
 1 not ours any more (another process holds or changed the lock; nothing changed), a live \
 holder released by hand without --force, a hold claimed by another dream-run that still runs, \

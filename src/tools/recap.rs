@@ -900,7 +900,8 @@ pub const MAN_SECTIONS: &[(&str, &str)] = &[
     (
         "RESULT",
         "One object: {status, reason?, text?, message?, error?, record_uuid?, usage}. status is \
-ok (exit 0); no-turn when the transcript holds no real user turn (exit 1, no request made); \
+ok (exit 0); dry-run with --dry-run once the gates let it go on (exit 0, message says what \
+would be asked and written; no request, nothing written); no-turn when the transcript holds no real user turn (exit 1, no request made); \
 skipped with a reason in --auto (exit 1); aborted with reason stale when the transcript changed \
 while the summary was generated (exit 1, nothing written) or interrupted on SIGINT/SIGTERM \
 (exit 130/143, error kind interrupted); api-error when the model gave no summary (exit 4), \
