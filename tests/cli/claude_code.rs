@@ -76,14 +76,11 @@ fn memory_reminder(body: &Value) -> Option<String> {
         .find(|t| t.contains("/MEMORY.md (user's auto-memory"))
 }
 
-#[test]
-fn plugin_hooks_fire_exit_0_and_report_no_errors() {
-    let claude = claude_or_skip!("plugin_hooks_fire_exit_0_and_report_no_errors");
-    let home = ClaudeHome::new();
-    let cc = Offline::new(claude, &home);
+/// One `-p hello` turn with the plugin loaded, its hook events in the stream-json output.
+fn hello_with_hook_events(cc: &Offline, home: &ClaudeHome) -> std::process::Output {
     let plugin = plugin_dir().to_string_lossy().into_owned();
-    let out = cc.run(
-        &home,
+    cc.run(
+        home,
         &home.project,
         &json!([]),
         &[
@@ -98,7 +95,15 @@ fn plugin_hooks_fire_exit_0_and_report_no_errors() {
             "--session-id",
             S1,
         ],
-    );
+    )
+}
+
+#[test]
+fn plugin_hooks_fire_exit_0_and_report_no_errors() {
+    let claude = claude_or_skip!("plugin_hooks_fire_exit_0_and_report_no_errors");
+    let home = ClaudeHome::new();
+    let cc = Offline::new(claude, &home);
+    let out = hello_with_hook_events(&cc, &home);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     let hooks = hook_responses(&out.stdout);
     let names: Vec<&str> = hooks.iter().map(|h| h.0.as_str()).collect();
@@ -154,24 +159,7 @@ fn plugin_hooks_without_the_binaries_say_so_in_one_line_and_exit_0() {
     for bin in crate::support::BINARIES {
         assert!(!on_path(&cc.path, bin), "{bin} is installed on {}", cc.path);
     }
-    let plugin = plugin_dir().to_string_lossy().into_owned();
-    let out = cc.run(
-        &home,
-        &home.project,
-        &json!([]),
-        &[
-            "--plugin-dir",
-            &plugin,
-            "-p",
-            "hello",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--include-hook-events",
-            "--session-id",
-            S1,
-        ],
-    );
+    let out = hello_with_hook_events(&cc, &home);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     let hooks = hook_responses(&out.stdout);
     assert_eq!(hooks.len(), 4, "{hooks:?}");
