@@ -77,10 +77,20 @@ pub fn is_unresolvable(err: &io::Error) -> bool {
 /// race with a rename) then refuses FIFOs, devices (`/dev/zero` never ends), sockets and
 /// directories.
 pub fn open_regular(path: &Path) -> io::Result<File> {
+    open_regular_with(path, 0)
+}
+
+/// [`open_regular`] without following a symlink in the last component (`ELOOP`): for
+/// listings walked by entry type, where a symlink swapped in since must not be followed.
+pub fn open_regular_no_follow(path: &Path) -> io::Result<File> {
+    open_regular_with(path, libc::O_NOFOLLOW)
+}
+
+fn open_regular_with(path: &Path, flags: i32) -> io::Result<File> {
     let file = OpenOptions::new()
         .read(true)
         // std adds O_CLOEXEC; O_NOCTTY keeps a terminal device from becoming ours.
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | flags)
         .open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {

@@ -322,7 +322,7 @@ impl RunHealth {
     }
 
     /// Records the check after the run; returns the kinds that rose.
-    pub fn after(&mut self, after: &Health) -> &[Kind] {
+    pub fn record_after(&mut self, after: &Health) -> &[Kind] {
         self.worse = after.counts.raised_since(&self.before.counts);
         self.after = Some(CountsOnly {
             counts: after.counts.clone(),
@@ -555,24 +555,12 @@ fn is_markdown(name: &str) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("md"))
 }
 
-/// A memory file's text and mtime, or why it cannot be had. Opened without following a
-/// symlink (one swapped in since the listing is refused) and without blocking (a FIFO swapped
-/// in is refused by the fstat, never waited on); `O_NONBLOCK` means nothing to the regular
-/// file that is then read.
+/// A memory file's text and mtime, or why it cannot be had. Opened as every reader of ours
+/// opens (a FIFO or device swapped in since the listing is refused, never waited on), and
+/// without following a symlink swapped in.
 fn read_memory_file(path: &Path) -> Result<(String, SystemTime), String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| e.to_string())?;
+    let file = crate::files::open_regular_no_follow(path).map_err(|e| e.to_string())?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err(format!(
-            "{}, not a regular file",
-            file_kind(meta.file_type())
-        ));
-    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!(
             "{} bytes, over {} MiB: not read",

@@ -1328,7 +1328,7 @@ keep it short, and use the tools for changes.",
                             prompt::INDEX_MAX_CHARS
                         ));
                     }
-                    if !health.after(&after).is_empty() {
+                    if !health.record_after(&after).is_empty() {
                         warnings.push("health_worse".into());
                         self.diag.warn(&format!(
                             "the run left more problems than it found: {} (dream-run check lists them)",
