@@ -247,6 +247,42 @@ fn reference_definition(line: &str) -> Option<Link> {
     })
 }
 
+/// The folded text, a character at a time: letters and digits in lower case, every run of
+/// anything else one space between them, none at either end.
+fn fold(text: &str, mut emit: impl FnMut(char)) {
+    let mut started = false;
+    let mut gap = false;
+    let mut word = |lower: &mut dyn Iterator<Item = char>, gap: &mut bool| {
+        if *gap && started {
+            emit(' ');
+        }
+        *gap = false;
+        started = true;
+        lower.for_each(&mut emit);
+    };
+    if text.is_ascii() {
+        // Most memory text: one byte a character, no Unicode tables.
+        for byte in text.bytes() {
+            if byte.is_ascii_alphanumeric() {
+                word(
+                    &mut std::iter::once(char::from(byte.to_ascii_lowercase())),
+                    &mut gap,
+                );
+            } else {
+                gap = true;
+            }
+        }
+    } else {
+        for c in text.chars() {
+            if c.is_alphanumeric() {
+                word(&mut c.to_lowercase(), &mut gap);
+            } else {
+                gap = true;
+            }
+        }
+    }
+}
+
 /// A hash of [`normalized`] `text` without building it, or `None` when the folded text is
 /// shorter than `min_chars` characters.
 pub(super) fn folded_hash(text: &str, min_chars: usize) -> Option<u64> {
@@ -255,47 +291,14 @@ pub(super) fn folded_hash(text: &str, min_chars: usize) -> Option<u64> {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     let mut hash = OFFSET;
-    let mut feed = |byte: u8| hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
     let mut chars = 0usize;
-    let mut gap = false;
-    if text.is_ascii() {
-        // Most memory text: one byte a character, no Unicode tables.
-        for &byte in text.as_bytes() {
-            if byte.is_ascii_alphanumeric() {
-                if gap && chars > 0 {
-                    feed(b' ');
-                    chars += 1;
-                }
-                gap = false;
-                feed(byte.to_ascii_lowercase());
-                chars += 1;
-            } else {
-                gap = true;
-            }
+    fold(text, |c| {
+        let mut buf = [0u8; 4];
+        for &byte in c.encode_utf8(&mut buf).as_bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
         }
-        return (chars >= min_chars).then_some(hash);
-    }
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if gap && chars > 0 {
-                feed(b' ');
-                chars += 1;
-            }
-            gap = false;
-            if c.is_ascii() {
-                feed(u8::try_from(c.to_ascii_lowercase()).unwrap_or(b'?'));
-                chars += 1;
-            } else {
-                for lower in c.to_lowercase() {
-                    let mut buf = [0u8; 4];
-                    lower.encode_utf8(&mut buf).bytes().for_each(&mut feed);
-                    chars += 1;
-                }
-            }
-        } else {
-            gap = true;
-        }
-    }
+        chars += 1;
+    });
     (chars >= min_chars).then_some(hash)
 }
 
@@ -303,18 +306,7 @@ pub(super) fn folded_hash(text: &str, min_chars: usize) -> Option<u64> {
 /// one space, trimmed.
 pub(super) fn normalized(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut gap = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if gap && !out.is_empty() {
-                out.push(' ');
-            }
-            gap = false;
-            out.extend(c.to_lowercase());
-        } else {
-            gap = true;
-        }
-    }
+    fold(text, |c| out.push(c));
     out
 }
 
@@ -386,6 +378,20 @@ mod tests {
         assert_ne!(a, folded_hash("use cargo test always", 5));
         assert_eq!(folded_hash("ab cd", 6), None);
         assert!(folded_hash("ab cd", 5).is_some());
+        // ASCII and Unicode text take one fold: the hash of a text is the hash of its fold.
+        for text in [
+            "Grüße, STRASSE — Ünïcode!",
+            "  plain ASCII, text.  ",
+            "Ǆemal",
+        ] {
+            assert_eq!(
+                folded_hash(text, 0),
+                folded_hash(&normalized(text), 0),
+                "{text}"
+            );
+            assert!(!normalized(text).starts_with(' ') && !normalized(text).ends_with(' '));
+        }
+        assert_eq!(normalized("Grüße, STRASSE"), "grüße strasse");
     }
 
     #[test]
