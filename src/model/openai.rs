@@ -246,20 +246,7 @@ fn calls_in_text(text: &str, tools: &[ToolSpec]) -> Option<Vec<Block>> {
     if tools.is_empty() {
         return None;
     }
-    let mut body = text.trim();
-    for (open, close) in [
-        ("<tool_call>", "</tool_call>"),
-        ("```json", "```"),
-        ("```", "```"),
-    ] {
-        if let Some(inner) = body
-            .strip_prefix(open)
-            .and_then(|rest| rest.trim_end().strip_suffix(close))
-        {
-            body = inner.trim();
-            break;
-        }
-    }
+    let body = unwrapped(text, &[TOOL_CALL_TAGS, JSON_FENCE, FENCE]);
     if !body.starts_with(['{', '[']) {
         return None;
     }
@@ -283,15 +270,24 @@ fn calls_in_text(text: &str, tools: &[ToolSpec]) -> Option<Vec<Block>> {
 /// Whether a reply is one JSON object (a code fence around it tolerated): what a server that
 /// honours `response_format` returns.
 pub(super) fn holds_json_object(text: &str) -> bool {
-    let mut body = text.trim();
-    if let Some(inner) = body
-        .strip_prefix("```json")
-        .or_else(|| body.strip_prefix("```"))
-        .and_then(|rest| rest.trim_end().strip_suffix("```"))
-    {
-        body = inner.trim();
-    }
+    let body = unwrapped(text, &[JSON_FENCE, FENCE]);
     matches!(serde_json::from_str::<Value>(body), Ok(Value::Object(_)))
+}
+
+const TOOL_CALL_TAGS: (&str, &str) = ("<tool_call>", "</tool_call>");
+const JSON_FENCE: (&str, &str) = ("```json", "```");
+const FENCE: (&str, &str) = ("```", "```");
+
+/// `text` trimmed, and out of the first of `wrappers` (opening, closing) that encloses it all.
+fn unwrapped<'t>(text: &'t str, wrappers: &[(&str, &str)]) -> &'t str {
+    let body = text.trim();
+    wrappers
+        .iter()
+        .find_map(|(open, close)| {
+            body.strip_prefix(open)
+                .and_then(|rest| rest.trim_end().strip_suffix(close))
+        })
+        .map_or(body, str::trim)
 }
 
 #[cfg(test)]
