@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::{Env, Project};
-use crate::cli::time::rfc3339;
+use crate::cli::time::{from_epoch_ms, rfc3339};
 use crate::cli::{
     signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, LocationArgs, Outcome, RunStatus,
     Tool, Upstream,
@@ -771,10 +771,7 @@ fn dry_release(
                     "stamp the consolidation time now",
                 )
             } else {
-                let prior = u64::try_from(prior_mtime)
-                    .ok()
-                    .filter(|ms| *ms > 0)
-                    .map(|ms| SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms));
+                let prior = (prior_mtime > 0).then(|| from_epoch_ms(prior_mtime));
                 (prior.map(rfc3339), "roll the time back to before this hold")
             };
             lock.would_set_last_consolidated_at = Some(at);

@@ -390,9 +390,7 @@ fn release_dry_run_says_what_it_would_do_and_changes_nothing() {
             assert!(at.is_string(), "{doc}");
         } else {
             // Rolled back to the time before this hold.
-            let prior = dreamkit::cli::time::rfc3339(
-                SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(prior_ms).unwrap()),
-            );
+            let prior = dreamkit::cli::time::rfc3339(dreamkit::cli::time::from_epoch_ms(prior_ms));
             assert_eq!(at, &json!(prior), "{doc}");
         }
         assert_eq!(
