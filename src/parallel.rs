@@ -5,9 +5,16 @@
 /// items: a thread costs more than a small file). A worker's panic is re-raised here: it
 /// is a bug, not a result.
 pub fn map<'a, T: Sync, R: Send>(items: &'a [T], f: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
-    /// Below this, one thread.
-    const MIN_PARALLEL: usize = 32;
-    let workers = if items.len() < MIN_PARALLEL {
+    map_from(32, items, f)
+}
+
+/// [`map`], on one thread below `min_items` items.
+pub fn map_from<'a, T: Sync, R: Send>(
+    min_items: usize,
+    items: &'a [T],
+    f: impl Fn(&'a T) -> R + Sync,
+) -> Vec<R> {
+    let workers = if items.len() < min_items {
         1
     } else {
         std::thread::available_parallelism().map_or(1, |n| n.get().min(8))

@@ -46,7 +46,7 @@ pub fn sessions_touched_since(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut candidates = Vec::new();
+    let mut candidates: Vec<(String, std::fs::DirEntry)> = Vec::new();
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
@@ -58,79 +58,51 @@ pub fn sessions_touched_since(
         }
     }
 
-    let workers = if candidates.len() > PARALLEL_STAT_THRESHOLD {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-    } else {
-        1
-    };
-    let chunk_len = candidates.len().div_ceil(workers).max(1);
-    let mut sessions = if workers == 1 {
-        stat_newer(candidates, since)?
-    } else {
-        let mut chunks = Vec::new();
-        while candidates.len() > chunk_len {
-            chunks.push(candidates.split_off(candidates.len() - chunk_len));
-        }
-        chunks.push(candidates);
-        let results: Vec<_> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunks
-                .into_iter()
-                .map(|chunk| scope.spawn(move || stat_newer(chunk, since)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(std::io::Error::other("stat worker failed")))
-                })
-                .collect()
+    let stated =
+        crate::parallel::map_from(PARALLEL_STAT_THRESHOLD + 1, &candidates, |(id, entry)| {
+            stat_newer(id, entry, since)
         });
-        let mut all = Vec::new();
-        for result in results {
-            all.extend(result?);
-        }
-        all
-    };
+    let mut sessions = Vec::with_capacity(stated.len());
+    for session in stated {
+        sessions.extend(session?);
+    }
     // Ids are unique, so an unstable sort gives one order.
     sessions.sort_unstable_by(|a, b| a.modified.cmp(&b.modified).then_with(|| a.id.cmp(&b.id)));
     Ok(sessions)
 }
 
-/// The candidates that are regular files changed after `since`.
+/// The candidate's session when it is a regular file changed after `since`.
 fn stat_newer(
-    candidates: Vec<(String, std::fs::DirEntry)>,
+    id: &str,
+    entry: &std::fs::DirEntry,
     since: Option<SystemTime>,
-) -> std::io::Result<Vec<SessionFile>> {
-    let mut sessions = Vec::with_capacity(candidates.len());
-    for (id, entry) in candidates {
-        // `DirEntry::metadata` stats relative to the open directory (no path walk per file),
-        // but does not follow links: a symlinked transcript is followed like Claude Code's stat.
-        let meta = match entry.metadata() {
-            Ok(meta) if meta.file_type().is_symlink() => std::fs::metadata(entry.path()),
-            other => other,
-        };
-        let meta = match meta {
-            Ok(meta) => meta,
-            // Deleted between readdir and stat, a dangling link or a symlink loop: not a
-            // transcript, like a FIFO or a directory below.
-            Err(e) if is_unresolvable(&e) => continue,
-            Err(e) => return Err(e),
-        };
-        if !meta.is_file() {
-            continue;
-        }
-        let modified = meta.modified()?;
-        if since.is_some_and(|since| modified <= since) {
-            continue;
-        }
-        sessions.push(SessionFile {
-            id,
-            path: entry.path(),
-            modified,
-            bytes: meta.len(),
-        });
+) -> std::io::Result<Option<SessionFile>> {
+    // `DirEntry::metadata` stats relative to the open directory (no path walk per file), but
+    // does not follow links: a symlinked transcript is followed like Claude Code's stat.
+    let meta = match entry.metadata() {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::metadata(entry.path()),
+        other => other,
+    };
+    let meta = match meta {
+        Ok(meta) => meta,
+        // Deleted between readdir and stat, a dangling link or a symlink loop: not a
+        // transcript, like a FIFO or a directory below.
+        Err(e) if is_unresolvable(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !meta.is_file() {
+        return Ok(None);
     }
-    Ok(sessions)
+    let modified = meta.modified()?;
+    if since.is_some_and(|since| modified <= since) {
+        return Ok(None);
+    }
+    Ok(Some(SessionFile {
+        id: id.to_string(),
+        path: entry.path(),
+        modified,
+        bytes: meta.len(),
+    }))
 }
 
 /// A UUID in its 8-4-4-4-12 hexadecimal form, any case.
