@@ -252,34 +252,31 @@ fn reference_definition(line: &str) -> Option<Link> {
 fn fold(text: &str, mut emit: impl FnMut(char)) {
     let mut started = false;
     let mut gap = false;
-    let mut word = |lower: &mut dyn Iterator<Item = char>, gap: &mut bool| {
-        if *gap && started {
-            emit(' ');
-        }
-        *gap = false;
-        started = true;
-        lower.for_each(&mut emit);
-    };
     if text.is_ascii() {
         // Most memory text: one byte a character, no Unicode tables.
         for byte in text.bytes() {
-            if byte.is_ascii_alphanumeric() {
-                word(
-                    &mut std::iter::once(char::from(byte.to_ascii_lowercase())),
-                    &mut gap,
-                );
-            } else {
+            if !byte.is_ascii_alphanumeric() {
                 gap = true;
+                continue;
             }
-        }
-    } else {
-        for c in text.chars() {
-            if c.is_alphanumeric() {
-                word(&mut c.to_lowercase(), &mut gap);
-            } else {
-                gap = true;
+            if gap && started {
+                emit(' ');
             }
+            (gap, started) = (false, true);
+            emit(char::from(byte.to_ascii_lowercase()));
         }
+        return;
+    }
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            gap = true;
+            continue;
+        }
+        if gap && started {
+            emit(' ');
+        }
+        (gap, started) = (false, true);
+        c.to_lowercase().for_each(&mut emit);
     }
 }
 
