@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
@@ -58,15 +58,12 @@ fn content(home: &ClaudeHome) -> String {
     std::fs::read_to_string(home.lock_file()).expect("lock file")
 }
 
-/// `dream-lock exec -- sh -c SCRIPT` in the background, from the project directory.
-fn spawn_exec(home: &ClaudeHome, script: &str) -> Child {
-    home.process(bin_path("dream-lock"))
+/// `dream-lock exec -- sh -c SCRIPT` from the project directory, stdin closed; the caller
+/// says what it must print and starts it.
+fn exec_run<'a>(home: &ClaudeHome, script: &str) -> Run<'a> {
+    Run::new(home, "dream-lock")
         .args(["exec", "--", "sh", "-c", script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn dream-lock exec")
+        .stdin_from(Stdio::null())
 }
 
 /// Whether `done` turns true within 10 s.
@@ -198,16 +195,20 @@ fn only_an_explicit_yes_of_the_right_type_proceeds() {
 #[test]
 fn a_killed_exec_leaves_no_command_running_beside_the_next_acquire() {
     let home = ClaudeHome::new();
-    let mut exec = spawn_exec(
+    let exec = exec_run(
         &home,
         "echo $$ > cmd.pid; while :; do echo . >> beat; sleep 0.05; done",
-    );
+    )
+    .killed_by(libc::SIGKILL)
+    .stdout_empty()
+    .stderr_empty()
+    .spawn();
     let command = pid_in(&home.project.join("cmd.pid"));
     let _stray = KillOnDrop(command);
     let beat = home.project.join("beat");
     assert!(within_10s(|| len(&beat) > 0), "the command never ran");
-    sigkill(exec.id() as i32);
-    exec.wait().unwrap();
+    exec.signal(libc::SIGKILL);
+    exec.finish();
 
     let next = LiveProcess::start();
     assert!(
@@ -232,15 +233,19 @@ fn a_killed_exec_leaves_no_command_running_beside_the_next_acquire() {
 fn the_lock_stays_held_while_anything_the_command_started_still_runs() {
     let home = ClaudeHome::new();
     // The inner loop is a grandchild of exec: the parent-death signal does not reach it.
-    let mut exec = spawn_exec(
+    let exec = exec_run(
         &home,
         "sh -c 'echo $$ > inner.pid; while :; do echo . >> beat; sleep 0.05; done' & wait",
-    );
+    )
+    .killed_by(libc::SIGKILL)
+    .stdout_into(Stdio::null(), "nowhere: the grandchild outlives exec")
+    .stderr_into(Stdio::null(), "nowhere: the grandchild outlives exec")
+    .spawn();
     let inner = pid_in(&home.project.join("inner.pid"));
     let _stray = KillOnDrop(inner);
-    let exec_pid = exec.id();
-    sigkill(exec_pid as i32);
-    exec.wait().unwrap();
+    let exec_pid = exec.pid();
+    exec.signal(libc::SIGKILL);
+    exec.finish();
     let beat = home.project.join("beat");
     let size = len(&beat);
     assert!(within_10s(|| len(&beat) > size), "the grandchild died too");
@@ -294,14 +299,17 @@ fn nothing_the_command_left_running_outlives_exec() {
         ("terminated", "sh -c 'echo $$ > bg.pid; exec sleep 600' & trap 'exit 143' TERM; while :; do sleep 0.05; done"),
     ] {
         let home = ClaudeHome::new();
-        let mut exec = spawn_exec(&home, script);
+        let exec = exec_run(&home, script)
+            .code(if how == "exited" { 0 } else { 143 })
+            .stdout_empty()
+            .stderr_any("what exec says of the ended command is tested in lock.rs")
+            .spawn();
         let left = pid_in(&home.project.join("bg.pid"));
         let _stray = KillOnDrop(left);
         if how == "terminated" {
-            unsafe { libc::kill(exec.id() as i32, libc::SIGTERM) };
+            exec.signal(libc::SIGTERM);
         }
-        let status = exec.wait().unwrap();
-        assert_eq!(status.code(), Some(if how == "exited" { 0 } else { 143 }), "{how}");
+        exec.finish();
         assert!(within_10s(|| gone(left)), "{how}: the command's background process outlived exec");
     }
 }
@@ -432,15 +440,13 @@ fn status_piped_into_release_force_frees_a_lock_held_elsewhere() {
     released(&home, &["--token", token, "--outcome", "completed"], "", "");
 }
 
-/// stdout is `/dev/full`, or a pipe nobody reads: the token never reached anyone.
-fn acquire_into(home: &ClaudeHome, stdout: Stdio) -> Output {
-    home.process(bin_path("dream-lock"))
+/// `acquire` whose stdout is `/dev/full`, or a pipe nobody reads: the token never reached
+/// anyone.
+fn acquire_into<'a>(home: &ClaudeHome, stdout: Stdio, what: &str) -> Run<'a> {
+    Run::new(home, "dream-lock")
         .arg("acquire")
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap()
+        .stdin_from(Stdio::null())
+        .stdout_into(stdout, what)
 }
 
 #[test]
@@ -449,17 +455,21 @@ fn an_acquire_whose_token_cannot_be_printed_rolls_back() {
     home.consolidated(hours(30));
     let prior = epoch_ms(mtime(&home.lock_file()));
     let full = File::options().write(true).open("/dev/full").unwrap();
-    let out = acquire_into(&home, Stdio::from(full));
-    assert_eq!(out.status.code(), Some(3));
-    let err = stderr_text(&out);
-    assert!(
-        err.starts_with("dream-lock: cannot write stdout: "),
-        "{err}"
-    );
-    assert!(
-        err.ends_with("dream-lock: the lock was rolled back: its token was not delivered\n"),
-        "{err}"
-    );
+    acquire_into(&home, Stdio::from(full), "/dev/full")
+        .code(3)
+        .stderr_with(|err| {
+            assert!(
+                err.starts_with("dream-lock: cannot write stdout: "),
+                "{err}"
+            );
+            assert!(
+                err.ends_with(
+                    "dream-lock: the lock was rolled back: its token was not delivered\n"
+                ),
+                "{err}"
+            );
+        })
+        .run();
     assert_eq!(content(&home), "", "the lock was left held");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
 
@@ -471,8 +481,10 @@ fn an_acquire_whose_token_cannot_be_printed_rolls_back() {
     assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     drop(reader);
-    let out = acquire_into(&fresh, Stdio::from(writer));
-    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    acquire_into(&fresh, Stdio::from(writer), "a pipe whose reader is gone")
+        .code(3)
+        .stderr_contains("dream-lock: the lock was rolled back: its token was not delivered\n")
+        .run();
     assert!(!fresh.lock_file().exists(), "the lock was left held");
 }
 
@@ -531,20 +543,19 @@ fn exec_whose_command_ignored_sigint_exits_130_as_recorded() {
     let home = ClaudeHome::new();
     home.consolidated(hours(30));
     let prior = epoch_ms(mtime(&home.lock_file()));
-    let mut exec = spawn_exec(
+    let exec = exec_run(
         &home,
         "trap '' INT; echo $$ > cmd.pid; while [ ! -e go ]; do sleep 0.05; done; exit 0",
-    );
+    )
+    .code(130)
+    .stdout_empty()
+    .stderr_any("what exec says of an interrupt is tested in lock.rs")
+    .spawn();
     pid_in(&home.project.join("cmd.pid"));
     // exec has taken the SIGINT before the command is let go.
-    wait::signal_delivered(exec.id() as i32, libc::SIGINT);
+    wait::signal_delivered(exec.pid() as i32, libc::SIGINT);
     std::fs::write(home.project.join("go"), "").unwrap();
-    let status = exec.wait().unwrap();
-    assert_eq!(
-        status.code(),
-        Some(130),
-        "the exit code hides the aborted run"
-    );
+    exec.finish();
     assert_eq!(content(&home), "");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior, "not rolled back");
 }
@@ -565,18 +576,15 @@ fn a_pass_through_command_never_leaves_the_lock_held_nor_moves_the_time() {
     );
     let mut sh = home.process("sh");
     sh.args(["-c", &script]);
-    Run::command(
-        assert_cmd::Command::from_std(sh),
-        "gate | acquire | cat | release",
-    )
-    .success()
-    .stdout_json(|doc| {
-        assert_eq!(doc["lock"]["outcome"], "failed");
-        assert_eq!(doc["lock"]["released"], true);
-        assert!(doc["lock"]["warning"].is_string());
-    })
-    .stderr_is("dream-lock: no run.status and no --outcome: rolled back as failed\n")
-    .run();
+    Run::command(sh, "gate | acquire | cat | release")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["outcome"], "failed");
+            assert_eq!(doc["lock"]["released"], true);
+            assert!(doc["lock"]["warning"].is_string());
+        })
+        .stderr_is("dream-lock: no run.status and no --outcome: rolled back as failed\n")
+        .run();
     assert_eq!(content(&home), "");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior);
 }

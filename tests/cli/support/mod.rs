@@ -110,23 +110,14 @@ impl ClaudeHome {
     /// Tests run it through [`Run::new`]; a bare `cmd(..).output()` checks nothing.
     // LEGACY (as a test's runner): migrate to support::run.
     pub(crate) fn cmd(&self, bin: &str) -> assert_cmd::Command {
-        let mut cmd = assert_cmd::Command::new(bin_path(bin));
-        self.setup(&mut cmd);
+        let mut cmd = assert_cmd::Command::from_std(self.process(bin_path(bin)));
+        cmd.write_stdin("");
         cmd
     }
 
-    fn setup(&self, cmd: &mut assert_cmd::Command) {
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("CLAUDE_CONFIG_DIR", &self.config)
-            .env("XDG_STATE_HOME", &self.state_home)
-            .current_dir(&self.project)
-            .write_stdin("");
-    }
-
     /// `program` as a plain process (for `pre_exec`, signals, pipes of our own) with the same
-    /// clean environment as [`ClaudeHome::cmd`], run from the project.
+    /// clean environment (`PATH` only, `HOME`, `CLAUDE_CONFIG_DIR` and `XDG_STATE_HOME` here),
+    /// run from the project. [`Run::command`] turns it into a checked run.
     pub(crate) fn process(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
         let mut cmd = std::process::Command::new(program);
         cmd.env_clear()
@@ -142,8 +133,16 @@ impl ClaudeHome {
     /// directory, so permission failures could not be seen otherwise).
     // LEGACY (as a test's runner): migrate to support::run (`Run::unprivileged`).
     pub(crate) fn cmd_unprivileged(&self, bin: &str) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::from_std(self.process_unprivileged(bin));
+        cmd.write_stdin("");
+        cmd
+    }
+
+    /// [`ClaudeHome::process`] of `bin`, as the unprivileged user `nobody` when the tests run
+    /// as root.
+    pub(crate) fn process_unprivileged(&self, bin: &str) -> std::process::Command {
         if unsafe { libc::geteuid() } != 0 {
-            return self.cmd(bin);
+            return self.process(bin_path(bin));
         }
         let copy = unprivileged_copy(bin);
         chmod(&self.root, 0o755);
@@ -156,11 +155,9 @@ impl ClaudeHome {
                 dir.display()
             );
         }
-        let mut std_cmd = std::process::Command::new(&copy);
-        std::os::unix::process::CommandExt::uid(&mut std_cmd, 65534);
-        std::os::unix::process::CommandExt::gid(&mut std_cmd, 65534);
-        let mut cmd = assert_cmd::Command::from_std(std_cmd);
-        self.setup(&mut cmd);
+        let mut cmd = self.process(&copy);
+        std::os::unix::process::CommandExt::uid(&mut cmd, 65534);
+        std::os::unix::process::CommandExt::gid(&mut cmd, 65534);
         cmd
     }
 }

@@ -1,7 +1,7 @@
 //! One way to run a tool in a test: say what the exit status, stdout and stderr must be, then
-//! run it. Like `just`'s test builder, nothing is left unsaid: `run` fails when any of the
-//! three was neither checked nor waived (`*_any`, with a reason), and any failure prints all
-//! three. Every run is bounded by a timeout.
+//! run it. Like `just`'s test builder, nothing is left unsaid: `run` (or `spawn`) fails when
+//! any of the three was neither checked nor waived (`*_any`, with a reason), and any failure
+//! prints all three. Every run is bounded by a timeout.
 //!
 //! ```ignore
 //! let out = Run::new(&home, "dream-gate")
@@ -11,15 +11,22 @@
 //!     .stderr_is("dream-gate: not due: too_soon: 2.0 h of 3 h\n")
 //!     .run();
 //! ```
+//!
+//! A process that a test signals or watches while it runs is described the same way and
+//! started with [`Run::spawn`]; [`Running::finish`] then checks it like `run` does.
 
 use std::ffi::OsStr;
+use std::io::{Read, Write};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::ClaudeHome;
+use super::{bin_path, wait, ClaudeHome};
 
 /// How long any one run may take before it is killed and the test fails.
 pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -30,10 +37,10 @@ type TextCheck<'a> = Box<dyn FnOnce(&str) + 'a>;
 #[derive(Default)]
 struct Stream<'a> {
     checks: Vec<TextCheck<'a>>,
-    waived: Option<&'static str>,
+    waived: Option<String>,
 }
 
-impl<'a> Stream<'a> {
+impl Stream<'_> {
     fn said(&self) -> bool {
         !self.checks.is_empty() || self.waived.is_some()
     }
@@ -42,13 +49,24 @@ impl<'a> Stream<'a> {
 /// The exit a run must end with.
 enum Exit {
     Code(i32),
+    Signal(i32),
     Any(&'static str),
 }
 
+/// Where the run's stdin comes from.
+enum Input {
+    Bytes(Vec<u8>),
+    Stdio(Stdio),
+}
+
 /// A tool run that is being described; [`Run::run`] runs it and checks it.
-#[must_use = "a Run does nothing until .run()"]
+#[must_use = "a Run does nothing until .run() or .spawn()"]
 pub(crate) struct Run<'a> {
-    cmd: assert_cmd::Command,
+    cmd: Command,
+    input: Input,
+    /// stdout or stderr sent somewhere other than the test (a full disk, a closed pipe).
+    stdout_to: Option<Stdio>,
+    stderr_to: Option<Stdio>,
     label: String,
     timeout: Duration,
     exit: Option<Exit>,
@@ -60,6 +78,8 @@ pub(crate) struct Run<'a> {
 #[derive(Debug)]
 pub(crate) struct Ran {
     pub code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -74,18 +94,22 @@ impl Ran {
 impl<'a> Run<'a> {
     /// `bin` (one of ours) with `home`'s clean environment, run from its project.
     pub(crate) fn new(home: &ClaudeHome, bin: &str) -> Self {
-        Self::command(home.cmd(bin), bin)
+        Self::command(home.process(bin_path(bin)), bin)
     }
 
     /// `bin` as an unprivileged user when the tests run as root.
     pub(crate) fn unprivileged(home: &ClaudeHome, bin: &str) -> Self {
-        Self::command(home.cmd_unprivileged(bin), bin)
+        Self::command(home.process_unprivileged(bin), bin)
     }
 
-    /// Any prepared command (for example `home.process("sh")` turned into one).
-    pub(crate) fn command(cmd: assert_cmd::Command, label: &str) -> Self {
+    /// Any prepared command (for example `home.process("sh")`), named `label` on failure.
+    /// Its stdin is empty unless [`Run::stdin`] says otherwise.
+    pub(crate) fn command(cmd: Command, label: &str) -> Self {
         Run {
             cmd,
+            input: Input::Bytes(Vec::new()),
+            stdout_to: None,
+            stderr_to: None,
             label: label.to_string(),
             timeout: RUN_TIMEOUT,
             exit: None,
@@ -127,13 +151,47 @@ impl<'a> Run<'a> {
         self
     }
 
+    pub(crate) fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
+        self.cmd.env_remove(key);
+        self
+    }
+
     pub(crate) fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.cmd.current_dir(dir);
         self
     }
 
+    /// The bytes the run reads on stdin (closed after them).
     pub(crate) fn stdin(mut self, input: impl Into<Vec<u8>>) -> Self {
-        self.cmd.write_stdin(input);
+        self.input = Input::Bytes(input.into());
+        self
+    }
+
+    /// stdin from somewhere else: `Stdio::null()`, a FIFO, a pipe the test holds open.
+    pub(crate) fn stdin_from(mut self, input: impl Into<Stdio>) -> Self {
+        self.input = Input::Stdio(input.into());
+        self
+    }
+
+    /// The run's stdout goes to `to` (`/dev/full`, a pipe whose reader is gone), not to the
+    /// test; `what` says where, and stands for the stdout check.
+    pub(crate) fn stdout_into(mut self, to: impl Into<Stdio>, what: &str) -> Self {
+        self.stdout_to = Some(to.into());
+        self.stdout.waived = Some(format!("it goes to {what}"));
+        self
+    }
+
+    /// The run's stderr goes to `to`, not to the test; `what` says where, and stands for the
+    /// stderr check. For a run whose background process keeps stderr open after it exits.
+    pub(crate) fn stderr_into(mut self, to: impl Into<Stdio>, what: &str) -> Self {
+        self.stderr_to = Some(to.into());
+        self.stderr.waived = Some(format!("it goes to {what}"));
+        self
+    }
+
+    /// At most `limit` instead of [`RUN_TIMEOUT`].
+    pub(crate) fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = limit;
         self
     }
 
@@ -144,6 +202,12 @@ impl<'a> Run<'a> {
 
     pub(crate) fn success(self) -> Self {
         self.code(0)
+    }
+
+    /// The run must end by `signal` (for example the SIGKILL the test sends it).
+    pub(crate) fn killed_by(mut self, signal: i32) -> Self {
+        self.exit = Some(Exit::Signal(signal));
+        self
     }
 
     /// The exit status does not matter here, because `why`.
@@ -181,7 +245,7 @@ impl<'a> Run<'a> {
 
     /// stdout does not matter here, because `why`.
     pub(crate) fn stdout_any(mut self, why: &'static str) -> Self {
-        self.stdout.waived = Some(why);
+        self.stdout.waived = Some(why.to_string());
         self
     }
 
@@ -209,7 +273,7 @@ impl<'a> Run<'a> {
 
     /// stderr does not matter here, because `why`.
     pub(crate) fn stderr_any(mut self, why: &'static str) -> Self {
-        self.stderr.waived = Some(why);
+        self.stderr.waived = Some(why.to_string());
         self
     }
 
@@ -217,8 +281,18 @@ impl<'a> Run<'a> {
     /// of them is wrong or was never said.
     #[track_caller]
     pub(crate) fn run(self) -> Ran {
+        self.spawn().finish()
+    }
+
+    /// Starts it, checked like [`Run::run`] once [`Running::finish`] is called; meanwhile the
+    /// test may signal it and watch what it prints.
+    #[track_caller]
+    pub(crate) fn spawn(self) -> Running<'a> {
         let Run {
             mut cmd,
+            input,
+            stdout_to,
+            stderr_to,
             label,
             timeout,
             exit,
@@ -227,7 +301,7 @@ impl<'a> Run<'a> {
         } = self;
         let mut unsaid = Vec::new();
         if exit.is_none() {
-            unsaid.push("the exit status (.code/.success/.code_any)");
+            unsaid.push("the exit status (.code/.success/.killed_by/.code_any)");
         }
         if !stdout.said() {
             unsaid.push("stdout (.stdout_*)");
@@ -240,37 +314,207 @@ impl<'a> Run<'a> {
             "{label}: the test does not say {}",
             unsaid.join(", ")
         );
+        let (stdout_captured, stderr_captured) = (stdout_to.is_none(), stderr_to.is_none());
+        cmd.stdout(stdout_to.unwrap_or_else(Stdio::piped))
+            .stderr(stderr_to.unwrap_or_else(Stdio::piped));
+        let bytes = match input {
+            Input::Bytes(bytes) => {
+                cmd.stdin(Stdio::piped());
+                Some(bytes)
+            }
+            Input::Stdio(stdio) => {
+                cmd.stdin(stdio);
+                None
+            }
+        };
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{label}: cannot run: {e}"));
+        // stdin is fed and both outputs drained by threads, so no pipe fills up and blocks
+        // the run, and the test can watch the output while it runs.
+        let feeder = bytes.map(|bytes| {
+            let mut pipe = child.stdin.take().expect("piped stdin");
+            std::thread::spawn(move || {
+                // A run may exit without reading all of it; that is its business.
+                let _ = pipe.write_all(&bytes);
+            })
+        });
+        let stdout_buf = Arc::new(Mutex::new(Vec::new()));
+        let stderr_buf = Arc::new(Mutex::new(Vec::new()));
+        let mut drains = Vec::new();
+        if stdout_captured {
+            drains.push(drain(
+                child.stdout.take().expect("piped stdout"),
+                &stdout_buf,
+            ));
+        }
+        if stderr_captured {
+            drains.push(drain(
+                child.stderr.take().expect("piped stderr"),
+                &stderr_buf,
+            ));
+        }
+        Running {
+            child,
+            started: Instant::now(),
+            label,
+            timeout,
+            exit,
+            stdout,
+            stderr,
+            stdout_buf,
+            stderr_buf,
+            feeder,
+            drains,
+            finished: false,
+        }
+    }
+}
+
+fn drain(mut from: impl Read + Send + 'static, into: &Arc<Mutex<Vec<u8>>>) -> JoinHandle<()> {
+    let into = Arc::clone(into);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = from.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            into.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(&chunk[..n]);
+        }
+    })
+}
+
+/// A run that was started and is not yet checked. Dropped unfinished, it is killed and
+/// reaped, so no test leaves a process behind.
+pub(crate) struct Running<'a> {
+    child: Child,
+    started: Instant,
+    label: String,
+    timeout: Duration,
+    exit: Option<Exit>,
+    stdout: Stream<'a>,
+    stderr: Stream<'a>,
+    stdout_buf: Arc<Mutex<Vec<u8>>>,
+    stderr_buf: Arc<Mutex<Vec<u8>>>,
+    feeder: Option<JoinHandle<()>>,
+    drains: Vec<JoinHandle<()>>,
+    finished: bool,
+}
+
+impl Running<'_> {
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` to the process.
+    #[track_caller]
+    pub(crate) fn signal(&self, signal: i32) {
+        let pid = i32::try_from(self.child.id()).expect("pid");
+        assert_eq!(
+            unsafe { libc::kill(pid, signal) },
+            0,
+            "{}: kill {signal}",
+            self.label
+        );
+    }
+
+    /// What it printed on stdout so far.
+    pub(crate) fn stdout_so_far(&self) -> String {
+        text_of(&self.stdout_buf)
+    }
+
+    /// What it printed on stderr so far.
+    pub(crate) fn stderr_so_far(&self) -> String {
+        text_of(&self.stderr_buf)
+    }
+
+    /// Until its stderr holds `needle` (bounded); then all of its stderr so far.
+    #[track_caller]
+    pub(crate) fn wait_stderr(&self, needle: &str) -> String {
+        wait::until(&format!("{}: {needle:?} on stderr", self.label), || {
+            let text = self.stderr_so_far();
+            text.contains(needle).then_some(text)
+        })
+    }
+
+    /// Until its stdout holds `needle` (bounded); then all of its stdout so far.
+    #[track_caller]
+    pub(crate) fn wait_stdout(&self, needle: &str) -> String {
+        wait::until(&format!("{}: {needle:?} on stdout", self.label), || {
+            let text = self.stdout_so_far();
+            text.contains(needle).then_some(text)
+        })
+    }
+
+    /// Waits for it to end (killing it past its timeout) and checks the exit, stdout and
+    /// stderr as described; panics, printing all three, when one of them is wrong.
+    #[track_caller]
+    pub(crate) fn finish(mut self) -> Ran {
+        self.finished = true;
+        let deadline = self.started + self.timeout;
+        let mut timed_out = false;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                timed_out = true;
+                let _ = self.child.kill();
+                break self.child.wait().expect("wait");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let elapsed = self.started.elapsed();
+        if let Some(feeder) = self.feeder.take() {
+            let _ = feeder.join();
+        }
+        // The outputs end when the last writer closes them; a process the run left behind
+        // that keeps them open fails the test instead of hanging it.
+        let drains = std::mem::take(&mut self.drains);
+        wait::for_true(
+            &format!(
+                "{}: its stdout and stderr to close (a process it started keeps them open? \
+                 send them elsewhere with .stdout_into/.stderr_into)",
+                self.label
+            ),
+            || drains.iter().all(JoinHandle::is_finished),
+        );
+        let ran = Ran {
+            code: status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&status),
+            stdout: self.stdout_so_far(),
+            stderr: self.stderr_so_far(),
+        };
+        let exit = self.exit.take();
+        let stdout = std::mem::take(&mut self.stdout);
+        let stderr = std::mem::take(&mut self.stderr);
         let waived: Vec<String> = [
             match exit {
-                Some(Exit::Any(why)) => Some(("exit", why)),
+                Some(Exit::Any(why)) => Some(format!("exit not checked: {why}\n")),
                 _ => None,
             },
-            stdout.waived.map(|why| ("stdout", why)),
-            stderr.waived.map(|why| ("stderr", why)),
+            stdout
+                .waived
+                .as_ref()
+                .map(|why| format!("stdout not checked: {why}\n")),
+            stderr
+                .waived
+                .as_ref()
+                .map(|why| format!("stderr not checked: {why}\n")),
         ]
         .into_iter()
         .flatten()
-        .map(|(what, why)| format!("{what} not checked: {why}\n"))
         .collect();
-        let started = Instant::now();
-        let output = cmd
-            .timeout(timeout)
-            .output()
-            .unwrap_or_else(|e| panic!("{label}: cannot run: {e}"));
-        let elapsed = started.elapsed();
-        let ran = Ran {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        };
-        let signal = std::os::unix::process::ExitStatusExt::signal(&output.status);
+        let timeout = self.timeout;
         let checked = catch_unwind(AssertUnwindSafe(|| {
-            assert!(
-                elapsed < timeout,
-                "timed out after {timeout:?} and was killed"
-            );
+            assert!(!timed_out, "timed out after {timeout:?} and was killed");
             match exit {
                 Some(Exit::Code(code)) => assert_eq!(ran.code, Some(code), "exit code"),
+                Some(Exit::Signal(signal)) => {
+                    assert_eq!(ran.signal, Some(signal), "ended by signal");
+                }
                 Some(Exit::Any(_)) | None => {}
             }
             for check in stdout.checks {
@@ -282,9 +526,11 @@ impl<'a> Run<'a> {
         }));
         if let Err(panic) = checked {
             eprintln!(
-                "---- {label}\nexit: {:?} (signal {signal:?}) after {elapsed:?}\n{}\
+                "---- {}\nexit: {:?} (signal {:?}) after {elapsed:?}\n{}\
                  ---- stdout\n{}\n---- stderr\n{}\n----",
+                self.label,
                 ran.code,
+                ran.signal,
                 waived.concat(),
                 ran.stdout,
                 ran.stderr
@@ -293,6 +539,23 @@ impl<'a> Run<'a> {
         }
         ran
     }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn text_of(buf: &Mutex<Vec<u8>>) -> String {
+    String::from_utf8_lossy(
+        &buf.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+    .into_owned()
 }
 
 /// The one JSON document a tool printed: one line, newline-terminated.
