@@ -3,7 +3,7 @@
 //! undo themselves when they fall short.
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
@@ -77,16 +77,21 @@ pub fn is_unresolvable(err: &io::Error) -> bool {
 /// race with a rename) then refuses FIFOs, devices (`/dev/zero` never ends), sockets and
 /// directories.
 pub fn open_regular(path: &Path) -> io::Result<File> {
-    open_regular_with(path, 0)
+    Ok(open_regular_with(path, 0)?.0)
 }
 
 /// [`open_regular`] without following a symlink in the last component (`ELOOP`): for
 /// listings walked by entry type, where a symlink swapped in since must not be followed.
 pub fn open_regular_no_follow(path: &Path) -> io::Result<File> {
+    Ok(open_regular_with(path, libc::O_NOFOLLOW)?.0)
+}
+
+/// [`open_regular_no_follow`], with the metadata its check read (no second `fstat`).
+pub fn open_regular_no_follow_with_metadata(path: &Path) -> io::Result<(File, Metadata)> {
     open_regular_with(path, libc::O_NOFOLLOW)
 }
 
-fn open_regular_with(path: &Path, flags: i32) -> io::Result<File> {
+fn open_regular_with(path: &Path, flags: i32) -> io::Result<(File, Metadata)> {
     let file = OpenOptions::new()
         .read(true)
         // std adds O_CLOEXEC; O_NOCTTY keeps a terminal device from becoming ours.
@@ -96,16 +101,46 @@ fn open_regular_with(path: &Path, flags: i32) -> io::Result<File> {
     if !meta.is_file() {
         return Err(not_regular(meta.file_type()));
     }
-    clear_nonblock(&file)?;
-    Ok(file)
+    clear_status_flags(&file)?;
+    Ok((file, meta))
 }
 
 /// Regular files ignore `O_NONBLOCK`, but no read or write of ours may ever see `EAGAIN`.
+/// Of the flags `F_SETFL` changes, a read-only open here sets only `O_NONBLOCK`: clearing
+/// them all clears it, in one system call (this is the open of every file a scan reads).
+fn clear_status_flags(file: &File) -> io::Result<()> {
+    rustix::fs::fcntl_setfl(file, rustix::fs::OFlags::empty())?;
+    Ok(())
+}
+
+/// [`clear_status_flags`] for a descriptor with other flags (`O_APPEND`) to keep.
 fn clear_nonblock(file: &File) -> io::Result<()> {
     use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
     let flags = fcntl_getfl(file)?;
     fcntl_setfl(file, flags - OFlags::NONBLOCK)?;
     Ok(())
+}
+
+/// The rest of `file`, whose `fstat` said `len` bytes, and at most `max + 1` bytes (so a
+/// caller sees that it was over `max`). One `read` when the file still has that size: a
+/// regular file's short read is its end. Otherwise (it grew or shrank since) to the end.
+pub fn read_sized(file: &mut File, len: u64, max: u64) -> io::Result<Vec<u8>> {
+    let want = usize::try_from(len.min(max)).unwrap_or(0);
+    let mut bytes = vec![0u8; want + 1];
+    let got = loop {
+        match file.read(&mut bytes) {
+            Ok(got) => break got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    };
+    bytes.truncate(got);
+    if got as u64 == len && got <= want {
+        return Ok(bytes);
+    }
+    file.take((max + 1).saturating_sub(got as u64))
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// The whole content of a regular file (see [`open_regular`]).

@@ -7,7 +7,7 @@ mod markdown;
 mod patterns;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -379,12 +379,33 @@ pub(super) fn check(args: &CheckArgs, _diag: &Diag) -> Result<Report, Failure> {
 pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
     let mut problems = Vec::new();
     let Found { files, entries } = walk(dir, &mut problems)?;
-    // Each file's lines are classified once (code, front matter) and shared by every check.
-    let parsed: Vec<Vec<Line<'_>>> = crate::parallel::map(&files, |f| markdown::lines(&f.text));
     let exists = |target: &str| {
         // Dot files and folders are not walked: those few are asked of the file system.
         entries.contains(target) || std::fs::symlink_metadata(dir.join(target)).is_ok()
     };
+    let project_names = ProjectNames::new(scope.project_root, scope.project_cwd);
+    // What looks at one file alone runs on every core, in one pass per file while its text
+    // is in the cache: its lines classified (code, front matter) once for every check, its
+    // links, its lines' duplicate hashes, its credentials, dates and paths.
+    let scanned = crate::parallel::map(&files, |file| {
+        let lines = markdown::lines(&file.text);
+        let mut found = Vec::new();
+        let links = memory_links(dir, file, &lines, &exists, &mut found);
+        scan_text(dir, file, &lines, &project_names, &mut found);
+        let hashes = duplicate_hashes(file, &lines);
+        (lines, links, hashes, found)
+    });
+    let mut parsed: Vec<Vec<Line<'_>>> = Vec::with_capacity(files.len());
+    let mut hashes: Vec<Vec<Option<u64>>> = Vec::with_capacity(files.len());
+    // Links, and what the index reaches.
+    let mut edges: HashMap<&str, Vec<String>> = HashMap::with_capacity(files.len());
+    for (file, (lines, links, line_hashes, found)) in files.iter().zip(scanned) {
+        parsed.push(lines);
+        hashes.push(line_hashes);
+        edges.insert(file.relative.as_str(), links);
+        problems.extend(found);
+    }
+    orphans(&files, &edges, &mut problems);
     let by_name: HashMap<&str, usize> = files
         .iter()
         .enumerate()
@@ -402,14 +423,6 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
         cut_at_load: Vec::new(),
     };
 
-    // Links, and what the index reaches.
-    let mut edges: HashMap<&str, Vec<String>> = HashMap::new();
-    for (file, lines) in files.iter().zip(&parsed) {
-        let links = memory_links(dir, file, lines, &exists, &mut problems);
-        edges.insert(file.relative.as_str(), links);
-    }
-    orphans(&files, &edges, &mut problems);
-
     if let Some(at) = index_at {
         let file = &files[at];
         check_index(file, &parsed[at], &mut index, &mut problems);
@@ -418,16 +431,7 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
             stale_against_sessions(file, transcripts, scope.min_hours, &mut problems);
         }
     }
-    duplicate_topic_lines(&files, &parsed, &mut problems);
-    let project_names = ProjectNames::new(scope.project_root, scope.project_cwd);
-    let with_lines: Vec<_> = files.iter().zip(&parsed).collect();
-    for found in crate::parallel::map(&with_lines, |(file, lines)| {
-        let mut found = Vec::new();
-        scan_text(dir, file, lines, &project_names, &mut found);
-        found
-    }) {
-        problems.extend(found);
-    }
+    duplicate_topic_lines(&files, &parsed, &hashes, &mut problems);
 
     problems
         .sort_by(|a, b| (a.file.as_str(), a.line, a.kind).cmp(&(b.file.as_str(), b.line, b.kind)));
@@ -559,19 +563,17 @@ fn is_markdown(name: &str) -> bool {
 /// opens (a FIFO or device swapped in since the listing is refused, never waited on), and
 /// without following a symlink swapped in.
 fn read_memory_file(path: &Path) -> Result<(String, SystemTime), String> {
-    let file = crate::files::open_regular_no_follow(path).map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let (mut file, meta) =
+        crate::files::open_regular_no_follow_with_metadata(path).map_err(|e| e.to_string())?;
+    let over = |len: u64| format!("{len} bytes, over {} MiB: not read", MAX_FILE_BYTES >> 20);
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} bytes, over {} MiB: not read",
-            meta.len(),
-            MAX_FILE_BYTES >> 20
-        ));
+        return Err(over(meta.len()));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
+    let bytes = crate::files::read_sized(&mut file, meta.len(), MAX_FILE_BYTES)
         .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(over(bytes.len() as u64));
+    }
     let text = String::from_utf8(bytes).map_err(|e| {
         format!(
             "not UTF-8 text (invalid byte at offset {})",
@@ -905,11 +907,29 @@ fn stale_against_sessions(
     }
 }
 
+/// For [`duplicate_topic_lines`]: a hash of each line of a topic file that is long enough to
+/// compare (`None` for the rest; nothing for the index, which has its own duplicate check).
+fn duplicate_hashes(file: &MemoryFile, lines: &[Line<'_>]) -> Vec<Option<u64>> {
+    if file.relative == INDEX_FILE {
+        return Vec::new();
+    }
+    lines
+        .iter()
+        .map(|line| {
+            (!line.code && !line.front_matter)
+                .then(|| markdown::folded_hash(line.text, MIN_DUPLICATE_CHARS))
+                .flatten()
+        })
+        .collect()
+}
+
 /// The same fact twice in topic files (lines of at least [`MIN_DUPLICATE_CHARS`] folded).
-/// Lines are compared by a hash of their folded text, the text itself only on a hit.
+/// Lines are compared by a hash of their folded text (`hashes`, from [`duplicate_hashes`]),
+/// the text itself only on a hit.
 fn duplicate_topic_lines(
     files: &[MemoryFile],
     parsed: &[Vec<Line<'_>>],
+    hashes: &[Vec<Option<u64>>],
     problems: &mut Vec<Problem>,
 ) {
     // The key is a hash already: hashed again by nothing. The first line of each hash is
@@ -917,15 +937,11 @@ fn duplicate_topic_lines(
     let mut seen: HashMap<u64, (usize, usize), std::hash::BuildHasherDefault<PassThrough>> =
         HashMap::default();
     let mut collided: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
-    for (at, (file, lines)) in files.iter().zip(parsed).enumerate() {
-        if file.relative == INDEX_FILE {
-            continue;
-        }
-        for (n, line) in lines.iter().enumerate() {
-            if line.code || line.front_matter {
-                continue;
-            }
-            let Some(hash) = markdown::folded_hash(line.text, MIN_DUPLICATE_CHARS) else {
+    for (at, (file, (lines, line_hashes))) in
+        files.iter().zip(parsed.iter().zip(hashes)).enumerate()
+    {
+        for (n, (line, hash)) in lines.iter().zip(line_hashes).enumerate() {
+            let Some(hash) = *hash else {
                 continue;
             };
             let first = match seen.entry(hash) {

@@ -201,73 +201,92 @@ pub(super) fn mask_secrets(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-const DAYS: &[&str] = &[
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-];
-const PERIODS: &[&str] = &[
-    "week",
-    "month",
-    "year",
-    "quarter",
-    "weekend",
-    "sprint",
-    "night",
-    "morning",
-    "afternoon",
-    "evening",
-];
-const UNITS: &[&str] = &[
-    "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
-    "year", "years",
-];
-const COUNTS: &[&str] = &[
-    "a", "an", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "few", "couple", "several", "some",
-];
+/// What a word can be in a relative date, as bits: a word may be several ("week" is a period
+/// and a unit; "a" and "7" are counts).
+mod role {
+    /// "yesterday", "today", "tomorrow", "tonight": a relative date alone.
+    pub(super) const ALONE: u8 = 1;
+    /// "last", "next", "this", "coming", "past", "previous": one before a period or a day.
+    pub(super) const MODIFIER: u8 = 2;
+    /// "week", "monday", "sprint", ...: what a modifier makes relative.
+    pub(super) const PERIOD: u8 = 4;
+    /// "minute(s)" to "year(s)": what "ago" and "in" count.
+    pub(super) const UNIT: u8 = 8;
+    /// "a", "two", "few", "12", ...
+    pub(super) const COUNT: u8 = 16;
+    pub(super) const AGO: u8 = 32;
+    pub(super) const IN: u8 = 64;
+}
+
+/// The roles of `word` (ASCII letters in any case; anything else has none, digits aside).
+/// One `match` on the word folded to lower case: this runs for every word of every line.
+fn roles(word: &str) -> u8 {
+    use role::{AGO, ALONE, COUNT, IN, MODIFIER, PERIOD, UNIT};
+    const LONGEST: usize = 9; // "yesterday", "wednesday", "afternoon"
+    let bytes = word.as_bytes();
+    if bytes.is_empty() {
+        return 0;
+    }
+    if bytes.iter().all(u8::is_ascii_digit) {
+        return COUNT;
+    }
+    if bytes.len() > LONGEST {
+        return 0;
+    }
+    let mut lower = [0u8; LONGEST];
+    for (to, from) in lower.iter_mut().zip(bytes) {
+        *to = from.to_ascii_lowercase();
+    }
+    match &lower[..bytes.len()] {
+        b"yesterday" | b"today" | b"tomorrow" | b"tonight" => ALONE,
+        b"last" | b"next" | b"this" | b"coming" | b"past" | b"previous" => MODIFIER,
+        b"monday" | b"tuesday" | b"wednesday" | b"thursday" | b"friday" | b"saturday"
+        | b"sunday" | b"quarter" | b"weekend" | b"sprint" | b"night" | b"morning"
+        | b"afternoon" | b"evening" => PERIOD,
+        b"week" | b"month" | b"year" => PERIOD | UNIT,
+        b"minute" | b"minutes" | b"hour" | b"hours" | b"day" | b"days" | b"weeks" | b"months"
+        | b"years" => UNIT,
+        b"a" | b"an" | b"one" | b"two" | b"three" | b"four" | b"five" | b"six" | b"seven"
+        | b"eight" | b"nine" | b"ten" | b"few" | b"couple" | b"several" | b"some" => COUNT,
+        b"ago" => AGO,
+        b"in" => IN,
+        _ => 0,
+    }
+}
 
 /// The first date in `prose` that only means something on the day it was written
 /// ("yesterday", "last week", "next Monday", "2 days ago", "in 3 weeks"), as written.
 pub(super) fn relative_date(prose: &str) -> Option<String> {
-    let words = words(prose);
-    let w = |i: usize| words.get(i).map_or("", |r| &prose[r.clone()]);
-    let is = |word: &str, list: &[&str]| list.iter().any(|l| l.eq_ignore_ascii_case(word));
-    let phrase = |from: usize, to: usize| prose[words[from].start..words[to].end].to_string();
-    for i in 0..words.len() {
-        let word = w(i);
-        if is(word, &["yesterday", "today", "tomorrow", "tonight"]) {
+    use role::{AGO, ALONE, COUNT, IN, MODIFIER, PERIOD, UNIT};
+    let words: Vec<(Range<usize>, u8)> = words(prose)
+        .into_iter()
+        .map(|r| {
+            let roles = roles(&prose[r.clone()]);
+            (r, roles)
+        })
+        .collect();
+    let has = |i: usize, role: u8| words.get(i).is_some_and(|(_, r)| r & role != 0);
+    let phrase = |from: usize, to: usize| prose[words[from].0.start..words[to].0.end].to_string();
+    for (i, (_, roles)) in words.iter().enumerate() {
+        if roles & ALONE != 0 {
             return Some(phrase(i, i));
         }
-        if is(
-            word,
-            &["last", "next", "this", "coming", "past", "previous"],
-        ) && (is(w(i + 1), PERIODS) || is(w(i + 1), DAYS))
-        {
+        if roles & MODIFIER != 0 && has(i + 1, PERIOD) {
             return Some(phrase(i, i + 1));
         }
-        if word.eq_ignore_ascii_case("ago") && i > 0 && is(w(i - 1), UNITS) {
-            let from = if i >= 2 && is_count(w(i - 2)) {
+        if roles & AGO != 0 && i > 0 && has(i - 1, UNIT) {
+            let from = if i >= 2 && has(i - 2, COUNT) {
                 i - 2
             } else {
                 i - 1
             };
             return Some(phrase(from, i));
         }
-        if word.eq_ignore_ascii_case("in") && is_count(w(i + 1)) && is(w(i + 2), UNITS) {
+        if roles & IN != 0 && has(i + 1, COUNT) && has(i + 2, UNIT) {
             return Some(phrase(i, i + 2));
         }
     }
     None
-}
-
-fn is_count(word: &str) -> bool {
-    COUNTS.iter().any(|c| c.eq_ignore_ascii_case(word))
-        || (!word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The byte ranges of the words of `text` (runs of letters and digits).
@@ -498,6 +517,15 @@ mod tests {
             ("a few weeks ago we", "few weeks ago"),
             ("due in 3 weeks", "in 3 weeks"),
             ("this morning the build", "this morning"),
+            ("TONIGHT", "TONIGHT"),
+            ("since Last Wednesday", "Last Wednesday"),
+            ("the coming weekend", "coming weekend"),
+            ("12 hours ago", "12 hours ago"),
+            ("an hour ago", "an hour ago"),
+            ("months ago", "months ago"),
+            ("in a year", "in a year"),
+            ("done in 10 minutes", "in 10 minutes"),
+            ("past quarter: the week after next sprint", "past quarter"),
         ] {
             assert_eq!(relative_date(line).as_deref(), Some(phrase), "{line}");
         }
@@ -507,6 +535,12 @@ mod tests {
             "next steps: none",
             "a day of work",
             "holidays",
+            "in the years after",
+            "yesterdays",
+            "ago",
+            "next-generation 12345678901 ago",
+            "this todayish plan",
+            "última semana",
         ] {
             assert_eq!(relative_date(clean), None, "{clean}");
         }
