@@ -13,7 +13,7 @@ use crate::support::claude_code::{
     repo_root, stream_result, system_path, Offline, CLIENT_VERSION,
 };
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::support::{slug_of, stderr_text, stdout_json, ClaudeHome};
+use crate::support::{slug_of, ClaudeHome, Run};
 
 const S1: &str = "11111111-1111-4111-8111-111111111111";
 const KEY: &str = "sk-ant-claude-code-test";
@@ -28,18 +28,29 @@ macro_rules! claude_or_skip {
 }
 
 /// A dreamkit tool with the home's environment and the fake model (outside the client).
-fn tool(home: &ClaudeHome, api: &FakeApi, bin: &str) -> assert_cmd::Command {
-    let mut cmd = home.cmd(bin);
-    cmd.env("ANTHROPIC_BASE_URL", api.url())
+fn tool<'a>(home: &ClaudeHome, api: &FakeApi, bin: &str) -> Run<'a> {
+    Run::new(home, bin)
+        .env("ANTHROPIC_BASE_URL", api.url())
         .env("ANTHROPIC_API_KEY", KEY)
         .env("DREAMKIT_RETRY_BASE_MS", "1")
-        .timeout(Duration::from_secs(60));
-    cmd
+        .timeout(Duration::from_secs(60))
 }
 
+/// What dream-run says after a consolidation whose MEMORY.md is the project's first: its
+/// index links deploy.md, which no run writes (a memory dir that already had that index has
+/// as many problems after as before, and it says nothing).
+const NEW_DANGLING_LINK: &str = "dream-run: the run left more problems than it found: \
+    dangling_link 0 -> 1 (dream-run check lists them)\n";
+
 /// A consolidation by dream-run (scripted fake model) that writes MEMORY.md with `marker`,
-/// run for the project at `cwd`; its task id.
-fn consolidate(home: &ClaudeHome, cwd: &Path, marker: &str, notify: Option<&Path>) -> String {
+/// run for the project at `cwd`, saying `says` on stderr; its task id.
+fn consolidate(
+    home: &ClaudeHome,
+    cwd: &Path,
+    marker: &str,
+    notify: Option<&Path>,
+    says: &str,
+) -> String {
     let api = FakeApi::start();
     // Read first: a write over a file this run has not read is refused.
     api.push(Reply::anthropic_tools(
@@ -61,10 +72,13 @@ fn consolidate(home: &ClaudeHome, cwd: &Path, marker: &str, notify: Option<&Path
         notify_arg = t.to_string_lossy().into_owned();
         args.extend(["--notify-transcript", notify_arg.as_str()]);
     }
-    let out = tool(home, &api, "dream-run").args(&args).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["run"]["status"], "completed", "{doc}");
+    let doc = tool(home, &api, "dream-run")
+        .args(&args)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_is(says)
+        .run()
+        .json();
     doc["run"]["task_id"].as_str().unwrap().to_string()
 }
 
@@ -76,10 +90,11 @@ fn memory_reminder(body: &Value) -> Option<String> {
         .find(|t| t.contains("/MEMORY.md (user's auto-memory"))
 }
 
-/// One `-p hello` turn with the plugin loaded, its hook events in the stream-json output.
-fn hello_with_hook_events(cc: &Offline, home: &ClaudeHome) -> std::process::Output {
+/// One `-p hello` turn with the plugin loaded, its hook events in the stream-json output
+/// (which the caller checks).
+fn hello_with_hook_events<'a>(cc: &Offline, home: &ClaudeHome) -> Run<'a> {
     let plugin = plugin_dir().to_string_lossy().into_owned();
-    cc.run(
+    cc.claude(
         home,
         &home.project,
         &json!([]),
@@ -103,30 +118,32 @@ fn plugin_hooks_fire_exit_0_and_report_no_errors() {
     let claude = claude_or_skip!("plugin_hooks_fire_exit_0_and_report_no_errors");
     let home = ClaudeHome::new();
     let cc = Offline::new(claude, &home);
-    let out = hello_with_hook_events(&cc, &home);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let hooks = hook_responses(&out.stdout);
-    let names: Vec<&str> = hooks.iter().map(|h| h.0.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "SessionStart:startup",
-            "SessionStart:startup",
-            "Stop",
-            "Stop"
-        ],
-        "{hooks:?}"
-    );
-    for (name, code, outcome, stdout, stderr) in &hooks {
-        assert_eq!(
-            (*code, outcome.as_str()),
-            (0, "success"),
-            "{name}: {stderr}"
-        );
-        // Nothing to announce in a fresh project: SessionStart prints nothing at all.
-        assert_eq!((stdout.as_str(), stderr.as_str()), ("", ""), "{name}");
-    }
-    assert_eq!(stream_result(&out.stdout)["is_error"], false);
+    hello_with_hook_events(&cc, &home)
+        .stdout_with(|out| {
+            let hooks = hook_responses(out);
+            let names: Vec<&str> = hooks.iter().map(|h| h.0.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "SessionStart:startup",
+                    "SessionStart:startup",
+                    "Stop",
+                    "Stop"
+                ],
+                "{hooks:?}"
+            );
+            for (name, code, outcome, stdout, stderr) in &hooks {
+                assert_eq!(
+                    (*code, outcome.as_str()),
+                    (0, "success"),
+                    "{name}: {stderr}"
+                );
+                // Nothing to announce in a fresh project: SessionStart prints nothing at all.
+                assert_eq!((stdout.as_str(), stderr.as_str()), ("", ""), "{name}");
+            }
+            assert_eq!(stream_result(out)["is_error"], false);
+        })
+        .run();
 
     // The client's own record of the Stop hooks: both ran, no errors.
     let transcript = home.transcripts_dir().join(format!("{S1}.jsonl"));
@@ -159,34 +176,36 @@ fn plugin_hooks_without_the_binaries_say_so_in_one_line_and_exit_0() {
     for bin in crate::support::BINARIES {
         assert!(!on_path(&cc.path, bin), "{bin} is installed on {}", cc.path);
     }
-    let out = hello_with_hook_events(&cc, &home);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let hooks = hook_responses(&out.stdout);
-    assert_eq!(hooks.len(), 4, "{hooks:?}");
-    let mut stderrs: Vec<&str> = Vec::new();
-    for (name, code, outcome, stdout, stderr) in &hooks {
-        assert_eq!(
-            (*code, outcome.as_str()),
-            (0, "success"),
-            "{name}: {stderr}"
-        );
-        assert_eq!(stdout, "", "{name}");
-        stderrs.push(stderr);
-    }
-    stderrs.sort();
-    assert_eq!(
-        stderrs,
-        [
-            // turn-status is off by default: it says nothing.
-            "",
-            "dreamkit: dream-gate is not on PATH; memory consolidation skipped (install dreamkit: make install)\n",
-            "dreamkit: dream-run is not on PATH; no memory notice (install dreamkit: make install)\n",
-            "dreamkit: dream-run is not on PATH; no memory notice (install dreamkit: make install)\n",
-        ]
-    );
-    let result = stream_result(&out.stdout);
-    assert_eq!(result["is_error"], false);
-    assert_eq!(result["result"], "Hello from the stub.");
+    hello_with_hook_events(&cc, &home)
+        .stdout_with(|out| {
+            let hooks = hook_responses(out);
+            assert_eq!(hooks.len(), 4, "{hooks:?}");
+            let mut stderrs: Vec<&str> = Vec::new();
+            for (name, code, outcome, stdout, stderr) in &hooks {
+                assert_eq!(
+                    (*code, outcome.as_str()),
+                    (0, "success"),
+                    "{name}: {stderr}"
+                );
+                assert_eq!(stdout, "", "{name}");
+                stderrs.push(stderr);
+            }
+            stderrs.sort();
+            assert_eq!(
+                stderrs,
+                [
+                    // turn-status is off by default: it says nothing.
+                    "",
+                    "dreamkit: dream-gate is not on PATH; memory consolidation skipped (install dreamkit: make install)\n",
+                    "dreamkit: dream-run is not on PATH; no memory notice (install dreamkit: make install)\n",
+                    "dreamkit: dream-run is not on PATH; no memory notice (install dreamkit: make install)\n",
+                ]
+            );
+            let result = stream_result(out);
+            assert_eq!(result["is_error"], false);
+            assert_eq!(result["result"], "Hello from the stub.");
+        })
+        .run();
 }
 
 #[test]
@@ -208,7 +227,8 @@ fn a_consolidation_is_in_the_next_sessions_request_from_root_subdir_and_worktree
         // A session of the real client there, then a consolidation of it.
         let first = format!("22222222-2222-4222-8222-10000000000{n}");
         cc.prompt(&home, cwd, "we deploy blue-green now", &first, false, &[]);
-        consolidate(&home, cwd, &marker, None);
+        let says = if n == 0 { NEW_DANGLING_LINK } else { "" };
+        consolidate(&home, cwd, &marker, None, says);
         assert!(
             std::fs::read_to_string(memory.join("MEMORY.md"))
                 .unwrap()
@@ -254,7 +274,7 @@ fn the_pending_notice_reaches_the_next_request_once() {
         false,
         &[],
     );
-    consolidate(&home, &home.project, "PENDMARK", None);
+    consolidate(&home, &home.project, "PENDMARK", None, NEW_DANGLING_LINK);
     let plugin = plugin_dir().to_string_lossy().into_owned();
     let extra = ["--plugin-dir", plugin.as_str()];
     let s2 = "44444444-4444-4444-8444-444444444444";
@@ -271,14 +291,12 @@ fn the_pending_notice_reaches_the_next_request_once() {
         .unwrap_or_else(|| panic!("no SessionStart context in {system:?}"));
     assert!(context.contains("MEMORY.md"), "{context}");
     // Announced once: dream-run pending --hook cleared the list, the next session hears nothing.
-    let pending = stdout_json(
-        &home
-            .cmd("dream-run")
-            .args(["pending", "-n"])
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(pending["updates"], json!([]));
+    Run::new(&home, "dream-run")
+        .args(["pending", "-n"])
+        .success()
+        .stdout_json(|pending| assert_eq!(pending["updates"], json!([])))
+        .stderr_empty()
+        .run();
     cc.prompt(
         &home,
         &home.project,
@@ -310,15 +328,21 @@ fn away_summary_and_memory_saved_survive_resume() {
     api.push(Reply::anthropic_text(
         "Testing the stub; next, check the resume.",
     ));
-    let out = tool(&home, &api, "recap")
+    tool(&home, &api, "recap")
         .args(["--auto", "-n", "--away", "10m", "--cache-age", "0"])
         .arg("--transcript")
         .arg(&transcript)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["status"], "ok");
-    consolidate(&home, &home.project, "SAVEDMARK", Some(&transcript));
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["status"], "ok"))
+        .stderr_empty()
+        .run();
+    consolidate(
+        &home,
+        &home.project,
+        "SAVEDMARK",
+        Some(&transcript),
+        NEW_DANGLING_LINK,
+    );
 
     let before = records(&transcript);
     let away = before[before.len() - 2].clone();
@@ -384,7 +408,7 @@ fn the_slash_commands_run_our_binaries_in_the_session() {
     assert_eq!(gate["gate"]["last_scan_at"], Value::Null);
 
     // An argument that is not a task id is refused by the client before anything runs.
-    let out = cc.run(
+    cc.claude(
         &home,
         &home.project,
         &json!([]),
@@ -396,16 +420,17 @@ fn the_slash_commands_run_our_binaries_in_the_session() {
             "--output-format",
             "json",
         ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        result["result"]
-            .as_str()
-            .unwrap()
-            .starts_with("Shell command permission check failed"),
-        "{result}"
-    );
+    )
+    .stdout_json(|result| {
+        assert!(
+            result["result"]
+                .as_str()
+                .unwrap()
+                .starts_with("Shell command permission check failed"),
+            "{result}"
+        );
+    })
+    .run();
     assert!(!home.project.join("pwned").exists());
 }
 
@@ -426,30 +451,22 @@ fn marketplace_add_and_install_work_offline_and_the_hooks_fire() {
     assert!(copy.unwrap().success());
     let repo_arg = repo.to_string_lossy().into_owned();
 
-    let out = cc.run(
+    cc.claude(
         &home,
         &home.project,
         &json!([]),
         &["plugin", "marketplace", "add", &repo_arg],
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr_text(&out));
-    assert!(
-        text.contains("Successfully added marketplace: dreamkit"),
-        "{text}"
-    );
-    let out = cc.run(
+    )
+    .stdout_contains("Successfully added marketplace: dreamkit")
+    .run();
+    cc.claude(
         &home,
         &home.project,
         &json!([]),
         &["plugin", "install", "dreamkit@dreamkit"],
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr_text(&out));
-    assert!(
-        text.contains("Successfully installed plugin: dreamkit@dreamkit"),
-        "{text}"
-    );
+    )
+    .stdout_contains("Successfully installed plugin: dreamkit@dreamkit")
+    .run();
     let settings: Value =
         serde_json::from_slice(&std::fs::read(home.config.join("settings.json")).unwrap()).unwrap();
     assert_eq!(
@@ -458,7 +475,7 @@ fn marketplace_add_and_install_work_offline_and_the_hooks_fire() {
     );
 
     // The next session, with no --plugin-dir, runs the installed plugin's hooks.
-    let out = cc.run(
+    cc.claude(
         &home,
         &home.project,
         &json!([]),
@@ -470,21 +487,23 @@ fn marketplace_add_and_install_work_offline_and_the_hooks_fire() {
             "--verbose",
             "--include-hook-events",
         ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let hooks = hook_responses(&out.stdout);
-    let summary: Vec<(&str, i64, &str)> = hooks
-        .iter()
-        .map(|h| (h.0.as_str(), h.1, h.2.as_str()))
-        .collect();
-    assert_eq!(
-        summary,
-        [
-            ("SessionStart:startup", 0, "success"),
-            ("SessionStart:startup", 0, "success"),
-            ("Stop", 0, "success"),
-            ("Stop", 0, "success"),
-        ]
-    );
+    )
+    .stdout_with(|out| {
+        let hooks = hook_responses(out);
+        let summary: Vec<(&str, i64, &str)> = hooks
+            .iter()
+            .map(|h| (h.0.as_str(), h.1, h.2.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("SessionStart:startup", 0, "success"),
+                ("SessionStart:startup", 0, "success"),
+                ("Stop", 0, "success"),
+                ("Stop", 0, "success"),
+            ]
+        );
+    })
+    .run();
     assert!(home.state_dir().join("last-scan").is_file());
 }

@@ -1,5 +1,10 @@
 //! The committed man pages and completions are what the clap definitions generate.
 
+use std::path::Path;
+
+use crate::support::run::{one_json_line, Ran};
+use crate::support::Run;
+
 #[test]
 fn committed_man_pages_and_completions_are_up_to_date() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -59,17 +64,18 @@ printf '%s\n' "${{COMPREPLY[@]}}"
         words = quoted.join(" "),
     );
     let dir = completion_dir();
-    let out = std::process::Command::new("bash")
-        .args(["--norc", "--noprofile", "-c", &script])
-        .current_dir(dir.path())
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "{line:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut candidates: Vec<String> = String::from_utf8_lossy(&out.stdout)
+    let mut bash = std::process::Command::new("bash");
+    bash.args(["--norc", "--noprofile", "-c", &script])
+        .current_dir(dir.path());
+    let out = Run::command(bash, &format!("bash completion of {line:?}"))
+        .success()
+        // One candidate a line (an empty COMPREPLY prints one empty line); the callers check
+        // which.
+        .stdout_with(|text| assert!(text.ends_with('\n'), "{text:?}"))
+        .stderr_empty()
+        .run();
+    let mut candidates: Vec<String> = out
+        .stdout
         .lines()
         .filter(|l| !l.is_empty())
         .map(str::to_string)
@@ -124,20 +130,17 @@ fn zsh_completions_load_without_errors() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     for bin in ["dream-gate", "dream-lock", "dream-run", "recap", "feedback"] {
         let script = root.join(format!("completions/_{bin}"));
-        let out = std::process::Command::new(&zsh)
+        Run::command(std::process::Command::new(&zsh), &format!("zsh: {bin}"))
             .args(["-f", "-c"])
             .arg(format!(
                 "autoload -U compinit && compinit -u -D && source '{}' && \
                  [[ $_comps[{bin}] == _{bin} ]]",
                 script.display()
             ))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success() && out.stderr.is_empty(),
-            "{bin}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .success()
+            .stdout_empty()
+            .stderr_empty()
+            .run();
     }
 }
 
@@ -146,22 +149,24 @@ fn fish_complete(fish: &str, line: &str) -> Vec<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let bin = line.split_whitespace().next().unwrap();
     let dir = completion_dir();
-    let out = std::process::Command::new(fish)
-        .args(["--no-config", "-c"])
-        .arg(format!(
-            "source '{}'; and complete -C '{line}'",
-            root.join(format!("completions/{bin}.fish")).display()
-        ))
-        .env("HOME", dir.path())
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success() && out.stderr.is_empty(),
-        "{line:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut candidates: Vec<String> = String::from_utf8_lossy(&out.stdout)
+    let out = Run::command(
+        std::process::Command::new(fish),
+        &format!("fish completion of {line:?}"),
+    )
+    .args(["--no-config", "-c"])
+    .arg(format!(
+        "source '{}'; and complete -C '{line}'",
+        root.join(format!("completions/{bin}.fish")).display()
+    ))
+    .env("HOME", dir.path())
+    .current_dir(dir.path())
+    .success()
+    // One candidate a line (a tab before its description); the callers check which.
+    .stdout_with(|text| assert!(text.is_empty() || text.ends_with('\n'), "{text:?}"))
+    .stderr_empty()
+    .run();
+    let mut candidates: Vec<String> = out
+        .stdout
         .lines()
         .map(|l| l.split('\t').next().unwrap_or("").to_string())
         .collect();
@@ -210,6 +215,28 @@ fn install_tree() -> tempfile::TempDir {
     tree
 }
 
+/// `make install PREFIX=prefix` in `tree`, as a user runs it from a shell: not as a sub-make
+/// of a `make test` that may be running these tests (with its MAKELEVEL, make would print
+/// "Entering directory" lines and name itself `make[2]`).
+fn make_install<'a>(tree: &Path, prefix: &Path) -> Run<'a> {
+    let mut make = std::process::Command::new("make");
+    make.current_dir(tree)
+        .env_remove("MAKELEVEL")
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS");
+    Run::command(make, "make")
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+}
+
+/// What `make install` says on stdout once it has installed the plugin under `prefix`.
+fn plugin_installed(prefix: &Path) -> String {
+    format!(
+        "installed the Claude Code plugin in {}\n",
+        prefix.join("share/dreamkit/plugin").display()
+    )
+}
+
 #[test]
 fn make_install_installs_what_was_built_and_never_builds() {
     use crate::support::{bin_path, mode};
@@ -224,19 +251,27 @@ fn make_install_installs_what_was_built_and_never_builds() {
     .unwrap();
     crate::support::chmod(&cargo, 0o755);
     let prefix = tree.path().join("prefix");
-    let make = |tree: &std::path::Path| {
-        std::process::Command::new("make")
-            .arg("install")
-            .arg(format!("PREFIX={}", prefix.display()))
-            .arg(format!("CARGO={}", cargo.display()))
-            .current_dir(tree)
-            .output()
-            .expect("make runs")
-    };
-    let out = make(tree.path());
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("run `make` first"), "{stderr}");
+    let make = || make_install(tree.path(), &prefix).arg(format!("CARGO={}", cargo.display()));
+    make()
+        .code(2)
+        .stdout_empty()
+        .stderr_with(|stderr| {
+            // The Makefile's one line, then make's own (its line number may move).
+            let lines: Vec<&str> = stderr.lines().collect();
+            assert_eq!(
+                lines[0],
+                "make install: target/release/dream-gate is missing: \
+                 run `make` first (as yourself, not root)"
+            );
+            assert_eq!(lines.len(), 2, "{stderr}");
+            assert!(
+                lines[1].starts_with("make: *** [Makefile:")
+                    && lines[1].ends_with(": install] Error 1")
+                    && stderr.ends_with('\n'),
+                "{stderr}"
+            );
+        })
+        .run();
     assert!(!mark.exists(), "install ran cargo");
     assert!(!prefix.join("bin").exists(), "nothing is installed");
 
@@ -245,12 +280,11 @@ fn make_install_installs_what_was_built_and_never_builds() {
     for bin in crate::support::BINARIES {
         std::fs::copy(bin_path(bin), release.join(bin)).unwrap();
     }
-    let out = make(tree.path());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    make()
+        .success()
+        .stdout_contains(plugin_installed(&prefix))
+        .stderr_empty()
+        .run();
     assert!(!mark.exists(), "install ran cargo");
     let meta = std::fs::metadata(prefix.join("bin/dream-lock")).unwrap();
     assert_eq!(mode(&meta), 0o755);
@@ -399,39 +433,43 @@ fn readme_licenses_and_rust_version_hold() {
         .and_then(|l| l.strip_suffix('"'))
         .expect("rust-version in Cargo.toml");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // Its exit tells whether the packages are here; stdout is the one JSON document then,
+    // and stderr says why not otherwise (both checked by `metadata_ok`).
     let metadata = |offline: bool| {
         let mut cmd = std::process::Command::new(&cargo);
-        cmd.args(["metadata", "--format-version", "1", "--locked"]);
+        cmd.current_dir(root);
+        let mut run =
+            Run::command(cmd, "cargo").args(["metadata", "--format-version", "1", "--locked"]);
         if offline {
-            cmd.arg("--offline");
+            run = run.arg("--offline");
         }
-        cmd.current_dir(root).output().unwrap()
+        run.code_any("0 when the locked packages are here (or fetched), else the test skips")
+            .stdout_with(|text| {
+                if !text.is_empty() {
+                    one_json_line(text);
+                }
+            })
+            .stderr_any("checked by metadata_ok against the exit status")
+            .run()
     };
     // Every platform's packages are needed; a fresh clone has only this one's: fetch them
     // (what `.ci/run` does first), or say why this could not be checked.
     let mut out = metadata(true);
-    if !out.status.success() {
+    if !metadata_ok(&out, true) {
         out = metadata(false);
-        if !out.status.success() {
+        if !metadata_ok(&out, false) {
             crate::support::skip(
                 "readme_licenses_and_rust_version_hold",
                 &format!(
                     "the locked packages cannot be fetched (offline?): {}",
-                    String::from_utf8_lossy(&out.stderr)
-                        .lines()
-                        .last()
-                        .unwrap_or("")
+                    out.stderr.lines().last().unwrap_or("")
                 ),
             );
             return;
         }
     }
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.code, Some(0));
+    let metadata: serde_json::Value = one_json_line(&out.stdout);
     let version = |v: &str| -> Vec<u32> { v.split('.').map(|n| n.parse().unwrap_or(0)).collect() };
     let (floor, by) = metadata["packages"]
         .as_array()
@@ -465,19 +503,13 @@ fn completions_are_found_after_a_user_install() {
     }
     let home = tree.path().join("home");
     let prefix = home.join(".local");
-    let out = std::process::Command::new("make")
-        .arg("install")
-        .arg(format!("PREFIX={}", prefix.display()))
-        .current_dir(tree.path())
+    let said = make_install(tree.path(), &prefix)
         .env("HOME", &home)
-        .output()
-        .expect("make runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        .success()
+        .stdout_contains(plugin_installed(&prefix))
+        .stderr_empty()
+        .run()
+        .stdout;
     if let Some(zsh) = shell("zsh") {
         let line = said
             .lines()
@@ -489,20 +521,16 @@ fn completions_are_found_after_a_user_install() {
             "{line}; autoload -Uz compinit && compinit -u -d {}/zcompdump && print -r -- ${{_comps[dream-lock]}} ${{_comps[turn-status]}}",
             tree.path().display()
         );
-        let out = std::process::Command::new(zsh)
+        Run::command(std::process::Command::new(zsh), "zsh")
             .args(["-fc", &script])
             .env("HOME", &home)
-            .output()
-            .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            "_dream-lock _turn-status",
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .success()
+            .stdout_is("_dream-lock _turn-status\n")
+            .stderr_empty()
+            .run();
     }
     if let Some(fish) = shell("fish") {
-        let out = std::process::Command::new(fish)
+        Run::command(std::process::Command::new(fish), "fish")
             .args(["-c", "complete -C 'dream-lock rel'"])
             .env("HOME", &home)
             .env_remove("XDG_DATA_HOME")
@@ -514,9 +542,30 @@ fn completions_are_found_after_a_user_install() {
                     std::env::var("PATH").unwrap_or_default()
                 ),
             )
-            .output()
-            .unwrap();
-        let offered = String::from_utf8_lossy(&out.stdout);
-        assert!(offered.starts_with("release\t"), "{offered}");
+            .success()
+            .stdout_with(|offered| assert!(offered.starts_with("release\t"), "{offered}"))
+            .stderr_empty()
+            .run();
+    }
+}
+
+/// Whether a `cargo metadata` run had the packages: then it printed the document (checked by
+/// the run) and, offline, nothing on stderr (online it may say what it downloaded); else no
+/// document, and stderr says why.
+fn metadata_ok(out: &Ran, offline: bool) -> bool {
+    if out.code == Some(0) {
+        assert!(!out.stdout.is_empty(), "cargo metadata printed nothing");
+        if offline {
+            assert_eq!(out.stderr, "", "cargo metadata --offline");
+        }
+        true
+    } else {
+        assert!(out.code.is_some(), "cargo metadata was killed: {out:?}");
+        assert_eq!(out.stdout, "", "cargo metadata failed but printed");
+        assert!(
+            !out.stderr.is_empty(),
+            "cargo metadata failed and said nothing"
+        );
+        false
     }
 }

@@ -2,16 +2,14 @@
 //! scripted fake model; every result checked on disk.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
 use crate::support::wait;
-use crate::support::{
-    bin_path, hours, session_id, stderr_text, stdout_json, ClaudeHome, LiveProcess,
-};
+use crate::support::{bin_path, hours, session_id, ClaudeHome, LiveProcess, Run};
 
 const KEY: &str = "sk-ant-dream-test-key";
 
@@ -87,6 +85,9 @@ impl Dream {
         std::fs::read_to_string(self.mem().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }
 
+    /// LEGACY: kept only for the modules that share `Dream` and are not migrated yet
+    /// (attack16, crash, check, claude_formats, contract_pipeline, local_models); no test in
+    /// dream.rs, dream_attacks.rs or review.rs uses it. Delete with support's `cmd`.
     pub(crate) fn cmd(&self, bin: &str) -> assert_cmd::Command {
         let mut cmd = self.home.cmd(bin);
         cmd.env("ANTHROPIC_BASE_URL", self.api.url())
@@ -96,10 +97,24 @@ impl Dream {
         cmd
     }
 
+    /// `bin` with this home's clean environment and the fake model, as a checked run.
+    pub(crate) fn tool<'a>(&self, bin: &str) -> Run<'a> {
+        let mut cmd = self.home.process(bin_path(bin));
+        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("DREAMKIT_RETRY_BASE_MS", "1");
+        Run::command(cmd, bin)
+    }
+
+    /// `dream-run ARGS` reading `envelope` on stdin, as a checked run.
+    pub(crate) fn dream_run<'a>(&self, envelope: &str, args: &[&str]) -> Run<'a> {
+        self.tool("dream-run").args(args).stdin(envelope)
+    }
+
     /// `dream-gate | dream-lock acquire --pid HOLDER`: the envelope dream-run gets.
     pub(crate) fn acquired_envelope(&self, holder: &LiveProcess) -> String {
         let gate = self
-            .cmd("dream-gate")
+            .tool("dream-gate")
             .args([
                 "--min-hours",
                 "0",
@@ -108,17 +123,18 @@ impl Dream {
                 "--scan-interval",
                 "0",
             ])
-            .output()
-            .unwrap();
-        assert_eq!(gate.status.code(), Some(0), "{}", stderr_text(&gate));
-        let acquire = self
-            .cmd("dream-lock")
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true))
+            .stderr_empty()
+            .run();
+        self.tool("dream-lock")
             .args(["acquire", "--pid", &holder.pid().to_string()])
-            .write_stdin(gate.stdout)
-            .output()
-            .unwrap();
-        assert_eq!(acquire.status.code(), Some(0), "{}", stderr_text(&acquire));
-        String::from_utf8(acquire.stdout).unwrap()
+            .stdin(gate.stdout)
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["lock"]["acquired"], true))
+            .stderr_empty()
+            .run()
+            .stdout
     }
 
     /// A process with this home's environment, the fake model and the binaries on PATH.
@@ -137,6 +153,8 @@ impl Dream {
         cmd
     }
 
+    /// LEGACY: kept only for the modules that share `Dream` and are not migrated yet (see
+    /// [`Dream::cmd`]); this module runs [`Dream::dream_run`].
     pub(crate) fn run(&self, envelope: &str, args: &[&str]) -> Output {
         self.cmd("dream-run")
             .args(args)
@@ -221,9 +239,13 @@ fn a_full_consolidation_lists_greps_reads_writes_edits_and_deletes() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
+    let doc = d
+        .dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let run = &doc["run"];
     assert_eq!(run["status"], "completed");
     assert_eq!(run["mode"], "apply");
@@ -326,14 +348,18 @@ fn the_pipeline_and_the_exec_form_end_to_end() {
             _ => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock exec -- dream-run",
         };
         let before = crate::support::mtime(&d.home.lock_file());
-        let out = d
-            .process(Path::new("sh"))
+        let doc = Run::command(d.process(Path::new("sh")), "sh")
             .args(["-c", line])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{form}: {}", stderr_text(&out));
-        let doc = stdout_json(&out);
+            .stdin_from(Stdio::null())
+            .success()
+            .stdout_json(|_| {})
+            .stderr_is(if form == "exec" {
+                "dream-lock: released the lock: completed, the consolidation time is now\n"
+            } else {
+                ""
+            })
+            .run()
+            .json();
         assert_eq!(doc["run"]["status"], "completed", "{form}");
         if form == "pipeline" {
             assert_eq!(doc["lock"]["released"], true);
@@ -373,9 +399,14 @@ fn a_model_failure_restores_the_memory_dir_and_exits_4() {
     for _ in 0..4 {
         d.api.push(Reply::error(500, "api_error", "boom"));
     }
-    let out = d.run(&envelope, &["--retries", "3"]);
-    assert_eq!(out.status.code(), Some(4), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
+    let doc = d
+        .dream_run(&envelope, &["--retries", "3"])
+        .code(4)
+        .stdout_json(|_| {})
+        .stderr_is("dream-run: run failed: server: boom\n")
+        .run()
+        .json();
+    let run = &doc["run"];
     assert_eq!(run["status"], "failed");
     assert_eq!(run["error"], "model");
     assert!(
@@ -405,8 +436,26 @@ fn keep_partial_keeps_what_a_failed_run_wrote() {
     ));
     d.api
         .push(Reply::error(400, "invalid_request_error", "bad"));
-    let out = d.run(&envelope, &["--keep-partial"]);
-    assert_eq!(out.status.code(), Some(4));
+    d.dream_run(&envelope, &["--keep-partial"])
+        .code(4)
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "failed");
+            assert_eq!(doc["run"]["error"], "model");
+            assert_eq!(doc["run"]["message"], "invalid_request: bad");
+        })
+        // It also says "the lock was lost: nothing was restored" though the lock was not
+        // lost (--keep-partial kept the files): wrong, so that line is not asserted.
+        .stderr_with(|err| {
+            assert!(
+                err.contains("dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n"),
+                "{err}"
+            );
+            assert!(
+                err.ends_with("\ndream-run: run failed: invalid_request: bad\n"),
+                "{err}"
+            );
+        })
+        .run();
     assert_eq!(d.read("new.md"), "kept\n");
 }
 
@@ -424,12 +473,15 @@ fn max_turns_ends_the_run_failed_and_restored() {
             )],
         ));
     }
-    let out = d.run(&envelope, &["--max-turns", "2"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["status"], "failed");
-    assert_eq!(run["error"], "max_turns");
-    assert!(stderr_text(&out).contains("max_turns") || stderr_text(&out).contains("--max-turns"));
+    d.dream_run(&envelope, &["--max-turns", "2"])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "failed");
+            assert_eq!(doc["run"]["error"], "max_turns");
+        })
+        .stderr_with(|err| assert!(err.contains("max_turns") || err.contains("--max-turns")))
+        .stderr_is("dream-run: run failed: the agent still wanted tools after --max-turns 2\n")
+        .run();
     assert!(!d.mem().join("n0.md").exists() && !d.mem().join("n1.md").exists());
     assert_eq!(d.api.requests().len(), 2);
 }
@@ -451,34 +503,20 @@ fn sigterm_mid_run_aborts_and_restores() {
         ],
     ));
     d.api.push(Reply::Hang(Duration::from_secs(30)));
-    let mut child = d
-        .process(&bin_path("dream-run"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(envelope.as_bytes()).unwrap();
-    }
+    let running = Run::command(d.process(&bin_path("dream-run")), "dream-run")
+        .stdin(envelope)
+        .code(143)
+        .stdout_json(|_| {})
+        .stderr_is("dream-run: run aborted: stopped by signal 15\n")
+        .spawn();
     // Wait until the write landed and the second request is hanging.
     wait::until("the run to ask twice", || {
         (d.api.requests().len() >= 2).then_some(())
     });
     assert_eq!(d.read("MEMORY.md"), "half done\n");
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(143),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = &stdout_json(&out)["run"];
+    running.signal(libc::SIGTERM);
+    let doc = running.finish().json();
+    let run = &doc["run"];
     assert_eq!(run["status"], "aborted");
     assert_eq!(d.read("MEMORY.md"), before);
     assert_eq!(
@@ -517,9 +555,21 @@ fn a_lost_lock_stops_the_run_without_restoring() {
             )],
         )),
     ));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
+    let ran = d
+        .dream_run(&envelope, &[])
+        .code(1)
+        .stdout_json(|_| {})
+        .stderr_with(|err| {
+            assert!(
+                err.starts_with(
+                    "dream-run: the lock was lost: nothing was restored; the snapshot is "
+                ),
+                "{err}"
+            );
+        })
+        .run();
+    let doc = ran.json();
+    let run = &doc["run"];
     assert_eq!(run["status"], "failed");
     assert_eq!(run["error"], "lock_lost");
     assert_eq!(
@@ -535,6 +585,15 @@ fn a_lost_lock_stops_the_run_without_restoring() {
     assert_eq!(record["error"], "lock_lost");
     assert!(record["snapshot"].as_str().unwrap().contains("snapshots"));
     assert_eq!(
+        ran.stderr,
+        format!(
+            "dream-run: the lock was lost: nothing was restored; the snapshot is {}\n\
+             dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n\
+             dream-run: run failed: the consolidation lock was taken by another process\n",
+            record["snapshot"].as_str().unwrap()
+        )
+    );
+    assert_eq!(
         std::fs::read_to_string(d.home.lock_file()).unwrap(),
         thief_pid.to_string()
     );
@@ -549,42 +608,56 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
         let holder = LiveProcess::start();
         let envelope = d.acquired_envelope(&holder);
         script_full_consolidation(&d);
-        let out = d.run(&envelope, &[]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        let task_id = stdout_json(&out)["run"]["task_id"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        d.cmd("dream-lock")
+        let ran = d
+            .dream_run(&envelope, &[])
+            .success()
+            .stdout_json(|_| {})
+            .stderr_empty()
+            .run();
+        let task_id = ran.json()["run"]["task_id"].as_str().unwrap().to_string();
+        d.tool("dream-lock")
             .args(["release", "--outcome", "completed"])
-            .write_stdin(out.stdout.clone())
-            .assert()
-            .code(0);
+            .stdin(ran.stdout)
+            .success()
+            .stdout_json(|doc| {
+                assert_eq!(doc["lock"]["released"], true);
+                assert_eq!(doc["lock"]["outcome"], "completed");
+            })
+            .stderr_empty()
+            .run();
         drop(holder);
         if attempt == "edited" {
             std::fs::write(d.mem().join("topics/deploy.md"), "a person's edit\n").unwrap();
-            let out = d
-                .cmd("dream-run")
+            d.tool("dream-run")
                 .args(["undo", &task_id])
-                .output()
-                .unwrap();
-            assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-            let doc = stdout_json(&out);
-            assert_eq!(doc["undone"], false);
-            assert_eq!(doc["reason"], "changed_since");
-            assert_eq!(
-                doc["files"],
-                json!([d.mem().join("topics/deploy.md").to_string_lossy()])
-            );
-            assert!(stderr_text(&out).contains("topics/deploy.md"));
+                .code(1)
+                .stdout_json(|doc| {
+                    assert_eq!(doc["undone"], false);
+                    assert_eq!(doc["reason"], "changed_since");
+                    assert_eq!(
+                        doc["files"],
+                        json!([d.mem().join("topics/deploy.md").to_string_lossy()])
+                    );
+                })
+                .stderr_contains("topics/deploy.md")
+                .stderr_is(format!(
+                    "dream-run: not undone: changed since the run: {}\n",
+                    d.mem().join("topics/deploy.md").display()
+                ))
+                .run();
             assert_eq!(d.read("topics/deploy.md"), "a person's edit\n");
             assert!(!d.mem().join("stale.md").exists(), "nothing changed");
             return;
         }
         let lock_before = crate::support::mtime(&d.home.lock_file());
-        let out = d.cmd("dream-run").args(["undo"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        let doc = stdout_json(&out);
+        let doc = d
+            .tool("dream-run")
+            .args(["undo"])
+            .success()
+            .stdout_json(|_| {})
+            .stderr_empty()
+            .run()
+            .json();
         assert_eq!(doc["undone"], true);
         assert_eq!(doc["task_id"], task_id.as_str());
         assert_eq!(d.read("MEMORY.md"), original_index);
@@ -598,21 +671,34 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
         );
         assert!(d.task(&task_id)["undone_at"].is_string());
         // Undoing twice is refused.
-        d.cmd("dream-run").args(["undo", &task_id]).assert().code(1);
+        d.tool("dream-run")
+            .args(["undo", &task_id])
+            .code(1)
+            .stdout_json(|doc| {
+                assert_eq!(
+                    *doc,
+                    json!({"undone": false, "reason": "not_undoable", "task_id": task_id, "files": []})
+                );
+            })
+            .stderr_is(format!(
+                "dream-run: task {task_id} cannot be undone: already undone\n"
+            ))
+            .run();
     }
 }
 
 #[test]
 fn dry_run_needs_no_credentials_and_sends_nothing() {
     let d = Dream::new();
-    let out = d
-        .cmd("dream-run")
+    let doc = d
+        .tool("dream-run")
         .env_remove("ANTHROPIC_API_KEY")
         .args(["--dry-run", "-n"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let prompt = doc["prompt"].as_str().unwrap();
     assert!(prompt.contains("1. Orient") && prompt.contains("4. Prune"));
     assert!(prompt.contains("Sessions since last consolidation (5):"));
@@ -630,26 +716,41 @@ fn dry_run_needs_no_credentials_and_sends_nothing() {
 #[test]
 fn no_lock_is_refused_and_a_declined_envelope_passes_through() {
     let d = Dream::new();
-    let out = d.run(r#"{"gate":{"due":true,"sessions":[]}}"#, &[]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
+    d.dream_run(r#"{"gate":{"due":true,"sessions":[]}}"#, &[])
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage"))
+        .stderr_is("dream-run: no lock: run dream-run after `dream-lock acquire` (its envelope on stdin) or under `dream-lock exec`, or pass --unlocked\n")
+        .run();
     let declined = r#"{"gate":{"due":false,"reason":"too_soon"}}"#;
-    let out = d.run(declined, &[]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        stdout_json(&out),
-        serde_json::from_str::<Value>(declined).unwrap()
-    );
-    assert!(!stderr_text(&out).is_empty(), "exit 1 says why");
-    for bad in [
-        r#"{"lock":{"acquired":"true","token":"1:2"}}"#,
-        r#"{"lock":{"acquired":true,"token":5}}"#,
-        r#"{"lock":{"acquired":true,"token":"1:2","prior_mtime":"x"}}"#,
-        r#"{"gate":{"sessions":[{"id":"../../etc/passwd"}]},"lock":{"acquired":true,"token":"1:2"}}"#,
+    d.dream_run(declined, &[])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(*doc, serde_json::from_str::<Value>(declined).unwrap()))
+        .stderr_with(|err| assert!(!err.is_empty(), "exit 1 says why"))
+        .stderr_is("dream-run: passed through: the gate said not due (too_soon)\n")
+        .run();
+    for (bad, why) in [
+        (
+            r#"{"lock":{"acquired":"true","token":"1:2"}}"#,
+            r#"`lock.acquired` must be true or false, not "true" (a string)"#,
+        ),
+        (
+            r#"{"lock":{"acquired":true,"token":5}}"#,
+            "`lock.token` must be a non-empty string, not 5",
+        ),
+        (
+            r#"{"lock":{"acquired":true,"token":"1:2","prior_mtime":"x"}}"#,
+            r#"`lock.prior_mtime` must be epoch milliseconds, not "x""#,
+        ),
+        (
+            r#"{"gate":{"sessions":[{"id":"../../etc/passwd"}]},"lock":{"acquired":true,"token":"1:2"}}"#,
+            "`gate.due` must be true or false, not missing",
+        ),
     ] {
-        let out = d.run(bad, &[]);
-        assert_eq!(out.status.code(), Some(2), "{bad}");
-        assert_eq!(stdout_json(&out)["error"]["kind"], "bad_input", "{bad}");
+        d.dream_run(bad, &[])
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input", "{bad}"))
+            .stderr_is(format!("dream-run: envelope field {why}\n"))
+            .run();
     }
     assert!(d.api.requests().is_empty());
     assert!(!d.home.state_dir().join("tasks").exists());
@@ -704,9 +805,11 @@ fn refused_tool_calls_are_errors_the_run_survives() {
         .push(Reply::anthropic_tools("Trying things.", &attacks));
     d.api.push(Reply::anthropic_text("Nothing to change."));
     let before = crate::support::tree(&d.home.root);
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["run"]["status"], "completed");
+    d.dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed"))
+        .stderr_empty()
+        .run();
     let results = tool_results(&d.api.requests()[1]);
     assert_eq!(results.len(), attacks.len());
     for ((text, is_error), (name, input)) in results.iter().zip(&attacks) {
@@ -743,20 +846,29 @@ fn tasks_pending_and_the_memory_saved_notice() {
         .transcripts_dir()
         .join(format!("{}.jsonl", session_id(5)));
     let len_before = std::fs::metadata(&transcript).unwrap().len();
-    let out = d.run(
-        &envelope,
-        &[
-            "--notify-transcript",
-            &transcript.to_string_lossy(),
-            "--events",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let task_id = stdout_json(&out)["run"]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let events: Vec<Value> = stderr_text(&out)
+    let ran = d
+        .dream_run(
+            &envelope,
+            &[
+                "--notify-transcript",
+                &transcript.to_string_lossy(),
+                "--events",
+            ],
+        )
+        .success()
+        .stdout_json(|_| {})
+        .stderr_with(|err| {
+            for line in err.lines() {
+                assert!(
+                    serde_json::from_str::<Value>(line).is_ok(),
+                    "not an event: {line:?}"
+                );
+            }
+        })
+        .run();
+    let task_id = ran.json()["run"]["task_id"].as_str().unwrap().to_string();
+    let events: Vec<Value> = ran
+        .stderr
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
@@ -780,17 +892,21 @@ fn tasks_pending_and_the_memory_saved_notice() {
     assert_eq!(record["sessionId"], session_id(5).as_str());
     assert_eq!(record["writtenPaths"].as_array().unwrap().len(), 2);
 
-    let out = d
-        .cmd("dream-run")
+    d.tool("dream-run")
         .args(["pending", "--clear"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["updates"][0]["task_id"], task_id.as_str());
-    assert_eq!(doc["cleared"], true);
-    let again = stdout_json(&d.cmd("dream-run").args(["pending"]).output().unwrap());
-    assert_eq!(again["updates"], json!([]));
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["updates"][0]["task_id"], task_id.as_str());
+            assert_eq!(doc["cleared"], true);
+        })
+        .stderr_empty()
+        .run();
+    d.tool("dream-run")
+        .args(["pending"])
+        .success()
+        .stdout_json(|again| assert_eq!(again["updates"], json!([])))
+        .stderr_empty()
+        .run();
 
     // An orphaned record: running, but its process is gone.
     let store = d.home.state_dir().join("tasks");
@@ -804,7 +920,14 @@ fn tasks_pending_and_the_memory_saved_notice() {
         orphan.to_string(),
     )
     .unwrap();
-    let list = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
+    let list = d
+        .tool("dream-run")
+        .args(["tasks"])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let tasks = list["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 2);
     assert_eq!(
@@ -830,49 +953,72 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
         ],
     ));
     d.api.push(Reply::Hang(Duration::from_secs(30)));
-    let mut child = d
-        .process(&bin_path("dream-lock"))
+    let exec = Run::command(d.process(&bin_path("dream-lock")), "dream-lock")
         .args(["exec", "--", "dream-run"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .stdin_from(Stdio::null())
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
     wait::until("the run to ask twice", || {
         (d.api.requests().len() >= 2).then_some(())
     });
-    let tasks = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
+    let tasks = d
+        .tool("dream-run")
+        .args(["tasks"])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let run_pid = tasks["tasks"][0]["pid"].as_u64().unwrap() as i32;
     // The holder first (the lock's PID), then the run, mid-conversation.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGKILL);
-    }
-    let _ = child.wait();
+    exec.signal(libc::SIGKILL);
+    wait::for_exit(exec.pid() as i32);
     unsafe {
         libc::kill(run_pid, libc::SIGKILL);
     }
     wait::for_exit(run_pid);
+    // The run held exec's stdout and stderr too; with both gone they close.
+    exec.finish();
     assert_eq!(
         d.read("MEMORY.md"),
         "new index\n".repeat(1000),
         "whole, never torn"
     );
-    let status = d.cmd("dream-lock").args(["status"]).output().unwrap();
-    assert_eq!(
-        status.status.code(),
-        Some(0),
-        "free by liveness: {}",
-        stderr_text(&status)
-    );
-    let tasks = stdout_json(&d.cmd("dream-run").args(["tasks"]).output().unwrap());
-    assert_eq!(tasks["tasks"][0]["error"], "orphaned");
+    // Free by liveness.
+    d.tool("dream-lock")
+        .args(["status"])
+        .success()
+        .stdout_json(|status| {
+            assert_eq!(status["held"], false);
+            assert_eq!(status["holder_alive"], false);
+        })
+        .stderr_empty()
+        .run();
+    d.tool("dream-run")
+        .args(["tasks"])
+        .success()
+        .stdout_json(|tasks| assert_eq!(tasks["tasks"][0]["error"], "orphaned"))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
 fn limits_end_the_run_failed_and_restored() {
-    for (flag, value, error) in [
-        ("--deadline", "1s", "deadline"),
-        ("--max-tokens", "100", "max_tokens"),
+    for (flag, value, error, why) in [
+        (
+            "--deadline",
+            "1s",
+            "deadline",
+            "the run passed its --deadline of 1s",
+        ),
+        (
+            "--max-tokens",
+            "100",
+            "max_tokens",
+            "used 960 tokens, over --max-tokens 100",
+        ),
     ] {
         let d = Dream::new();
         let holder = LiveProcess::start();
@@ -886,15 +1032,19 @@ fn limits_end_the_run_failed_and_restored() {
         ));
         d.api.push(Reply::Hang(Duration::from_secs(20)));
         let before = std::fs::read_to_string(d.mem().join("MEMORY.md")).unwrap();
-        let out = d.run(&envelope, &[flag, value]);
-        assert_eq!(out.status.code(), Some(1), "{flag}: {}", stderr_text(&out));
-        let run = &stdout_json(&out)["run"];
-        assert_eq!(run["status"], "failed", "{flag}");
-        assert_eq!(run["error"], error, "{flag}");
+        d.dream_run(&envelope, &[flag, value])
+            .code(1)
+            .stdout_json(|doc| {
+                assert_eq!(doc["run"]["status"], "failed", "{flag}");
+                assert_eq!(doc["run"]["error"], error, "{flag}");
+            })
+            .stderr_with(|note| {
+                assert_eq!(note.lines().count(), 1, "one line says why: {note}");
+                assert!(note.contains("run failed"), "{note}");
+            })
+            .stderr_is(format!("dream-run: run failed: {why}\n"))
+            .run();
         assert_eq!(d.read("MEMORY.md"), before, "{flag}: restored");
-        let note = stderr_text(&out);
-        assert_eq!(note.lines().count(), 1, "one line says why: {note}");
-        assert!(note.contains("run failed"), "{note}");
     }
 }
 
@@ -919,41 +1069,22 @@ fn a_signal_during_a_shell_command_stops_the_run_promptly() {
             ("shell", json!({"command": "head -c 64G slow.bin | wc -l"})),
         ],
     ));
-    let mut child = d
-        .process(&bin_path("dream-run"))
+    let running = Run::command(d.process(&bin_path("dream-run")), "dream-run")
         .args(["--shell-timeout", "60s"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(envelope.as_bytes())
-            .unwrap();
-    }
+        .stdin(envelope)
+        // Bounded below the shell timeout: a run that waited out the 60 s fails here.
+        .timeout(Duration::from_secs(45))
+        .code(130)
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "aborted"))
+        .stderr_is("dream-run: run aborted: stopped by signal 2\n")
+        .spawn();
     wait::until("the write to land", || {
         (d.read("MEMORY.md") == "half done\n").then_some(())
     });
     // The shell tool is running its command.
-    wait::for_descendant(child.id() as i32, "head");
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    // Bounded: a run that waited out the 60 s shell timeout fails here instead of hanging.
-    let out = wait::for_output(child);
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["status"], "aborted");
+    wait::for_descendant(running.pid() as i32, "head");
+    running.signal(libc::SIGINT);
+    running.finish();
     assert_ne!(d.read("MEMORY.md"), "half done\n", "restored");
 }
 
@@ -964,26 +1095,41 @@ fn verbose_says_whether_landlock_confines_the_shell_and_a_pipe_gets_no_bar() {
     let envelope = d.acquired_envelope(&holder);
     d.api.push(Reply::anthropic_text("Nothing to change."));
     d.api.push(Reply::anthropic_text("Nothing to change."));
-    let quiet = d.run(&envelope, &[]);
-    assert_eq!(quiet.status.code(), Some(0));
-    assert_eq!(
-        stderr_text(&quiet),
-        "",
-        "no progress bar or chatter in a pipe"
-    );
+    // No progress bar or chatter in a pipe.
+    d.dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "completed");
+            assert_eq!(doc["run"]["files_touched"], json!([]));
+        })
+        .stderr_empty()
+        .run();
     drop(holder);
     d.touch_sessions();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
-    let out = d.run(&envelope, &["-v"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let landlock = stdout_json(&out)["run"]["landlock"].as_bool().unwrap();
-    let said = stderr_text(&out);
+    let ran = d
+        .dream_run(&envelope, &["-v"])
+        .success()
+        .stdout_json(|doc| assert!(doc["run"]["landlock"].is_boolean(), "{doc}"))
+        .stderr_with(|said| assert_eq!(said.lines().count(), 3, "{said}"))
+        .run();
+    let landlock = ran.json()["run"]["landlock"].as_bool().unwrap();
+    let said = &ran.stderr;
     let line = said
         .lines()
         .find(|l| l.contains("Landlock"))
         .unwrap_or_else(|| panic!("{said}"));
     assert_eq!(line.contains("Landlock active"), landlock, "{line}");
+    let task_id = ran.json()["run"]["task_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        said.lines().skip(1).collect::<Vec<_>>(),
+        [
+            format!("dream-run: task {task_id}: 5 sessions, 5 digests, model claude-sonnet-4-5"),
+            "dream-run: the model called no tool: it looked at nothing and changed nothing"
+                .to_string(),
+        ]
+    );
 }
 
 #[test]
@@ -1002,9 +1148,24 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
         ],
     ));
     d.api.push(Reply::anthropic_text("Indexed everything."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
+    let ran = d
+        .dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_with(|stderr| {
+            assert!(stderr.contains("MEMORY.md is over"), "{stderr}");
+            assert!(
+                stderr.contains("the run left more problems than it found: index_over_limit 0 -> 1, orphan_file 0 -> 2, duplicate_entry 0 -> 249"),
+                "{stderr}"
+            );
+        })
+        .stderr_is(
+            "dream-run: MEMORY.md is over Claude Code's limits (200 lines, 25000 characters): the rest is never loaded\n\
+             dream-run: the run left more problems than it found: index_over_limit 0 -> 1, orphan_file 0 -> 2, duplicate_entry 0 -> 249 (dream-run check lists them)\n",
+        )
+        .run();
+    let doc = ran.json();
+    let run = &doc["run"];
     assert_eq!(run["warnings"], json!(["index_over_limit", "health_worse"]));
     // 250 identical lines: over the limit, 249 duplicates, and the two topic files the old
     // index pointed at are reached by nothing now.
@@ -1016,12 +1177,6 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
         run["health"]["worse"],
         json!(["index_over_limit", "orphan_file", "duplicate_entry"])
     );
-    let stderr = stderr_text(&out);
-    assert!(stderr.contains("MEMORY.md is over"), "{stderr}");
-    assert!(
-        stderr.contains("the run left more problems than it found: index_over_limit 0 -> 1, orphan_file 0 -> 2, duplicate_entry 0 -> 249"),
-        "{stderr}"
-    );
     // The task record keeps both.
     let record = d.task_record(run["task_id"].as_str().unwrap());
     assert_eq!(record["health"], run["health"]);
@@ -1030,14 +1185,29 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
 #[test]
 fn useless_limits_are_usage_errors() {
     let d = Dream::new();
-    for args in [
-        ["--shell-timeout", "0"],
-        ["--max-tokens", "0"],
-        ["--max-turns", "0"],
+    for (args, why) in [
+        (
+            ["--shell-timeout", "0"],
+            "'--shell-timeout <DURATION>': \"0\" is zero: give the commands some time",
+        ),
+        (
+            ["--max-tokens", "0"],
+            "'--max-tokens <N>': 0 is not in 1..18446744073709551615",
+        ),
+        (
+            ["--max-turns", "0"],
+            "'--max-turns <N>': 0 is not in 1..=4294967295",
+        ),
     ] {
-        let out = d.cmd("dream-run").args(args).arg("-n").output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert_eq!(stdout_json(&out)["error"]["kind"], "usage", "{args:?}");
+        d.tool("dream-run")
+            .args(args)
+            .arg("-n")
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage", "{args:?}"))
+            .stderr_is(format!(
+                "error: invalid value '0' for {why}\n\nFor more information, try '--help'.\n"
+            ))
+            .run();
     }
     assert!(d.api.requests().is_empty());
 }
@@ -1078,11 +1248,14 @@ fn an_edit_of_a_file_changed_since_it_was_read_is_refused_and_keeps_the_other_wr
             )),
         ))
         .push(Reply::anthropic_text("Left it alone."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["status"], "completed");
-    assert_eq!(run["files_touched"], json!([]));
+    d.dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "completed");
+            assert_eq!(doc["run"]["files_touched"], json!([]));
+        })
+        .stderr_empty()
+        .run();
     let results = tool_results(&d.api.requests()[2]);
     assert_eq!(results.len(), 3, "{results:?}");
     for (text, is_error) in &results {
@@ -1133,8 +1306,11 @@ fn unread_files_are_refused_and_the_runs_own_files_stay_writable() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    d.dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed"))
+        .stderr_is("dream-run: the run left more problems than it found: dangling_link 0 -> 1, orphan_file 0 -> 1 (dream-run check lists them)\n")
+        .run();
     let results = tool_results(&d.api.requests()[1]);
     let errors: Vec<bool> = results.iter().map(|(_, e)| *e).collect();
     assert_eq!(

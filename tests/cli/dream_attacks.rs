@@ -7,15 +7,16 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use sha2::Digest as _;
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::support::run::Ran;
 use crate::support::wait;
-use crate::support::{hours, session_id, set_age, stderr_text, stdout_json, tree, ClaudeHome};
+use crate::support::{hours, session_id, set_age, tree, ClaudeHome, Run};
 
 const KEY: &str = "sk-ant-attack-SECRET-7d1c";
 /// Generous: each run here answers in well under a second when it does not hang.
@@ -60,37 +61,23 @@ impl Lab {
         self.home.root.join("outside")
     }
 
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = self.home.cmd("dream-run");
-        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
-            .env("ANTHROPIC_API_KEY", KEY)
-            .env("DREAMKIT_RETRY_BASE_MS", "1")
-            .timeout(BOUND);
-        cmd
+    /// dream-run with the fake model, as a checked run bounded by [`BOUND`].
+    fn dream_run<'a>(&self) -> Run<'a> {
+        Run::command(self.process(), "dream-run").timeout(BOUND)
     }
 
     /// `dream-run -n --unlocked ARGS`, bounded.
-    fn run(&self, args: &[&str]) -> Output {
-        let out = self
-            .cmd()
-            .args(["-n", "--unlocked"])
-            .args(args)
-            .output()
-            .unwrap();
-        no_secret(&out);
-        out
+    fn run<'a>(&self, args: &[&str]) -> Run<'a> {
+        self.dream_run().args(["-n", "--unlocked"]).args(args)
     }
 
-    /// dream-run as a plain process (for pre_exec and signals).
-    fn process(&self, args: &[&str]) -> Command {
+    /// dream-run as a plain process (for pre_exec), with this home's environment and the fake
+    /// model; [`Run::command`] runs it.
+    fn process(&self) -> Command {
         let mut cmd = self.home.process(crate::support::bin_path("dream-run"));
         cmd.env("ANTHROPIC_BASE_URL", self.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
-            .env("DREAMKIT_RETRY_BASE_MS", "1")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env("DREAMKIT_RETRY_BASE_MS", "1");
         cmd
     }
 
@@ -105,10 +92,16 @@ impl Lab {
                 )],
             ))
             .push(Reply::anthropic_text("Done."));
-        let out = self.run(&[]);
-        let doc = json_of(&out);
-        assert_eq!(out.status.code(), Some(0), "{doc} {}", stderr_text(&out));
-        assert_eq!(doc["run"]["status"], "completed", "{doc}");
+        let doc = self
+            .run(&[])
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+            // topics/new.md is in no index.
+            .stderr_is(
+                "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n",
+            )
+            .run_clean()
+            .json();
         doc["run"]["task_id"].as_str().unwrap().to_string()
     }
 
@@ -116,36 +109,30 @@ impl Lab {
         self.home.state_dir().join("snapshots").join(task_id)
     }
 
-    fn undo(&self, args: &[&str]) -> Output {
-        let out = self.cmd().args(["undo", "-n"]).args(args).output().unwrap();
-        no_secret(&out);
-        out
+    /// `dream-run undo -n ARGS`, bounded.
+    fn undo<'a>(&self, args: &[&str]) -> Run<'a> {
+        self.dream_run().args(["undo", "-n"]).args(args)
     }
 }
 
-fn no_secret(out: &Output) {
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr_text(out)
-    );
+/// The API key appears in neither output.
+fn no_secret(ran: &Ran) {
+    let all = format!("{}{}", ran.stdout, ran.stderr);
     assert!(!all.contains(KEY), "the API key was printed: {all}");
 }
 
-/// The exit code; a run killed by the bound (a hang) fails here with what it printed.
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or_else(|| {
-        panic!(
-            "no exit code (killed after {BOUND:?}: it hung?): {}",
-            stderr_text(out)
-        )
-    })
+/// A run checked as described and for the API key: never printed, whatever the run does.
+trait RunClean {
+    fn run_clean(self) -> Ran;
 }
 
-/// The printed document, after checking the process ended by itself (a hang reads as one).
-fn json_of(out: &Output) -> Value {
-    code(out);
-    stdout_json(out)
+impl RunClean for Run<'_> {
+    #[track_caller]
+    fn run_clean(self) -> Ran {
+        let ran = self.run();
+        no_secret(&ran);
+        ran
+    }
 }
 
 fn mkfifo(path: &Path) {
@@ -233,8 +220,23 @@ fn undo_with_a_tampered_manifest_never_touches_files_outside_the_memory_dir() {
     }
     std::fs::write(&manifest_path, log).unwrap();
 
-    let out = lab.undo(&[&task]);
-    let doc = json_of(&out);
+    // A corrupt snapshot is a local failure (exit 3): nothing restored.
+    let doc = lab
+        .undo(&[&task])
+        .code(3)
+        .stdout_json(|doc| assert_ne!(doc["undone"], true, "{doc}"))
+        .stderr_with(|err| {
+            assert!(
+                err.starts_with("dream-run: cannot read the snapshot ")
+                    && err.ends_with(
+                        "/manifest.jsonl names \"../../../../../victim-rel.md\", which is not inside the memory dir: refused\n"
+                    )
+                    && err.lines().count() == 1,
+                "{err}"
+            );
+        })
+        .run_clean()
+        .json();
     assert!(
         victim_rel.exists(),
         "undo deleted {}: {doc}",
@@ -245,9 +247,7 @@ fn undo_with_a_tampered_manifest_never_touches_files_outside_the_memory_dir() {
         "undo deleted {}: {doc}",
         victim_abs.display()
     );
-    // A corrupt snapshot is a local failure: nothing restored, the run's file left.
-    assert_eq!(code(&out), 3, "{doc}");
-    assert_ne!(doc["undone"], true, "{doc}");
+    // The run's file left.
     assert!(lab.mem().join("topics/new.md").exists());
 }
 
@@ -263,14 +263,21 @@ fn undo_does_not_follow_a_symlink_swapped_into_the_memory_dir() {
     std::os::unix::fs::symlink(&elsewhere, lab.mem().join("topics")).unwrap();
     let before = tree(&elsewhere);
 
-    let out = lab.undo(&[&task]);
-    let doc = json_of(&out);
+    let doc = lab
+        .undo(&[&task])
+        .code(3)
+        .stdout_json(|doc| assert_ne!(doc["undone"], true, "{doc}"))
+        .stderr_is(format!(
+            "dream-run: cannot read {mem}: {mem}/topics is a symlink: not followed\n",
+            mem = lab.mem().display()
+        ))
+        .run_clean()
+        .json();
     assert_eq!(
         tree(&elsewhere),
         before,
         "undo changed files outside the memory dir through a symlink: {doc}"
     );
-    assert_ne!(doc["undone"], true, "{doc}");
 }
 
 /// The same swap while a run is going, then the model fails: the restore after the failure
@@ -306,9 +313,29 @@ fn a_failed_runs_restore_does_not_follow_a_symlink_swapped_in_mid_run() {
             Box::new(swap),
             Box::new(Reply::error(401, "authentication_error", "bad key")),
         ));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{doc}");
+    let doc = lab
+        .run(&[])
+        .code(4)
+        .stdout_json(|_| {})
+        .stderr_with(|err| {
+            let mem = mem.display();
+            let head = format!(
+                "dream-run: not restored: topics/build.md: {mem}/topics is a symlink: not followed\n\
+                 dream-run: not restored: topics/new.md: {mem}/topics is a symlink: not followed\n\
+                 dream-run: the rest was restored; the snapshot stays in "
+            );
+            assert!(err.starts_with(&head), "{err}");
+            assert!(
+                err.ends_with(
+                    "\ndream-run: the run left more problems than it found: unreadable 0 -> 1 (dream-run check lists them)\n\
+                     dream-run: run failed: auth: bad key\n"
+                ),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 5, "{err}");
+        })
+        .run_clean()
+        .json();
     assert_eq!(doc["run"]["status"], "failed", "{doc}");
     // What the link's target held when the run failed: left as it was.
     assert_eq!(
@@ -332,9 +359,13 @@ fn a_fifo_as_memory_md_does_not_hang_a_run() {
     mkfifo(&lab.mem().join("MEMORY.md"));
     lab.api
         .push(Reply::anthropic_text("Nothing to consolidate."));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 0, "{doc}");
+    let doc = lab
+        .run(&[])
+        .code(0)
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run_clean()
+        .json();
     assert_eq!(doc["run"]["status"], "completed");
 }
 
@@ -343,14 +374,15 @@ fn a_fifo_as_memory_md_does_not_hang_a_run() {
 fn pending_with_a_fifo_as_the_updates_file_exits_3_without_waiting() {
     let lab = Lab::new();
     mkfifo(&lab.home.state_dir().join("pending-updates.jsonl"));
-    let out = lab
-        .cmd()
+    lab.dream_run()
         .args(["pending", "-n", "--clear"])
-        .output()
-        .unwrap();
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 3, "{doc}");
-    assert!(doc["error"].is_object(), "{doc}");
+        .code(3)
+        .stdout_json(|doc| assert!(doc["error"].is_object(), "{doc}"))
+        .stderr_is(format!(
+            "dream-run: cannot read {}: not a regular file (a FIFO)\n",
+            lab.home.state_dir().join("pending-updates.jsonl").display()
+        ))
+        .run_clean();
 }
 
 /// A completed run that changed files appends to pending-updates.jsonl, here a FIFO: it must
@@ -369,9 +401,17 @@ fn a_run_with_a_fifo_as_the_updates_file_ends_with_exit_3() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 3, "{doc}");
+    let doc = lab
+        .run(&[])
+        .code(3)
+        .stdout_json(|_| {})
+        .stderr_is(format!(
+            "dream-run: cannot append to {}: No such device or address (os error 6)\n{}",
+            pending.display(),
+            "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n"
+        ))
+        .run_clean()
+        .json();
     assert!(
         doc["run"]["message"]
             .as_str()
@@ -391,9 +431,18 @@ fn undo_of_a_task_whose_record_is_a_fifo_exits_3_without_waiting() {
             .join("tasks")
             .join(format!("{id}.json")),
     );
-    let out = lab.undo(&[id]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 3, "{doc}");
+    lab.undo(&[id])
+        .code(3)
+        .stdout_json(|_| {})
+        .stderr_is(format!(
+            "dream-run: cannot read {}: not a regular file (a FIFO)\n",
+            lab.home
+                .state_dir()
+                .join("tasks")
+                .join(format!("{id}.json"))
+                .display()
+        ))
+        .run_clean();
 }
 
 /// `undo` of a real completed run whose snapshot manifest was replaced by a FIFO.
@@ -404,9 +453,14 @@ fn undo_with_a_fifo_as_the_snapshot_manifest_exits_3_without_waiting() {
     let manifest = lab.snapshot_dir(&task).join("manifest.jsonl");
     std::fs::remove_file(&manifest).unwrap();
     mkfifo(&manifest);
-    let out = lab.undo(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 3, "{doc}");
+    lab.undo(&[])
+        .code(3)
+        .stdout_json(|_| {})
+        .stderr_is(format!(
+            "dream-run: cannot read the snapshot {}: not a regular file (a FIFO)\n",
+            lab.snapshot_dir(&task).display()
+        ))
+        .run_clean();
     assert!(lab.mem().join("topics/new.md").exists());
 }
 
@@ -418,9 +472,13 @@ fn a_fifo_as_the_digest_index_does_not_hang_a_run() {
     mkfifo(&lab.home.state_dir().join("digests").join("index.json"));
     lab.api
         .push(Reply::anthropic_text("Nothing to consolidate."));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert!(matches!(code(&out), 0 | 3), "{doc}");
+    let ran = lab
+        .run(&[])
+        .code_any("0 or 3, checked below: rebuilding the digests is fine")
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run_clean();
+    assert!(matches!(ran.code, Some(0 | 3)), "{}", ran.stdout);
 }
 
 /// A 100 MB answer, far over anything `max_tokens` 8192 allows: a model error (exit 4), not
@@ -439,15 +497,12 @@ fn a_100_mb_model_answer_is_a_model_error() {
         }),
     ));
     drop(text);
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{}", doc["run"]["message"]);
-    assert_eq!(doc["run"]["error"], "model");
-    assert!(
-        out.stdout.len() < 64 * 1024,
-        "printed {} bytes",
-        out.stdout.len()
-    );
+    lab.run(&[])
+        .code(4)
+        .stdout_with(|text| assert!(text.len() < 64 * 1024, "printed {} bytes", text.len()))
+        .stdout_json(|doc| assert_eq!(doc["run"]["error"], "model"))
+        .stderr_is("dream-run: run failed: malformed_response: the answer is larger than 4194304 bytes: stopped reading it\n")
+        .run_clean();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,9 +600,13 @@ fn path_escapes_through_the_binary_are_tool_errors_and_the_run_goes_on() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 0, "{doc} {}", stderr_text(&out));
+    let doc = lab
+        .run(&[])
+        .code(0)
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run_clean()
+        .json();
     assert_eq!(doc["run"]["status"], "completed");
     let requests = lab.api.requests();
     let results = tool_results(&requests[1]);
@@ -610,9 +669,13 @@ fn wrong_types_unknown_tools_and_repeated_ids_are_tool_errors() {
         .push(raw_tool_answer(blocks))
         .push(Reply::anthropic_text("Done."));
     let before = tree(&lab.mem());
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 0, "{doc}");
+    let doc = lab
+        .run(&[])
+        .code(0)
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run_clean()
+        .json();
     assert_eq!(doc["run"]["status"], "completed");
     let results = tool_results(&lab.api.requests()[1]);
     assert_eq!(results.len(), count);
@@ -644,9 +707,16 @@ fn a_reply_with_500_tool_calls_is_answered_call_by_call() {
         lab.api
             .push(Reply::anthropic_tools("Many.", &calls))
             .push(Reply::anthropic_text("Done."));
-        let out = lab.run(flags);
-        let doc = json_of(&out);
-        assert_eq!(code(&out), 0, "{}", stderr_text(&out));
+        let doc = lab
+            .run(flags)
+            .code(0)
+            .stdout_json(|_| {})
+            .stderr_is(format!(
+                "dream-run: the run left more problems than it found: orphan_file 0 -> {} (dream-run check lists them)\n",
+                run / 2
+            ))
+            .run_clean()
+            .json();
         let results = tool_results(&lab.api.requests()[1]);
         assert_eq!(results.len(), 500);
         assert!(results[..run].iter().all(|(_, e)| !e), "{flags:?}");
@@ -702,9 +772,11 @@ fn a_1_mb_write_and_a_10_kb_path_are_tool_errors() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 0, "{doc}");
+    lab.run(&[])
+        .code(0)
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run_clean();
     let results = tool_results(&lab.api.requests()[1]);
     assert_eq!(results.len(), 4);
     for (text, is_error) in &results[..3] {
@@ -736,9 +808,13 @@ fn deeply_nested_tool_input_fails_the_run_cleanly_and_restores() {
             body: body.clone(),
         });
     }
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{doc}");
+    let doc = lab
+        .run(&[])
+        .code(4)
+        .stdout_json(|_| {})
+        .stderr_is("dream-run: run failed: malformed_response: answer is not JSON: recursion limit exceeded at line 1 column 334\n")
+        .run_clean()
+        .json();
     assert_eq!(doc["run"]["error"], "model");
     assert_eq!(
         std::fs::read_to_string(lab.mem().join("topics/build.md")).unwrap(),
@@ -774,9 +850,21 @@ fn broken_model_answers_fail_with_exit_4_and_restore() {
                 _ => Reply::json(200, json!([1, 2, 3])),
             });
         }
-        let out = lab.run(&[]);
-        let doc = json_of(&out);
-        assert_eq!(code(&out), 4, "{broken}: {doc}");
+        let doc = lab
+            .run(&[])
+            .code(4)
+            .stdout_json(|_| {})
+            .stderr_is(match broken {
+                "malformed" => "dream-run: run failed: malformed_response: answer is not JSON: expected value at line 1 column 14\n".to_string(),
+                "empty" => "dream-run: run failed: malformed_response: answer is not JSON: EOF while parsing a value at line 1 column 0\n".to_string(),
+                "truncated" => format!(
+                    "dream-run: run failed: network: {}/v1/messages: error reading a body from connection: end of file before message length reached\n",
+                    lab.api.url()
+                ),
+                _ => "dream-run: run failed: malformed_response: answer has no content array\n".to_string(),
+            })
+            .run_clean()
+            .json();
         assert_eq!(doc["run"]["status"], "failed", "{broken}");
         assert!(!lab.mem().join("topics/new.md").exists(), "{broken}");
     }
@@ -788,49 +876,97 @@ fn broken_model_answers_fail_with_exit_4_and_restore() {
 fn envelopes_with_wrong_types_are_bad_input_and_change_nothing() {
     let lab = Lab::new();
     let before = tree(&lab.home.root);
-    for envelope in [
-        json!({"gate": {"due": true, "sessions": "all"}, "lock": {"acquired": true, "token": "1:2"}}),
-        json!({"gate": {"due": true, "sessions": [{"id": "../../../etc/passwd"}]}, "lock": {"acquired": true, "token": "1:2"}}),
-        json!({"gate": {"due": true, "sessions": [{"id": "a/b"}]}, "lock": {"acquired": true, "token": "1:2"}}),
-        json!({"gate": {"due": true, "sessions": [{"id": 5}]}, "lock": {"acquired": true, "token": "1:2"}}),
-        json!({"gate": {"due": true, "sessions": [session_id(1)]}, "lock": {"acquired": true, "token": "1:2"}}),
-        json!({"gate": "yes", "lock": {"acquired": true, "token": "1:2"}}),
-        json!({"lock": {"acquired": true, "token": 12345}}),
-        json!({"lock": {"acquired": true, "token": ""}}),
-        json!({"lock": {"acquired": true, "token": ["a"]}}),
-        json!({"lock": {"acquired": true, "token": "1:2", "prior_mtime": "yesterday"}}),
-        json!({"lock": {"acquired": true, "token": "1:2", "prior_mtime": -5}}),
-        json!({"lock": {"acquired": "true", "token": "1:2"}}),
-        json!({"lock": "held"}),
-        json!([1, 2]),
-        json!("envelope"),
+    let sessions_field = "envelope field `gate.sessions`";
+    for (envelope, why) in [
+        (
+            json!({"gate": {"due": true, "sessions": "all"}, "lock": {"acquired": true, "token": "1:2"}}),
+            "envelope field `gate`: invalid type: string \"all\", expected a sequence".to_string(),
+        ),
+        (
+            json!({"gate": {"due": true, "sessions": [{"id": "../../../etc/passwd"}]}, "lock": {"acquired": true, "token": "1:2"}}),
+            format!("{sessions_field}: \"../../../etc/passwd\" is not a session id"),
+        ),
+        (
+            json!({"gate": {"due": true, "sessions": [{"id": "a/b"}]}, "lock": {"acquired": true, "token": "1:2"}}),
+            format!("{sessions_field}: \"a/b\" is not a session id"),
+        ),
+        (
+            json!({"gate": {"due": true, "sessions": [{"id": 5}]}, "lock": {"acquired": true, "token": "1:2"}}),
+            "envelope field `gate`: invalid type: integer `5`, expected a string".to_string(),
+        ),
+        (
+            json!({"gate": {"due": true, "sessions": [session_id(1)]}, "lock": {"acquired": true, "token": "1:2"}}),
+            format!(
+                "envelope field `gate`: invalid type: string \"{}\", expected struct GateSession",
+                session_id(1)
+            ),
+        ),
+        (
+            json!({"gate": "yes", "lock": {"acquired": true, "token": "1:2"}}),
+            "envelope field `gate.due` must be true or false, not missing (`gate` is \"yes\" (a string))".to_string(),
+        ),
+        (
+            json!({"lock": {"acquired": true, "token": 12345}}),
+            "envelope field `lock.token` must be a non-empty string, not 12345".to_string(),
+        ),
+        (
+            json!({"lock": {"acquired": true, "token": ""}}),
+            "envelope field `lock.token` must be a non-empty string, not \"\"".to_string(),
+        ),
+        (
+            json!({"lock": {"acquired": true, "token": ["a"]}}),
+            "envelope field `lock.token` must be a non-empty string, not [\"a\"]".to_string(),
+        ),
+        (
+            json!({"lock": {"acquired": true, "token": "1:2", "prior_mtime": "yesterday"}}),
+            "envelope field `lock.prior_mtime` must be epoch milliseconds, not \"yesterday\"".to_string(),
+        ),
+        (
+            json!({"lock": {"acquired": true, "token": "1:2", "prior_mtime": -5}}),
+            "envelope field `lock.prior_mtime` must be epoch milliseconds, not -5".to_string(),
+        ),
+        (
+            json!({"lock": {"acquired": "true", "token": "1:2"}}),
+            "envelope field `lock.acquired` must be true or false, not \"true\" (a string)".to_string(),
+        ),
+        (
+            json!({"lock": "held"}),
+            "envelope field `lock.acquired` must be true or false, not missing (`lock` is \"held\" (a string))".to_string(),
+        ),
+        (
+            json!([1, 2]),
+            "stdin must hold one JSON object, not an array".to_string(),
+        ),
+        (
+            json!("envelope"),
+            "stdin must hold one JSON object, not a string".to_string(),
+        ),
     ] {
-        let out = lab
-            .cmd()
-            .write_stdin(envelope.to_string())
-            .output()
-            .unwrap();
-        no_secret(&out);
-        let doc = json_of(&out);
-        assert_eq!(code(&out), 2, "{envelope}: {doc}");
-        assert_eq!(doc["error"]["kind"], "bad_input", "{envelope}: {doc}");
-        assert_eq!(
-            stderr_text(&out).trim_end().lines().count(),
-            1,
-            "{envelope}"
-        );
+        lab.dream_run()
+            .stdin(envelope.to_string())
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input", "{envelope}: {doc}"))
+            .stderr_with(|err| assert_eq!(err.trim_end().lines().count(), 1, "{envelope}"))
+            .stderr_is(format!("dream-run: {why}\n"))
+            .run_clean();
     }
-    for (i, bytes) in [
-        &b"{\"lock\": {\"acquired\": tr"[..],
-        b"\xff\xfe{}",
-        b"{} {}",
+    for (i, (bytes, why)) in [
+        (
+            &b"{\"lock\": {\"acquired\": tr"[..],
+            "EOF while parsing a value at line 1 column 24",
+        ),
+        (b"\xff\xfe{}", "expected value at line 1 column 1"),
+        (b"{} {}", "trailing characters at line 1 column 4"),
     ]
     .into_iter()
     .enumerate()
     {
-        let out = lab.cmd().write_stdin(bytes.to_vec()).output().unwrap();
-        let doc = json_of(&out);
-        assert_eq!(code(&out), 2, "{i}: {doc}");
+        lab.dream_run()
+            .stdin(bytes)
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input", "{i}: {doc}"))
+            .stderr_is(format!("dream-run: stdin is not one JSON object: {why}\n"))
+            .run_clean();
     }
     assert!(lab.api.requests().is_empty());
     assert_eq!(tree(&lab.home.root), before, "a bad envelope changed files");
@@ -855,9 +991,19 @@ fn undo_refuses_odd_task_ids_with_exit_2() {
         "-rf",
         "20261203T120000Z-dead\nbeef",
     ] {
-        let out = lab.undo(&[id]);
-        let doc = json_of(&out);
-        assert_eq!(code(&out), 2, "{id:?}: {doc}");
+        let doc = lab
+            .undo(&[id])
+            .code(2)
+            .stdout_json(|_| {})
+            .stderr_is(if id == "-rf" {
+                "error: unexpected argument '-r' found\n\n  tip: to pass '-r' as a value, use '-- -r'\n\n\
+                 Usage: dream-run undo [OPTIONS] [TASK_ID]\n\nFor more information, try '--help'.\n"
+                    .to_string()
+            } else {
+                format!("dream-run: {id:?} is not a task id\n")
+            })
+            .run_clean()
+            .json();
         assert!(
             matches!(doc["error"]["kind"].as_str(), Some("bad_input" | "usage")),
             "{id:?}: {doc}"
@@ -898,34 +1044,41 @@ fn fifo_session_transcript_and_notify_transcript_never_block() {
     let envelope =
         json!({"gate": {"due": true, "sessions": [{"id": session_id(1)}, {"id": session_id(2)}]}});
     // A FIFO named as the transcript to notify is refused before anything is asked.
-    let out = lab
-        .cmd()
+    lab.dream_run()
         .args(["--unlocked", "--shell-timeout", "2s", "--notify-transcript"])
         .arg(&notify)
-        .write_stdin(envelope.to_string())
-        .output()
-        .unwrap();
-    no_secret(&out);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 3, "{doc} {}", stderr_text(&out));
-    assert!(
-        doc["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("notify.jsonl"),
-        "{doc}"
-    );
+        .stdin(envelope.to_string())
+        .code(3)
+        .stdout_json(|doc| {
+            assert!(
+                doc["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("notify.jsonl"),
+                "{doc}"
+            );
+        })
+        .stderr_is(format!(
+            "dream-run: cannot open --notify-transcript {}: not a regular file (a FIFO)\n",
+            notify.display()
+        ))
+        .run_clean();
     assert!(lab.api.requests().is_empty(), "nothing asked of the model");
     // Without it the run goes on; the FIFO session is left out, and the tools never wait on
     // it either.
-    let out = lab
-        .cmd()
+    let doc = lab
+        .dream_run()
         .args(["--unlocked", "--shell-timeout", "2s"])
-        .write_stdin(envelope.to_string())
-        .output()
-        .unwrap();
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 0, "{doc} {}", stderr_text(&out));
+        .stdin(envelope.to_string())
+        .success()
+        .stdout_json(|_| {})
+        .stderr_is(format!(
+            "dream-run: session not readable, left out: {}: a FIFO\n{}",
+            fifo_session.display(),
+            "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n"
+        ))
+        .run_clean()
+        .json();
     assert_eq!(doc["run"]["status"], "completed");
     assert_eq!(doc["run"]["sessions_reviewed"], 1);
     assert_eq!(
@@ -957,7 +1110,7 @@ fn a_full_disk_during_a_write_is_a_tool_error_and_leaves_no_partial_file() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let mut cmd = lab.process(&["-n", "--unlocked"]);
+    let mut cmd = lab.process();
     // Room for the task record, digests and snapshot, not for a 200 KB memory file.
     let limit: u64 = 64 * 1024;
     unsafe {
@@ -973,10 +1126,14 @@ fn a_full_disk_during_a_write_is_a_tool_error_and_leaves_no_partial_file() {
             Ok(())
         });
     }
-    let out = wait::for_output(cmd.spawn().unwrap());
-    no_secret(&out);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 0, "{doc} {}", stderr_text(&out));
+    Run::command(cmd, "dream-run (64 KB file-size limit)")
+        .args(["-n", "--unlocked"])
+        .stdin_from(Stdio::null())
+        .timeout(BOUND)
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run_clean();
     let results = tool_results(&lab.api.requests()[1]);
     assert!(results[0].1, "{results:?}");
     assert_eq!(tree(&lab.mem()), before, "a partial file was left");
@@ -996,16 +1153,18 @@ fn sigterm_while_waiting_for_the_model_aborts_and_restores() {
             )],
         ))
         .push(Reply::Hang(Duration::from_secs(60)));
-    let child = lab.process(&["-n", "--unlocked"]).spawn().unwrap();
+    let running = lab
+        .run(&[])
+        .stdin_from(Stdio::null())
+        .code(143)
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "aborted"))
+        .stderr_is("dream-run: run aborted: stopped by signal 15\n")
+        .spawn();
     wait::until("the second request", || {
         (lab.api.requests().len() >= 2).then_some(())
     });
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let out = wait::for_output(child);
-    no_secret(&out);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 143, "{doc}");
-    assert_eq!(doc["run"]["status"], "aborted");
+    running.signal(libc::SIGTERM);
+    no_secret(&running.finish());
     assert_eq!(
         std::fs::read_to_string(lab.mem().join("topics/build.md")).unwrap(),
         "Build with make.\n"
@@ -1018,20 +1177,26 @@ fn sigterm_while_waiting_for_the_model_aborts_and_restores() {
 fn a_second_run_with_a_token_that_is_not_the_holders_cannot_write() {
     let lab = Lab::new();
     let holder = crate::support::LiveProcess::start();
-    let acquire = lab
-        .home
-        .cmd("dream-lock")
+    Run::new(&lab.home, "dream-lock")
         .args(["acquire", "-n", "--pid", &holder.pid().to_string()])
-        .output()
-        .unwrap();
-    assert_eq!(acquire.status.code(), Some(0), "{}", stderr_text(&acquire));
-    let second = lab
-        .home
-        .cmd("dream-lock")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["lock"]["acquired"], true))
+        .stderr_empty()
+        .run();
+    Run::new(&lab.home, "dream-lock")
         .args(["acquire", "-n"])
-        .output()
-        .unwrap();
-    assert_eq!(second.status.code(), Some(1), "{}", stderr_text(&second));
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["lock"]["acquired"], false))
+        .stderr_with(|err| {
+            assert!(
+                err.starts_with(&format!(
+                    "dream-lock: busy: the lock is held by PID {} since ",
+                    holder.pid()
+                )) && err.lines().count() == 1,
+                "{err}"
+            );
+        })
+        .run();
     lab.api
         .push(Reply::anthropic_tools(
             "Writing.",
@@ -1042,15 +1207,12 @@ fn a_second_run_with_a_token_that_is_not_the_holders_cannot_write() {
         ))
         .push(Reply::anthropic_text("Done."));
     let envelope = json!({"lock": {"acquired": true, "token": "999999:1"}});
-    let out = lab
-        .cmd()
-        .write_stdin(envelope.to_string())
-        .output()
-        .unwrap();
-    no_secret(&out);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 1, "{doc}");
-    assert_eq!(doc["run"]["error"], "lock_lost");
+    lab.dream_run()
+        .stdin(envelope.to_string())
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["run"]["error"], "lock_lost"))
+        .stderr_is("dream-run: run failed: the consolidation lock is no longer held by this envelope's token\n")
+        .run_clean();
     assert_eq!(
         std::fs::read_to_string(lab.mem().join("topics/build.md")).unwrap(),
         "Build with make.\n"
@@ -1068,9 +1230,14 @@ fn a_model_error_that_echoes_the_api_key_does_not_print_it() {
         "authentication_error",
         &format!("invalid x-api-key: {KEY}"),
     ));
-    let out = lab.cmd().args(["-n", "--unlocked"]).output().unwrap();
-    assert_eq!(code(&out), 4, "{}", stderr_text(&out));
-    no_secret(&out);
+    lab.run(&[])
+        .code(4)
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "failed");
+            assert_eq!(doc["run"]["message"], "auth: invalid x-api-key: [redacted]");
+        })
+        .stderr_is("dream-run: run failed: auth: invalid x-api-key: [redacted]\n")
+        .run_clean();
 }
 
 /// The memory dir itself is a symlink to a folder elsewhere (a synced folder): the run writes
@@ -1099,9 +1266,11 @@ fn a_memory_dir_that_is_a_symlink_is_used_as_the_memory_dir() {
         ))
         .push(Reply::error(401, "authentication_error", "bad key"));
     let before = tree(&real);
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{doc}");
+    lab.run(&[])
+        .code(4)
+        .stdout_json(|_| {})
+        .stderr_is("dream-run: run failed: auth: bad key\n")
+        .run_clean();
     let results = tool_results(&lab.api.requests()[1]);
     assert!(results.iter().all(|(_, e)| !e), "{results:?}");
     assert_eq!(tree(&real), before, "not restored through the link");
@@ -1134,9 +1303,11 @@ fn a_failed_runs_restore_keeps_a_private_files_mode() {
             ],
         ))
         .push(Reply::error(401, "authentication_error", "bad key"));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{doc}");
+    lab.run(&[])
+        .code(4)
+        .stdout_json(|_| {})
+        .stderr_is("dream-run: run failed: auth: bad key\n")
+        .run_clean();
     assert_eq!(
         std::fs::read_to_string(&build).unwrap(),
         "Build with make.\n"
@@ -1162,12 +1333,17 @@ fn undo_keeps_a_private_files_mode() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = lab.run(&[]);
-    assert_eq!(code(&out), 0, "{}", stderr_text(&out));
+    lab.run(&[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed"))
+        .stderr_empty()
+        .run_clean();
     assert_eq!(file_mode(&build), 0o600, "the edit kept the mode");
-    let out = lab.undo(&[]);
-    let doc = json_of(&out);
-    assert_eq!(doc["undone"], true, "{doc}");
+    lab.undo(&[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["undone"], true, "{doc}"))
+        .stderr_empty()
+        .run_clean();
     assert_eq!(
         std::fs::read_to_string(&build).unwrap(),
         "Build with make.\n"
@@ -1202,9 +1378,16 @@ fn a_failed_runs_restore_keeps_an_edit_made_after_the_runs_write() {
             Box::new(person),
             Box::new(Reply::error(401, "authentication_error", "bad key")),
         ));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{doc}");
+    lab
+        .run(&[])
+        .code(4)
+        .stdout_json(|_| {})
+        // The person's line points at a file nobody wrote.
+        .stderr_is(
+            "dream-run: the run left more problems than it found: dangling_link 0 -> 1 (dream-run check lists them)\n\
+             dream-run: run failed: auth: bad key\n",
+        )
+        .run_clean();
     let now = std::fs::read_to_string(&index).unwrap();
     assert!(
         now.contains("written by the session meanwhile"),
@@ -1234,9 +1417,11 @@ fn a_failed_runs_restore_never_deletes_a_deep_file_it_only_edited() {
             ],
         ))
         .push(Reply::error(401, "authentication_error", "bad key"));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{doc}");
+    lab.run(&[])
+        .code(4)
+        .stdout_json(|_| {})
+        .stderr_is("dream-run: run failed: auth: bad key\n")
+        .run_clean();
     assert_eq!(
         std::fs::read_to_string(&deep).ok().as_deref(),
         Some("A deep fact.\n"),
@@ -1273,9 +1458,16 @@ fn a_failed_runs_restore_never_deletes_a_file_written_after_its_snapshot() {
             )),
         ))
         .push(Reply::error(401, "authentication_error", "bad key"));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{doc}");
+    lab
+        .run(&[])
+        .code(4)
+        .stdout_json(|_| {})
+        // The session's note is in no index.
+        .stderr_is(
+            "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n\
+             dream-run: run failed: auth: bad key\n",
+        )
+        .run_clean();
     assert!(!lab.mem().join("topics/new.md").exists());
     assert_eq!(
         std::fs::read_to_string(&note).ok().as_deref(),
@@ -1298,9 +1490,11 @@ fn a_failed_runs_restore_removes_the_folders_it_created() {
             )],
         ))
         .push(Reply::error(401, "authentication_error", "bad key"));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 4, "{doc}");
+    lab.run(&[])
+        .code(4)
+        .stdout_json(|_| {})
+        .stderr_is("dream-run: run failed: auth: bad key\n")
+        .run_clean();
     assert!(!lab.mem().join("brand/new/x.md").exists());
     assert!(
         !lab.mem().join("brand").exists(),
@@ -1329,14 +1523,20 @@ fn a_completed_runs_edit_of_a_deep_file_is_modified_and_undo_restores_it() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = lab.run(&[]);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 0, "{doc}");
+    let doc = lab
+        .run(&[])
+        .code(0)
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run_clean()
+        .json();
     let abs = deep.to_string_lossy().into_owned();
     assert_eq!(doc["run"]["diff"]["modified"], json!([abs]), "{doc}");
-    let out = lab.undo(&[]);
-    let undo = json_of(&out);
-    assert_eq!(undo["undone"], true, "{undo}");
+    lab.undo(&[])
+        .success()
+        .stdout_json(|undo| assert_eq!(undo["undone"], true, "{undo}"))
+        .stderr_empty()
+        .run_clean();
     assert_eq!(
         std::fs::read_to_string(&deep).ok().as_deref(),
         Some("A deep fact.\n"),
@@ -1373,8 +1573,13 @@ fn undo_only_restores_from_the_tasks_own_snapshot_folder() {
     std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
     let index_before = std::fs::read(lab.mem().join("MEMORY.md")).unwrap();
 
-    let out = lab.undo(&[&task]);
-    let doc = json_of(&out);
+    let doc = lab
+        .undo(&[&task])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run_clean()
+        .json();
     // The task's own snapshot is the only one used: the run is undone (its new file is
     // gone) and nothing from the crafted folder is planted.
     assert_eq!(
@@ -1406,7 +1611,7 @@ fn a_full_disk_during_the_snapshot_stops_the_run_with_nothing_changed() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    let mut cmd = lab.process(&["-n", "--unlocked"]);
+    let mut cmd = lab.process();
     let limit: u64 = 64 * 1024;
     unsafe {
         cmd.pre_exec(move || {
@@ -1421,11 +1626,26 @@ fn a_full_disk_during_the_snapshot_stops_the_run_with_nothing_changed() {
             Ok(())
         });
     }
-    let out = wait::for_output(cmd.spawn().unwrap());
-    no_secret(&out);
-    let doc = json_of(&out);
-    assert_eq!(code(&out), 3, "{doc} {}", stderr_text(&out));
-    assert_eq!(doc["run"]["status"], "failed");
-    assert_eq!(doc["run"]["error"], "environment");
+    Run::command(cmd, "dream-run (64 KB file-size limit)")
+        .args(["-n", "--unlocked"])
+        .stdin_from(Stdio::null())
+        .timeout(BOUND)
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "failed");
+            assert_eq!(doc["run"]["error"], "environment");
+        })
+        .stderr_with(|err| {
+            let large = lab.mem().join("topics/large.md");
+            assert!(
+                err.starts_with(&format!(
+                    "dream-run: run failed: cannot keep a copy of {} in ",
+                    large.display()
+                )) && err.contains(": File too large (os error 27)")
+                    && err.lines().count() == 1,
+                "{err}"
+            );
+        })
+        .run_clean();
     assert_eq!(tree(&lab.mem()), before);
 }

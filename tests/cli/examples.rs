@@ -10,14 +10,34 @@
 //! examples may exit 0 or 1 (a clean "no" is a normal answer there). Hook commands get a
 //! Stop payload on stdin, must end in `exit 0` and exit 0.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::transcript::Transcript;
 use crate::support::*;
+
+/// What an example may print on stderr: our tools' diagnostics, each a line naming its tool
+/// (`dream-gate: not due: ...`). A shell's error (`bash: ...: command not found`), jq's
+/// (`jq: error ...`), or a panic is not one, even where the exit status hides it (a failing
+/// command inside `$(...)` or an `if`).
+fn only_our_diagnostics(stderr: &str) {
+    assert!(
+        stderr.is_empty() || stderr.ends_with('\n'),
+        "stderr ends mid-line: {stderr:?}"
+    );
+    for line in stderr.lines() {
+        assert!(
+            BINARIES
+                .iter()
+                .any(|tool| line.starts_with(&format!("{tool}: "))),
+            "not a diagnostic of ours on stderr: {line:?}"
+        );
+    }
+}
 
 #[derive(Debug)]
 struct Block {
@@ -248,8 +268,7 @@ impl World {
             )
             .env("HOME", &self.home)
             .env("LANG", "C.UTF-8")
-            .current_dir(&self.home)
-            .stdin(std::process::Stdio::null());
+            .current_dir(&self.home);
         if model {
             cmd.env("ANTHROPIC_BASE_URL", self.api.url())
                 .env("ANTHROPIC_API_KEY", "sk-test-examples")
@@ -273,23 +292,35 @@ impl World {
         for (i, command) in commands.iter().enumerate() {
             script.push_str(&format!("{command}\n__check $? {i}\n"));
         }
-        let out = self.bash(&script, model).output().unwrap();
-        if out.status.success() {
-            return Ok(());
-        }
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let failed = stderr
-            .lines()
-            .find_map(|l| l.strip_prefix("__example "))
-            .and_then(|l| l.split(' ').next())
-            .and_then(|i| i.parse::<usize>().ok())
-            .and_then(|i| commands.get(i));
-        Err(format!(
-            "{}\nexit {:?}\nstdout: {}\nstderr: {stderr}",
-            failed.map_or("(the block)", |c| c.as_str()),
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-        ))
+        // Named by its commands, numbered as `__example N exited` says on failure.
+        let listed: String = commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("\n  [{i}] {c}"))
+            .collect();
+        let run = Run::command(
+            self.bash(&script, model),
+            &format!("bash, the example commands:{listed}\n"),
+        )
+        .stdin_from(Stdio::null())
+        .code(0)
+        .stdout_any(
+            "an example prints what its document shows, with this run's paths, times and ids; \
+             that it runs as written is the test",
+        )
+        .stderr_with(only_our_diagnostics);
+        // Every failing block is reported (the run prints its three streams), not the first.
+        catch_unwind(AssertUnwindSafe(|| {
+            run.run();
+        }))
+        .map_err(|panic| {
+            let why = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            format!("{why}\nthe commands:{listed}")
+        })
     }
 }
 
@@ -423,30 +454,12 @@ fn hooks_run_and_pipeline_consolidates(world: &World, hooks: &[String]) -> bool 
             hook.trim_end().ends_with("exit 0"),
             "a hook ends in exit 0 (Claude Code reads 2 as block): {hook}"
         );
-        let mut child = world
-            .sh(hook, true)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().unwrap();
-            let _ = stdin.write_all(payload.as_bytes());
-        }
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "/bin/sh -c {hook}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.stderr.is_empty(),
-            "/bin/sh -c {hook}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        Run::command(world.sh(hook, true), &format!("/bin/sh -c {hook}"))
+            .stdin(payload.clone())
+            .code(0)
+            .stdout_empty()
+            .stderr_empty()
+            .run();
     }
     if !hooks
         .iter()
@@ -456,14 +469,10 @@ fn hooks_run_and_pipeline_consolidates(world: &World, hooks: &[String]) -> bool 
     }
     // The detached pipeline logs the run's envelope when it ends (waited for as a line).
     let log = world.home.join(".local/state/dreamkit/dream.log");
-    let mut text = String::new();
-    for _ in 0..400 {
-        text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("\"run\"") && text.ends_with('\n') {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let text = wait::until("the detached pipeline's envelope in dream.log", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        (text.contains("\"run\"") && text.ends_with('\n')).then_some(text)
+    });
     let envelope: Value = serde_json::from_str(text.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("the detached hook's log is not an envelope ({e}): {text}"));
     assert_eq!(envelope["run"]["status"], "completed", "{text}");
@@ -524,25 +533,9 @@ fn example_notes_and_commands_are_parsed_as_intended() {
     }
 }
 
-/// Runs `command` under bash in the world with `stdin`; returns (exit code, stdout).
-fn run_with_stdin(world: &World, command: &str, stdin: &str) -> (Option<i32>, String) {
-    use std::io::Write;
-    let mut child = world
-        .bash(command, false)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut input = child.stdin.take().unwrap();
-        let _ = input.write_all(stdin.as_bytes());
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+/// `command` under bash in the world with `stdin`, to be checked.
+fn run_with_stdin<'a>(world: &World, command: &str, stdin: &str) -> Run<'a> {
+    Run::command(world.bash(command, false), &format!("bash -c {command}")).stdin(stdin)
 }
 
 #[test]
@@ -572,26 +565,28 @@ fn readme_status_hook_feeds_the_status_line() {
     let line_input = json!({"session_id": world.session, "transcript_path": world.transcript,
         "model": {"id": "claude-sonnet-4-5"}})
     .to_string();
+    let status_line_shows = |expected: &str| {
+        run_with_stdin(&world, status_line, &line_input)
+            .success()
+            .stdout_is(expected)
+            .stderr_empty()
+            .run();
+    };
+    let hook_runs = |text: &str| {
+        run_with_stdin(&world, hook, &stop(text))
+            .success()
+            .stdout_empty()
+            .stderr_empty()
+            .run();
+    };
     // Before any turn: an empty status line, still exit 0.
-    assert_eq!(
-        run_with_stdin(&world, status_line, &line_input),
-        (Some(0), String::new())
-    );
-    assert_eq!(
-        run_with_stdin(&world, hook, &stop("Pushed the fix to main.")).0,
-        Some(0)
-    );
-    let shown = (Some(0), "completed: Pushed the fix to main.\n".to_string());
-    assert_eq!(run_with_stdin(&world, status_line, &line_input), shown);
+    status_line_shows("");
+    hook_runs("Pushed the fix to main.");
+    let shown = "completed: Pushed the fix to main.\n";
+    status_line_shows(shown);
     // A turn with no new text keeps the status.
-    assert_eq!(run_with_stdin(&world, hook, &stop("")).0, Some(0));
-    assert_eq!(run_with_stdin(&world, status_line, &line_input), shown);
-    assert_eq!(
-        run_with_stdin(&world, hook, &stop("Should I tag v1.2?")).0,
-        Some(0)
-    );
-    assert_eq!(
-        run_with_stdin(&world, status_line, &line_input),
-        (Some(0), "blocked: Should I tag v1.2?\n".to_string())
-    );
+    hook_runs("");
+    status_line_shows(shown);
+    hook_runs("Should I tag v1.2?");
+    status_line_shows("blocked: Should I tag v1.2?\n");
 }

@@ -2,13 +2,14 @@
 //! apply, discard, undo after apply; every result checked on disk.
 
 use std::path::Path;
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 use crate::dream::{script_full_consolidation, Dream};
 use sha2::Digest as _;
 
-use crate::support::{epoch_ms, mtime, stderr_text, stdout_json, tree, LiveProcess};
+use crate::support::{epoch_ms, mtime, tree, LiveProcess, Run};
 
 fn sha256_hex(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes)
@@ -38,26 +39,25 @@ impl Dream {
         let holder = LiveProcess::start();
         let envelope = self.acquired_envelope(&holder);
         script_full_consolidation(self);
-        let out = self.run(&envelope, &["--propose"]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        let released = self
-            .cmd("dream-lock")
+        let ran = self
+            .dream_run(&envelope, &["--propose"])
+            .success()
+            .stdout_json(|_| {})
+            .stderr_empty()
+            .run();
+        self.tool("dream-lock")
             .arg("release")
-            .write_stdin(out.stdout.clone())
-            .output()
-            .unwrap();
-        assert_eq!(
-            released.status.code(),
-            Some(0),
-            "{}",
-            stderr_text(&released)
-        );
-        assert_eq!(stdout_json(&released)["lock"]["outcome"], "proposed");
-        stdout_json(&out)
+            .stdin(ran.stdout.clone())
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["lock"]["outcome"], "proposed"))
+            .stderr_empty()
+            .run();
+        ran.json()
     }
 
-    fn review(&self, args: &[&str]) -> std::process::Output {
-        self.cmd("dream-run").args(args).output().unwrap()
+    /// `dream-run ARGS` (show, apply, discard, undo), as a checked run.
+    fn review<'a>(&self, args: &[&str]) -> Run<'a> {
+        self.tool("dream-run").args(args)
     }
 
     fn proposal_dir(&self, task_id: &str) -> std::path::PathBuf {
@@ -127,15 +127,31 @@ fn propose_leaves_the_memory_dir_and_the_lock_time_as_they_were_in_both_forms() 
             .transcripts_dir()
             .join(format!("{}.jsonl", crate::support::session_id(5)));
         let transcript_before = std::fs::read(&transcript).unwrap();
-        let out = d
-            .process(Path::new("sh"))
+        let doc = Run::command(d.process(Path::new("sh")), "sh")
             .args(["-c", line])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{form}: {}", stderr_text(&out));
-        let doc = stdout_json(&out);
-        check_proposal(&d, &doc["run"]);
+            .stdin_from(Stdio::null())
+            .success()
+            .stdout_json(|doc| check_proposal(&d, &doc["run"]))
+            // The exec form says "rolled the lock back (failed)" of a proposal that succeeded (the
+            // pipeline's release reports it as `proposed`): the label is wrong, so only what is
+            // right is asserted (rolled back, the time kept).
+            .stderr_with(|err| {
+                if form == "exec" {
+                    assert!(
+                        err.starts_with("dream-lock: rolled the lock back ("),
+                        "{err}"
+                    );
+                    assert!(
+                        err.ends_with("): the consolidation time is as it was\n"),
+                        "{err}"
+                    );
+                    assert_eq!(err.lines().count(), 1, "{err}");
+                } else {
+                    assert_eq!(err, "");
+                }
+            })
+            .run()
+            .json();
         if form == "pipeline" {
             assert_eq!(doc["lock"]["released"], true);
             assert_eq!(doc["lock"]["outcome"], "proposed");
@@ -161,24 +177,39 @@ fn show_prints_a_proposal_as_json_and_as_a_diff() {
     let id = task_id(&doc);
     let text = doc["run"]["diff_text"].as_str().unwrap();
 
-    let out = d.review(&["show"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let shown = stdout_json(&out);
-    assert_eq!(shown["task_id"], id.as_str());
-    assert_eq!(shown["status"], "proposed");
-    assert_eq!(shown["diff"], doc["run"]["diff"]);
-    assert_eq!(shown["diff_text"], text);
+    d.review(&["show"])
+        .success()
+        .stdout_json(|shown| {
+            assert_eq!(shown["task_id"], id.as_str());
+            assert_eq!(shown["status"], "proposed");
+            assert_eq!(shown["diff"], doc["run"]["diff"]);
+            assert_eq!(shown["diff_text"], text);
+        })
+        .stderr_empty()
+        .run();
 
     // Not a terminal: the plain diff, no colour codes.
-    let out = d.review(&["show", &id, "--diff"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    d.review(&["show", &id, "--diff"])
+        .success()
+        .stdout_is(text)
+        .stderr_empty()
+        .run();
 
-    let out = d.review(&["show", "no-such-task"]);
-    assert_eq!(out.status.code(), Some(1));
-    let out = d.review(&["show", "../x"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout_json(&out)["error"]["kind"], "bad_input");
+    d.review(&["show", "no-such-task"])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(
+                *doc,
+                json!({"reason": "not_found", "task_id": "no-such-task"})
+            );
+        })
+        .stderr_is("dream-run: no task no-such-task\n")
+        .run();
+    d.review(&["show", "../x"])
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input"))
+        .stderr_is("dream-run: \"../x\" is not a task id\n")
+        .run();
 }
 
 #[test]
@@ -192,23 +223,36 @@ fn apply_writes_exactly_the_proposal_and_undo_puts_it_back() {
     {
         let holder = LiveProcess::start();
         let envelope = d.acquired_envelope(&holder);
-        let out = d.review(&["apply"]);
-        assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-        assert_eq!(stdout_json(&out)["reason"], "busy");
+        d.review(&["apply"])
+            .code(1)
+            .stdout_json(|doc| assert_eq!(doc["reason"], "busy"))
+            .stderr_is(format!(
+                "dream-run: the consolidation lock is held by PID {}: try again later\n",
+                holder.pid()
+            ))
+            .run();
         assert_eq!(md_tree(&d), before);
-        d.cmd("dream-lock")
+        d.tool("dream-lock")
             .args(["release", "--outcome", "failed"])
-            .write_stdin(envelope)
-            .assert()
-            .code(0);
+            .stdin(envelope)
+            .success()
+            .stdout_json(|doc| {
+                assert_eq!(doc["lock"]["released"], true);
+                assert_eq!(doc["lock"]["outcome"], "failed");
+            })
+            .stderr_empty()
+            .run();
     }
 
     let lock_before = d.lock_ms();
-    let out = d.review(&["apply"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let applied = stdout_json(&out);
-    assert_eq!(applied["applied"], true);
-    assert_eq!(applied["task_id"], id.as_str());
+    d.review(&["apply"])
+        .success()
+        .stdout_json(|applied| {
+            assert_eq!(applied["applied"], true);
+            assert_eq!(applied["task_id"], id.as_str());
+        })
+        .stderr_empty()
+        .run();
     assert_eq!(d.read("MEMORY.md"), NEW_INDEX);
     assert_eq!(
         d.read("topics/deploy.md"),
@@ -244,11 +288,24 @@ fn apply_writes_exactly_the_proposal_and_undo_puts_it_back() {
     assert_eq!(line["task_id"], id.as_str());
     assert_eq!(line["files_touched"].as_array().unwrap().len(), 3);
     // Applied once only.
-    assert_eq!(d.review(&["apply", &id]).status.code(), Some(1));
+    d.review(&["apply", &id])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(
+                *doc,
+                json!({"applied": false, "reason": "not_a_proposal", "task_id": id, "files": []})
+            );
+        })
+        .stderr_is(format!(
+            "dream-run: task {id} is completed, not a proposal\n"
+        ))
+        .run();
 
-    let out = d.review(&["undo"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["task_id"], id.as_str());
+    d.review(&["undo"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["task_id"], id.as_str()))
+        .stderr_empty()
+        .run();
     assert_eq!(md_tree(&d), before, "undo restored the memory dir");
 }
 
@@ -264,17 +321,19 @@ fn apply_refuses_when_a_person_edited_a_touched_file_and_applies_nothing() {
     .unwrap();
     let before = md_tree(&d);
     let lock_before = d.lock_ms();
-    let out = d.review(&["apply", &id]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["applied"], false);
-    assert_eq!(doc["reason"], "changed_since");
-    assert_eq!(doc["files"], json!([d.abs("stale.md")]));
-    assert!(
-        stderr_text(&out).contains("stale.md"),
-        "{}",
-        stderr_text(&out)
-    );
+    d.review(&["apply", &id])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["applied"], false);
+            assert_eq!(doc["reason"], "changed_since");
+            assert_eq!(doc["files"], json!([d.abs("stale.md")]));
+        })
+        .stderr_contains("stale.md")
+        .stderr_is(format!(
+            "dream-run: not applied: changed since the proposal was made: {}\n",
+            d.abs("stale.md")
+        ))
+        .run();
     assert_eq!(md_tree(&d), before, "nothing applied");
     assert_eq!(d.lock_ms(), lock_before);
     assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");
@@ -282,23 +341,31 @@ fn apply_refuses_when_a_person_edited_a_touched_file_and_applies_nothing() {
     // A file the proposal creates that someone created meanwhile is a change too.
     std::fs::write(d.mem().join("stale.md"), "The deploy uses FTP.\n").unwrap();
     std::fs::write(d.mem().join("topics/deploy.md"), "mine\n").unwrap();
-    let out = d.review(&["apply"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        stdout_json(&out)["files"],
-        json!([d.abs("topics/deploy.md")])
-    );
+    d.review(&["apply"])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["files"], json!([d.abs("topics/deploy.md")])))
+        .stderr_is(format!(
+            "dream-run: not applied: changed since the proposal was made: {}\n",
+            d.abs("topics/deploy.md")
+        ))
+        .run();
     assert_eq!(d.read("topics/deploy.md"), "mine\n");
     assert_eq!(d.read("MEMORY.md"), OLD_INDEX);
     // Only what was shown is applied: a staged copy changed since is refused too.
     std::fs::remove_file(d.mem().join("topics/deploy.md")).unwrap();
     let staged = d.proposal_dir(&id).join("memory/MEMORY.md");
     std::fs::write(&staged, "# Memory\n- slipped in later\n").unwrap();
-    let out = d.review(&["apply"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["reason"], "staging_changed");
-    assert_eq!(doc["files"], json!([staged.to_string_lossy()]));
+    d.review(&["apply"])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["reason"], "staging_changed");
+            assert_eq!(doc["files"], json!([staged.to_string_lossy()]));
+        })
+        .stderr_is(format!(
+            "dream-run: not applied: the staged copy is not what the proposal showed: {}\n",
+            staged.display()
+        ))
+        .run();
     assert_eq!(d.read("MEMORY.md"), OLD_INDEX);
     assert_eq!(d.task(&id)["status"], "proposed");
 }
@@ -310,19 +377,27 @@ fn discard_drops_a_proposal() {
     let doc = d.propose();
     let id = task_id(&doc);
     assert!(d.proposal_dir(&id).join("memory/MEMORY.md").exists());
-    let out = d.review(&["discard"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out), json!({"discarded": true, "task_id": id}));
+    d.review(&["discard"])
+        .success()
+        .stdout_json(|doc| assert_eq!(*doc, json!({"discarded": true, "task_id": id})))
+        .stderr_empty()
+        .run();
     assert!(!d.proposal_dir(&id).exists());
     assert_eq!(d.task(&id)["status"], "discarded");
     assert_eq!(md_tree(&d), before);
     // Nothing left to show or apply.
-    let out = d.review(&["show"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stdout_json(&out)["reason"], "no_proposal");
-    let out = d.review(&["apply", &id]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stdout_json(&out)["reason"], "not_a_proposal");
+    d.review(&["show"])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["reason"], "no_proposal"))
+        .stderr_is("dream-run: no memory proposal: run dream-run --propose first\n")
+        .run();
+    d.review(&["apply", &id])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["reason"], "not_a_proposal"))
+        .stderr_is(format!(
+            "dream-run: task {id} is discarded, not a proposal\n"
+        ))
+        .run();
     assert_eq!(md_tree(&d), before);
 }
 
@@ -333,28 +408,24 @@ fn the_mode_comes_from_the_environment_and_a_bad_one_is_exit_2() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = d
-        .cmd("dream-run")
+    d.dream_run(&envelope, &[])
         .env("DREAMKIT_DREAM_MODE", "propose")
-        .write_stdin(envelope.clone())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    check_proposal(&d, &stdout_json(&out)["run"]);
+        .success()
+        .stdout_json(|doc| check_proposal(&d, &doc["run"]))
+        .stderr_empty()
+        .run();
     assert_eq!(md_tree(&d), before);
 
     let tasks_before = std::fs::read_dir(d.home.state_dir().join("tasks"))
         .unwrap()
         .count();
-    let out = d
-        .cmd("dream-run")
+    d.dream_run(&envelope, &[])
         .env("DREAMKIT_DREAM_MODE", "yes")
-        .write_stdin(envelope)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["error"]["kind"], "bad_input");
-    assert!(stderr_text(&out).contains("DREAMKIT_DREAM_MODE"));
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input"))
+        .stderr_contains("DREAMKIT_DREAM_MODE")
+        .stderr_is("dream-run: DREAMKIT_DREAM_MODE must be \"propose\" or \"apply\", not \"yes\"\n")
+        .run();
     assert_eq!(
         std::fs::read_dir(d.home.state_dir().join("tasks"))
             .unwrap()
@@ -381,13 +452,19 @@ fn show_diff_is_coloured_only_on_a_terminal_without_no_color() {
     d.propose();
     let on_terminal = |no_color: bool| {
         let mut cmd = d.process(Path::new("script"));
-        cmd.args(["-qec", "dream-run show --diff", "/dev/null"]);
         if no_color {
             cmd.env("NO_COLOR", "1");
         }
-        let out = cmd.output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n")
+        Run::command(cmd, "script")
+            .args(["-qec", "dream-run show --diff", "/dev/null"])
+            .success()
+            // The terminal's output, checked by the caller.
+            .stdout_with(|text| assert!(text.contains("--- a/MEMORY.md"), "{text:?}"))
+            // `script` puts the command's stderr on the terminal too; its own is empty.
+            .stderr_empty()
+            .run()
+            .stdout
+            .replace("\r\n", "\n")
     };
     let coloured = on_terminal(false);
     for piece in [
@@ -420,16 +497,24 @@ fn a_failed_proposal_leaves_no_staging_copy() {
             "authentication_error",
             "bad key",
         ));
-    let out = d.run(&envelope, &["--propose"]);
-    assert_eq!(out.status.code(), Some(4), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
+    let doc = d
+        .dream_run(&envelope, &["--propose"])
+        .code(4)
+        .stdout_json(|_| {})
+        .stderr_is("dream-run: run failed: auth: bad key\n")
+        .run()
+        .json();
     assert_eq!(doc["run"]["status"], "failed");
     assert_eq!(doc["run"]["mode"], "propose");
     let id = task_id(&doc);
     assert!(!d.proposal_dir(&id).exists());
     assert!(!d.home.state_dir().join("snapshots").join(&id).exists());
     assert_eq!(md_tree(&d), before);
-    assert_eq!(d.review(&["show"]).status.code(), Some(1));
+    d.review(&["show"])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(*doc, json!({"reason": "no_proposal"})))
+        .stderr_is("dream-run: no memory proposal: run dream-run --propose first\n")
+        .run();
 }
 
 /// `show TASK_ID` also shows what a completed (applied) run changed.
@@ -439,15 +524,23 @@ fn show_shows_a_completed_runs_changes() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
+    let doc = d
+        .dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     assert_eq!(doc["run"]["status"], "completed");
     assert!(doc["run"].get("diff_text").is_none(), "only when proposing");
     let id = task_id(&doc);
-    let out = d.review(&["show", &id]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let shown = stdout_json(&out);
+    let shown = d
+        .review(&["show", &id])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     assert_eq!(shown["status"], "completed");
     assert_eq!(shown["diff"], doc["run"]["diff"]);
     let text = shown["diff_text"].as_str().unwrap();
@@ -455,6 +548,9 @@ fn show_shows_a_completed_runs_changes() {
         text.contains("-The deploy uses FTP.\n") && text.contains("+++ b/topics/deploy.md\n"),
         "{text}"
     );
-    let out = d.review(&["show", &id, "--diff"]);
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    d.review(&["show", &id, "--diff"])
+        .success()
+        .stdout_is(text)
+        .stderr_empty()
+        .run();
 }

@@ -10,11 +10,12 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{bin_path, ClaudeHome};
+use crate::support::{bin_path, ClaudeHome, Run};
 
 /// The client version these tests pin (and `--version` of every tool names).
 pub(crate) const CLIENT_VERSION: &str = "2.1.332";
@@ -100,20 +101,28 @@ impl Offline {
     }
 
     /// The client run from `cwd` with `args`, the stub answering `replies` (a JSON list in
-    /// stub.py's format; empty: its default text). Fails the test when the runner cannot start.
-    pub(crate) fn run(
+    /// stub.py's format; empty: its default text), to be checked: it must exit 0, and its
+    /// stderr must be the offline runner's one line and nothing else (the client said nothing
+    /// there, and the runner did run it). The caller says what stdout must hold.
+    pub(crate) fn claude<'a>(
         &self,
         home: &ClaudeHome,
         cwd: &Path,
         replies: &Value,
         args: &[&str],
-    ) -> Output {
-        let replies_file = tempfile::NamedTempFile::new_in(&home.root).unwrap();
-        std::fs::write(replies_file.path(), replies.to_string()).unwrap();
-        let out = std::process::Command::new("bash")
-            .arg(repo_root().join("scripts/claude-code/run-offline.sh"))
+    ) -> Run<'a> {
+        // Kept in the home's root (removed with it): the run reads it after this returns.
+        let (_, replies_file) = tempfile::Builder::new()
+            .prefix("replies-")
+            .suffix(".json")
+            .tempfile_in(&home.root)
+            .unwrap()
+            .keep()
+            .unwrap();
+        std::fs::write(&replies_file, replies.to_string()).unwrap();
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg(repo_root().join("scripts/claude-code/run-offline.sh"))
             .arg("--")
-            .args(args)
             .env_clear()
             .env("PATH", &self.path)
             .env("LANG", "C.UTF-8")
@@ -122,19 +131,17 @@ impl Offline {
             .env("XDG_STATE_HOME", &home.state_home)
             .env("CC_CWD", cwd)
             .env("CC_LOG", &self.log)
-            .env("CC_REPLIES", replies_file.path())
+            .env("CC_REPLIES", &replies_file)
             .env("CC_TIMEOUT", "120")
             .env("CLAUDE_BIN", &self.claude)
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run-offline.sh runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("run-offline: claude exit="),
-            "the offline runner did not run claude: {stderr}"
-        );
-        out
+            .current_dir(cwd);
+        Run::command(cmd, "run-offline.sh -- claude")
+            .args(args)
+            .stdin_from(Stdio::null())
+            // The runner kills the client after CC_TIMEOUT; this bounds the runner itself.
+            .timeout(Duration::from_secs(150))
+            .success()
+            .stderr_with(runner_line_only(0))
     }
 
     /// The client's `-p` turn as a new session; its json result.
@@ -150,21 +157,10 @@ impl Offline {
         let flag = if resume { "--resume" } else { "--session-id" };
         let mut args = vec!["-p", prompt, "--output-format", "json", flag, session];
         args.extend_from_slice(extra);
-        let out = self.run(home, cwd, &Value::Array(Vec::new()), &args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "claude -p failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "claude's json result ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        });
-        assert_eq!(result["is_error"], false, "{result}");
-        result
+        self.claude(home, cwd, &Value::Array(Vec::new()), &args)
+            .stdout_json(|result| assert_eq!(result["is_error"], false, "{result}"))
+            .run()
+            .json()
     }
 
     /// Every request the stub logged, in order (method, path, headers, body).
@@ -196,6 +192,20 @@ impl Offline {
     }
 }
 
+/// The offline runner's stderr when the client exited `code` and printed nothing there: the
+/// runner's one line `run-offline: claude exit=N seconds=S`.
+fn runner_line_only(code: i32) -> impl FnOnce(&str) {
+    move |stderr| {
+        let seconds = stderr
+            .strip_prefix(&format!("run-offline: claude exit={code} seconds="))
+            .and_then(|rest| rest.strip_suffix('\n'));
+        assert!(
+            seconds.is_some_and(|s| s.parse::<f64>().is_ok()),
+            "stderr is not the offline runner's one line for exit {code}: {stderr:?}"
+        );
+    }
+}
+
 /// The text of every block of every message of a request body, in order.
 pub(crate) fn message_texts(body: &Value) -> Vec<(String, String)> {
     let mut texts = Vec::new();
@@ -216,12 +226,26 @@ pub(crate) fn message_texts(body: &Value) -> Vec<(String, String)> {
     texts
 }
 
+/// The events of a `--output-format stream-json` run: one JSON object a line, every line.
+pub(crate) fn stream_events(stdout: &str) -> Vec<Value> {
+    assert!(
+        stdout.ends_with('\n'),
+        "stream-json output not newline-terminated: {stdout:?}"
+    );
+    stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l)
+                .unwrap_or_else(|e| panic!("a stream-json line is not JSON ({e}): {l:?}"))
+        })
+        .collect()
+}
+
 /// The `hook_response` events of a `--output-format stream-json --verbose
 /// --include-hook-events` run: (hook_name, exit_code, outcome, stdout, stderr).
-pub(crate) fn hook_responses(stdout: &[u8]) -> Vec<(String, i64, String, String, String)> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+pub(crate) fn hook_responses(stdout: &str) -> Vec<(String, i64, String, String, String)> {
+    stream_events(stdout)
+        .into_iter()
         .filter(|e| e["type"] == "system" && e["subtype"] == "hook_response")
         .map(|e| {
             (
@@ -236,12 +260,11 @@ pub(crate) fn hook_responses(stdout: &[u8]) -> Vec<(String, i64, String, String,
 }
 
 /// The final `result` event of a stream-json run.
-pub(crate) fn stream_result(stdout: &[u8]) -> Value {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+pub(crate) fn stream_result(stdout: &str) -> Value {
+    stream_events(stdout)
+        .into_iter()
         .find(|e| e["type"] == "result")
-        .unwrap_or_else(|| panic!("no result event in: {}", String::from_utf8_lossy(stdout)))
+        .unwrap_or_else(|| panic!("no result event in: {stdout}"))
 }
 
 /// The records of a transcript.
