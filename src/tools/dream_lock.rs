@@ -487,7 +487,7 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Report, Failure> {
     let taken = take_lock(&args.at, &hints, pid, &mut envelope);
     if let Some(signal) = hold.end() {
         if let Ok((ctx, Acquired::Yes(lease))) = &taken {
-            finish(ctx.backend.as_ref(), lease, RunOutcome::Aborted, diag);
+            finish(ctx.backend.as_ref(), lease, RunOutcome::Aborted, None, diag);
         }
         return Ok(Report::Interrupted(signal));
     }
@@ -848,7 +848,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     };
     let backend = ctx.backend.as_ref();
     if let Some(signal) = signals::claim() {
-        finish(backend, &lease, RunOutcome::Aborted, diag);
+        finish(backend, &lease, RunOutcome::Aborted, None, diag);
         drop(hold);
         return Ok(Report::Interrupted(signal));
     }
@@ -861,7 +861,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let pin = match backend.pin(&lease) {
         Ok(pin) => pin,
         Err(failure) => {
-            finish(backend, &lease, RunOutcome::Failed, diag);
+            finish(backend, &lease, RunOutcome::Failed, None, diag);
             return acquire_failed(envelope, failure);
         }
     };
@@ -869,7 +869,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let keep_alive = match backend.keep_alive(&lease.token) {
         Ok(keep_alive) => keep_alive,
         Err(failure) => {
-            finish(backend, &lease, RunOutcome::Failed, diag);
+            finish(backend, &lease, RunOutcome::Failed, None, diag);
             return acquire_failed(envelope, failure);
         }
     };
@@ -910,7 +910,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            finish(backend, &lease, RunOutcome::Failed, diag);
+            finish(backend, &lease, RunOutcome::Failed, None, diag);
             let name = args.command[0].to_string_lossy();
             let failure = Failure::Usage(format!("cannot run {name}: {e}"));
             diag.warn(&failure.to_string());
@@ -947,7 +947,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let status = match status {
         Ok(status) => status,
         Err(e) => {
-            finish(backend, &lease, RunOutcome::Failed, diag);
+            finish(backend, &lease, RunOutcome::Failed, None, diag);
             return Err(Failure::environment(format!(
                 "cannot wait for the command: {e}"
             )));
@@ -977,7 +977,9 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
             "the command ended {said} (not a consolidation): rolling back"
         ));
     }
-    let release_failed = finish(backend, &lease, outcome, diag);
+    // The command's word names the roll-back only when it is the reason for it.
+    let reason = said.filter(|_| outcome == RunOutcome::Failed && status.success());
+    let release_failed = finish(backend, &lease, outcome, reason, diag);
     drop(pin);
     drop(hold);
     // A release that failed (etcd died while the command ran) left the lock held until its
@@ -1038,7 +1040,15 @@ fn kill_group(pgid: u32) {
 /// Releases after `exec`; problems are reported on stderr, since stdout is the command's.
 /// The exit of the failure when the release failed (etcd could not be reached, or answered
 /// wrongly), so the lock may still be held.
-fn finish(backend: &dyn Backend, lease: &Lease, outcome: RunOutcome, diag: &Diag) -> Option<Exit> {
+/// `said` is what the command wrote to the outcome file (`proposed`...), shown as the reason
+/// of a roll-back the command asked for.
+fn finish(
+    backend: &dyn Backend,
+    lease: &Lease,
+    outcome: RunOutcome,
+    said: Option<&str>,
+    diag: &Diag,
+) -> Option<Exit> {
     match backend.release(&lease.token, lease.prior_mtime_ms, outcome) {
         Ok(Released::Yes { .. }) => {
             // Said without -v: whether the consolidation time moved is what a person wants
@@ -1049,7 +1059,7 @@ fn finish(backend: &dyn Backend, lease: &Lease, outcome: RunOutcome, diag: &Diag
                 }
                 other => format!(
                     "rolled the lock back ({}): the consolidation time is as it was",
-                    other.as_str()
+                    said.unwrap_or(other.as_str())
                 ),
             });
             None

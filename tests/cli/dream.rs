@@ -436,27 +436,47 @@ fn keep_partial_keeps_what_a_failed_run_wrote() {
     ));
     d.api
         .push(Reply::error(400, "invalid_request_error", "bad"));
-    d.dream_run(&envelope, &["--keep-partial"])
+    let ran = d
+        .dream_run(&envelope, &["--keep-partial"])
         .code(4)
         .stdout_json(|doc| {
             assert_eq!(doc["run"]["status"], "failed");
             assert_eq!(doc["run"]["error"], "model");
             assert_eq!(doc["run"]["message"], "invalid_request: bad");
+            // The record tells what stayed.
+            assert_eq!(
+                doc["run"]["diff"]["created"],
+                json!([d.mem().join("new.md").to_string_lossy()])
+            );
         })
-        // It also says "the lock was lost: nothing was restored" though the lock was not
-        // lost (--keep-partial kept the files): wrong, so that line is not asserted.
         .stderr_with(|err| {
+            let lines: Vec<&str> = err.lines().collect();
+            assert_eq!(lines.len(), 3, "{err}");
             assert!(
-                err.contains("dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n"),
+                lines[0].starts_with("dream-run: --keep-partial: what the failed run changed stays; `dream-run undo "),
                 "{err}"
             );
-            assert!(
-                err.ends_with("\ndream-run: run failed: invalid_request: bad\n"),
-                "{err}"
-            );
+            assert_eq!(lines[1], "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)");
+            assert_eq!(lines[2], "dream-run: run failed: invalid_request: bad");
         })
         .run();
     assert_eq!(d.read("new.md"), "kept\n");
+    let task_id = ran.json()["run"]["task_id"].as_str().unwrap().to_string();
+    d.tool("dream-lock")
+        .arg("release")
+        .stdin(ran.stdout)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["lock"]["outcome"], "failed"))
+        .stderr_empty()
+        .run();
+    // And `undo` takes it back.
+    d.tool("dream-run")
+        .args(["undo", &task_id])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["undone"], true))
+        .stderr_empty()
+        .run();
+    assert!(!d.mem().join("new.md").exists());
 }
 
 #[test]

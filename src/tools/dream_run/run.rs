@@ -1307,6 +1307,28 @@ keep it short, and use the tools for changes.",
                     }
                 }
             }
+        } else if status == "failed" && restore && self.snapshot.is_some() {
+            // --keep-partial: what the run changed stays, and the record says what it is,
+            // so that `undo` and the report tell the truth.
+            match self.changes(&memory_dir) {
+                Ok((d, text)) => {
+                    self.record.diff = Some(snapshot::absolute_diff(
+                        &self.project.memory_dir,
+                        d.clone(),
+                    ));
+                    self.record.diff_text = Some(text.clone());
+                    diff = d;
+                    diff_text = Some(text);
+                }
+                Err(e) => self
+                    .diag
+                    .warn(&format!("cannot record the run's changes: {e}")),
+            }
+            self.diag.warn(&format!(
+                "--keep-partial: what the failed run changed stays; `dream-run undo {}` restores the snapshot {}",
+                self.record.task_id,
+                self.record.snapshot.as_deref().unwrap_or("")
+            ));
         } else if status == "failed" && self.snapshot.is_some() {
             self.diag.warn(&format!(
                 "the lock was lost: nothing was restored; the snapshot is {}",
