@@ -2,10 +2,9 @@
 //! extra body, weak-model answers), the dry runs of `dream-lock release` and `recap`, and
 //! `dream-run check` on hostile memory dirs. Only what broke is kept here.
 
-use std::process::Output;
 use std::time::Duration;
 
-use crate::support::{stderr_text, ClaudeHome};
+use crate::support::{ClaudeHome, Run};
 
 /// Every entry under `root`: path, kind, mode, mtime (ns) and a file's bytes.
 fn snapshot(root: &std::path::Path) -> Vec<(String, String, u32, i128, Vec<u8>)> {
@@ -42,13 +41,11 @@ fn snapshot(root: &std::path::Path) -> Vec<(String, String, u32, i128, Vec<u8>)>
     out
 }
 
-fn lock_cmd(home: &ClaudeHome, args: &[&str], stdin: &str) -> Output {
-    home.cmd("dream-lock")
+fn lock_cmd<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
+    Run::new(home, "dream-lock")
         .args(args)
-        .write_stdin(stdin.to_string())
+        .stdin(stdin)
         .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap()
 }
 
 #[test]
@@ -59,8 +56,18 @@ fn release_dry_run_by_hand_creates_no_memory_dir_and_no_guard() {
         &["release", "--dry-run", "--token", "1:2"][..],
         &["release", "--dry-run", "--force", "--token", "1:2"][..],
     ] {
-        let out = lock_cmd(&home, args, "");
-        assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+        lock_cmd(&home, args, "")
+            .code(1)
+            .stdout_json(|doc| {
+                assert_eq!(doc["lock"]["reason"], "not_holder");
+                assert_eq!(doc["lock"]["released"], false);
+                assert_eq!(doc["lock"]["dry_run"], true);
+            })
+            .stderr_is(
+                "dream-lock: dry run: would not release: the lock is no longer ours \
+                 (taken over, or released already)\n",
+            )
+            .run();
         assert_eq!(snapshot(&home.root), before, "{args:?} changed the disk");
     }
     assert!(!home.memory_dir().exists());

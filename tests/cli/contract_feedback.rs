@@ -2,40 +2,52 @@
 //! the same condition, no control character on a person's screen, one typed document per
 //! answer, and the shared flags wherever they are typed.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::run::Ran;
 use crate::support::*;
 
 /// Long enough for any run here; only there so a regression that waits fails, not hangs.
 const BOUND: Duration = Duration::from_secs(60);
 
-/// What one run printed: its exit code, its one JSON document and its stderr.
-struct Run {
-    code: i32,
-    out: Value,
-    err: String,
-}
-
-fn run(mut cmd: assert_cmd::Command, args: &[&str], stdin: &str) -> Run {
-    let output = cmd
+/// `feedback ARGS` in `home`, reading `stdin`.
+fn fb<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
+    Run::new(home, "feedback")
         .args(args)
-        .write_stdin(stdin)
+        .stdin(stdin)
         .timeout(BOUND)
-        .output()
-        .expect("run feedback");
-    Run {
-        code: output.status.code().expect("an exit code"),
-        out: stdout_json(&output),
-        err: stderr_text(&output),
-    }
 }
 
-fn fb(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run {
-    run(home.cmd("feedback"), args, stdin)
+/// [`fb`] as an unprivileged user when the tests run as root.
+fn fb_unprivileged<'a>(home: &ClaudeHome, args: &[&str]) -> Run<'a> {
+    Run::unprivileged(home, "feedback")
+        .args(args)
+        .timeout(BOUND)
+}
+
+/// What `feedback queue` says on stderr in notify mode about draft `id` titled `title`.
+fn queued_line(title: &str, id: &str) -> String {
+    format!("feedback: draft queued: {title} (review with `feedback show {id}`)\n")
+}
+
+/// `feedback queue ARGS` in notify mode: exit 0, and stderr is `line(id)` for the draft its
+/// document names; returns the document.
+fn queued(run: Run, line: impl Fn(&str) -> String + 'static) -> Value {
+    let id = Rc::new(RefCell::new(String::new()));
+    let seen = Rc::clone(&id);
+    run.success()
+        .stdout_json(move |out| {
+            *seen.borrow_mut() = out["draft_id"].as_str().expect("draft_id").to_string();
+        })
+        .stderr_with(move |err| assert_eq!(err, line(&id.borrow())))
+        .run()
+        .json()
 }
 
 fn drafts_dir(home: &ClaudeHome) -> PathBuf {
@@ -51,9 +63,15 @@ fn bug(session: &str) -> Value {
 }
 
 fn queue(home: &ClaudeHome, fields: &Value) -> String {
-    let r = fb(home, &["-q", "queue"], &fields.to_string());
-    assert_eq!((r.code, r.err.as_str()), (0, ""), "{}", r.out);
-    r.out["draft_id"].as_str().expect("draft_id").to_string()
+    fb(home, &["-q", "queue"], &fields.to_string())
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json()["draft_id"]
+        .as_str()
+        .expect("draft_id")
+        .to_string()
 }
 
 fn transcript_line(session: &str, text: &str) -> String {
@@ -61,43 +79,60 @@ fn transcript_line(session: &str, text: &str) -> String {
         .to_string()
 }
 
-/// Asserts `{"error": {"kind", "message", "reason"?}}` with this kind and reason, a one-line
-/// stderr that names the tool once, and the exit code.
-fn assert_failure(r: &Run, code: i32, kind: &str, reason: Option<&str>, what: &str) {
-    assert_eq!(r.code, code, "{what}: {} {}", r.out, r.err);
-    let error = &r.out["error"];
-    assert_eq!(error["kind"], kind, "{what}: {}", r.out);
-    assert_eq!(error["reason"].as_str(), reason, "{what}: {}", r.out);
-    assert!(
-        error["message"].as_str().is_some_and(|m| !m.is_empty()),
-        "{what}: no message: {}",
-        r.out
-    );
-    let keys: Vec<&str> = error
-        .as_object()
-        .expect("error object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert!(
-        keys.iter()
-            .all(|k| ["kind", "reason", "message", "status", "attempts"].contains(k)),
-        "{what}: {keys:?}"
-    );
-    // Ours name the tool once; clap's own usage errors start with its `error:` label.
-    assert!(
-        (r.err.starts_with("feedback: ") || r.err.starts_with("error: "))
-            && !r.err.contains("feedback: feedback"),
-        "{what}: {:?}",
-        r.err
-    );
+/// Runs it and asserts `{"error": {"kind", "message", "reason"?}}` with this kind and
+/// reason, a stderr that names the tool once and is `stderr`, and the exit code; returns what
+/// it printed.
+#[track_caller]
+fn assert_failure(
+    run: Run,
+    code: i32,
+    kind: &str,
+    reason: Option<&str>,
+    what: &str,
+    stderr: String,
+) -> Ran {
+    let what = what.to_string();
+    let shown = what.clone();
+    let (kind, reason) = (kind.to_string(), reason.map(str::to_string));
+    run.code(code)
+        .stdout_json(move |out| {
+            let error = &out["error"];
+            assert_eq!(error["kind"], kind.as_str(), "{what}: {out}");
+            assert_eq!(error["reason"].as_str(), reason.as_deref(), "{what}: {out}");
+            assert!(
+                error["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "{what}: no message: {out}"
+            );
+            let keys: Vec<&str> = error
+                .as_object()
+                .expect("error object")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert!(
+                keys.iter()
+                    .all(|k| ["kind", "reason", "message", "status", "attempts"].contains(k)),
+                "{what}: {keys:?}"
+            );
+        })
+        // Ours name the tool once; clap's own usage errors start with its `error:` label.
+        .stderr_with(move |err| {
+            assert!(
+                (err.starts_with("feedback: ") || err.starts_with("error: "))
+                    && !err.contains("feedback: feedback"),
+                "{shown}: {err:?}"
+            );
+        })
+        .stderr_is(stderr)
+        .run()
 }
 
 /// A failed send keeps the draft and says so in the document.
-fn assert_kept(r: &Run, home: &ClaudeHome, id: &str, what: &str) {
-    assert_eq!(r.out["sent"], false, "{what}: {}", r.out);
-    assert_eq!(r.out["queued"], true, "{what}: {}", r.out);
-    assert_eq!(r.out["draft_id"], id, "{what}: {}", r.out);
+fn assert_kept(r: &Ran, home: &ClaudeHome, id: &str, what: &str) {
+    let out = r.json();
+    assert_eq!(out["sent"], false, "{what}: {out}");
+    assert_eq!(out["queued"], true, "{what}: {out}");
+    assert_eq!(out["draft_id"], id, "{what}: {out}");
     assert!(draft_file(home, id).is_file(), "{what}: the draft is gone");
 }
 
@@ -108,103 +143,182 @@ fn every_failure_prints_one_error_shape() {
     let id = queue(&home, &bug("s1"));
     let endpoint = format!("{}/feedback", api.url());
 
-    let r = fb(&home, &["show"], "");
-    assert_failure(&r, 2, "usage", None, "a missing argument");
-    let r = fb(
-        &home,
-        &["send", &id, "--endpoint", &endpoint, "--transcript", "t"],
-        "",
+    assert_failure(
+        fb(&home, &["show"], ""),
+        2,
+        "usage",
+        None,
+        "a missing argument",
+        "error: the following required arguments were not provided:\n  <ID>\n\n\
+         Usage: feedback show <ID>\n\nFor more information, try '--help'.\n"
+            .to_string(),
     );
     assert_failure(
-        &r,
+        fb(
+            &home,
+            &["send", &id, "--endpoint", &endpoint, "--transcript", "t"],
+            "",
+        ),
         2,
         "usage",
         None,
         "--transcript without --with-transcript",
+        "error: the following required arguments were not provided:\n  --with-transcript\n\n\
+         Usage: feedback send --with-transcript --endpoint <URL> --transcript <PATH> <ID>\n\n\
+         For more information, try '--help'.\n"
+            .to_string(),
     );
-    let r = fb(
-        &home,
-        &["send", &id, "--endpoint", "not a url", "--yes"],
-        "",
+    assert_failure(
+        fb(
+            &home,
+            &["send", &id, "--endpoint", "not a url", "--yes"],
+            "",
+        ),
+        2,
+        "usage",
+        None,
+        "a bad --endpoint",
+        "feedback: --endpoint is not an absolute http(s) URL: \"not a url\" \
+         (relative URL without a base)\n"
+            .to_string(),
     );
-    assert_failure(&r, 2, "usage", None, "a bad --endpoint");
-    let r = fb(&home, &["show", "../x"], "");
-    assert_failure(&r, 2, "bad_input", Some("invalid_id"), "a bad id");
-    let r = fb(&home, &["queue"], r#"{"type":"bug","title":"t"}"#);
-    assert_failure(&r, 2, "bad_input", Some("invalid_draft"), "no details");
-    let r = fb(&home, &["queue"], "[1]");
-    assert_failure(&r, 2, "bad_input", None, "not an object");
+    assert_failure(
+        fb(&home, &["show", "../x"], ""),
+        2,
+        "bad_input",
+        Some("invalid_id"),
+        "a bad id",
+        "feedback: \"../x\" is not a draft id\n".to_string(),
+    );
+    assert_failure(
+        fb(&home, &["queue"], r#"{"type":"bug","title":"t"}"#),
+        2,
+        "bad_input",
+        Some("invalid_draft"),
+        "no details",
+        "feedback: details is required\n".to_string(),
+    );
+    assert_failure(
+        fb(&home, &["queue"], "[1]"),
+        2,
+        "bad_input",
+        None,
+        "not an object",
+        "feedback: stdin must hold one JSON object, not an array\n".to_string(),
+    );
     let big = json!({"type": "bug", "title": "t", "details": "🦀".repeat(10_240)});
-    let r = fb(&home, &["queue"], &big.to_string());
-    assert_failure(&r, 2, "bad_input", Some("too_large"), "a draft over 32 KiB");
+    assert_failure(
+        fb(&home, &["queue"], &big.to_string()),
+        2,
+        "bad_input",
+        Some("too_large"),
+        "a draft over 32 KiB",
+        "feedback: the draft is 41333 bytes; at most 32768\n".to_string(),
+    );
 
     // Once the draft is found, a failure keeps it and says so beside the error.
-    let r = fb(&home, &["send", &id, "--endpoint", &endpoint], "");
-    assert_failure(&r, 2, "bad_input", Some("consent_required"), "no consent");
+    let r = assert_failure(
+        fb(&home, &["send", &id, "--endpoint", &endpoint], ""),
+        2,
+        "bad_input",
+        Some("consent_required"),
+        "no consent",
+        "feedback: not sent, the draft is kept: without a terminal to ask on, \
+         pass --yes to consent\n"
+            .to_string(),
+    );
     assert_kept(&r, &home, &id, "no consent");
     assert_eq!(
-        r.err,
+        r.stderr,
         "feedback: not sent, the draft is kept: without a terminal to ask on, pass --yes to consent\n"
     );
 
     // No GITHUB_TOKEN is a credential failure, as a missing model key is.
-    let r = fb(
-        &home,
-        &["send", &id, "--to", "github:octo/tools", "--yes"],
-        "",
+    let r = assert_failure(
+        fb(
+            &home,
+            &["send", &id, "--to", "github:octo/tools", "--yes"],
+            "",
+        ),
+        4,
+        "auth",
+        Some("no_credential"),
+        "no GITHUB_TOKEN",
+        "feedback: not sent, the draft is kept: --to github needs a credential: \
+         set GITHUB_TOKEN (a token that may create issues in the repository); nothing was sent\n"
+            .to_string(),
     );
-    assert_failure(&r, 4, "auth", Some("no_credential"), "no GITHUB_TOKEN");
     assert_kept(&r, &home, &id, "no GITHUB_TOKEN");
-    assert_eq!(r.out["error"]["status"], Value::Null);
-    assert_eq!(r.out["error"]["attempts"], 0);
+    assert_eq!(r.json()["error"]["status"], Value::Null);
+    assert_eq!(r.json()["error"]["attempts"], 0);
 
     // A failed request: the documented {sent, queued, error: {kind, status}} plus message.
     api.push(Reply::error(401, "authentication_error", "bad key"));
-    let mut cmd = home.cmd("feedback");
-    cmd.env("DREAMKIT_RETRY_BASE_MS", "1");
-    let r = run(cmd, &["send", &id, "--endpoint", &endpoint, "--yes"], "");
-    assert_failure(&r, 4, "auth", None, "a 401");
+    let r = assert_failure(
+        fb(&home, &["send", &id, "--endpoint", &endpoint, "--yes"], "")
+            .env("DREAMKIT_RETRY_BASE_MS", "1"),
+        4,
+        "auth",
+        None,
+        "a 401",
+        "feedback: not sent, the draft is kept: bad key\n".to_string(),
+    );
     assert_kept(&r, &home, &id, "a 401");
-    assert_eq!(r.out["error"]["status"], 401);
-    assert_eq!(r.out["error"]["attempts"], 1);
+    assert_eq!(r.json()["error"]["status"], 401);
+    assert_eq!(r.json()["error"]["attempts"], 1);
     assert!(
-        r.err.starts_with("feedback: not sent, the draft is kept: "),
+        r.stderr
+            .starts_with("feedback: not sent, the draft is kept: "),
         "{}",
-        r.err
+        r.stderr
     );
     assert_eq!(api.requests().len(), 1);
 
     // A draft file that holds no draft.
     std::fs::write(draft_file(&home, "corrupt"), "{ not json").unwrap();
-    let r = fb(&home, &["show", "corrupt"], "");
-    assert_failure(&r, 3, "environment", Some("corrupt"), "a corrupt draft");
+    assert_failure(
+        fb(&home, &["show", "corrupt"], ""),
+        3,
+        "environment",
+        Some("corrupt"),
+        "a corrupt draft",
+        format!(
+            "feedback: {} is not a draft: key must be a string at line 1 column 3\n",
+            draft_file(&home, "corrupt").display()
+        ),
+    );
 
     // The clean noes say why in the JSON, with reasons a script can match.
-    let r = fb(&home, &["show", "no-such-draft"], "");
-    assert_eq!(
-        (r.code, &r.out),
-        (
-            1,
-            &json!({"found": false, "draft_id": "no-such-draft", "reason": "not_found"})
-        )
-    );
-    let r = fb(&home, &["discard", "no-such-draft"], "");
-    assert_eq!(
-        (r.code, &r.out),
-        (
-            1,
-            &json!({"discarded": false, "draft_id": "no-such-draft", "reason": "not_found"})
-        )
-    );
+    let no_draft = "feedback: no draft no-such-draft (`feedback list` shows the drafts)\n";
+    fb(&home, &["show", "no-such-draft"], "")
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(
+                *out,
+                json!({"found": false, "draft_id": "no-such-draft", "reason": "not_found"})
+            );
+        })
+        .stderr_is(no_draft)
+        .run();
+    fb(&home, &["discard", "no-such-draft"], "")
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(
+                *out,
+                json!({"discarded": false, "draft_id": "no-such-draft", "reason": "not_found"})
+            );
+        })
+        .stderr_is(no_draft)
+        .run();
     home.write(
         "proj/.claude/settings.local.json",
         r#"{"feedbackDrafts": "off"}"#,
     );
-    let r = fb(&home, &["queue"], &bug("s1").to_string());
-    assert_eq!(
-        (r.code, &r.out),
-        (1, &json!({"queued": false, "reason": "disabled"}))
-    );
+    fb(&home, &["queue"], &bug("s1").to_string())
+        .code(1)
+        .stdout_json(|out| assert_eq!(*out, json!({"queued": false, "reason": "disabled"})))
+        .stderr_empty()
+        .run();
 }
 
 /// What stands where a file should be.
@@ -228,6 +342,30 @@ const BAD: [Bad; 6] = [
 ];
 
 impl Bad {
+    /// What a tool says when it cannot read what stands here.
+    fn read_error(self) -> &'static str {
+        match self {
+            Bad::Missing => "No such file or directory (os error 2)",
+            Bad::Fifo => "not a regular file (a FIFO)",
+            Bad::Directory => "not a regular file (a directory)",
+            Bad::Device => "not a regular file (a character device)",
+            // Opening a socket fails before its kind can be told.
+            Bad::Socket => "No such device or address (os error 6)",
+            Bad::Unreadable => "Permission denied (os error 13)",
+        }
+    }
+
+    /// The kind of file it is, as the tools name it.
+    fn kind(self) -> &'static str {
+        match self {
+            Bad::Fifo => "a FIFO",
+            Bad::Directory => "a directory",
+            Bad::Device => "a character device",
+            Bad::Socket => "a socket",
+            Bad::Missing | Bad::Unreadable => unreachable!("{self:?} is no file kind"),
+        }
+    }
+
     fn reason(self) -> &'static str {
         match self {
             Bad::Missing => "not_found",
@@ -306,13 +444,25 @@ fn a_transcript_that_cannot_be_read_is_exit_3_with_its_reason_and_nothing_is_sen
             if by_flag {
                 args.extend(["--transcript", flag]);
             }
-            let r = run(home.cmd_unprivileged("feedback"), &args, "");
-            assert_failure(&r, 3, "environment", Some(bad.reason()), &what);
+            let r = assert_failure(
+                fb_unprivileged(&home, &args),
+                3,
+                "environment",
+                Some(bad.reason()),
+                &what,
+                format!(
+                    "feedback: not sent, the draft is kept: cannot read the transcript {flag}: {}\n",
+                    bad.read_error()
+                ),
+            );
             assert_kept(&r, &home, &id, &what);
             assert!(
-                r.out["error"]["message"].as_str().unwrap().contains(flag),
+                r.json()["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(flag),
                 "{what}: the message names the file: {}",
-                r.out
+                r.stdout
             );
             assert!(api.requests().is_empty(), "{what}: sent anyway");
         }
@@ -337,35 +487,49 @@ fn a_draft_file_that_cannot_be_read_is_exit_3_with_its_reason() {
         let what = format!("{bad:?}");
         let send = ["send", id, "--endpoint", "http://127.0.0.1:9/", "--yes"];
         for args in [&["show", id][..], &send[..]] {
-            let r = run(home.cmd_unprivileged("feedback"), args, "");
             assert_failure(
-                &r,
+                fb_unprivileged(&home, args),
                 3,
                 "environment",
                 Some(bad.reason()),
                 &format!("{what}: {args:?}"),
+                format!(
+                    "feedback: cannot read {}: {}\n",
+                    path.display(),
+                    bad.read_error()
+                ),
             );
         }
         if !matches!(bad, Bad::Unreadable) {
             // Only a draft is discarded: what else stands under its name is left alone.
-            let r = fb(&home, &["discard", id], "");
             assert_failure(
-                &r,
+                fb(&home, &["discard", id], ""),
                 3,
                 "environment",
                 Some("not_a_file"),
                 &format!("{what}: discard"),
+                format!(
+                    "feedback: cannot delete {}: not a regular file ({})\n",
+                    path.display(),
+                    bad.kind()
+                ),
             );
             assert!(std::fs::symlink_metadata(&path).is_ok(), "{what}: removed");
         }
         // The listing skips it, or shows it with its error, and never fails for it.
-        let r = fb(&home, &["list"], "");
-        assert_eq!(r.code, 0, "{what}: {}", r.out);
+        fb(&home, &["list"], "")
+            .success()
+            .stdout_json(|out| assert!(out["drafts"].is_array(), "{what}: {out}"))
+            .stderr_empty()
+            .run();
     }
     // A missing draft is a clean "no" (exit 1), as documented, not a failure.
     let home = ClaudeHome::new();
-    let r = fb(&home, &["show", "never-queued"], "");
-    assert_eq!((r.code, r.out["reason"].as_str()), (1, Some("not_found")));
+    fb(&home, &["show", "never-queued"], "")
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["reason"].as_str(), Some("not_found")))
+        .stderr_is("feedback: no draft never-queued (`feedback list` shows the drafts)\n")
+        .run();
 }
 
 const NASTY_TITLE: &str = "\u{1b}]0;PWNED\u{7}\u{1b}[2Jgate\u{9b}31m crashes\u{7f}";
@@ -385,13 +549,10 @@ fn nasty() -> Value {
 #[test]
 fn control_characters_never_reach_the_person_and_the_draft_keeps_them() {
     let home = ClaudeHome::new();
-    let r = fb(&home, &["queue"], &nasty().to_string());
-    assert_eq!(r.code, 0, "{}", r.out);
-    let id = r.out["draft_id"].as_str().unwrap().to_string();
-    assert_eq!(
-        r.err,
-        format!("feedback: draft queued: {SAFE_TITLE} (review with `feedback show {id}`)\n")
-    );
+    let r = queued(fb(&home, &["queue"], &nasty().to_string()), |id| {
+        queued_line(SAFE_TITLE, id)
+    });
+    let id = r["draft_id"].as_str().unwrap().to_string();
 
     // The file keeps the user's bytes.
     let stored: Value =
@@ -400,50 +561,52 @@ fn control_characters_never_reach_the_person_and_the_draft_keeps_them() {
     assert_eq!(stored["details"], NASTY_DETAILS);
 
     // show and list display them made safe: no control character, not even JSON-escaped.
-    let show = home.cmd("feedback").args(["show", &id]).output().unwrap();
-    let r = Run {
-        code: show.status.code().unwrap(),
-        out: stdout_json(&show),
-        err: stderr_text(&show),
+    let safe = |text: &str| {
+        assert!(
+            !has_control(text.trim_end()) && !text.contains("\\u00"),
+            "{text:?}"
+        );
     };
-    assert_eq!((r.code, r.err.as_str()), (0, ""));
-    assert_eq!(r.out["title"], SAFE_TITLE);
-    assert_eq!(r.out["details"], SAFE_DETAILS);
-    assert_eq!(r.out["area"], "gate");
-    let text = String::from_utf8(show.stdout).unwrap();
-    assert!(
-        !has_control(text.trim_end()) && !text.contains("\\u00"),
-        "{text:?}"
-    );
-    let list = home.cmd("feedback").arg("list").output().unwrap();
-    let text = String::from_utf8(list.stdout.clone()).unwrap();
-    assert!(
-        !has_control(text.trim_end()) && !text.contains("\\u00"),
-        "{text:?}"
-    );
-    let listed = stdout_json(&list);
-    assert_eq!(listed["drafts"][0]["title"], SAFE_TITLE);
-    assert_eq!(listed["drafts"][0]["details"], SAFE_DETAILS);
+    fb(&home, &["show", &id], "")
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["title"], SAFE_TITLE);
+            assert_eq!(out["details"], SAFE_DETAILS);
+            assert_eq!(out["area"], "gate");
+        })
+        .stdout_with(safe)
+        .stderr_empty()
+        .run();
+    fb(&home, &["list"], "")
+        .success()
+        .stdout_with(safe)
+        .stdout_json(|listed| {
+            assert_eq!(listed["drafts"][0]["title"], SAFE_TITLE);
+            assert_eq!(listed["drafts"][0]["details"], SAFE_DETAILS);
+        })
+        .stderr_empty()
+        .run();
     // The pretty form on request is as safe.
-    let pretty = home
-        .cmd("feedback")
-        .args(["show", &id, "--pretty"])
-        .output()
-        .unwrap();
-    assert!(!has_control(
-        &String::from_utf8(pretty.stdout).unwrap().replace('\n', "")
-    ));
+    fb(&home, &["show", &id, "--pretty"], "")
+        .success()
+        .stdout_with(|text| assert!(!has_control(&text.replace('\n', ""))))
+        .stderr_empty()
+        .run();
 
     // What is sent is what the user wrote.
     let api = FakeApi::start();
     api.push(Reply::json(200, json!({"feedback_id": "fb\u{1b}[2J1"})));
     let endpoint = format!("{}/feedback", api.url());
-    let r = fb(&home, &["send", &id, "--endpoint", &endpoint, "--yes"], "");
-    assert_eq!(r.code, 0, "{}", r.out);
-    assert_eq!(
-        r.out["feedback_id"], "fb1",
-        "the server's text is made safe too"
-    );
+    fb(&home, &["send", &id, "--endpoint", &endpoint, "--yes"], "")
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(
+                out["feedback_id"], "fb1",
+                "the server's text is made safe too"
+            );
+        })
+        .stderr_empty()
+        .run();
     let body = &api.requests()[0].body;
     assert_eq!(body["title"], NASTY_TITLE);
     assert_eq!(body["details"], NASTY_DETAILS);
@@ -461,112 +624,95 @@ fn the_consent_prompt_shows_the_payload_made_safe() {
         bin_path("feedback").display(),
         api.url()
     );
-    let screen = |answer: &str| {
-        let out = std::process::Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
-            .env("HOME", &home.home)
-            .env("CLAUDE_CONFIG_DIR", &home.config)
-            .env("XDG_STATE_HOME", &home.state_home)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child.stdin.take().unwrap().write_all(answer.as_bytes())?;
-                child.wait_with_output()
-            })
-            .expect("script");
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
+    // The screen is what `script` relays from the pty: stdout.
+    let screen = |answer: &str, code: i32, check: &dyn Fn(&str)| {
+        let mut script = home.process("script");
+        script.args(["-qec", &command, "/dev/null"]);
+        Run::command(script, "script feedback send")
+            .stdin(answer)
+            .code(code)
+            .stdout_with(check)
+            .stderr_empty()
+            .run();
     };
-    let (code, text) = screen("n\n");
-    assert_eq!(code, Some(1), "{text}");
-    // The pty turns \n into \r\n; every other control character must be gone.
-    let bare = text.replace("\r\n", "\n");
-    assert!(!has_control(&bare), "{bare:?}");
-    assert!(!bare.contains("\\u00"), "{bare:?}");
-    assert!(
-        bare.contains(&format!("\"title\": \"{SAFE_TITLE}\"")),
-        "{bare}"
-    );
-    assert!(
-        bare.contains("(control characters are not shown here; they are sent as written)"),
-        "{bare}"
-    );
-    assert!(
-        bare.contains("feedback: not sent (declined); the draft is kept"),
-        "{bare}"
-    );
+    screen("n\n", 1, &|text| {
+        // The pty turns \n into \r\n; every other control character must be gone.
+        let bare = text.replace("\r\n", "\n");
+        assert!(!has_control(&bare), "{bare:?}");
+        assert!(!bare.contains("\\u00"), "{bare:?}");
+        assert!(
+            bare.contains(&format!("\"title\": \"{SAFE_TITLE}\"")),
+            "{bare}"
+        );
+        assert!(
+            bare.contains("(control characters are not shown here; they are sent as written)"),
+            "{bare}"
+        );
+        assert!(
+            bare.contains("feedback: not sent (declined); the draft is kept"),
+            "{bare}"
+        );
+    });
     assert!(api.requests().is_empty());
 
     api.push(Reply::json(200, json!({"feedback_id": "fb_tty"})));
-    let (code, text) = screen("y\n");
-    assert_eq!(code, Some(0), "{text}");
+    screen("y\n", 0, &|text| assert!(text.contains("fb_tty"), "{text}"));
     assert_eq!(api.requests()[0].body["title"], NASTY_TITLE);
 }
 
 #[test]
 fn stderr_lines_name_the_tool_once() {
     let home = ClaudeHome::new();
-    let r = fb(
-        &home,
-        &[
-            "queue",
-            "--type",
-            "idea",
-            "--title",
-            "plain",
-            "--details",
-            "d",
-            "--session",
-            "s-plain",
-        ],
-        "",
-    );
-    let id = r.out["draft_id"].as_str().unwrap();
-    assert_eq!(
-        r.err,
-        format!("feedback: draft queued: plain (review with `feedback show {id}`)\n")
+    queued(
+        fb(
+            &home,
+            &[
+                "queue",
+                "--type",
+                "idea",
+                "--title",
+                "plain",
+                "--details",
+                "d",
+                "--session",
+                "s-plain",
+            ],
+            "",
+        ),
+        |id| queued_line("plain", id),
     );
     // A draft naming no session says, on the same line, that Claude Code will not list it.
-    let r = fb(
-        &home,
-        &[
-            "queue",
-            "--type",
-            "idea",
-            "--title",
-            "loose",
-            "--details",
-            "d",
-        ],
-        "",
+    queued(
+        fb(
+            &home,
+            &[
+                "queue",
+                "--type",
+                "idea",
+                "--title",
+                "loose",
+                "--details",
+                "d",
+            ],
+            "",
+        ),
+        |id| {
+            format!("feedback: draft queued: loose (review with `feedback show {id}`; it names no session (no --session, hook payload or transcript of this project), so Claude Code will not list it)\n")
+        },
     );
-    let id = r.out["draft_id"].as_str().unwrap();
-    assert_eq!(
-        r.err,
-        format!("feedback: draft queued: loose (review with `feedback show {id}`; it names no session (no --session, hook payload or transcript of this project), so Claude Code will not list it)\n")
-    );
-    let r = fb(&home, &["show", "nothing-here"], "");
-    assert_eq!(
-        r.err,
-        "feedback: no draft nothing-here (`feedback list` shows the drafts)\n"
-    );
-    for _ in 0..9 {
-        fb(&home, &["-q", "queue"], &bug("busy").to_string());
+    fb(&home, &["show", "nothing-here"], "")
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["reason"], "not_found"))
+        .stderr_is("feedback: no draft nothing-here (`feedback list` shows the drafts)\n")
+        .run();
+    for _ in 0..10 {
+        queue(&home, &bug("busy"));
     }
-    fb(&home, &["-q", "queue"], &bug("busy").to_string());
-    let r = fb(&home, &["queue"], &bug("busy").to_string());
-    assert_eq!(
-        (r.code, r.out["reason"].as_str()),
-        (1, Some("session_limit"))
-    );
-    assert_eq!(
-        r.err,
-        "feedback: not queued: session busy has queued 10 drafts already\n"
-    );
+    fb(&home, &["queue"], &bug("busy").to_string())
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["reason"].as_str(), Some("session_limit")))
+        .stderr_is("feedback: not queued: session busy has queued 10 drafts already\n")
+        .run();
 }
 
 #[test]
@@ -579,8 +725,11 @@ fn shared_flags_work_before_and_after_the_subcommand() {
         &["queue", "-q"],
         &["queue", "--quiet"],
     ] {
-        let r = fb(&home, args, &fields);
-        assert_eq!((r.code, r.err.as_str()), (0, ""), "{args:?}: {}", r.out);
+        fb(&home, args, &fields)
+            .success()
+            .stdout_json(|out| assert!(out["draft_id"].is_string(), "{args:?}: {out}"))
+            .stderr_empty()
+            .run();
     }
     for args in [
         &["-v", "list"][..],
@@ -588,22 +737,27 @@ fn shared_flags_work_before_and_after_the_subcommand() {
         &["list", "--compact"],
         &["--compact", "list"],
     ] {
-        let r = fb(&home, args, "");
-        assert_eq!(r.code, 0, "{args:?}: {} {}", r.out, r.err);
-        assert!(r.out["drafts"].is_array(), "{args:?}");
+        fb(&home, args, "")
+            .success()
+            .stdout_json(|out| assert!(out["drafts"].is_array(), "{args:?}"))
+            .stderr_empty()
+            .run();
     }
     for args in [&["--pretty", "show", &id][..], &["show", &id, "--pretty"]] {
-        let out = home.cmd("feedback").args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}");
-        let text = String::from_utf8(out.stdout).unwrap();
-        assert!(
-            text.starts_with("{\n  \""),
-            "{args:?}: not indented: {text}"
-        );
-        assert_eq!(
-            serde_json::from_str::<Value>(&text).unwrap()["draft_id"],
-            id.as_str()
-        );
+        fb(&home, args, "")
+            .success()
+            .stdout_with(|text| {
+                assert!(
+                    text.starts_with("{\n  \""),
+                    "{args:?}: not indented: {text}"
+                );
+                assert_eq!(
+                    serde_json::from_str::<Value>(text).unwrap()["draft_id"],
+                    id.as_str()
+                );
+            })
+            .stderr_empty()
+            .run();
     }
     // -n: stdin is not read, wherever the flag stands.
     let flags = ["--type", "bug", "--title", "from flags", "--details", "d"];
@@ -615,11 +769,18 @@ fn shared_flags_work_before_and_after_the_subcommand() {
             args.extend(["queue", "-n"]);
         }
         args.extend(flags);
-        let r = fb(&home, &args, "not json at all");
-        assert_eq!(r.code, 0, "{args:?}: {} {}", r.out, r.err);
+        fb(&home, &args, "not json at all")
+            .success()
+            .stdout_json(|out| assert!(out["draft_id"].is_string(), "{args:?}: {out}"))
+            .stderr_empty()
+            .run();
     }
+    // Without -n stdin is read: exit 2.
     let mut args = vec!["-q", "queue"];
     args.extend(flags);
-    let r = fb(&home, &args, "not json at all");
-    assert_eq!(r.code, 2, "without -n stdin is read: {}", r.out);
+    fb(&home, &args, "not json at all")
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "bad_input"))
+        .stderr_empty()
+        .run();
 }

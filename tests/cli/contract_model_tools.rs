@@ -7,12 +7,12 @@
 //! repeats the tool's name; `recap -v` explains each gate.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::run::Ran;
 use crate::support::transcript::{Transcript, SESSION};
 use crate::support::*;
 
@@ -60,43 +60,47 @@ impl Setup {
     }
 
     /// `tool` pointed at the fake model server, with a key, and nothing else.
-    fn bare(&self, tool: &str) -> assert_cmd::Command {
-        let mut cmd = self.home.cmd(tool);
-        self.model_env(&mut cmd);
-        cmd
+    fn bare<'a>(&self, tool: &str) -> Run<'a> {
+        self.model_env(Run::new(&self.home, tool))
     }
 
-    fn model_env(&self, cmd: &mut assert_cmd::Command) {
-        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
+    /// [`Setup::bare`] as an unprivileged user when the tests run as root.
+    fn bare_unprivileged<'a>(&self, tool: &str) -> Run<'a> {
+        self.model_env(Run::unprivileged(&self.home, tool))
+    }
+
+    fn model_env<'a>(&self, run: Run<'a>) -> Run<'a> {
+        run.env("ANTHROPIC_BASE_URL", self.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
             .env("DREAMKIT_RETRY_BASE_MS", "1")
-            .timeout(BOUND);
+            .timeout(BOUND)
     }
 
     /// `tool` on the transcript, asking the model (turn-status with its LLM engine).
-    fn asking(&self, tool: &str) -> assert_cmd::Command {
-        let mut cmd = self.bare(tool);
-        if tool == "turn-status" {
-            cmd.args(["--engine", "llm"]);
-        }
-        cmd.arg("--transcript").arg(&self.transcript);
-        cmd
+    fn asking<'a>(&self, tool: &str) -> Run<'a> {
+        let run = self.bare(tool);
+        let run = if tool == "turn-status" {
+            run.args(["--engine", "llm"])
+        } else {
+            run
+        };
+        run.arg("--transcript").arg(&self.transcript)
     }
 }
 
-struct Run {
-    code: i32,
-    doc: Value,
-    stderr: String,
+/// `tool` in `home` with no model settings, bounded.
+fn bounded<'a>(home: &ClaudeHome, tool: &str) -> Run<'a> {
+    Run::new(home, tool).timeout(BOUND)
 }
 
-fn run(mut cmd: assert_cmd::Command) -> Run {
-    let out: Output = cmd.timeout(BOUND).output().expect("run");
-    Run {
-        code: out.status.code().expect("an exit code, not a signal"),
-        doc: stdout_json(&out),
-        stderr: stderr_text(&out),
-    }
+/// A run that is no failure: exit `code`, one document (returned), and what `stderr` checks.
+#[track_caller]
+fn answer<'a>(run: Run<'a>, code: i32, stderr: impl FnOnce(&str) + 'a) -> Value {
+    run.code(code)
+        .stdout_json(|_| {})
+        .stderr_with(stderr)
+        .run()
+        .json()
 }
 
 /// The control characters in `text` that must never be printed (newline and tab are fine).
@@ -146,38 +150,61 @@ fn assert_stderr(tool: &str, stderr: &str) {
 
 /// A failure: exit `code`, `error.kind` `kind` (and `reason`), the tool's own section beside
 /// it, and one line on stderr.
-fn assert_failure(tool: &str, what: &str, r: &Run, code: i32, kind: &str, reason: Option<&str>) {
-    assert_eq!(r.code, code, "{tool} {what}: {} {}", r.doc, r.stderr);
-    let error = &r.doc["error"];
-    assert_eq!(error["kind"], kind, "{tool} {what}: {}", r.doc);
-    if let Some(reason) = reason {
-        assert_eq!(error["reason"], reason, "{tool} {what}: {}", r.doc);
-    }
-    assert!(
-        error["message"].as_str().is_some_and(|m| !m.is_empty()),
-        "{tool} {what}: {}",
-        r.doc
-    );
-    // The caller's mistakes (exit 2) print `{error}` alone, as a usage error from clap does.
-    match tool {
-        _ if code == 2 => assert_eq!(
-            r.doc.as_object().map(serde_json::Map::len),
-            Some(1),
-            "{}",
-            r.doc
-        ),
-        "recap" => assert!(r.doc["status"].is_string(), "{what}: {}", r.doc),
-        "turn-status" => assert_eq!(
-            r.doc.get("post_turn_summary"),
-            Some(&Value::Null),
-            "{what}: {}",
-            r.doc
-        ),
-        _ => {}
-    }
-    assert_printable(what, &r.doc);
-    assert_stderr(tool, &r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{tool} {what}: {}", r.stderr);
+fn failure<'a>(
+    run: Run<'a>,
+    tool: &str,
+    what: &str,
+    code: i32,
+    kind: &str,
+    reason: Option<&str>,
+) -> Run<'a> {
+    let (tool, what) = (tool.to_string(), what.to_string());
+    let (shown, said) = (what.clone(), tool.clone());
+    let (kind, reason) = (kind.to_string(), reason.map(str::to_string));
+    run.code(code)
+        .stdout_json(move |doc| {
+            let error = &doc["error"];
+            assert_eq!(error["kind"], kind.as_str(), "{tool} {what}: {doc}");
+            if let Some(reason) = &reason {
+                assert_eq!(error["reason"], reason.as_str(), "{tool} {what}: {doc}");
+            }
+            assert!(
+                error["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "{tool} {what}: {doc}"
+            );
+            // The caller's mistakes (exit 2) print `{error}` alone, as a usage error from clap
+            // does.
+            match tool.as_str() {
+                _ if code == 2 => {
+                    assert_eq!(doc.as_object().map(serde_json::Map::len), Some(1), "{doc}")
+                }
+                "recap" => assert!(doc["status"].is_string(), "{what}: {doc}"),
+                "turn-status" => assert_eq!(
+                    doc.get("post_turn_summary"),
+                    Some(&Value::Null),
+                    "{what}: {doc}"
+                ),
+                _ => {}
+            }
+            assert_printable(&what, doc);
+        })
+        .stderr_with(move |stderr| {
+            assert_stderr(&said, stderr);
+            assert_eq!(stderr.lines().count(), 1, "{said} {shown}: {stderr}");
+        })
+}
+
+/// Runs it as a [`failure`]; returns what it printed.
+#[track_caller]
+fn assert_failure(
+    tool: &str,
+    what: &str,
+    run: Run,
+    code: i32,
+    kind: &str,
+    reason: Option<&str>,
+) -> Ran {
+    failure(run, tool, what, code, kind, reason).run()
 }
 
 fn mkfifo(path: &Path) {
@@ -221,13 +248,18 @@ fn a_transcript_flag_naming_no_regular_file_is_exit_3_with_its_reason_in_every_t
     let (cases, _socket) = bad_files(&s.home.root);
     for tool in TOOLS {
         for (what, path, reason) in &cases {
-            let mut cmd = s.bare(tool);
-            cmd.arg("--transcript").arg(path);
-            let r = run(cmd);
-            assert_failure(tool, what, &r, 3, "environment", Some(reason));
+            let r = assert_failure(
+                tool,
+                what,
+                s.bare(tool).arg("--transcript").arg(path),
+                3,
+                "environment",
+                Some(reason),
+            )
+            .json();
             match tool {
-                "recap" => assert_eq!(r.doc["status"], "failed"),
-                "turn-status" => assert_eq!(r.doc["post_turn_summary"], Value::Null),
+                "recap" => assert_eq!(r["status"], "failed"),
+                "turn-status" => assert_eq!(r["post_turn_summary"], Value::Null),
                 _ => {}
             }
         }
@@ -251,10 +283,14 @@ fn a_payloads_transcript_path_naming_no_regular_file_is_exit_3_too() {
                 "transcript_path": path,
                 "cwd": s.home.project,
             });
-            let mut cmd = s.bare(tool);
-            cmd.write_stdin(payload.to_string());
-            let r = run(cmd);
-            assert_failure(tool, what, &r, 3, "environment", Some(reason));
+            assert_failure(
+                tool,
+                what,
+                s.bare(tool).stdin(payload.to_string()),
+                3,
+                "environment",
+                Some(reason),
+            );
         }
     }
     assert!(s.api.requests().is_empty());
@@ -265,11 +301,16 @@ fn an_unreadable_transcript_is_exit_3_permission_in_every_tool() {
     let s = Setup::new(&conversation());
     chmod(&s.transcript, 0o000);
     for tool in TOOLS {
-        let mut cmd = s.home.cmd_unprivileged(tool);
-        s.model_env(&mut cmd);
-        cmd.arg("--transcript").arg(&s.transcript);
-        let r = run(cmd);
-        assert_failure(tool, "unreadable", &r, 3, "environment", Some("permission"));
+        assert_failure(
+            tool,
+            "unreadable",
+            s.bare_unprivileged(tool)
+                .arg("--transcript")
+                .arg(&s.transcript),
+            3,
+            "environment",
+            Some("permission"),
+        );
     }
     assert!(s.api.requests().is_empty());
 }
@@ -284,15 +325,26 @@ fn turn_status_previous_and_state_file_problems_are_exit_3_and_write_nothing() {
     // --previous is read for a turn with no new text.
     let (cases, _socket) = bad_files(&s.home.root);
     for (what, path, reason) in &cases {
-        let mut cmd = s.home.cmd("turn-status");
-        cmd.arg("--previous").arg(path).write_stdin(stop(""));
-        let r = run(cmd);
+        let run = bounded(&s.home, "turn-status")
+            .arg("--previous")
+            .arg(path)
+            .stdin(stop(""));
         if *what == "missing" {
             // No previous status yet: nothing to report.
-            assert_eq!((r.code, r.doc["reason"].as_str()), (1, Some("no_text")));
+            let doc = answer(run, 1, |stderr| {
+                assert_eq!(
+                    stderr,
+                    format!(
+                        "turn-status: no status: the turn has no new assistant text and \
+                         --previous {} holds no summary status\n",
+                        path.display()
+                    )
+                );
+            });
+            assert_eq!(doc["reason"].as_str(), Some("no_text"));
             continue;
         }
-        assert_failure("turn-status", what, &r, 3, "environment", Some(reason));
+        assert_failure("turn-status", what, run, 3, "environment", Some(reason));
     }
     let unreadable = s.home.root.join("previous.json");
     std::fs::write(
@@ -301,15 +353,14 @@ fn turn_status_previous_and_state_file_problems_are_exit_3_and_write_nothing() {
     )
     .unwrap();
     chmod(&unreadable, 0o000);
-    let mut cmd = s.home.cmd_unprivileged("turn-status");
-    cmd.args(["--surface", "bg", "--previous"])
-        .arg(&unreadable)
-        .write_stdin(stop(""));
-    let r = run(cmd);
     assert_failure(
         "turn-status",
         "unreadable --previous",
-        &r,
+        Run::unprivileged(&s.home, "turn-status")
+            .timeout(BOUND)
+            .args(["--surface", "bg", "--previous"])
+            .arg(&unreadable)
+            .stdin(stop("")),
         3,
         "environment",
         Some("permission"),
@@ -319,22 +370,25 @@ fn turn_status_previous_and_state_file_problems_are_exit_3_and_write_nothing() {
     let plain = s.home.root.join("plain-file");
     std::fs::write(&plain, "x").unwrap();
     for (what, path, reason) in cases.iter().filter(|(w, ..)| *w != "missing") {
-        let mut cmd = s.home.cmd("turn-status");
-        cmd.arg("--state-file")
-            .arg(path)
-            .write_stdin(stop("Pushed."));
-        let r = run(cmd);
-        assert_failure("turn-status", what, &r, 3, "environment", Some(reason));
+        assert_failure(
+            "turn-status",
+            what,
+            bounded(&s.home, "turn-status")
+                .arg("--state-file")
+                .arg(path)
+                .stdin(stop("Pushed.")),
+            3,
+            "environment",
+            Some(reason),
+        );
     }
-    let mut cmd = s.home.cmd("turn-status");
-    cmd.arg("--state-file")
-        .arg(plain.join("status.json"))
-        .write_stdin(stop("Pushed."));
-    let r = run(cmd);
     assert_failure(
         "turn-status",
         "under a file",
-        &r,
+        bounded(&s.home, "turn-status")
+            .arg("--state-file")
+            .arg(plain.join("status.json"))
+            .stdin(stop("Pushed.")),
         3,
         "environment",
         Some("not_a_file"),
@@ -343,15 +397,14 @@ fn turn_status_previous_and_state_file_problems_are_exit_3_and_write_nothing() {
     let locked = s.home.root.join("locked");
     std::fs::create_dir(&locked).unwrap();
     chmod(&locked, 0o555);
-    let mut cmd = s.home.cmd_unprivileged("turn-status");
-    cmd.arg("--state-file")
-        .arg(locked.join("status.json"))
-        .write_stdin(stop("Pushed."));
-    let r = run(cmd);
     assert_failure(
         "turn-status",
         "unwritable dir",
-        &r,
+        Run::unprivileged(&s.home, "turn-status")
+            .timeout(BOUND)
+            .arg("--state-file")
+            .arg(locked.join("status.json"))
+            .stdin(stop("Pushed.")),
         3,
         "environment",
         Some("permission"),
@@ -368,76 +421,100 @@ fn credentials_are_checked_after_every_local_gate() {
         .assistant("ok");
     let s = Setup::new(&one_turn);
     let no_key = |tool: &str| {
-        let mut cmd = s.home.cmd(tool);
-        cmd.env("ANTHROPIC_BASE_URL", s.api.url())
+        bounded(&s.home, tool)
+            .env("ANTHROPIC_BASE_URL", s.api.url())
             .arg("--transcript")
-            .arg(&s.transcript);
-        cmd
+            .arg(&s.transcript)
     };
     // recap --auto on a one-turn transcript: skipped (exit 1), not auth (exit 4).
-    let mut cmd = no_key("recap");
-    cmd.arg("--auto");
-    let r = run(cmd);
-    assert_eq!(r.code, 1, "{} {}", r.doc, r.stderr);
+    let doc = answer(no_key("recap").arg("--auto"), 1, |stderr| {
+        assert_stderr("recap", stderr);
+        assert_eq!(
+            stderr,
+            "recap: skipped: too_few_turns: 1 real user turn; the first summary needs 3\n"
+        );
+    });
     assert_eq!(
-        (r.doc["status"].as_str(), r.doc["reason"].as_str()),
+        (doc["status"].as_str(), doc["reason"].as_str()),
         (Some("skipped"), Some("too_few_turns"))
     );
-    assert_stderr("recap", &r.stderr);
     // suggest: every suppression comes first.
-    let r = run(no_key("suggest"));
+    let doc = answer(no_key("suggest"), 1, |stderr| {
+        assert_eq!(
+            stderr,
+            "suggest: suppressed: early_conversation: 1 assistant turn; needs 2\n"
+        );
+    });
     assert_eq!(
-        (r.code, r.doc["suppressed"].as_str()),
-        (1, Some("early_conversation")),
-        "{}",
-        r.doc
+        doc["suppressed"].as_str(),
+        Some("early_conversation"),
+        "{doc}"
     );
-    let mut cmd = no_key("suggest");
-    cmd.env("CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION", "false");
-    let r = run(cmd);
-    assert_eq!(
-        (r.code, r.doc["suppressed"].as_str()),
-        (1, Some("disabled"))
+    let doc = answer(
+        no_key("suggest").env("CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION", "false"),
+        1,
+        |stderr| {
+            assert_eq!(
+                stderr,
+                "suggest: suppressed: disabled: prompt suggestions are turned off \
+                 (CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION, else promptSuggestionEnabled)\n"
+            );
+        },
     );
+    assert_eq!(doc["suppressed"].as_str(), Some("disabled"));
     // turn-status --engine llm: no credential needed when the model is not asked.
-    let mut cmd = s.home.cmd("turn-status");
-    cmd.args(["--engine", "llm", "--permission-blocked"]);
-    let r = run(cmd);
-    assert_eq!(
-        (r.code, r.doc["status_category"].as_str()),
-        (0, Some("blocked"))
+    let doc = answer(
+        bounded(&s.home, "turn-status").args(["--engine", "llm", "--permission-blocked"]),
+        0,
+        |stderr| assert_eq!(stderr, ""),
     );
-    let mut cmd = s.home.cmd("turn-status");
-    cmd.args(["--engine", "llm"])
-        .write_stdin(json!({"hook_event_name": "StopFailure", "error": "rate_limit"}).to_string());
-    let r = run(cmd);
-    assert_eq!(
-        (r.code, r.doc["status_category"].as_str()),
-        (0, Some("failed"))
+    assert_eq!(doc["status_category"].as_str(), Some("blocked"));
+    let doc = answer(
+        bounded(&s.home, "turn-status")
+            .args(["--engine", "llm"])
+            .stdin(json!({"hook_event_name": "StopFailure", "error": "rate_limit"}).to_string()),
+        0,
+        |stderr| assert_eq!(stderr, ""),
     );
-    let mut cmd = s.home.cmd("turn-status");
-    cmd.args(["--engine", "llm"])
-        .write_stdin(json!({"hook_event_name": "Stop", "last_assistant_message": ""}).to_string());
-    let r = run(cmd);
-    assert_eq!((r.code, r.doc["reason"].as_str()), (1, Some("no_text")));
+    assert_eq!(doc["status_category"].as_str(), Some("failed"));
+    let doc = answer(
+        bounded(&s.home, "turn-status")
+            .args(["--engine", "llm"])
+            .stdin(json!({"hook_event_name": "Stop", "last_assistant_message": ""}).to_string()),
+        1,
+        |stderr| {
+            assert_eq!(
+                stderr,
+                "turn-status: no status: the turn has no new assistant text\n"
+            );
+        },
+    );
+    assert_eq!(doc["reason"].as_str(), Some("no_text"));
 
     // Once a request is due, the missing credential is an `auth` failure (exit 4) in each.
     let three = Setup::new(&conversation());
     for tool in TOOLS {
-        let mut cmd = three.home.cmd(tool);
-        if tool == "turn-status" {
-            cmd.args(["--engine", "llm"]);
-        }
-        cmd.arg("--transcript").arg(&three.transcript);
-        let r = run(cmd);
-        assert_failure(tool, "no key", &r, 4, "auth", Some("no_credential"));
+        let run = bounded(&three.home, tool);
+        let run = if tool == "turn-status" {
+            run.args(["--engine", "llm"])
+        } else {
+            run
+        };
+        let r = assert_failure(
+            tool,
+            "no key",
+            run.arg("--transcript").arg(&three.transcript),
+            4,
+            "auth",
+            Some("no_credential"),
+        )
+        .json();
         assert!(
-            r.doc["error"]["message"]
+            r["error"]["message"]
                 .as_str()
                 .unwrap()
                 .contains("ANTHROPIC_API_KEY"),
-            "{}",
-            r.doc
+            "{r}"
         );
     }
     // A bad model setting is still the caller's mistake (exit 2), whatever the gates say.
@@ -449,14 +526,19 @@ fn credentials_are_checked_after_every_local_gate() {
             &["--engine", "llm", "--permission-blocked"][..],
         ),
     ] {
-        let mut cmd = s.home.cmd(tool);
-        cmd.env("ANTHROPIC_API_KEY", KEY)
-            .env("ANTHROPIC_BASE_URL", "ftp://127.0.0.1/")
-            .arg("--transcript")
-            .arg(&s.transcript)
-            .args(args);
-        let r = run(cmd);
-        assert_failure(tool, "bad base URL", &r, 2, "usage", None);
+        assert_failure(
+            tool,
+            "bad base URL",
+            bounded(&s.home, tool)
+                .env("ANTHROPIC_API_KEY", KEY)
+                .env("ANTHROPIC_BASE_URL", "ftp://127.0.0.1/")
+                .arg("--transcript")
+                .arg(&s.transcript)
+                .args(args),
+            2,
+            "usage",
+            None,
+        );
     }
     assert!(s.api.requests().is_empty() && three.api.requests().is_empty());
 }
@@ -507,16 +589,21 @@ fn every_model_error_kind_is_named_in_error_kind_by_every_tool() {
     for tool in TOOLS {
         for (kind, reply, args) in &cases {
             s.api.push(reply());
-            let mut cmd = s.asking(tool);
-            cmd.args(["--retries", "0"]).args(*args);
-            let r = run(cmd);
-            assert_failure(tool, kind, &r, 4, kind, None);
-            assert_eq!(r.doc["error"]["attempts"], 1, "{tool} {kind}: {}", r.doc);
-            assert!(r.doc["usage"].is_object(), "{tool} {kind}: {}", r.doc);
+            let r = assert_failure(
+                tool,
+                kind,
+                s.asking(tool).args(["--retries", "0"]).args(*args),
+                4,
+                kind,
+                None,
+            );
+            let doc = r.json();
+            assert_eq!(doc["error"]["attempts"], 1, "{tool} {kind}: {doc}");
+            assert!(doc["usage"].is_object(), "{tool} {kind}: {doc}");
             assert!(r.stderr.contains(kind), "{tool}: {}", r.stderr);
             match tool {
-                "recap" => assert_eq!(r.doc["status"], "api-error"),
-                "turn-status" => assert_eq!(r.doc["post_turn_summary"], Value::Null),
+                "recap" => assert_eq!(doc["status"], "api-error"),
+                "turn-status" => assert_eq!(doc["post_turn_summary"], Value::Null),
                 _ => {}
             }
         }
@@ -538,32 +625,34 @@ fn a_signal_during_the_exchange_is_an_interrupted_error_beside_the_section() {
             }),
             Box::new(Reply::Hang(Duration::from_secs(10))),
         ));
-        let mut cmd = s.home.process(bin_path(tool));
-        cmd.env("ANTHROPIC_BASE_URL", s.api.url())
+        let run = Run::new(&s.home, tool)
+            .timeout(BOUND)
+            .env("ANTHROPIC_BASE_URL", s.api.url())
             .env("ANTHROPIC_API_KEY", KEY);
-        if tool == "turn-status" {
-            cmd.args(["--engine", "llm"]);
-        }
-        cmd.arg("--transcript")
-            .arg(&s.transcript)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let child = cmd.spawn().expect("spawn");
-        pid_tx.send(child.id() as i32).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let r = Run {
-            code: out.status.code().expect("exit code"),
-            doc: stdout_json(&out),
-            stderr: stderr_text(&out),
+        let run = if tool == "turn-status" {
+            run.args(["--engine", "llm"])
+        } else {
+            run
         };
-        assert_failure(tool, "SIGTERM", &r, 143, "interrupted", None);
+        let running = failure(
+            run.arg("--transcript")
+                .arg(&s.transcript)
+                .stdin_from(std::process::Stdio::null()),
+            tool,
+            "SIGTERM",
+            143,
+            "interrupted",
+            None,
+        )
+        .spawn();
+        pid_tx.send(running.pid() as i32).unwrap();
+        let doc = running.finish().json();
         match tool {
             "recap" => assert_eq!(
-                (r.doc["status"].as_str(), r.doc["reason"].as_str()),
+                (doc["status"].as_str(), doc["reason"].as_str()),
                 (Some("aborted"), Some("interrupted"))
             ),
-            _ => assert_eq!(r.doc["aborted"], "interrupted", "{tool}: {}", r.doc),
+            _ => assert_eq!(doc["aborted"], "interrupted", "{tool}: {doc}"),
         }
     }
 }
@@ -577,16 +666,19 @@ fn control_characters_in_a_model_reply_never_reach_the_printed_text() {
     s.api.push(Reply::anthropic_text(&format!(
         "{ATTACK}You were fixing the flaky gate test; next, push."
     )));
-    let mut cmd = s.asking("recap");
-    cmd.args(["--auto", "-v"]);
-    let r = run(cmd);
-    assert_eq!(r.code, 0, "{} {}", r.doc, r.stderr);
+    let doc = answer(s.asking("recap").args(["--auto", "-v"]), 0, |stderr| {
+        assert_stderr("recap", stderr);
+        // -v names times and the record's uuid: its lines are checked as lines.
+        assert!(
+            stderr.contains("\nrecap: appended the away_summary record "),
+            "{stderr}"
+        );
+    });
     assert_eq!(
-        r.doc["text"],
+        doc["text"],
         "31mYou were fixing the flaky gate test; next, push."
     );
-    assert_printable("recap", &r.doc);
-    assert_stderr("recap", &r.stderr);
+    assert_printable("recap", &doc);
     let text = std::fs::read_to_string(&s.transcript).unwrap();
     let record: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(record["subtype"], "away_summary");
@@ -597,31 +689,32 @@ fn control_characters_in_a_model_reply_never_reach_the_printed_text() {
     s.api.push(Reply::anthropic_text(
         "\u{1b}]0;PWNED\u{7}\u{1b}[2Jrun tests",
     ));
-    let r = run(s.asking("suggest"));
-    assert_eq!(r.code, 0, "{}", r.doc);
-    assert_eq!(r.doc["suggestion"], "run tests");
+    let doc = answer(s.asking("suggest"), 0, |stderr| assert_eq!(stderr, ""));
+    assert_eq!(doc["suggestion"], "run tests");
     s.api
         .push(Reply::anthropic_text(&format!("push {ATTACK}it")));
-    let mut cmd = s.asking("suggest");
-    cmd.arg("--events");
-    let r = run(cmd);
-    assert_eq!(r.code, 0, "{}", r.doc);
-    assert_eq!(r.doc["type"], "prompt_suggestion");
-    assert_printable("suggest --events", &r.doc);
+    let doc = answer(s.asking("suggest").arg("--events"), 0, |stderr| {
+        assert_eq!(stderr, "")
+    });
+    assert_eq!(doc["type"], "prompt_suggestion");
+    assert_printable("suggest --events", &doc);
     s.api
         .push(Reply::anthropic_text("\u{1b}[31mThanks!\u{1b}[0m"));
-    let r = run(s.asking("suggest"));
-    assert_eq!(
-        (r.code, r.doc["rejected"].as_str()),
-        (1, Some("too_few_words"))
+    let doc = answer(s.asking("suggest"), 1, |stderr| {
+        assert_stderr("suggest", stderr);
+        assert_eq!(
+            stderr,
+            "suggest: rejected: too_few_words: 1 word, and not a reply such as yes, push or a /command\n"
+        );
+    });
+    assert_eq!(doc["rejected"].as_str(), Some("too_few_words"));
+    assert_printable("suggest rejected", &doc);
+    let doc = answer(
+        bounded(&s.home, "suggest").args(["check", "-n", "--", &format!("run the {ATTACK}tests")]),
+        0,
+        |stderr| assert_eq!(stderr, ""),
     );
-    assert_printable("suggest rejected", &r.doc);
-    assert_stderr("suggest", &r.stderr);
-    let mut cmd = s.home.cmd("suggest");
-    cmd.args(["check", "-n", "--", &format!("run the {ATTACK}tests")]);
-    let r = run(cmd);
-    assert_eq!(r.code, 0, "{}", r.doc);
-    assert_printable("suggest check", &r.doc);
+    assert_printable("suggest check", &doc);
 
     // turn-status --engine llm: the detail and the needed action.
     let s = Setup::new(&conversation());
@@ -629,11 +722,12 @@ fn control_characters_in_a_model_reply_never_reach_the_printed_text() {
                        "tempo": "blocked", "needs": format!("say {ATTACK}yes"), "result": ""});
     for surface in ["cli", "bg", "repl"] {
         s.api.push(Reply::anthropic_text(&reply.to_string()));
-        let mut cmd = s.asking("turn-status");
-        cmd.args(["--surface", surface]);
-        let r = run(cmd);
-        assert_eq!(r.code, 0, "{surface}: {} {}", r.doc, r.stderr);
-        assert_printable(surface, &r.doc);
+        let doc = answer(
+            s.asking("turn-status").args(["--surface", surface]),
+            0,
+            |stderr| assert_eq!(stderr, ""),
+        );
+        assert_printable(surface, &doc);
     }
 
     // A model error message on stderr and in error.message, in each tool.
@@ -643,8 +737,14 @@ fn control_characters_in_a_model_reply_never_reach_the_printed_text() {
             "invalid_request_error",
             &format!("bad {ATTACK}request"),
         ));
-        let r = run(s.asking(tool));
-        assert_failure(tool, "error message", &r, 4, "invalid_request", None);
+        let r = assert_failure(
+            tool,
+            "error message",
+            s.asking(tool),
+            4,
+            "invalid_request",
+            None,
+        );
         assert!(r.stderr.contains("bad 31mrequest"), "{tool}: {}", r.stderr);
     }
 }
@@ -658,33 +758,38 @@ fn control_characters_in_a_transcript_or_payload_never_reach_the_printed_text() 
     };
     let turn = format!("Tests pass.\n{ATTACK}Should I push {ATTACK}to main?");
     for surface in ["cli", "bg", "repl"] {
-        let mut cmd = home.cmd("turn-status");
-        cmd.args(["--surface", surface]).write_stdin(stop(&turn));
-        let r = run(cmd);
-        assert_eq!(r.code, 0, "{surface}: {}", r.doc);
-        assert_printable(surface, &r.doc);
+        let doc = answer(
+            bounded(&home, "turn-status")
+                .args(["--surface", surface])
+                .stdin(stop(&turn)),
+            0,
+            |stderr| assert_eq!(stderr, ""),
+        );
+        assert_printable(surface, &doc);
     }
-    let mut cmd = home.cmd("turn-status");
-    cmd.write_stdin(stop(&turn));
-    let r = run(cmd);
-    assert_eq!(r.doc["status_category"], "blocked", "{}", r.doc);
+    let doc = answer(
+        bounded(&home, "turn-status").stdin(stop(&turn)),
+        0,
+        |stderr| assert_eq!(stderr, ""),
+    );
+    assert_eq!(doc["status_category"], "blocked", "{doc}");
     assert!(
-        r.doc["needs_action"]
+        doc["needs_action"]
             .as_str()
             .is_some_and(|n| n.contains("Should I push ") && n.ends_with("to main?")),
-        "{}",
-        r.doc
+        "{doc}"
     );
     for payload in [
         json!({"hook_event_name": "Notification", "notification_type": "permission_prompt",
                "message": format!("Claude needs your permission {ATTACK}to use Bash")}),
         json!({"hook_event_name": "StopFailure", "error": format!("rate{ATTACK}_limit")}),
     ] {
-        let mut cmd = home.cmd("turn-status");
-        cmd.write_stdin(payload.to_string());
-        let r = run(cmd);
-        assert_eq!(r.code, 0, "{payload}: {}", r.doc);
-        assert_printable("payload", &r.doc);
+        let doc = answer(
+            bounded(&home, "turn-status").stdin(payload.to_string()),
+            0,
+            |stderr| assert_eq!(stderr, ""),
+        );
+        assert_printable("payload", &doc);
     }
     // The transcript's own text, and a --previous status printed again.
     let transcript = home.root.join("t.jsonl");
@@ -692,11 +797,15 @@ fn control_characters_in_a_transcript_or_payload_never_reach_the_printed_text() 
         .user("go")
         .assistant(&format!("Pushed {ATTACK}the fix."))
         .write(&transcript);
-    let mut cmd = home.cmd("turn-status");
-    cmd.arg("--transcript").arg(&transcript);
-    let r = run(cmd);
-    assert_eq!(r.doc["status_category"], "completed", "{}", r.doc);
-    assert_printable("transcript", &r.doc);
+    let doc = answer(
+        bounded(&home, "turn-status")
+            .arg("--transcript")
+            .arg(&transcript),
+        0,
+        |stderr| assert_eq!(stderr, ""),
+    );
+    assert_eq!(doc["status_category"], "completed", "{doc}");
+    assert_printable("transcript", &doc);
     let previous = home.root.join("previous.json");
     std::fs::write(
         &previous,
@@ -706,22 +815,28 @@ fn control_characters_in_a_transcript_or_payload_never_reach_the_printed_text() 
         ),
     )
     .unwrap();
-    let mut cmd = home.cmd("turn-status");
-    cmd.args(["--surface", "bg", "--previous"])
-        .arg(&previous)
-        .write_stdin(stop(""));
-    let r = run(cmd);
-    assert_eq!(r.code, 0, "{}", r.doc);
-    assert_eq!(r.doc["needs"], "approve 31mit");
+    let doc = answer(
+        bounded(&home, "turn-status")
+            .args(["--surface", "bg", "--previous"])
+            .arg(&previous)
+            .stdin(stop("")),
+        0,
+        |stderr| assert_eq!(stderr, ""),
+    );
+    assert_eq!(doc["needs"], "approve 31mit");
 
     // A path holding control characters, quoted on stderr and in the message, in each tool.
     let s = Setup::new(&conversation());
     let odd = s.home.root.join(format!("gone{ATTACK}.jsonl"));
     for tool in TOOLS {
-        let mut cmd = s.bare(tool);
-        cmd.arg("--transcript").arg(&odd);
-        let r = run(cmd);
-        assert_failure(tool, "odd path", &r, 3, "environment", Some("not_found"));
+        assert_failure(
+            tool,
+            "odd path",
+            s.bare(tool).arg("--transcript").arg(&odd),
+            3,
+            "environment",
+            Some("not_found"),
+        );
     }
 }
 
@@ -742,59 +857,67 @@ fn recap_verbose_explains_each_gate_it_checked() {
     let s = Setup::new(&conversation());
     s.api
         .push(Reply::anthropic_text("You were fixing the gate test."));
-    let mut cmd = s.asking("recap");
-    cmd.args(["--auto", "-v"]);
-    let r = run(cmd);
-    assert_eq!(r.code, 0, "{} {}", r.doc, r.stderr);
-    assert_stderr("recap", &r.stderr);
-    for gate in gates {
+    answer(s.asking("recap").args(["--auto", "-v"]), 0, |stderr| {
+        assert_stderr("recap", stderr);
+        for gate in gates {
+            assert!(
+                stderr.contains(&format!("recap: checked {gate}: ")),
+                "{gate}: {stderr}"
+            );
+        }
+        assert!(stderr.contains("asking claude-haiku-4-5"), "{stderr}");
         assert!(
-            r.stderr.contains(&format!("recap: checked {gate}: ")),
-            "{gate}: {}",
-            r.stderr
+            stderr.contains("appended the away_summary record"),
+            "{stderr}"
         );
-    }
-    assert!(r.stderr.contains("asking claude-haiku-4-5"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("appended the away_summary record"),
-        "{}",
-        r.stderr
-    );
+    });
 
     // A skip names the gates that passed, then the one that said no, and stops there.
     let s = Setup::new(&conversation());
-    let mut cmd = s.asking("recap");
-    cmd.args(["--auto", "-v", "--pending-work"]);
-    let r = run(cmd);
-    assert_eq!(r.code, 1, "{}", r.doc);
-    assert_stderr("recap", &r.stderr);
-    assert!(
-        r.stderr.contains("recap: checked draft_pending: "),
-        "{}",
-        r.stderr
+    answer(
+        s.asking("recap").args(["--auto", "-v", "--pending-work"]),
+        1,
+        |stderr| {
+            assert_stderr("recap", stderr);
+            assert!(
+                stderr.contains("recap: checked draft_pending: "),
+                "{stderr}"
+            );
+            assert!(
+                stderr.contains("recap: skipped: pending_work: work is still running"),
+                "{stderr}"
+            );
+            assert!(!stderr.contains("checked rate_limited"), "{stderr}");
+        },
     );
-    assert!(
-        r.stderr
-            .contains("recap: skipped: pending_work: work is still running"),
-        "{}",
-        r.stderr
-    );
-    assert!(!r.stderr.contains("checked rate_limited"), "{}", r.stderr);
     // Without -v, the one line.
-    let mut cmd = s.asking("recap");
-    cmd.args(["--auto", "--pending-work"]);
-    let r = run(cmd);
-    assert_eq!(
-        r.stderr,
-        "recap: skipped: pending_work: work is still running\n"
+    let doc = answer(
+        s.asking("recap").args(["--auto", "--pending-work"]),
+        1,
+        |stderr| {
+            assert_eq!(
+                stderr,
+                "recap: skipped: pending_work: work is still running\n"
+            )
+        },
     );
+    assert_eq!(doc["reason"], "pending_work");
     // The default mode says it has no gates.
     s.api
         .push(Reply::anthropic_text("You were fixing the gate test."));
-    let mut cmd = s.asking("recap");
-    cmd.arg("-v");
-    let r = run(cmd);
-    assert_eq!(r.code, 0, "{}", r.doc);
-    assert!(r.stderr.contains("no gates"), "{}", r.stderr);
-    assert!(!r.stderr.contains("checked "), "{}", r.stderr);
+    answer(s.asking("recap").arg("-v"), 0, |stderr| {
+        assert!(stderr.contains("no gates"), "{stderr}");
+        assert!(!stderr.contains("checked "), "{stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "recap: read {}: 6 messages of context, 3 real user turns and no away summary, \
+                 read to the start\n\
+                 recap: default mode (/recap): no gates, nothing is written\n\
+                 recap: asking claude-haiku-4-5 about 6 messages\n\
+                 recap: summary printed; the default mode writes nothing\n",
+                s.transcript.display()
+            )
+        );
+    });
 }

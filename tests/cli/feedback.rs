@@ -1,6 +1,8 @@
 //! `feedback` against a real local HTTP server and real files.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -13,24 +15,61 @@ fn drafts_dir(home: &ClaudeHome) -> PathBuf {
     home.config.join("feedback/drafts")
 }
 
-fn fb(home: &ClaudeHome, args: &[&str], stdin: &str) -> (i32, Value, String) {
-    let out = home
-        .cmd("feedback")
-        .args(args)
-        .write_stdin(stdin)
-        .output()
-        .expect("run feedback");
-    (
-        out.status.code().expect("code"),
-        stdout_json(&out),
-        stderr_text(&out),
-    )
+/// `feedback ARGS` in `home`, reading `stdin`.
+fn fb<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
+    Run::new(home, "feedback").args(args).stdin(stdin)
+}
+
+/// What `feedback queue` says on stderr in notify mode (the default) about draft `id`.
+fn queued_line(title: &str, id: &str) -> String {
+    format!("feedback: draft queued: {title} (review with `feedback show {id}`)\n")
+}
+
+/// The run, exit `code`, prints one document whose message is stderr's one line after
+/// `feedback: {lead}`; returns the document.
+#[track_caller]
+fn refused(run: Run, code: i32, lead: &'static str) -> Value {
+    let message = Rc::new(RefCell::new(String::new()));
+    let said = Rc::clone(&message);
+    run.code(code)
+        .stdout_json(move |doc| {
+            *said.borrow_mut() = doc["error"]["message"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no message: {doc}"))
+                .to_string();
+        })
+        .stderr_with(move |err| {
+            assert_eq!(err, format!("feedback: {lead}{}\n", message.borrow()));
+            assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+        })
+        .run()
+        .json()
+}
+
+/// What `send` says before the message of a failure that keeps the draft.
+const NOT_SENT: &str = "not sent, the draft is kept: ";
+
+/// `feedback queue` of `fields` in notify mode (the default): exit 0, and stderr's one line
+/// names the draft of its document, which is returned.
+fn queued(home: &ClaudeHome, fields: &Value) -> Value {
+    let title = fields["title"].as_str().unwrap().to_string();
+    let id = Rc::new(RefCell::new(String::new()));
+    let seen = Rc::clone(&id);
+    fb(home, &["queue"], &fields.to_string())
+        .success()
+        .stdout_json(move |out| {
+            *seen.borrow_mut() = out["draft_id"].as_str().unwrap().to_string();
+        })
+        .stderr_with(move |err| assert_eq!(err, queued_line(&title, &id.borrow())))
+        .run()
+        .json()
 }
 
 fn queue(home: &ClaudeHome, fields: Value) -> String {
-    let (code, out, _) = fb(home, &["queue"], &fields.to_string());
-    assert_eq!(code, 0, "{out}");
-    out["draft_id"].as_str().unwrap().to_string()
+    queued(home, &fields)["draft_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn bug(session: &str) -> Value {
@@ -69,8 +108,8 @@ fn claude_code_draft(home: &ClaudeHome, id: &str, age_days: u64) -> PathBuf {
 #[test]
 fn queue_writes_a_private_pretty_draft() {
     let home = ClaudeHome::new();
-    let (code, out, err) = fb(&home, &["queue"], &bug("s1").to_string());
-    assert_eq!(code, 0, "{out}");
+    // notify is the default: stderr names the draft.
+    let out = queued(&home, &bug("s1"));
     assert_eq!(out["evicted"], json!([]));
     let id = out["draft_id"].as_str().unwrap();
     let path = drafts_dir(&home).join(format!("{id}.json"));
@@ -84,31 +123,31 @@ fn queue_writes_a_private_pretty_draft() {
     assert_eq!(draft["type"], "bug");
     assert_eq!(draft["source_session_id"], "s1");
     assert!(draft["created_at"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(
-        err,
-        format!(
-            "feedback: draft queued: gate crashes on a FIFO (review with `feedback show {id}`)\n"
-        ),
-        "notify is the default"
-    );
-
     // Flags win over stdin; quiet mode says nothing.
     home.write(
         "home/.claude/settings.json",
         r#"{"feedbackDrafts": "quiet"}"#,
     );
-    let (code, out, err) = fb(
+    let out = fb(
         &home,
         &["queue", "--title", "from a flag", "--type", "idea"],
         &bug("s1").to_string(),
-    );
-    assert_eq!(code, 0);
-    assert!(err.is_empty(), "{err}");
-    let (_, shown, _) = fb(&home, &["show", out["draft_id"].as_str().unwrap()], "");
-    assert_eq!(
-        (shown["title"].as_str(), shown["type"].as_str()),
-        (Some("from a flag"), Some("idea"))
-    );
+    )
+    .success()
+    .stdout_json(|_| {})
+    .stderr_empty()
+    .run()
+    .json();
+    fb(&home, &["show", out["draft_id"].as_str().unwrap()], "")
+        .success()
+        .stdout_json(|shown| {
+            assert_eq!(
+                (shown["title"].as_str(), shown["type"].as_str()),
+                (Some("from a flag"), Some("idea"))
+            );
+        })
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -135,18 +174,22 @@ fn invalid_or_oversized_drafts_write_nothing() {
         ),
     ];
     for (fields, reason) in cases {
-        let (code, out, err) = fb(&home, &["queue"], &fields.to_string());
-        assert_eq!(code, 2, "{fields}");
+        // One line on stderr: the document's message.
+        let out = refused(fb(&home, &["queue"], &fields.to_string()), 2, "");
         assert_eq!(out["error"]["kind"], "bad_input");
         assert_eq!(out["error"]["reason"], reason, "{out}");
-        assert_eq!(err.lines().count(), 1);
     }
-    let (code, out, _) = fb(
-        &home,
-        &["queue"],
-        r#"{"type":"bug","title":"t","details":"d","mood":"angry"}"#,
+    // Unknown fields are typos: exit 2.
+    let out = refused(
+        fb(
+            &home,
+            &["queue"],
+            r#"{"type":"bug","title":"t","details":"d","mood":"angry"}"#,
+        ),
+        2,
+        "",
     );
-    assert_eq!(code, 2, "unknown fields are typos: {out}");
+    assert_eq!(out["error"]["kind"], "bad_input");
     assert!(draft_files(&home).is_empty(), "{:?}", draft_files(&home));
 }
 
@@ -157,10 +200,9 @@ fn at_most_ten_drafts_are_kept_oldest_evicted() {
     for (i, id) in old.iter().enumerate() {
         claude_code_draft(&home, id, 20 - i as u64);
     }
-    let (code, out, _) = fb(&home, &["queue"], &bug("s1").to_string());
-    assert_eq!(code, 0);
+    let out = queued(&home, &bug("s1"));
     assert_eq!(out["evicted"], json!(["old-00"]));
-    let (_, out, _) = fb(&home, &["queue"], &bug("s1").to_string());
+    let out = queued(&home, &bug("s1"));
     assert_eq!(out["evicted"], json!(["old-01"]));
     assert_eq!(draft_files(&home).len(), 10);
 }
@@ -171,9 +213,11 @@ fn at_most_ten_queues_per_source_session() {
     for _ in 0..10 {
         queue(&home, bug("busy-session"));
     }
-    let (code, out, _) = fb(&home, &["queue"], &bug("busy-session").to_string());
-    assert_eq!(code, 1);
-    assert_eq!(out["reason"], "session_limit");
+    fb(&home, &["queue"], &bug("busy-session").to_string())
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["reason"], "session_limit"))
+        .stderr_is("feedback: not queued: session busy-session has queued 10 drafts already\n")
+        .run();
     queue(&home, bug("another-session"));
 }
 
@@ -184,8 +228,11 @@ fn feedback_drafts_off_disables_queue() {
         "proj/.claude/settings.local.json",
         r#"{"feedbackDrafts": "off"}"#,
     );
-    let (code, out, _) = fb(&home, &["queue"], &bug("s1").to_string());
-    assert_eq!((code, out["reason"].as_str()), (1, Some("disabled")));
+    fb(&home, &["queue"], &bug("s1").to_string())
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["reason"].as_str(), Some("disabled")))
+        .stderr_empty()
+        .run();
     assert!(draft_files(&home).is_empty());
 }
 
@@ -196,8 +243,12 @@ fn list_expires_old_drafts_and_survives_corrupt_files() {
     claude_code_draft(&home, "recent", 29);
     let fresh = queue(&home, bug("s1"));
     std::fs::write(drafts_dir(&home).join("broken.json"), "{ not json").unwrap();
-    let (code, out, _) = fb(&home, &["list"], "");
-    assert_eq!(code, 0, "{out}");
+    let out = fb(&home, &["list"], "")
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     assert_eq!(out["expired"], json!(["stale"]));
     assert!(!stale.exists());
     let ids: Vec<&str> = out["drafts"]
@@ -220,48 +271,62 @@ fn list_expires_old_drafts_and_survives_corrupt_files() {
 fn claude_code_drafts_read_back_whole() {
     let home = ClaudeHome::new();
     claude_code_draft(&home, "cc-draft-1", 1);
-    let (code, out, _) = fb(&home, &["show", "cc-draft-1"], "");
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["cli_version"], "2.1.332");
-    assert_eq!(out["transcript_ref"]["message_range"], json!([3, 9]));
-    assert_eq!(out["schema_version"], 2, "unknown fields are kept");
+    fb(&home, &["show", "cc-draft-1"], "")
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["cli_version"], "2.1.332");
+            assert_eq!(out["transcript_ref"]["message_range"], json!([3, 9]));
+            assert_eq!(out["schema_version"], 2, "unknown fields are kept");
+        })
+        .stderr_empty()
+        .run();
 }
 
 #[test]
 fn show_and_discard() {
     let home = ClaudeHome::new();
     let id = queue(&home, bug("s1"));
-    let (code, out, _) = fb(&home, &["discard", &id], "");
-    assert_eq!(
-        (code, &out),
-        (0, &json!({"discarded": true, "draft_id": id}))
-    );
+    fb(&home, &["discard", &id], "")
+        .success()
+        .stdout_json(|out| assert_eq!(*out, json!({"discarded": true, "draft_id": id})))
+        .stderr_empty()
+        .run();
     assert!(draft_files(&home).is_empty());
-    let (code, out, _) = fb(&home, &["discard", &id], "");
-    assert_eq!((code, out["reason"].as_str()), (1, Some("not_found")));
-    let (code, _, _) = fb(&home, &["show", &id], "");
-    assert_eq!(code, 1);
+    let no_draft = format!("feedback: no draft {id} (`feedback list` shows the drafts)\n");
+    fb(&home, &["discard", &id], "")
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["reason"].as_str(), Some("not_found")))
+        .stderr_is(no_draft.clone())
+        .run();
+    fb(&home, &["show", &id], "")
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(
+                *out,
+                json!({"found": false, "draft_id": id, "reason": "not_found"})
+            );
+        })
+        .stderr_is(no_draft)
+        .run();
     for bad in ["../../etc/passwd", "a/b", "x.json"] {
-        let (code, out, _) = fb(&home, &["show", bad], "");
+        let out = refused(fb(&home, &["show", bad], ""), 2, "");
+        assert_eq!(out["error"]["reason"].as_str(), Some("invalid_id"), "{bad}");
         assert_eq!(
-            (code, out["error"]["reason"].as_str()),
-            (2, Some("invalid_id")),
+            out["error"]["message"],
+            format!("{bad:?} is not a draft id"),
             "{bad}"
         );
     }
 }
 
-fn sender(home: &ClaudeHome, api: &FakeApi, id: &str, extra: &[&str]) -> (i32, Value) {
+/// `feedback send ID --yes` to the fake server's `/feedback`.
+fn sender<'a>(home: &ClaudeHome, api: &FakeApi, id: &str, extra: &[&str]) -> Run<'a> {
     let endpoint = format!("{}/feedback", api.url());
     let mut args = vec!["send", id, "--endpoint", &endpoint, "--yes"];
     args.extend_from_slice(extra);
-    let out = home
-        .cmd("feedback")
+    Run::new(home, "feedback")
         .env("DREAMKIT_RETRY_BASE_MS", "1")
         .args(&args)
-        .output()
-        .unwrap();
-    (out.status.code().unwrap(), stdout_json(&out))
 }
 
 #[test]
@@ -270,10 +335,14 @@ fn send_posts_the_payload_and_deletes_the_draft() {
     let api = FakeApi::start();
     let id = queue(&home, bug("s1"));
     api.push(Reply::json(200, json!({"feedback_id": "fb_123"})));
-    let (code, out) = sender(&home, &api, &id, &[]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["sent"], true);
-    assert_eq!(out["feedback_id"], "fb_123");
+    sender(&home, &api, &id, &[])
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["sent"], true);
+            assert_eq!(out["feedback_id"], "fb_123");
+        })
+        .stderr_empty()
+        .run();
     assert!(draft_files(&home).is_empty());
     let r = &api.requests()[0];
     assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/feedback"));
@@ -346,8 +415,7 @@ fn every_send_failure_keeps_the_draft_and_exits_4() {
         for r in replies {
             api.push(r);
         }
-        let (code, out) = sender(&home, &api, &id, extra);
-        assert_eq!(code, 4, "{name}: {out}");
+        let out = refused(sender(&home, &api, &id, extra), 4, NOT_SENT);
         assert_eq!(out["sent"], false);
         assert_eq!(out["queued"], true);
         assert_eq!(out["error"]["kind"], kind, "{name}: {out}");
@@ -364,16 +432,16 @@ fn every_send_failure_keeps_the_draft_and_exits_4() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/f", closed.local_addr().unwrap());
     drop(closed);
-    let out = home
-        .cmd("feedback")
-        .args(["send", &id, "--endpoint", &url, "--yes", "--retries", "0"])
-        .output()
-        .unwrap();
-    let doc = stdout_json(&out);
-    assert_eq!(
-        (out.status.code(), doc["error"]["kind"].as_str()),
-        (Some(4), Some("network"))
+    let doc = refused(
+        fb(
+            &home,
+            &["send", &id, "--endpoint", &url, "--yes", "--retries", "0"],
+            "",
+        ),
+        4,
+        NOT_SENT,
     );
+    assert_eq!(doc["error"]["kind"].as_str(), Some("network"));
     assert_eq!(draft_files(&home).len(), 1);
 }
 
@@ -381,13 +449,17 @@ fn every_send_failure_keeps_the_draft_and_exits_4() {
 fn absurd_flags_do_not_panic() {
     let home = ClaudeHome::new();
     let id = queue(&home, bug("s1"));
-    let out = home
-        .cmd("feedback")
-        .args(["send", &id, "--endpoint", "http://127.0.0.1:9/x", "--yes"])
-        .args(["--retries", "4294967295", "--timeout", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(4), "{}", stderr_text(&out));
+    let doc = refused(
+        fb(
+            &home,
+            &["send", &id, "--endpoint", "http://127.0.0.1:9/x", "--yes"],
+            "",
+        )
+        .args(["--retries", "4294967295", "--timeout", "0"]),
+        4,
+        NOT_SENT,
+    );
+    assert_eq!(doc["error"]["kind"], "timeout");
     assert_eq!(draft_files(&home).len(), 1);
 }
 
@@ -397,8 +469,11 @@ fn no_consent_without_a_terminal_sends_nothing() {
     let api = FakeApi::start();
     let id = queue(&home, bug("s1"));
     let endpoint = format!("{}/feedback", api.url());
-    let (code, out, _) = fb(&home, &["send", &id, "--endpoint", &endpoint], "");
-    assert_eq!(code, 2);
+    let out = refused(
+        fb(&home, &["send", &id, "--endpoint", &endpoint], ""),
+        2,
+        NOT_SENT,
+    );
     assert_eq!(out["error"]["reason"], "consent_required");
     assert!(api.requests().is_empty());
     assert_eq!(draft_files(&home).len(), 1);
@@ -430,10 +505,14 @@ fn the_transcript_is_attached_only_when_it_is_the_sessions_own() {
     .unwrap();
     let id = with_transcript(&home, "s1", &path);
     api.push(Reply::json(200, json!({"id": 7})));
-    let (code, out) = sender(&home, &api, &id, &["--with-transcript"]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["feedback_id"], 7);
-    assert_eq!(out["transcript"]["attached"], true);
+    sender(&home, &api, &id, &["--with-transcript"])
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["feedback_id"], 7);
+            assert_eq!(out["transcript"]["attached"], true);
+        })
+        .stderr_empty()
+        .run();
     let sent = api.requests()[0].body["transcript"]
         .as_str()
         .unwrap()
@@ -450,9 +529,11 @@ fn the_transcript_is_attached_only_when_it_is_the_sessions_own() {
     // Another session's transcript: sent without it.
     let id = with_transcript(&home, "s2", &path);
     api.push(Reply::json(200, json!({"id": 8})));
-    let (code, out) = sender(&home, &api, &id, &["--with-transcript"]);
-    assert_eq!(code, 0);
-    assert_eq!(out["transcript"]["withheld"], "session_mismatch");
+    sender(&home, &api, &id, &["--with-transcript"])
+        .success()
+        .stdout_json(|out| assert_eq!(out["transcript"]["withheld"], "session_mismatch"))
+        .stderr_is("feedback: transcript withheld: session_mismatch\n")
+        .run();
     assert!(api.requests()[1].body.get("transcript").is_none());
 
     // A third-party transcript: withheld.
@@ -467,8 +548,11 @@ fn the_transcript_is_attached_only_when_it_is_the_sessions_own() {
     .unwrap();
     let id = with_transcript(&home, "s1", &path);
     api.push(Reply::json(200, json!({"id": 9})));
-    let (_, out) = sender(&home, &api, &id, &["--with-transcript"]);
-    assert_eq!(out["transcript"]["withheld"], "third_party");
+    sender(&home, &api, &id, &["--with-transcript"])
+        .success()
+        .stdout_json(|out| assert_eq!(out["transcript"]["withheld"], "third_party"))
+        .stderr_is("feedback: transcript withheld: third_party\n")
+        .run();
     assert!(api.requests()[2].body.get("transcript").is_none());
 }
 
@@ -491,8 +575,12 @@ fn a_large_transcript_is_trimmed_newest_first() {
     std::fs::write(&path, &text).unwrap();
     let id = with_transcript(&home, "s1", &path);
     api.push(Reply::json(200, json!({"feedback_id": "big"})));
-    let (code, out) = sender(&home, &api, &id, &["--with-transcript"]);
-    assert_eq!(code, 0, "{out}");
+    let out = sender(&home, &api, &id, &["--with-transcript"])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let body = &api.requests()[0].body;
     assert!(body.to_string().len() <= 8 * 1024 * 1024 - 64 * 1024);
     let sent = body["transcript"].as_str().unwrap();
@@ -533,22 +621,27 @@ fn github_issues_never_carry_the_transcript() {
         201,
         json!({"number": 42, "html_url": "https://github.com/octo/tools/issues/42"}),
     ));
-    let out = home
-        .cmd("feedback")
-        .env("GITHUB_API_URL", api.url())
-        .env("GITHUB_TOKEN", "ghp_test_SECRET")
-        .args([
+    let out = fb(
+        &home,
+        &[
             "send",
             &id,
             "--to",
             "github:octo/tools",
             "--with-transcript",
             "--yes",
-        ])
-        .output()
-        .unwrap();
-    let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(0), "{doc}");
+        ],
+        "",
+    )
+    .env("GITHUB_API_URL", api.url())
+    .env("GITHUB_TOKEN", "ghp_test_SECRET")
+    .success()
+    .stdout_json(|_| {})
+    .stdout_with(|out| assert!(!out.contains("SECRET")))
+    .stderr_with(|err| assert!(!err.contains("SECRET")))
+    .stderr_is("feedback: the transcript is never attached to a GitHub issue\n")
+    .run();
+    let doc = out.json();
     assert_eq!(doc["feedback_id"], 42);
     assert_eq!(doc["url"], "https://github.com/octo/tools/issues/42");
     assert_eq!(doc["transcript"]["withheld"], "github");
@@ -558,29 +651,31 @@ fn github_issues_never_carry_the_transcript() {
     assert_eq!(r.header("accept"), Some("application/vnd.github+json"));
     assert_eq!(r.body["title"], "gate crashes on a FIFO");
     assert!(!r.body.to_string().contains("secret context"));
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("SECRET"));
+    assert!(!out.stdout.contains("SECRET"));
     assert!(draft_files(&home).is_empty());
 
     let id = queue(&home, bug("s1"));
-    let out = home
-        .cmd("feedback")
-        .args(["send", &id, "--to", "github:octo/tools", "--yes"])
-        .output()
-        .unwrap();
-    let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(4), "no GITHUB_TOKEN: {doc}");
+    // No GITHUB_TOKEN: exit 4.
+    let doc = refused(
+        fb(
+            &home,
+            &["send", &id, "--to", "github:octo/tools", "--yes"],
+            "",
+        ),
+        4,
+        NOT_SENT,
+    );
     assert_eq!(
         (doc["error"]["kind"].as_str(), &doc["sent"], &doc["queued"]),
         (Some("auth"), &json!(false), &json!(true))
     );
     assert_eq!(draft_files(&home).len(), 1, "the draft is kept");
-    let out = home
-        .cmd("feedback")
-        .env("GITHUB_TOKEN", "t")
-        .args(["send", &id, "--to", "gitlab:x/y", "--yes"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let doc = refused(
+        fb(&home, &["send", &id, "--to", "gitlab:x/y", "--yes"], "").env("GITHUB_TOKEN", "t"),
+        2,
+        "",
+    );
+    assert_eq!(doc["error"]["kind"], "usage");
 }
 
 /// On a terminal (a real pty from util-linux `script`), send shows the payload and asks.
@@ -594,47 +689,38 @@ fn on_a_terminal_send_shows_the_payload_and_asks() {
         bin_path("feedback").display(),
         api.url()
     );
-    let run = |answer: &str| {
-        let out = std::process::Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
-            .env("HOME", &home.home)
-            .env("CLAUDE_CONFIG_DIR", &home.config)
-            .env("XDG_STATE_HOME", &home.state_home)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child.stdin.take().unwrap().write_all(answer.as_bytes())?;
-                child.wait_with_output()
-            })
-            .expect("script");
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
+    // The screen is what `script` relays from the pty: stdout.
+    let run = |answer: &str, code: i32, screen: &dyn Fn(&str)| {
+        let mut script = home.process("script");
+        script.args(["-qec", &command, "/dev/null"]);
+        Run::command(script, "script feedback send")
+            .stdin(answer)
+            .code(code)
+            .stdout_with(screen)
+            .stderr_empty()
+            .run();
     };
-    let (code, screen) = run("n\n");
-    assert_eq!(code, Some(1), "{screen}");
-    assert!(
-        screen.contains(&format!("This will be sent to {}/feedback", api.url())),
-        "{screen}"
-    );
-    assert!(
-        screen.contains("\"title\": \"gate crashes on a FIFO\""),
-        "{screen}"
-    );
-    assert!(
-        screen.contains("Send it? [y/N]") && screen.contains("declined"),
-        "{screen}"
-    );
+    run("n\n", 1, &|screen| {
+        assert!(
+            screen.contains(&format!("This will be sent to {}/feedback", api.url())),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("\"title\": \"gate crashes on a FIFO\""),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("Send it? [y/N]") && screen.contains("declined"),
+            "{screen}"
+        );
+    });
     assert!(api.requests().is_empty());
     assert_eq!(draft_files(&home).len(), 1);
 
     api.push(Reply::json(200, json!({"feedback_id": "fb_tty"})));
-    let (code, screen) = run("y\n");
-    assert_eq!(code, Some(0), "{screen}");
-    assert!(screen.contains("fb_tty"), "{screen}");
+    run("y\n", 0, &|screen| {
+        assert!(screen.contains("fb_tty"), "{screen}")
+    });
     assert_eq!(api.requests().len(), 1);
     assert!(draft_files(&home).is_empty());
 }

@@ -2,7 +2,6 @@
 //! every fault.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -49,23 +48,38 @@ fn setup(t: &Transcript) -> Setup {
 }
 
 impl Setup {
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = self.home.cmd("recap");
-        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
+    /// `recap` on this setup's transcript, against its fake server.
+    fn recap<'a>(&self) -> Run<'a> {
+        Run::new(&self.home, "recap")
+            .env("ANTHROPIC_BASE_URL", self.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
             .env("DREAMKIT_RETRY_BASE_MS", "1")
             .arg("--transcript")
-            .arg(&self.transcript);
-        cmd
+            .arg(&self.transcript)
     }
+}
 
-    fn run(&self, args: &[&str]) -> (i32, Value, String) {
-        let out = self.cmd().args(args).output().expect("run recap");
-        (
-            out.status.code().expect("code"),
-            stdout_json(&out),
-            stderr_text(&out),
-        )
+/// stderr is the one line `recap: skipped: {reason}: {start}N{end}`, N a number (none
+/// when `end` is empty).
+fn skipped_line<'c>(reason: &'c str, start: &'c str, end: &'c str) -> impl FnOnce(&str) + 'c {
+    move |err: &str| {
+        let line = err
+            .strip_suffix('\n')
+            .unwrap_or_else(|| panic!("not one line: {err:?}"));
+        assert!(!line.contains('\n'), "not one line: {err:?}");
+        let head = format!("recap: skipped: {reason}: {start}");
+        if end.is_empty() {
+            assert_eq!(line, head);
+            return;
+        }
+        let number = line
+            .strip_prefix(&head)
+            .and_then(|rest| rest.strip_suffix(end))
+            .unwrap_or_else(|| panic!("not {head:?}N{end:?}: {err:?}"));
+        assert!(
+            !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()),
+            "{err:?}"
+        );
     }
 }
 
@@ -80,8 +94,13 @@ fn default_mode_summarises_and_never_writes() {
     s.api.push(Reply::anthropic_text(
         "**Summary:** You were speeding up the `dream-gate` scan.\n- Next: commit the README.",
     ));
-    let (code, out, _) = s.run(&[]);
-    assert_eq!(code, 0, "{out}");
+    let out = s
+        .recap()
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     assert_eq!(out["status"], "ok");
     assert_eq!(
         out["text"],
@@ -141,22 +160,26 @@ fn default_mode_summarises_and_never_writes() {
 fn model_and_credentials_from_the_environment() {
     let s = setup(&three_turns());
     s.api.push(Reply::anthropic_text("You were testing."));
-    let out = s
-        .cmd()
+    s.recap()
         .env_remove("ANTHROPIC_API_KEY")
         .env("ANTHROPIC_AUTH_TOKEN", "bearer-tok")
         .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "haiku-from-env")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["text"], "You were testing."))
+        .stderr_empty()
+        .run();
     let r = &s.api.requests()[0];
     assert_eq!(r.header("authorization"), Some("Bearer bearer-tok"));
     assert_eq!(r.header("x-api-key"), None);
     assert_eq!(r.body["model"], "haiku-from-env");
 
     s.api.push(Reply::anthropic_text("You were testing."));
-    let out = s.cmd().args(["--model", "flag-model"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    s.recap()
+        .args(["--model", "flag-model"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["text"], "You were testing."))
+        .stderr_empty()
+        .run();
     assert_eq!(s.api.requests()[1].body["model"], "flag-model");
 }
 
@@ -165,18 +188,18 @@ fn openai_compatible_provider() {
     let s = setup(&three_turns());
     s.api
         .push(Reply::openai_text("You were tuning the gate; next, push."));
-    let out = s
-        .cmd()
+    s.recap()
         .env("OPENAI_BASE_URL", format!("{}/v1", s.api.url()))
         .env("OPENAI_API_KEY", "local-key")
         .args(["--provider", "openai", "--model", "llama-3"])
-        .output()
-        .unwrap();
-    let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(0), "{doc}");
-    assert_eq!(doc["text"], "You were tuning the gate; next, push.");
-    assert_eq!(doc["usage"]["input_tokens"], 90);
-    assert_eq!(doc["usage"]["output_tokens"], 12);
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["text"], "You were tuning the gate; next, push.");
+            assert_eq!(doc["usage"]["input_tokens"], 90);
+            assert_eq!(doc["usage"]["output_tokens"], 12);
+        })
+        .stderr_empty()
+        .run();
     let r = &s.api.requests()[0];
     assert_eq!(r.path, "/v1/chat/completions");
     assert_eq!(r.header("authorization"), Some("Bearer local-key"));
@@ -184,8 +207,19 @@ fn openai_compatible_provider() {
     assert_eq!(r.body["messages"][0]["role"], "system");
     assert!(r.body.get("tools").is_none());
 
-    let out = s.cmd().args(["--provider", "openai"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "openai without a model");
+    // openai without a model
+    s.recap()
+        .args(["--provider", "openai"])
+        .code(2)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "usage");
+            assert_eq!(
+                doc["error"]["message"],
+                "--provider openai needs --model (or OPENAI_MODEL)"
+            );
+        })
+        .stderr_is("recap: --provider openai needs --model (or OPENAI_MODEL)\n")
+        .run();
 }
 
 #[test]
@@ -194,10 +228,14 @@ fn no_turn_makes_no_request() {
         .slash_command("recap")
         .session_end_noise();
     let s = setup(&t);
-    let (code, out, _) = s.run(&[]);
-    assert_eq!(code, 1);
-    assert_eq!(out["status"], "no-turn");
-    assert_eq!(out["usage"]["input_tokens"], 0);
+    s.recap()
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(out["status"], "no-turn");
+            assert_eq!(out["usage"]["input_tokens"], 0);
+        })
+        .stderr_is("recap: no-turn: no real user turn in the transcript\n")
+        .run();
     assert!(s.api.requests().is_empty());
 }
 
@@ -216,15 +254,20 @@ fn real_fixture_transcripts_are_summarised() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/claude-code-2.1.332")
             .join(name);
-        let out = home
-            .cmd("recap")
+        Run::new(&home, "recap")
             .env("ANTHROPIC_BASE_URL", api.url())
             .env("ANTHROPIC_API_KEY", KEY)
             .arg("--transcript")
             .arg(&path)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", stdout_json(&out));
+            .success()
+            .stdout_json(|doc| {
+                assert_eq!(
+                    doc["text"], "You were probing Claude Code offline; next, check the samples.",
+                    "{name}"
+                );
+            })
+            .stderr_empty()
+            .run();
     }
     let prompt = api.requests()[1].body["messages"][0]["content"][0]["text"]
         .as_str()
@@ -340,14 +383,38 @@ fn every_fault_kind_is_typed_and_exits_4() {
         for reply in replies {
             s.api.push(reply);
         }
-        let (code, out, err) = s.run(args);
-        assert_eq!(code, 4, "{name}: {out}");
-        assert_eq!(out["status"], "api-error", "{name}");
-        assert_eq!(out["error"]["kind"], kind, "{name}: {out}");
-        assert_eq!(out["error"]["attempts"], requests, "{name}");
+        s.recap()
+            .args(args)
+            .code(4)
+            .stdout_json(|out| {
+                assert_eq!(out["status"], "api-error", "{name}");
+                assert_eq!(out["error"]["kind"], kind, "{name}: {out}");
+                assert_eq!(out["error"]["attempts"], requests, "{name}");
+                assert!(out["usage"].is_object(), "{name}");
+            })
+            .stderr_is({
+                let url = format!("{}/v1/messages", s.api.url());
+                let said = match name {
+                    "401" => "invalid x-api-key".to_string(),
+                    "403" => "no".to_string(),
+                    "400" => "bad".to_string(),
+                    "429 x4" => "slow down".to_string(),
+                    "529 x4" => "Overloaded".to_string(),
+                    "500 x4" => "boom".to_string(),
+                    "hang" => format!("{url}: no complete answer within 300ms"),
+                    "malformed" => {
+                        "answer is not JSON: expected value at line 1 column 14".to_string()
+                    }
+                    "truncated x2" => format!(
+                        "{url}: error reading a body from connection: \
+                         end of file before message length reached"
+                    ),
+                    other => unreachable!("{other}"),
+                };
+                format!("recap: model request failed: {kind}: {said}\n")
+            })
+            .run();
         assert_eq!(s.api.requests().len(), requests, "{name}");
-        assert!(out["usage"].is_object(), "{name}");
-        assert!(!err.is_empty(), "{name}: no diagnostic");
     }
 }
 
@@ -357,16 +424,19 @@ fn connection_refused_is_a_network_error() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let out = s
-        .cmd()
-        .env("ANTHROPIC_BASE_URL", url)
+    s.recap()
+        .env("ANTHROPIC_BASE_URL", &url)
         .args(["--retries", "1"])
-        .output()
-        .unwrap();
-    let doc = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(4));
-    assert_eq!(doc["error"]["kind"], "network");
-    assert_eq!(doc["error"]["attempts"], 2);
+        .code(4)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "network");
+            assert_eq!(doc["error"]["attempts"], 2);
+        })
+        .stderr_is(format!(
+            "recap: model request failed: network: {url}/v1/messages: \
+             tcp connect error: Connection refused (os error 111)\n"
+        ))
+        .run();
 }
 
 #[test]
@@ -380,9 +450,11 @@ fn retryable_faults_then_success() {
             body: "{\"content\":[]}".into(),
         })
         .push(Reply::anthropic_text("You were retrying."));
-    let (code, out, _) = s.run(&[]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["text"], "You were retrying.");
+    s.recap()
+        .success()
+        .stdout_json(|out| assert_eq!(out["text"], "You were retrying."))
+        .stderr_empty()
+        .run();
     assert_eq!(s.api.requests().len(), 4);
 }
 
@@ -391,9 +463,12 @@ fn a_retry_after_beyond_the_deadline_is_not_waited_for() {
     let s = setup(&three_turns());
     s.api
         .push(Reply::error(429, "rate_limit_error", "wait").with_header("retry-after", "600"));
-    let (code, out, _) = s.run(&["--deadline", "20s"]);
-    assert_eq!(code, 4);
-    assert_eq!(out["error"]["kind"], "rate_limited");
+    s.recap()
+        .args(["--deadline", "20s"])
+        .code(4)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "rate_limited"))
+        .stderr_is("recap: model request failed: rate_limited: wait\n")
+        .run();
     assert_eq!(s.api.requests().len(), 1);
 }
 
@@ -405,14 +480,21 @@ fn keys_are_never_printed() {
         "authentication_error",
         "invalid x-api-key",
     ));
-    let out = s.cmd().arg("-v").output().unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!all.contains("SECRET"), "{all}");
-    assert_eq!(out.status.code(), Some(4));
+    s.recap()
+        .arg("-v")
+        .code(4)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "auth"))
+        .stdout_with(|out| assert!(!out.contains("SECRET"), "{out}"))
+        .stderr_with(|err| assert!(!err.contains("SECRET"), "{err}"))
+        .stderr_is(format!(
+            "recap: read {}: 7 messages of context, 3 real user turns and no away summary, \
+             read to the start\n\
+             recap: default mode (/recap): no gates, nothing is written\n\
+             recap: asking claude-haiku-4-5 about 7 messages\n\
+             recap: model request failed: auth: invalid x-api-key\n",
+            s.transcript.display()
+        ))
+        .run();
 }
 
 #[test]
@@ -422,9 +504,11 @@ fn long_answers_are_capped_at_400_characters() {
         "You were {}",
         "very ".repeat(200)
     )));
-    let (code, out, _) = s.run(&[]);
-    assert_eq!(code, 0);
-    assert_eq!(out["text"].as_str().unwrap().chars().count(), 400);
+    s.recap()
+        .success()
+        .stdout_json(|out| assert_eq!(out["text"].as_str().unwrap().chars().count(), 400))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -435,8 +519,14 @@ fn auto_appends_one_away_summary_record() {
     s.api.push(Reply::anthropic_text(
         "You were updating the README; next, commit it.",
     ));
-    let (code, out, _) = s.run(&["--auto"]);
-    assert_eq!(code, 0, "{out}");
+    let out = s
+        .recap()
+        .arg("--auto")
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let after = bytes(&s.transcript);
     assert_eq!(&after[..before.len()], &before[..], "earlier bytes changed");
     let added = std::str::from_utf8(&after[before.len()..]).unwrap();
@@ -457,11 +547,17 @@ fn auto_appends_one_away_summary_record() {
     assert!(record["timestamp"].as_str().unwrap().ends_with('Z'));
 
     // Right after, the last conversational record is the summary.
-    let (code, out, _) = s.run(&["--auto"]);
-    assert_eq!(
-        (code, out["status"].as_str(), out["reason"].as_str()),
-        (1, Some("skipped"), Some("already_summarized"))
-    );
+    s.recap()
+        .arg("--auto")
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(
+                (out["status"].as_str(), out["reason"].as_str()),
+                (Some("skipped"), Some("already_summarized"))
+            );
+        })
+        .stderr_is("recap: skipped: already_summarized: the last conversational record is an away summary\n")
+        .run();
     assert_eq!(s.api.requests().len(), 1);
 }
 
@@ -470,53 +566,87 @@ fn auto_dry_run_applies_the_gates_and_sends_and_writes_nothing() {
     let t = three_turns();
     let s = setup(&t);
     let before = bytes(&s.transcript);
-    let (code, out, stderr) = s.run(&["--auto", "--dry-run"]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["status"], "dry-run");
-    let message = out["message"].as_str().unwrap();
-    assert!(
-        message.contains("would ask") && message.contains("away_summary"),
-        "{message}"
-    );
-    assert!(stderr.starts_with("recap: dry run: "), "{stderr}");
+    s.recap()
+        .args(["--auto", "--dry-run"])
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["status"], "dry-run");
+            let message = out["message"].as_str().unwrap();
+            assert!(
+                message.contains("would ask") && message.contains("away_summary"),
+                "{message}"
+            );
+        })
+        .stderr_is(format!(
+            "recap: dry run: every away-summary gate let it go on: would ask claude-haiku-4-5 \
+             about 7 messages and append an away_summary record to {}\n",
+            s.transcript.display()
+        ))
+        .run();
     assert_eq!(bytes(&s.transcript), before, "the transcript was written");
     assert!(s.api.requests().is_empty(), "a request was sent");
     // No credential is needed to ask.
-    let out = s
-        .cmd()
+    s.recap()
         .env_remove("ANTHROPIC_API_KEY")
         .args(["--auto", "--dry-run"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        .success()
+        .stdout_json(|out| assert_eq!(out["status"], "dry-run"))
+        .stderr_is(format!(
+            "recap: dry run: every away-summary gate let it go on: would ask the small/fast model \
+             about 7 messages and append an away_summary record to {}\n",
+            s.transcript.display()
+        ))
+        .run();
     // A gate that says no says it in a dry run too.
     std::fs::write(&s.transcript, &before).unwrap();
     s.api
         .push(Reply::anthropic_text("You were updating the README."));
-    assert_eq!(s.run(&["--auto"]).0, 0);
-    let (code, out, _) = s.run(&["--auto", "--dry-run"]);
-    assert_eq!(
-        (code, out["status"].as_str(), out["reason"].as_str()),
-        (1, Some("skipped"), Some("already_summarized"))
-    );
+    s.recap()
+        .arg("--auto")
+        .success()
+        .stdout_json(|out| assert_eq!(out["status"], "ok"))
+        .stderr_empty()
+        .run();
+    s.recap()
+        .args(["--auto", "--dry-run"])
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(
+                (out["status"].as_str(), out["reason"].as_str()),
+                (Some("skipped"), Some("already_summarized"))
+            );
+        })
+        .stderr_is("recap: skipped: already_summarized: the last conversational record is an away summary\n")
+        .run();
     assert_eq!(s.api.requests().len(), 1);
 }
 
-fn skip_reason(t: &Transcript, args: &[&str], env: &[(&str, &str)]) -> (i32, Value, usize) {
+/// `recap --auto` with `args` and `env`, which must exit `code` and print what `stderr`
+/// checks: its document and the requests it made.
+fn skip_reason<'c>(
+    t: &Transcript,
+    args: &[&str],
+    env: &[(&str, &str)],
+    code: i32,
+    stderr: impl FnOnce(&str) + 'c,
+) -> (Value, usize) {
     let s = setup(t);
-    let mut cmd = s.cmd();
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
     let before = bytes(&s.transcript);
     s.api.push(Reply::anthropic_text("You were testing gates."));
-    let out = cmd.arg("--auto").args(args).output().unwrap();
-    let code = out.status.code().unwrap();
-    let doc = stdout_json(&out);
+    let doc = s
+        .recap()
+        .envs(env.iter().copied())
+        .arg("--auto")
+        .args(args)
+        .code(code)
+        .stdout_json(|_| {})
+        .stderr_with(stderr)
+        .run()
+        .json();
     if code != 0 {
         assert_eq!(bytes(&s.transcript), before, "a skipped recap wrote");
     }
-    (code, doc, s.api.requests().len())
+    (doc, s.api.requests().len())
 }
 
 #[test]
@@ -607,8 +737,19 @@ fn every_away_gate_skips_without_a_request() {
         ),
     ];
     for (name, t, args, env, reason) in cases {
-        let (code, out, requests) = skip_reason(t, &args, &env);
-        assert_eq!(code, 1, "{name}: {out}");
+        let (start, end) = match name {
+            "env off" => ("away summaries are turned off", ""),
+            "too few" => ("2 real user turns; the first summary needs 3", ""),
+            "one since summary" => ("1 real user turn since the last summary; needs 2", ""),
+            "just active" => ("away ", " ms; the delay is 180000 ms"),
+            "away flag" => ("away 1000 ms; the delay is 180000 ms", ""),
+            "cold cache" => ("cache is 3240001 ms old; the limit is 3240000 ms", ""),
+            "draft" => ("the user has an unsent draft", ""),
+            "pending" => ("work is still running", ""),
+            "rate" => ("the account is rate-limited", ""),
+            other => unreachable!("{other}"),
+        };
+        let (out, requests) = skip_reason(t, &args, &env, 1, skipped_line(reason, start, end));
         assert_eq!(out["status"], "skipped", "{name}");
         assert_eq!(out["reason"], reason, "{name}: {out}");
         assert_eq!(requests, 0, "{name}");
@@ -627,32 +768,56 @@ fn gates_at_their_boundaries() {
         "--cache-age-ms",
         "0",
     ];
-    let (_, out, _) = skip_reason(&base, &[&delay[..], &["--away-ms", "15999"]].concat(), &[]);
+    let (out, _) = skip_reason(
+        &base,
+        &[&delay[..], &["--away-ms", "15999"]].concat(),
+        &[],
+        1,
+        skipped_line(
+            "not_away_long_enough",
+            "away 15999 ms; the delay is 16000 ms",
+            "",
+        ),
+    );
     assert_eq!(out["reason"], "not_away_long_enough");
-    let (code, out, _) = skip_reason(&base, &[&delay[..], &["--away-ms", "16000"]].concat(), &[]);
-    assert_eq!(code, 0, "{out}");
+    let (out, _) = skip_reason(
+        &base,
+        &[&delay[..], &["--away-ms", "16000"]].concat(),
+        &[],
+        0,
+        |err| assert_eq!(err, ""),
+    );
+    assert_eq!(out["status"], "ok", "{out}");
     // 0.9 x 3600000 = 3240000 is still warm.
-    let (code, out, _) = skip_reason(&base, &["--cache-age-ms", "3240000"], &[]);
-    assert_eq!(code, 0, "{out}");
-    let (code, _, _) = skip_reason(&base, &["--draft", "   "], &[]);
-    assert_eq!(code, 0, "a blank draft is no draft");
+    let (out, _) = skip_reason(&base, &["--cache-age-ms", "3240000"], &[], 0, |err| {
+        assert_eq!(err, "");
+    });
+    assert_eq!(out["status"], "ok", "{out}");
+    // a blank draft is no draft
+    let (out, _) = skip_reason(&base, &["--draft", "   "], &[], 0, |err| {
+        assert_eq!(err, "");
+    });
+    assert_eq!(out["status"], "ok", "{out}");
     // The environment switch wins over the setting.
     let s = setup(&base);
     s.home.write(
         "home/.claude/settings.json",
         r#"{"awaySummaryEnabled": false}"#,
     );
-    let (code, out, _) = s.run(&["--auto"]);
-    assert_eq!(out["reason"], "disabled", "{out}");
-    assert_eq!(code, 1);
+    s.recap()
+        .arg("--auto")
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["reason"], "disabled", "{out}"))
+        .stderr_is("recap: skipped: disabled: away summaries are turned off\n")
+        .run();
     s.api.push(Reply::anthropic_text("You were testing."));
-    let out = s
-        .cmd()
+    s.recap()
         .arg("--auto")
         .env("CLAUDE_CODE_ENABLE_AWAY_SUMMARY", "1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout_json(&out));
+        .success()
+        .stdout_json(|out| assert_eq!(out["status"], "ok"))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -671,10 +836,15 @@ fn a_transcript_that_changes_during_generation_drops_the_summary() {
         }),
         Box::new(Reply::anthropic_text("You were away.")),
     ));
-    let (code, out, _) = s.run(&["--auto"]);
-    assert_eq!(code, 1, "{out}");
-    assert_eq!(out["status"], "aborted");
-    assert_eq!(out["reason"], "stale");
+    s.recap()
+        .arg("--auto")
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(out["status"], "aborted");
+            assert_eq!(out["reason"], "stale");
+        })
+        .stderr_is("recap: aborted: stale: the transcript changed while the summary was written\n")
+        .run();
     let text = String::from_utf8(bytes(&s.transcript)).unwrap();
     assert!(
         text.ends_with(appended),
@@ -688,25 +858,20 @@ fn sigterm_during_generation_aborts_without_writing() {
     let s = setup(&three_turns());
     let before = bytes(&s.transcript);
     s.api.push(Reply::Hang(Duration::from_secs(8)));
-    let child = Command::new(bin_path("recap"))
+    let running = Run::new(&s.home, "recap")
         .args(["--auto", "--transcript"])
         .arg(&s.transcript)
-        .env("HOME", &s.home.home)
-        .env("CLAUDE_CONFIG_DIR", &s.home.config)
         .env("ANTHROPIC_BASE_URL", s.api.url())
         .env("ANTHROPIC_API_KEY", KEY)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stdin_from(std::process::Stdio::null())
+        .code(143)
+        .stdout_json(|doc| assert_eq!(doc["status"], "aborted"))
+        .stderr_is("recap: interrupted by SIGTERM\n")
+        .spawn();
     wait::for_true("the request", || !s.api.requests().is_empty());
     assert_eq!(s.api.requests().len(), 1);
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(143));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["status"], "aborted");
+    running.signal(libc::SIGTERM);
+    running.finish();
     assert_eq!(bytes(&s.transcript), before);
 }
 
@@ -721,16 +886,15 @@ fn a_hook_payload_names_the_transcript_and_session() {
         "cwd": s.home.project,
         "stop_hook_active": false,
     });
-    let out = s
-        .home
-        .cmd("recap")
+    Run::new(&s.home, "recap")
         .env("ANTHROPIC_BASE_URL", s.api.url())
         .env("ANTHROPIC_API_KEY", KEY)
         .arg("--auto")
-        .write_stdin(payload.to_string())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout_json(&out));
+        .stdin(payload.to_string())
+        .success()
+        .stdout_json(|out| assert_eq!(out["text"], "You were hooked."))
+        .stderr_empty()
+        .run();
     let text = String::from_utf8(bytes(&s.transcript)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let record: Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
@@ -750,19 +914,38 @@ fn a_hook_payload_names_the_transcript_and_session() {
 #[test]
 fn missing_transcripts_and_usage_errors() {
     let s = setup(&three_turns());
-    let out = s.home.cmd("recap").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
-    let out = s
-        .home
-        .cmd("recap")
+    Run::new(&s.home, "recap")
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage"))
+        .stderr_is(
+            "recap: no transcript: pass --transcript PATH or a hook payload with transcript_path\n",
+        )
+        .run();
+    Run::new(&s.home, "recap")
         .env("ANTHROPIC_API_KEY", KEY)
         .args(["--transcript", "/nonexistent/x.jsonl"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert_eq!(stdout_json(&out)["status"], "failed");
-    let out = s.cmd().args(["--timeout", "soon"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+        .code(3)
+        .stdout_json(|out| assert_eq!(out["status"], "failed"))
+        .stderr_is(
+            "recap: cannot read /nonexistent/x.jsonl: No such file or directory (os error 2)\n",
+        )
+        .run();
+    s.recap()
+        .args(["--timeout", "soon"])
+        .code(2)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "usage");
+            assert_eq!(
+                doc["error"]["message"],
+                "invalid value 'soon' for '--timeout <DURATION>': unknown unit \"soon\" in \"soon\" \
+                 (use a number of seconds, or a number with ms, s, m or h)"
+            );
+        })
+        .stderr_is(
+            "error: invalid value 'soon' for '--timeout <DURATION>': unknown unit \"soon\" in \"soon\" \
+             (use a number of seconds, or a number with ms, s, m or h)\n\n\
+             For more information, try '--help'.\n",
+        )
+        .run();
     assert!(s.api.requests().is_empty());
 }

@@ -2,7 +2,9 @@
 //! shape (the real 2.1.332 hook payloads), every sink, `--previous`, `--events`,
 //! `--state-file`, and the LLM engine against the fake server.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -26,43 +28,53 @@ fn payload(event: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+/// `turn-status` in `home` with `args`, reading `stdin`.
+fn status<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
+    Run::new(home, "turn-status")
+        .args(args)
+        .stdin(stdin)
+        .timeout(Duration::from_secs(30))
 }
 
-impl Run {
-    fn json(&self) -> Value {
-        assert_eq!(self.stdout.lines().count(), 1, "{}", self.stdout);
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
-    }
-
-    fn lines(&self) -> Vec<Value> {
-        self.stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
+/// A status: exit 0, its one document, nothing on stderr.
+#[track_caller]
+fn ok(run: Run) -> Value {
+    run.success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json()
 }
 
-fn run_in(home: &ClaudeHome, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Run {
-    let mut cmd = home.cmd("turn-status");
-    cmd.args(args).write_stdin(stdin.to_string());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.timeout(Duration::from_secs(30)).output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: stderr_text(&out),
-    }
+/// No status (exit 1) or a refusal (2, 3): its one document, whose message is the one line
+/// on stderr (after `no status: ` for exit 1).
+#[track_caller]
+fn refused(run: Run, code: i32) -> Value {
+    let message = Rc::new(RefCell::new(String::new()));
+    let said = Rc::clone(&message);
+    run.code(code)
+        .stdout_json(move |doc| {
+            *said.borrow_mut() = doc["error"]["message"]
+                .as_str()
+                .or_else(|| doc["message"].as_str())
+                .unwrap_or_else(|| panic!("no message: {doc}"))
+                .to_string();
+        })
+        .stderr_with(move |err| {
+            // Exit 1 says why there is no status; a refusal says what is wrong.
+            let lead = if code == 1 { "no status: " } else { "" };
+            assert_eq!(err, format!("turn-status: {lead}{}\n", message.borrow()));
+        })
+        .run()
+        .json()
 }
 
-fn run(args: &[&str], stdin: &str) -> Run {
-    run_in(&ClaudeHome::new(), args, stdin, &[])
+/// stdout's JSON lines (`--events`).
+fn lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn stop(text: &str) -> String {
@@ -150,9 +162,7 @@ fn heuristic_table_of_real_endings() {
     assert!(cases.len() >= 40, "{}", cases.len());
     let mut wrong = Vec::new();
     for (text, expected) in &cases {
-        let out = run_in(&home, &["--surface", "bg"], &stop(text), &[]);
-        assert_eq!(out.code, 0, "{text}: {}", out.stderr);
-        let state = out.json();
+        let state = ok(status(&home, &["--surface", "bg"], &stop(text)));
         if state["state"] != *expected {
             wrong.push(format!("{text:?}: expected {expected}, got {state}"));
         }
@@ -168,7 +178,7 @@ fn heuristic_table_of_real_endings() {
 #[test]
 fn details_come_from_the_deciding_line() {
     let home = ClaudeHome::new();
-    let record = |text: &str| run_in(&home, &[], &stop(text), &[]).json();
+    let record = |text: &str| ok(status(&home, &[], &stop(text)));
     let r = record("Blocked: the staging database credentials are missing.");
     assert_eq!(r["status_category"], "blocked");
     assert_eq!(
@@ -202,9 +212,11 @@ fn details_come_from_the_deciding_line() {
 
 #[test]
 fn real_stop_payload_gives_claude_codes_record() {
-    let out = run(&[], &payload("Stop").to_string());
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let r = out.json();
+    let r = ok(status(
+        &ClaudeHome::new(),
+        &[],
+        &payload("Stop").to_string(),
+    ));
     let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
@@ -247,15 +259,15 @@ fn real_transcript(home: &ClaudeHome, event: &str) -> (PathBuf, Value) {
 fn summarizes_uuid_comes_from_the_payloads_transcript() {
     let home = ClaudeHome::new();
     let (path, p) = real_transcript(&home, "Stop");
-    let r = run_in(&home, &[], &p.to_string(), &[]).json();
+    let r = ok(status(&home, &[], &p.to_string()));
     assert_eq!(r["summarizes_uuid"], REAL_LAST_TEXT_UUID);
     // A text the transcript's last turn does not hold names no record.
     let mut other = p.clone();
     other["last_assistant_message"] = json!("Something else entirely.");
-    let r = run_in(&home, &[], &other.to_string(), &[]).json();
+    let r = ok(status(&home, &[], &other.to_string()));
     assert_eq!(r["summarizes_uuid"], Value::Null);
     // --transcript: the same turn, read from the file.
-    let r = run_in(&home, &["--transcript", path.to_str().unwrap()], "", &[]).json();
+    let r = ok(status(&home, &["--transcript", path.to_str().unwrap()], ""));
     assert_eq!(r["summarizes_uuid"], REAL_LAST_TEXT_UUID);
     assert_eq!(r["status_detail"], "Hello from the stub.");
     assert_eq!(r["session_id"], REAL_SESSION);
@@ -273,16 +285,19 @@ fn every_real_payload_shape() {
         "SessionEnd",
     ] {
         let (_, p) = real_transcript(&home, event);
-        let out = run_in(&home, &[], &p.to_string(), &[]);
-        assert_eq!(out.code, 0, "{event}: {}", out.stderr);
-        let r = out.json();
+        let r = ok(status(&home, &[], &p.to_string()));
         assert_eq!(r["summarizes_uuid"], REAL_LAST_TEXT_UUID, "{event}");
         assert_eq!(r["session_id"], REAL_SESSION, "{event}");
         // As shipped, their transcript_path does not exist here: a turn with no text yet.
-        let out = run_in(&home, &[], &payload(event).to_string(), &[]);
-        assert_eq!(out.code, 1, "{event}: {}", out.stdout);
-        assert_eq!(out.json()["reason"], "no_text");
-        assert!(out.stderr.contains("no status:"), "{}", out.stderr);
+        let out = status(&home, &[], &payload(event).to_string())
+            .code(1)
+            .stdout_json(|doc| {
+                assert_eq!(doc["reason"], "no_text", "{event}");
+            })
+            .stderr_is("turn-status: no status: the turn has no new assistant text\n")
+            .run()
+            .json();
+        assert_eq!(out["message"], "the turn has no new assistant text");
     }
 }
 
@@ -292,7 +307,7 @@ fn stop_failure_is_failed_with_its_text_or_error() {
     p["hook_event_name"] = json!("StopFailure");
     p["error"] = json!("rate_limit");
     p["last_assistant_message"] = json!("API Error: Rate limit reached for requests");
-    let r = run(&[], &p.to_string()).json();
+    let r = ok(status(&ClaudeHome::new(), &[], &p.to_string()));
     assert_eq!(r["status_category"], "failed");
     assert_eq!(
         r["status_detail"],
@@ -300,14 +315,17 @@ fn stop_failure_is_failed_with_its_text_or_error() {
     );
     assert_eq!(r["needs_action"], "");
     p.as_object_mut().unwrap().remove("last_assistant_message");
-    let r = run(&[], &p.to_string()).json();
+    let r = ok(status(&ClaudeHome::new(), &[], &p.to_string()));
     assert_eq!(
         (r["status_category"].clone(), r["status_detail"].clone()),
         (json!("failed"), json!("rate_limit"))
     );
     // Even a text that would read as done: the turn ended on an error.
     p["last_assistant_message"] = json!("Pushed.");
-    assert_eq!(run(&[], &p.to_string()).json()["status_category"], "failed");
+    assert_eq!(
+        ok(status(&ClaudeHome::new(), &[], &p.to_string()))["status_category"],
+        "failed"
+    );
 }
 
 #[test]
@@ -317,7 +335,7 @@ fn permission_prompts_block_at_once() {
     p["notification_type"] = json!("permission_prompt");
     p["message"] = json!("Claude needs your permission to use Bash");
     p.as_object_mut().unwrap().remove("last_assistant_message");
-    let r = run(&[], &p.to_string()).json();
+    let r = ok(status(&ClaudeHome::new(), &[], &p.to_string()));
     assert_eq!(r["status_category"], "blocked");
     assert_eq!(
         r["status_detail"],
@@ -327,17 +345,22 @@ fn permission_prompts_block_at_once() {
     assert_eq!(r["session_id"], REAL_SESSION);
     // Another notification is not a block: its transcript decides (none here: no text).
     p["notification_type"] = json!("idle_prompt");
-    assert_eq!(run(&[], &p.to_string()).code, 1);
+    refused(status(&ClaudeHome::new(), &[], &p.to_string()), 1);
     // The flag wins over a text that would read as done.
-    let r = run(
+    let r = ok(status(
+        &ClaudeHome::new(),
         &["--permission-blocked", "--surface", "bg"],
         &stop("Pushed."),
-    );
+    ));
     assert_eq!(
-        r.json(),
+        r,
         json!({"state": "blocked", "tempo": "blocked", "needs": "answer the permission prompt"})
     );
-    let r = run(&["--permission-blocked", "-n", "--session", "s-1"], "").json();
+    let r = ok(status(
+        &ClaudeHome::new(),
+        &["--permission-blocked", "-n", "--session", "s-1"],
+        "",
+    ));
     assert_eq!(r["status_category"], "blocked");
     assert_eq!(r["session_id"], "s-1");
 }
@@ -354,23 +377,22 @@ fn a_transcript_turn_is_read_from_the_end() {
         .session_end_noise();
     t.write(&path);
     let args = ["--transcript", path.to_str().unwrap()];
-    let r = run_in(&home, &args, "", &[]).json();
+    let r = ok(status(&home, &args, ""));
     assert_eq!(r["status_category"], "completed");
     assert_eq!(r["status_detail"], "Pushed to origin/main.");
     assert_eq!(r["session_id"], SESSION);
     assert_eq!(r["summarizes_uuid"], "00000000-0000-4000-9000-000000000005");
     // A new user turn with no answer yet: nothing new to report.
     t.user("and tag it").write(&path);
-    let out = run_in(&home, &args, "", &[]);
-    assert_eq!(out.code, 1);
-    assert_eq!(out.json()["reason"], "no_text");
+    let out = refused(status(&home, &args, ""), 1);
+    assert_eq!(out["reason"], "no_text");
     // An API error record: failed with its text.
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str(&json!({"type": "assistant", "uuid": "err-1", "isApiErrorMessage": true, "error": "unknown",
         "message": {"model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": "API Error: 500 Internal server error"}]}}).to_string());
     text.push('\n');
     std::fs::write(&path, text).unwrap();
-    let r = run_in(&home, &args, "", &[]).json();
+    let r = ok(status(&home, &args, ""));
     assert_eq!(r["status_category"], "failed");
     assert_eq!(r["status_detail"], "API Error: 500 Internal server error");
     assert_eq!(r["summarizes_uuid"], "err-1");
@@ -383,7 +405,7 @@ fn a_statusline_payload_reads_its_transcript() {
     // What Claude Code gives a statusLine command: no hook_event_name.
     let stdin = json!({"session_id": REAL_SESSION, "transcript_path": path, "cwd": home.project,
         "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"}, "version": "2.1.332"});
-    let r = run_in(&home, &["--surface", "repl"], &stdin.to_string(), &[]).json();
+    let r = ok(status(&home, &["--surface", "repl"], &stdin.to_string()));
     assert_eq!(r, json!({"headline": "Working: Hello from the stub."}));
 }
 
@@ -391,48 +413,69 @@ fn a_statusline_payload_reads_its_transcript() {
 fn every_surface_maps_to_its_sink() {
     let text = stop("Should I push?");
     for surface in ["cli", "ccr", "bridge", "desktop"] {
-        let r = run(&["--surface", surface], &text).json();
+        let r = ok(status(&ClaudeHome::new(), &["--surface", surface], &text));
         assert_eq!(r["subtype"], "post_turn_summary", "{surface}");
         assert_eq!(r["status_category"], "blocked", "{surface}");
     }
     for surface in ["bg", "watched"] {
-        let r = run(&["--surface", surface], &text).json();
+        let r = ok(status(&ClaudeHome::new(), &["--surface", surface], &text));
         assert_eq!(
             r,
             json!({"state": "blocked", "tempo": "blocked", "needs": "Should I push?"}),
             "{surface}"
         );
     }
-    let r = run(&["--surface", "repl"], &text).json();
+    let r = ok(status(&ClaudeHome::new(), &["--surface", "repl"], &text));
     assert_eq!(r, json!({"headline": "Blocked: Should I push?"}));
     for (text, state, tempo) in [
         ("Pushed.", "done", "idle"),
         ("Let me look.", "working", "active"),
         ("Giving up.", "failed", "idle"),
     ] {
-        let r = run(&["--surface", "watched"], &stop(text)).json();
+        let r = ok(status(
+            &ClaudeHome::new(),
+            &["--surface", "watched"],
+            &stop(text),
+        ));
         assert_eq!(
             r,
             json!({"state": state, "tempo": tempo, "needs": ""}),
             "{text}"
         );
     }
-    let out = run(&["--surface", "tty"], &text);
-    assert_eq!(out.code, 2);
-    assert_eq!(out.json()["error"]["kind"], "usage");
+    let clap = "invalid value 'tty' for '--surface <SURFACE>'\n  \
+                [possible values: cli, ccr, bridge, desktop, bg, watched, repl]";
+    status(&ClaudeHome::new(), &["--surface", "tty"], &text)
+        .code(2)
+        .stdout_json(|out| {
+            assert_eq!(out["error"]["kind"], "usage");
+            assert_eq!(out["error"]["message"], clap);
+        })
+        .stderr_is(format!(
+            "error: {clap}\n\nFor more information, try '--help'.\n"
+        ))
+        .run();
 }
 
 #[test]
 fn events_clear_first_then_the_result() {
-    let out = run(&["--events", "--surface", "repl"], &stop("Pushed the tag."));
-    assert_eq!(out.code, 0);
-    assert_eq!(
-        out.lines(),
-        [
-            json!({"post_turn_summary": null}),
-            json!({"headline": "Done: Pushed the tag."})
-        ]
-    );
+    status(
+        &ClaudeHome::new(),
+        &["--events", "--surface", "repl"],
+        &stop("Pushed the tag."),
+    )
+    .success()
+    .stdout_with(|out| {
+        assert_eq!(
+            lines(out),
+            [
+                json!({"post_turn_summary": null}),
+                json!({"headline": "Done: Pushed the tag."})
+            ]
+        );
+    })
+    .stderr_empty()
+    .run();
 }
 
 #[test]
@@ -441,8 +484,11 @@ fn state_file_ends_holding_the_result() {
     let home = ClaudeHome::new();
     let file = home.root.join("cache/dreamkit/status.json");
     let f = file.to_str().unwrap();
-    let out = run_in(&home, &["--state-file", f], &stop("Opened PR #7."), &[]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = status(&home, &["--state-file", f], &stop("Opened PR #7."))
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run();
     let written = std::fs::read_to_string(&file).unwrap();
     assert_eq!(written, format!("{}\n", out.stdout.trim_end()));
     let meta = std::fs::metadata(&file).unwrap();
@@ -454,26 +500,32 @@ fn state_file_ends_holding_the_result() {
     let names: Vec<_> = std::fs::read_dir(file.parent().unwrap()).unwrap().collect();
     assert_eq!(names.len(), 1, "no temporary file left");
     // Bad input changes nothing.
-    let out = run_in(
-        &home,
-        &["--state-file", f],
-        r#"{"hook_event_name":"Stop","last_assistant_message":5}"#,
-        &[],
+    let out = refused(
+        status(
+            &home,
+            &["--state-file", f],
+            r#"{"hook_event_name":"Stop","last_assistant_message":5}"#,
+        ),
+        2,
     );
-    assert_eq!(out.code, 2);
+    assert_eq!(out["error"]["kind"], "bad_input");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
     // A directory or FIFO is not a state file: the environment, not the caller (exit 3).
     let dir = home.root.join("a-dir");
     std::fs::create_dir(&dir).unwrap();
-    let out = run_in(
-        &home,
-        &["--state-file", dir.to_str().unwrap()],
-        &stop("x"),
-        &[],
+    let out = refused(
+        status(&home, &["--state-file", dir.to_str().unwrap()], &stop("x")),
+        3,
     );
-    assert_eq!(out.code, 3);
-    assert_eq!(out.json()["error"]["kind"], "environment");
-    assert_eq!(out.json()["error"]["reason"], "not_a_file");
+    assert_eq!(out["error"]["kind"], "environment");
+    assert_eq!(out["error"]["reason"], "not_a_file");
+    assert_eq!(
+        out["error"]["message"],
+        format!(
+            "--state-file {} is not a regular file (a directory)",
+            dir.display()
+        )
+    );
 }
 
 #[test]
@@ -482,48 +534,60 @@ fn previous_is_reused_for_a_turn_with_no_new_text() {
     let file = home.root.join("status.json");
     let f = file.to_str().unwrap();
     let both = ["--previous", f, "--state-file", f];
-    let first = run_in(&home, &both, &stop("Committed as 3f2a1b."), &[]);
-    assert_eq!(first.code, 0);
+    let first = status(&home, &both, &stop("Committed as 3f2a1b."))
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run();
     // A turn with no text: the previous status again, file unchanged in content.
-    let again = run_in(&home, &both, &stop(""), &[]);
-    assert_eq!(again.code, 0, "{}", again.stderr);
-    assert_eq!(again.stdout, first.stdout);
+    status(&home, &both, &stop(""))
+        .success()
+        .stdout_is(first.stdout.clone())
+        .stderr_empty()
+        .run();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), first.stdout);
     // With --events the clear comes first here too.
-    let events = run_in(&home, &["--previous", f, "--events"], &stop("  "), &[]);
-    assert_eq!(events.lines()[0], json!({"post_turn_summary": null}));
-    assert_eq!(events.lines()[1].to_string(), first.stdout.trim_end());
+    status(&home, &["--previous", f, "--events"], &stop("  "))
+        .success()
+        .stdout_with(|out| {
+            let events = lines(out);
+            assert_eq!(events.len(), 2, "{out}");
+            assert_eq!(events[0], json!({"post_turn_summary": null}));
+            assert_eq!(events[1].to_string(), first.stdout.trim_end());
+        })
+        .stderr_empty()
+        .run();
     // Another sink's shape is no status for this one: nothing to report.
-    let out = run_in(
-        &home,
-        &["--previous", f, "--surface", "repl"],
-        &stop(""),
-        &[],
+    let out = refused(
+        status(&home, &["--previous", f, "--surface", "repl"], &stop("")),
+        1,
     );
-    assert_eq!(out.code, 1);
-    assert!(out.json()["message"].as_str().unwrap().contains("headline"));
+    assert!(out["message"].as_str().unwrap().contains("headline"));
     // No previous file at all: nothing to report, nothing written.
     let missing = home.root.join("none.json");
     let m = missing.to_str().unwrap();
     let in_new_dir = home.root.join("new-dir/status.json");
     let n = in_new_dir.to_str().unwrap();
-    let out = run_in(&home, &["--previous", m, "--state-file", n], &stop(""), &[]);
-    assert_eq!(out.code, 1);
-    assert_eq!(out.json()["reason"], "no_text");
-    assert!(out
-        .stderr
-        .contains("no status: the turn has no new assistant text"));
+    let out = refused(
+        status(&home, &["--previous", m, "--state-file", n], &stop("")),
+        1,
+    );
+    assert_eq!(out["reason"], "no_text");
+    assert!(out["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("the turn has no new assistant text"));
     assert!(!missing.exists());
     assert!(!home.root.join("new-dir").exists(), "nothing written");
-    assert_eq!(
-        run_in(&home, &["-q", "--previous", m], &stop(""), &[]).stderr,
-        ""
-    );
+    status(&home, &["-q", "--previous", m], &stop(""))
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["reason"], "no_text"))
+        .stderr_empty()
+        .run();
     // A previous file that is not JSON is bad input.
     std::fs::write(&missing, "not json\n").unwrap();
-    let out = run_in(&home, &["--previous", m], &stop(""), &[]);
-    assert_eq!(out.code, 2);
-    assert_eq!(out.json()["error"]["kind"], "bad_input");
+    let out = refused(status(&home, &["--previous", m], &stop("")), 2);
+    assert_eq!(out["error"]["kind"], "bad_input");
 }
 
 #[test]
@@ -540,26 +604,22 @@ fn wrong_json_types_are_bad_input() {
         json!({"hook_event_name": 7, "last_assistant_message": "x"}),
         json!({"session_id": "s", "transcript_path": false}),
     ] {
-        let out = run(&[], &bad.to_string());
-        assert_eq!(out.code, 2, "{bad}: {}", out.stdout);
-        assert_eq!(out.json()["error"]["kind"], "bad_input", "{bad}");
-        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        // One line on stderr: the document's message.
+        let out = refused(status(&ClaudeHome::new(), &[], &bad.to_string()), 2);
+        assert_eq!(out["error"]["kind"], "bad_input", "{bad}");
     }
     for bad in ["[1]", "\"text\"", "{", "null"] {
-        let out = run(&[], bad);
-        assert_eq!(
-            (out.code, out.json()["error"]["kind"].clone()),
-            (2, json!("bad_input")),
-            "{bad}"
-        );
+        let out = refused(status(&ClaudeHome::new(), &[], bad), 2);
+        assert_eq!(out["error"]["kind"], "bad_input", "{bad}");
     }
     // Nothing to classify is a usage error.
-    let out = run(&["-n"], "");
-    assert_eq!(out.code, 2);
-    assert_eq!(out.json()["error"]["kind"], "usage");
-    let out = run(&[], r#"{"hook_event_name":"Stop"}"#);
-    assert_eq!(out.code, 2);
-    assert!(out.json()["error"]["message"]
+    let out = refused(status(&ClaudeHome::new(), &["-n"], ""), 2);
+    assert_eq!(out["error"]["kind"], "usage");
+    let out = refused(
+        status(&ClaudeHome::new(), &[], r#"{"hook_event_name":"Stop"}"#),
+        2,
+    );
+    assert!(out["error"]["message"]
         .as_str()
         .unwrap()
         .contains("Stop payload"));
@@ -571,14 +631,19 @@ fn a_fifo_transcript_is_refused_not_waited_on() {
     let fifo = home.root.join("t.jsonl");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let out = run_in(&home, &["--transcript", fifo.to_str().unwrap()], "", &[]);
-    assert_eq!(out.code, 3);
-    assert_eq!(out.json()["error"]["kind"], "environment");
-    assert_eq!(out.json()["error"]["reason"], "not_a_file");
+    let out = refused(
+        status(&home, &["--transcript", fifo.to_str().unwrap()], ""),
+        3,
+    );
+    assert_eq!(out["error"]["kind"], "environment");
+    assert_eq!(out["error"]["reason"], "not_a_file");
     let missing = home.root.join("missing.jsonl");
-    let out = run_in(&home, &["--transcript", missing.to_str().unwrap()], "", &[]);
-    assert_eq!(out.code, 3, "a named transcript that cannot be read");
-    assert_eq!(out.json()["error"]["reason"], "not_found");
+    // A named transcript that cannot be read: exit 3.
+    let out = refused(
+        status(&home, &["--transcript", missing.to_str().unwrap()], ""),
+        3,
+    );
+    assert_eq!(out["error"]["reason"], "not_found");
 }
 
 #[test]
@@ -589,21 +654,26 @@ fn the_heuristic_never_reads_the_model_settings() {
         ("DREAMKIT_PROVIDER", "openai"),
     ];
     let home = ClaudeHome::new();
-    let out = run_in(&home, &[], &stop("Pushed."), &env);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let out = run_in(&home, &["--engine", "llm"], &stop("Pushed."), &env);
-    assert_eq!(out.code, 2, "{}", out.stdout);
-    let out = run_in(
-        &home,
-        &[],
-        &stop("Pushed."),
-        &[("DREAMKIT_TURN_STATUS_ENGINE", "magic")],
+    ok(status(&home, &[], &stop("Pushed.")).envs(env));
+    let out = refused(
+        status(&home, &["--engine", "llm"], &stop("Pushed.")).envs(env),
+        2,
     );
-    assert_eq!(out.code, 2);
-    assert!(out.json()["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("DREAMKIT_TURN_STATUS_ENGINE"));
+    assert_eq!(out["error"]["kind"], "usage");
+    let message = "DREAMKIT_TURN_STATUS_ENGINE=\"magic\": expected one of heuristic, llm";
+    status(&home, &[], &stop("Pushed."))
+        .env("DREAMKIT_TURN_STATUS_ENGINE", "magic")
+        .code(2)
+        .stdout_json(|out| {
+            assert_eq!(out["error"]["kind"], "usage");
+            assert_eq!(out["error"]["message"], message);
+            assert!(out["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("DREAMKIT_TURN_STATUS_ENGINE"));
+        })
+        .stderr_is(format!("error: {message}\n"))
+        .run();
 }
 
 // The LLM engine against the fake server.
@@ -621,16 +691,14 @@ impl Llm {
         }
     }
 
-    fn run(&self, args: &[&str], stdin: &str) -> Run {
-        let url = self.api.url();
-        let env = [
-            ("ANTHROPIC_BASE_URL", url.as_str()),
-            ("ANTHROPIC_API_KEY", KEY),
-            ("DREAMKIT_RETRY_BASE_MS", "1"),
-        ];
+    /// `turn-status --engine llm` against the fake server.
+    fn status<'a>(&self, args: &[&str], stdin: &str) -> Run<'a> {
         let mut all = vec!["--engine", "llm"];
         all.extend_from_slice(args);
-        run_in(&self.home, &all, stdin, &env)
+        status(&self.home, &all, stdin)
+            .env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
     }
 }
 
@@ -642,9 +710,13 @@ fn llm_engine_classifies_with_the_small_model() {
     s.api
         .push(Reply::anthropic_text(&format!("```json\n{GOOD}\n```")));
     let long = format!("{}\nShall I push this to main?", "filler ".repeat(600));
-    let out = s.run(&[], &stop(&long));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let r = out.json();
+    let r = s
+        .status(&[], &stop(&long))
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     assert_eq!(r["status_category"], "blocked");
     assert_eq!(r["status_detail"], "asks whether to push to main");
     assert_eq!(r["needs_action"], "say yes or no to the push");
@@ -668,7 +740,13 @@ fn llm_engine_classifies_with_the_small_model() {
     s.api.push(Reply::anthropic_text(
         r#"{"state":"working","detail":"CI running","tempo":"idle","needs":"","result":""}"#,
     ));
-    let r = s.run(&["--surface", "bg"], &stop("x")).json();
+    let r = s
+        .status(&["--surface", "bg"], &stop("x"))
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     assert_eq!(r, json!({"state": "working", "tempo": "idle", "needs": ""}));
 }
 
@@ -679,9 +757,11 @@ fn llm_malformed_first_reply_gets_one_format_correction() {
         "It looks like the assistant is waiting.",
     ));
     s.api.push(Reply::anthropic_text(GOOD));
-    let out = s.run(&[], &stop("Shall I push?"));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.json()["status_category"], "blocked");
+    s.status(&[], &stop("Shall I push?"))
+        .success()
+        .stdout_json(|out| assert_eq!(out["status_category"], "blocked"))
+        .stderr_empty()
+        .run();
     let requests = s.api.requests();
     assert_eq!(requests.len(), 2);
     let messages = requests[1].body["messages"].as_array().unwrap();
@@ -704,9 +784,16 @@ fn llm_two_malformed_replies_exit_4_unless_falling_back() {
     s.api.push(Reply::anthropic_text(
         r#"{"state":"finished","detail":"x"}"#,
     ));
-    let out = s.run(&["--events", "--state-file", f], &stop("Pushed to main."));
-    assert_eq!(out.code, 4, "{}", out.stdout);
-    let lines = out.lines();
+    let out = s
+        .status(&["--events", "--state-file", f], &stop("Pushed to main."))
+        .code(4)
+        .stdout_with(|out| assert_eq!(out.lines().count(), 2, "{out}"))
+        .stderr_is(
+            "turn-status: llm engine failed: malformed_response: the model's reply is not the \
+             status JSON, twice: no JSON object in the reply; then `state` \"finished\" is not a state\n",
+        )
+        .run();
+    let lines = lines(&out.stdout);
     assert_eq!(lines[0], json!({"post_turn_summary": null}));
     assert_eq!(lines[1]["post_turn_summary"], Value::Null);
     assert_eq!(lines[1]["error"]["kind"], "malformed_response");
@@ -716,18 +803,18 @@ fn llm_two_malformed_replies_exit_4_unless_falling_back() {
         std::fs::read_to_string(&file).unwrap(),
         format!("{}\n", lines[1])
     );
-    assert!(out.stderr.contains("llm engine failed"), "{}", out.stderr);
 
     s.api.push(Reply::anthropic_text("done, I think"));
     s.api.push(Reply::anthropic_text("still not JSON"));
-    let out = s.run(&["--fallback", "heuristic"], &stop("Pushed to main."));
-    assert_eq!(out.code, 0, "{}", out.stdout);
-    assert_eq!(out.json()["status_category"], "completed");
-    assert!(
-        out.stderr.contains("classified with the rule table"),
-        "{}",
-        out.stderr
-    );
+    s.status(&["--fallback", "heuristic"], &stop("Pushed to main."))
+        .success()
+        .stdout_json(|out| assert_eq!(out["status_category"], "completed"))
+        .stderr_is(
+            "turn-status: llm engine failed (malformed_response: the model's reply is not the \
+             status JSON, twice: no JSON object in the reply; then no JSON object in the reply); \
+             classified with the rule table\n",
+        )
+        .run();
     assert_eq!(s.api.requests().len(), 4);
 }
 
@@ -735,13 +822,17 @@ fn llm_two_malformed_replies_exit_4_unless_falling_back() {
 fn llm_server_failure_exits_4_with_the_error() {
     let s = Llm::new();
     s.api.push(Reply::error(500, "api_error", "boom"));
-    let out = s.run(&["--retries", "0"], &stop("Pushed."));
-    assert_eq!(out.code, 4);
-    let r = out.json();
-    assert_eq!(r["post_turn_summary"], Value::Null);
-    assert_eq!(r["error"]["kind"], "server");
-    assert_eq!(r["error"]["status"], 500);
-    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+    s.status(&["--retries", "0"], &stop("Pushed."))
+        .code(4)
+        .stdout_json(|r| {
+            assert_eq!(r["post_turn_summary"], Value::Null);
+            assert_eq!(r["error"]["kind"], "server");
+            assert_eq!(r["error"]["status"], 500);
+        })
+        .stdout_with(|out| assert!(!out.contains(KEY)))
+        .stderr_with(|err| assert!(!err.contains(KEY)))
+        .stderr_is("turn-status: llm engine failed: server: boom\n")
+        .run();
 }
 
 #[test]
@@ -757,11 +848,19 @@ fn llm_state_file_is_cleared_before_the_model_is_asked() {
         }),
         Box::new(Reply::anthropic_text(GOOD)),
     ));
-    let out = s.run(
+    s.status(
         &["--surface", "repl", "--state-file", file.to_str().unwrap()],
         &stop("?"),
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    )
+    .success()
+    .stdout_json(|out| {
+        assert_eq!(
+            *out,
+            json!({"headline": "Blocked: asks whether to push to main"})
+        );
+    })
+    .stderr_empty()
+    .run();
     assert_eq!(*seen.lock().unwrap(), "{\"post_turn_summary\":null}\n");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
@@ -769,30 +868,44 @@ fn llm_state_file_is_cleared_before_the_model_is_asked() {
     );
 }
 
+/// Whether strace can trace here (it is installed and ptrace is allowed).
+fn strace_traces() -> bool {
+    std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
 /// The `epoll_create*` calls of one run, as strace saw them; `None` when strace cannot trace
-/// here (not installed, or ptrace refused).
-fn epoll_calls(home: &ClaudeHome, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+/// here (not installed, or ptrace refused). The run classifies `Pushed the fix.` as
+/// `category` and prints nothing on stderr.
+fn epoll_calls(
+    home: &ClaudeHome,
+    args: &[&str],
+    env: &[(&str, &str)],
+    category: &str,
+) -> Option<String> {
+    if !strace_traces() {
+        return None;
+    }
     let log = home.root.join(format!("strace-{}.txt", args.len()));
-    let mut cmd = std::process::Command::new("strace");
-    cmd.args(["-f", "-qq", "-e", "trace=epoll_create1,epoll_create", "-o"])
+    let mut strace = home.process("strace");
+    strace
+        .args(["-f", "-qq", "-e", "trace=epoll_create1,epoll_create", "-o"])
         .arg(&log)
         .arg(bin_path("turn-status"))
-        .args(args)
-        .env_clear()
-        .env("HOME", &home.home)
+        .args(args);
+    Run::command(strace, "strace turn-status")
         .envs(env.iter().copied())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().ok()?;
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take()?;
-        let _ = stdin.write_all(stop("Pushed the fix.").as_bytes());
-    }
-    let status = child.wait().ok()?;
-    let text = std::fs::read_to_string(&log).ok()?;
-    (status.code().is_some_and(|c| c <= 4)).then_some(text)
+        .stdin(stop("Pushed the fix."))
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["status_category"], category))
+        .stderr_empty()
+        .run();
+    Some(std::fs::read_to_string(&log).expect("strace's log"))
 }
 
 #[test]
@@ -806,7 +919,7 @@ fn the_heuristic_starts_no_async_runtime() {
         ("ANTHROPIC_API_KEY", KEY),
     ];
     // The LLM engine's runtime opens an epoll instance: the check is not blind.
-    let Some(llm) = epoll_calls(&home, &["--engine", "llm"], &env) else {
+    let Some(llm) = epoll_calls(&home, &["--engine", "llm"], &env, "blocked") else {
         crate::support::skip(
             "turn-status syscalls",
             "strace is not available or may not trace here",
@@ -814,6 +927,6 @@ fn the_heuristic_starts_no_async_runtime() {
         return;
     };
     assert!(llm.contains("epoll_create"), "{llm}");
-    let heuristic = epoll_calls(&home, &[], &env).expect("strace ran before");
+    let heuristic = epoll_calls(&home, &[], &env, "completed").expect("strace ran before");
     assert!(!heuristic.contains("epoll_create"), "{heuristic}");
 }

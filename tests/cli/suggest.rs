@@ -69,22 +69,16 @@ fn setup_fixture() -> Setup {
 
 impl Setup {
     /// `suggest` pointed at the fake server, without the transcript flag.
-    fn bare(&self) -> assert_cmd::Command {
-        let mut cmd = self.home.cmd("suggest");
-        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
+    fn bare<'a>(&self) -> Run<'a> {
+        Run::new(&self.home, "suggest")
+            .env("ANTHROPIC_BASE_URL", self.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
-            .env("DREAMKIT_RETRY_BASE_MS", "1");
-        cmd
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
     }
 
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = self.bare();
-        cmd.arg("--transcript").arg(&self.transcript);
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> (i32, Value, String) {
-        outcome(self.cmd().args(args).output().expect("run suggest"))
+    /// `suggest` on this setup's transcript, pointed at the fake server.
+    fn suggest<'a>(&self) -> Run<'a> {
+        self.bare().arg("--transcript").arg(&self.transcript)
     }
 
     fn stop_payload(&self, extra: Value) -> String {
@@ -104,12 +98,8 @@ impl Setup {
     }
 }
 
-fn outcome(out: std::process::Output) -> (i32, Value, String) {
-    (
-        out.status.code().expect("exit code"),
-        stdout_json(&out),
-        stderr_text(&out),
-    )
+fn no_usage() -> Value {
+    serde_json::from_str(NO_USAGE).unwrap()
 }
 
 fn usage(input: u64, output: u64, writes: u64) -> Value {
@@ -310,35 +300,55 @@ fn every_suppression_reason_in_order_with_no_request() {
                 .trim_end_matches("_with_settings_off")
                 .trim_end_matches("_by_settings");
         }
-        let mut cmd = match payload {
-            Some(extra) => {
-                let mut cmd = s.bare();
-                cmd.write_stdin(s.stop_payload(extra.clone()));
-                cmd
-            }
-            None => s.cmd(),
+        let run = match payload {
+            Some(extra) => s.bare().stdin(s.stop_payload(extra.clone())),
+            None => s.suggest(),
         };
-        for (k, v) in *env {
-            cmd.env(k, v);
-        }
-        let (code, out, stderr) = outcome(cmd.args(*args).output().unwrap());
-        assert_eq!(code, 1, "{name}: {out}");
-        assert_eq!(
-            out,
-            json!({"suppressed": expected, "usage": serde_json::from_str::<Value>(NO_USAGE).unwrap()}),
-            "{name}"
-        );
-        assert!(
-            stderr.starts_with(&format!("suggest: suppressed: {expected}: ")),
-            "{name}: {stderr}"
-        );
-        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        run.envs(env.iter().copied())
+            .args(*args)
+            .code(1)
+            .stdout_json(|out| {
+                assert_eq!(
+                    *out,
+                    json!({"suppressed": expected, "usage": no_usage()}),
+                    "{name}"
+                );
+            })
+            .stderr_with(|stderr| {
+                assert!(
+                    stderr.starts_with(&format!("suggest: suppressed: {expected}: ")),
+                    "{name}: {stderr}"
+                );
+                assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+            })
+            .stderr_is({
+                let why = match expected {
+                    "disabled" => "prompt suggestions are turned off \
+                                   (CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION, else promptSuggestionEnabled)",
+                    "early_conversation" => "1 assistant turn; needs 2",
+                    "last_response_error" => "the last assistant record is an API error",
+                    "pending_permission" => "a permission prompt is waiting",
+                    "elicitation_active" => "a question is waiting for an answer",
+                    "plan_mode" => "the session is in plan mode",
+                    "cache_cold" => "the last turn's uncached input, cache writes and output are \
+                                     10001 tokens (over 10000)",
+                    "rate_limit" => "the account is rate-limited",
+                    other => unreachable!("{other}"),
+                };
+                format!("suggest: suppressed: {expected}: {why}\n")
+            })
+            .run();
         assert!(s.api.requests().is_empty(), "{name}: a request was made");
         // -q: the same answer, nothing on stderr.
         if *name == "cold cache" {
-            let out = s.cmd().arg("-q").output().unwrap();
-            assert_eq!(out.status.code(), Some(1));
-            assert!(out.stderr.is_empty());
+            s.suggest()
+                .arg("-q")
+                .code(1)
+                .stdout_json(|out| {
+                    assert_eq!(*out, json!({"suppressed": expected, "usage": no_usage()}));
+                })
+                .stderr_empty()
+                .run();
         }
     }
 }
@@ -351,26 +361,46 @@ fn the_cache_gate_is_strictly_above_ten_thousand() {
         .assistant_with_usage("Updated the README.", usage(9000, 500, 500));
     let s = setup(&t);
     s.api.push(Reply::anthropic_text("commit and push"));
-    let (code, out, _) = s.run(&[]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["suggestion"], "commit and push");
+    s.suggest()
+        .success()
+        .stdout_json(|out| assert_eq!(out["suggestion"], "commit and push"))
+        .stderr_empty()
+        .run();
     // -v says what was read and why it went ahead.
     s.api.push(Reply::anthropic_text("commit and push"));
-    let (code, _, stderr) = s.run(&["-v"]);
-    assert_eq!(code, 0);
-    assert!(stderr.contains("enabled: on (the default)"), "{stderr}");
-    assert!(
-        stderr.contains("2 assistant turns (2 needed), the last not an error, 10000 uncached tokens in it (limit 10000), plan mode off"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("asking claude-sonnet-4-5"), "{stderr}");
+    s.suggest()
+        .arg("-v")
+        .success()
+        .stdout_json(|out| assert_eq!(out["suggestion"], "commit and push"))
+        .stderr_with(|stderr| {
+            assert!(stderr.contains("enabled: on (the default)"), "{stderr}");
+            assert!(
+                stderr.contains("2 assistant turns (2 needed), the last not an error, 10000 uncached tokens in it (limit 10000), plan mode off"),
+                "{stderr}"
+            );
+            assert!(stderr.contains("asking claude-sonnet-4-5"), "{stderr}");
+        })
+        .stderr_is(format!(
+            "suggest: enabled: on (the default)\n\
+             suggest: {} read: 2 assistant turns (2 needed), the last not an error, \
+             10000 uncached tokens in it (limit 10000), plan mode off\n\
+             suggest: asking claude-sonnet-4-5 about the last 5 messages\n",
+            s.transcript.display()
+        ))
+        .run();
     // A project's local settings can turn it off too.
     s.home.write(
         "proj/.claude/settings.local.json",
         r#"{"promptSuggestionEnabled": false}"#,
     );
-    let (code, out, _) = s.run(&[]);
-    assert_eq!((code, out["suppressed"].as_str()), (1, Some("disabled")));
+    s.suggest()
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["suppressed"].as_str(), Some("disabled")))
+        .stderr_is(
+            "suggest: suppressed: disabled: prompt suggestions are turned off \
+             (CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION, else promptSuggestionEnabled)\n",
+        )
+        .run();
     assert_eq!(s.api.requests().len(), 2);
 }
 
@@ -380,13 +410,16 @@ fn generation_is_one_request_without_tools_on_the_main_model() {
     s.api.push(Reply::anthropic_text(
         "<suggestion>run the whole suite now</suggestion>",
     ));
-    let (code, out, stderr) = s.run(&[]);
-    assert_eq!(code, 0, "{out} {stderr}");
-    assert_eq!(
-        out,
-        json!({"suggestion": "run the whole suite now", "usage": fake_usage()})
-    );
-    assert!(stderr.is_empty(), "{stderr}");
+    s.suggest()
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(
+                *out,
+                json!({"suggestion": "run the whole suite now", "usage": fake_usage()})
+            );
+        })
+        .stderr_empty()
+        .run();
     let requests = s.api.requests();
     assert_eq!(requests.len(), 1);
     let r = &requests[0];
@@ -425,19 +458,19 @@ fn generation_is_one_request_without_tools_on_the_main_model() {
     // ANTHROPIC_MODEL names the main model; --model wins over it.
     s.api.push(Reply::anthropic_text("yes"));
     s.api.push(Reply::anthropic_text("yes"));
-    let out = s
-        .cmd()
+    s.suggest()
         .env("ANTHROPIC_MODEL", "main-from-env")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let out = s
-        .cmd()
+        .success()
+        .stdout_json(|out| assert_eq!(out["suggestion"], "yes"))
+        .stderr_empty()
+        .run();
+    s.suggest()
         .env("ANTHROPIC_MODEL", "main-from-env")
         .args(["--model", "flag-model"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .success()
+        .stdout_json(|out| assert_eq!(out["suggestion"], "yes"))
+        .stderr_empty()
+        .run();
     let requests = s.api.requests();
     assert_eq!(requests[1].body["model"], "main-from-env");
     assert_eq!(requests[2].body["model"], "flag-model");
@@ -475,27 +508,49 @@ fn replies_are_cleaned_and_filtered() {
     ];
     for (reply, expected) in cases {
         s.api.push(Reply::anthropic_text(reply));
-        let (code, out, stderr) = s.run(&[]);
         match expected {
             Ok(suggestion) => {
-                assert_eq!(code, 0, "{reply:?}: {out}");
-                assert_eq!(
-                    out,
-                    json!({"suggestion": suggestion, "usage": fake_usage()}),
-                    "{reply:?}"
-                );
+                s.suggest()
+                    .success()
+                    .stdout_json(|out| {
+                        assert_eq!(
+                            *out,
+                            json!({"suggestion": suggestion, "usage": fake_usage()}),
+                            "{reply:?}"
+                        );
+                    })
+                    .stderr_empty()
+                    .run();
             }
             Err((reason, candidate)) => {
-                assert_eq!(code, 1, "{reply:?}: {out}");
-                assert_eq!(
-                    out,
-                    json!({"rejected": reason, "candidate": candidate, "usage": fake_usage()}),
-                    "{reply:?}"
-                );
-                assert!(
-                    stderr.starts_with(&format!("suggest: rejected: {reason}: ")),
-                    "{stderr}"
-                );
+                s.suggest()
+                    .code(1)
+                    .stdout_json(|out| {
+                        assert_eq!(
+                            *out,
+                            json!({"rejected": reason, "candidate": candidate, "usage": fake_usage()}),
+                            "{reply:?}"
+                        );
+                    })
+                    .stderr_with(|stderr| {
+                        assert!(
+                            stderr.starts_with(&format!("suggest: rejected: {reason}: ")),
+                            "{stderr}"
+                        );
+                    })
+                    .stderr_is({
+                        let why = match *reason {
+                            "empty" => "no text",
+                            "evaluative" => "praise or thanks (\"looks good\")",
+                            "claude_voice" => "starts in the assistant's voice (\"let me\")",
+                            "multiple_sentences" => "more than one sentence",
+                            "meta_wrapped" => "all of it is in brackets",
+                            "meta_text" => "says it has nothing to suggest (\"nothing to suggest\")",
+                            other => unreachable!("{other}"),
+                        };
+                        format!("suggest: rejected: {reason}: {why}\n")
+                    })
+                    .run();
             }
         }
     }
@@ -509,14 +564,15 @@ fn events_are_claude_codes_prompt_suggestion() {
         s.api.push(Reply::anthropic_text("push it"));
     }
     // From a Stop hook: the payload names the transcript and the session.
-    let out = s
+    let first = s
         .bare()
         .arg("--events")
-        .write_stdin(s.stop_payload(json!({})))
-        .output()
-        .unwrap();
-    let (code, first, _) = outcome(out);
-    assert_eq!(code, 0, "{first}");
+        .stdin(s.stop_payload(json!({})))
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let keys: Vec<&str> = first
         .as_object()
         .unwrap()
@@ -532,28 +588,50 @@ fn events_are_claude_codes_prompt_suggestion() {
     assert_eq!(uuid.as_bytes()[14], b'4', "a v4 uuid: {uuid}");
 
     // --session wins; without a payload the transcript's sessionId is used.
-    let (_, second, _) = s.run(&["--events", "--session", "my-session"]);
-    assert_eq!(second["session_id"], "my-session");
-    assert_ne!(second["uuid"], first["uuid"], "a new uuid per event");
-    let (_, third, _) = s.run(&["--events"]);
-    assert_eq!(third["session_id"], SESSION);
+    s.suggest()
+        .args(["--events", "--session", "my-session"])
+        .success()
+        .stdout_json(|second| {
+            assert_eq!(second["session_id"], "my-session");
+            assert_ne!(second["uuid"], first["uuid"], "a new uuid per event");
+        })
+        .stderr_empty()
+        .run();
+    s.suggest()
+        .arg("--events")
+        .success()
+        .stdout_json(|third| assert_eq!(third["session_id"], SESSION))
+        .stderr_empty()
+        .run();
 
     // A rejection is not an event: the usual document, exit 1.
     s.api.push(Reply::anthropic_text("Thanks!"));
-    let (code, out, _) = s.run(&["--events"]);
-    assert_eq!(code, 1);
-    assert_eq!(out["rejected"], "too_few_words");
-    assert!(out.get("type").is_none());
+    s.suggest()
+        .arg("--events")
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(out["rejected"], "too_few_words");
+            assert!(out.get("type").is_none());
+        })
+        .stderr_is(
+            "suggest: rejected: too_few_words: 1 word, and not a reply such as yes, push or a /command\n",
+        )
+        .run();
 }
 
 #[test]
 fn the_real_fixture_session_gets_a_suggestion() {
     let s = setup_fixture();
     s.api.push(Reply::anthropic_text("run-tool again"));
-    let (code, out, _) = s.run(&["--events"]);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["suggestion"], "run-tool again");
-    assert_eq!(out["session_id"], FIXTURE_SESSION);
+    s.suggest()
+        .arg("--events")
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["suggestion"], "run-tool again");
+            assert_eq!(out["session_id"], FIXTURE_SESSION);
+        })
+        .stderr_empty()
+        .run();
     let prompt = s.api.requests()[0].body["messages"][0]["content"][0]["text"]
         .as_str()
         .unwrap()
@@ -585,43 +663,62 @@ fn model_failures_exit_4_with_a_typed_error() {
         (Reply::malformed(), "malformed_response"),
     ] {
         s.api.push(reply);
-        let (code, out, stderr) = s.run(&[]);
-        assert_eq!(code, 4, "{kind}: {out}");
-        assert_eq!(out["error"]["kind"], kind, "{out}");
-        assert_eq!(out["error"]["attempts"], 1, "{kind} is not retried");
-        assert_eq!(
-            out["usage"],
-            serde_json::from_str::<Value>(NO_USAGE).unwrap()
-        );
-        assert!(stderr.contains("model request failed"), "{stderr}");
-        assert!(!stderr.contains(KEY) && !out.to_string().contains(KEY));
+        s.suggest()
+            .code(4)
+            .stdout_json(|out| {
+                assert_eq!(out["error"]["kind"], kind, "{out}");
+                assert_eq!(out["error"]["attempts"], 1, "{kind} is not retried");
+                assert_eq!(out["usage"], no_usage());
+                assert!(!out.to_string().contains(KEY));
+            })
+            .stderr_with(|stderr| {
+                assert!(stderr.contains("model request failed"), "{stderr}");
+                assert!(!stderr.contains(KEY));
+            })
+            .stderr_is({
+                let why = match kind {
+                    "auth" => "invalid x-api-key",
+                    "invalid_request" => "bad model",
+                    "malformed_response" => {
+                        "answer is not JSON: expected value at line 1 column 14"
+                    }
+                    other => unreachable!("{other}"),
+                };
+                format!("suggest: model request failed: {kind}: {why}\n")
+            })
+            .run();
     }
     // Overloaded after every retry.
     for _ in 0..3 {
         s.api
             .push(Reply::error(529, "overloaded_error", "Overloaded"));
     }
-    let (code, out, _) = s.run(&["--retries", "2"]);
-    assert_eq!(code, 4);
-    assert_eq!(out["error"]["kind"], "overloaded");
-    assert_eq!(out["error"]["attempts"], 3);
+    s.suggest()
+        .args(["--retries", "2"])
+        .code(4)
+        .stdout_json(|out| {
+            assert_eq!(out["error"]["kind"], "overloaded");
+            assert_eq!(out["error"]["attempts"], 3);
+        })
+        .stderr_is("suggest: model request failed: overloaded: Overloaded\n")
+        .run();
 }
 
 #[test]
 fn openai_compatible_provider() {
     let s = setup(&warm());
     s.api.push(Reply::openai_text("deploy to staging"));
-    let out = s
-        .cmd()
+    s.suggest()
         .env("OPENAI_BASE_URL", format!("{}/v1", s.api.url()))
         .env("OPENAI_API_KEY", "local-key")
         .args(["--provider", "openai", "--model", "llama-3"])
-        .output()
-        .unwrap();
-    let (code, out, _) = outcome(out);
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(out["suggestion"], "deploy to staging");
-    assert_eq!(out["usage"]["input_tokens"], 90);
+        .success()
+        .stdout_json(|out| {
+            assert_eq!(out["suggestion"], "deploy to staging");
+            assert_eq!(out["usage"]["input_tokens"], 90);
+        })
+        .stderr_empty()
+        .run();
     let r = &s.api.requests()[0];
     assert_eq!(r.path, "/v1/chat/completions");
     assert!(r.body.get("tools").is_none());
@@ -631,126 +728,162 @@ fn openai_compatible_provider() {
 fn transcript_problems() {
     let s = setup(&warm());
     // None named.
-    let (code, out, _) = outcome(s.bare().output().unwrap());
-    assert_eq!(code, 2);
-    assert_eq!(out["error"]["kind"], "usage");
-    assert!(out["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("--transcript"));
+    s.bare()
+        .code(2)
+        .stdout_json(|out| {
+            assert_eq!(out["error"]["kind"], "usage");
+            assert!(out["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--transcript"));
+        })
+        .stderr_is("suggest: no transcript: pass --transcript PATH or a hook payload with transcript_path\n")
+        .run();
     // Missing: an environment failure.
-    let (code, out, _) = outcome(
-        s.bare()
-            .args(["--transcript", "/nonexistent/t.jsonl"])
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(code, 3, "{out}");
-    assert_eq!(
-        (
-            out["error"]["kind"].as_str(),
-            out["error"]["reason"].as_str()
-        ),
-        (Some("environment"), Some("not_found"))
-    );
+    s.bare()
+        .args(["--transcript", "/nonexistent/t.jsonl"])
+        .code(3)
+        .stdout_json(|out| {
+            assert_eq!(
+                (
+                    out["error"]["kind"].as_str(),
+                    out["error"]["reason"].as_str()
+                ),
+                (Some("environment"), Some("not_found"))
+            );
+        })
+        .stderr_is("suggest: cannot read the transcript /nonexistent/t.jsonl: No such file or directory (os error 2)\n")
+        .run();
     // A FIFO is refused at once, never waited on: the environment, not the caller.
     let fifo = s.home.root.join("fifo.jsonl");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let (code, out, _) = outcome(
-        s.bare()
-            .arg("--transcript")
-            .arg(&fifo)
-            .timeout(Duration::from_secs(20))
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(code, 3, "{out}");
-    assert_eq!(
-        (
-            out["error"]["kind"].as_str(),
-            out["error"]["reason"].as_str()
-        ),
-        (Some("environment"), Some("not_a_file"))
-    );
+    s.bare()
+        .arg("--transcript")
+        .arg(&fifo)
+        .timeout(Duration::from_secs(20))
+        .code(3)
+        .stdout_json(|out| {
+            assert_eq!(
+                (
+                    out["error"]["kind"].as_str(),
+                    out["error"]["reason"].as_str()
+                ),
+                (Some("environment"), Some("not_a_file"))
+            );
+        })
+        .stderr_is(format!(
+            "suggest: cannot read the transcript {}: not a regular file (a FIFO)\n",
+            fifo.display()
+        ))
+        .run();
     // A hook payload of the wrong shape.
-    let (code, out, _) = outcome(
-        s.bare()
-            .write_stdin(r#"{"hook_event_name":"Stop","transcript_path":5}"#)
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(code, 2, "{out}");
-    assert_eq!(out["error"]["kind"], "bad_input");
+    s.bare()
+        .stdin(r#"{"hook_event_name":"Stop","transcript_path":5}"#)
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"], "bad_input"))
+        .stderr_is(
+            "suggest: hook payload: field `transcript_path`: invalid type: integer `5`, expected path string\n",
+        )
+        .run();
     // `check` takes none of the generation flags.
-    let (code, out, _) = outcome(s.cmd().args(["check", "run the tests"]).output().unwrap());
-    assert_eq!(code, 2, "{out}");
+    s.suggest()
+        .args(["check", "run the tests"])
+        .code(2)
+        .stdout_json(|out| {
+            assert_eq!(out["error"]["kind"], "usage");
+            assert_eq!(
+                out["error"]["message"],
+                "the argument '--transcript' cannot be used with the subcommand 'check'\n\n\
+                 Usage: suggest [OPTIONS] [COMMAND]"
+            );
+        })
+        .stderr_is(
+            "error: the argument '--transcript' cannot be used with the subcommand 'check'\n\n\
+             Usage: suggest [OPTIONS] [COMMAND]\n\nFor more information, try '--help'.\n",
+        )
+        .run();
     assert!(s.api.requests().is_empty());
 }
 
 #[test]
 fn check_runs_the_filters_alone() {
     let home = ClaudeHome::new();
-    let check = |args: &[&str], stdin: &str| {
-        outcome(
-            home.cmd("suggest")
-                .arg("check")
-                .args(args)
-                .write_stdin(stdin)
-                .output()
-                .unwrap(),
-        )
+    let check = |args: &[&str], stdin: &str| -> Run {
+        Run::new(&home, "suggest")
+            .arg("check")
+            .args(args)
+            .stdin(stdin)
     };
-    assert_eq!(
-        check(&["run the tests"], ""),
-        (0, json!({"suggestion": "run the tests"}), String::new())
-    );
+    check(&["run the tests"], "")
+        .success()
+        .stdout_json(|out| assert_eq!(*out, json!({"suggestion": "run the tests"})))
+        .stderr_empty()
+        .run();
     // stdin as plain text, its final newline not a line break.
-    let (code, out, _) = check(&[], "<suggestion>commit it</suggestion>\n");
-    assert_eq!((code, out), (0, json!({"suggestion": "commit it"})));
+    check(&[], "<suggestion>commit it</suggestion>\n")
+        .success()
+        .stdout_json(|out| assert_eq!(*out, json!({"suggestion": "commit it"})))
+        .stderr_empty()
+        .run();
     // TEXT wins over stdin.
-    let (_, out, _) = check(&["yes"], "ignored words here");
-    assert_eq!(out, json!({"suggestion": "yes"}));
-    let (code, out, stderr) = check(&["--", "Thanks, looks good!"], "");
-    assert_eq!(code, 1);
-    assert_eq!(
-        out,
-        json!({"rejected": "evaluative", "candidate": "Thanks, looks good!"})
-    );
-    assert!(
-        stderr.starts_with("suggest: rejected: evaluative: "),
-        "{stderr}"
-    );
-    let (code, out, _) = check(&["-q", "--", "-v"], "");
-    assert_eq!(
-        (code, out),
-        (1, json!({"rejected": "too_few_words", "candidate": "-v"}))
-    );
-    let (code, out, _) = check(&[""], "");
-    assert_eq!(
-        (code, out),
-        (1, json!({"rejected": "empty", "candidate": ""}))
-    );
-    let (code, out, _) = check(&[], "run the tests\nthen push\n");
-    assert_eq!(code, 1);
-    assert_eq!(out["rejected"], "has_formatting");
+    check(&["yes"], "ignored words here")
+        .success()
+        .stdout_json(|out| assert_eq!(*out, json!({"suggestion": "yes"})))
+        .stderr_empty()
+        .run();
+    check(&["--", "Thanks, looks good!"], "")
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(
+                *out,
+                json!({"rejected": "evaluative", "candidate": "Thanks, looks good!"})
+            );
+        })
+        .stderr_with(|stderr| {
+            assert!(
+                stderr.starts_with("suggest: rejected: evaluative: "),
+                "{stderr}"
+            );
+        })
+        .stderr_is("suggest: rejected: evaluative: praise or thanks (\"thanks\")\n")
+        .run();
+    check(&["-q", "--", "-v"], "")
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(
+                *out,
+                json!({"rejected": "too_few_words", "candidate": "-v"})
+            );
+        })
+        .stderr_empty()
+        .run();
+    check(&[""], "")
+        .code(1)
+        .stdout_json(|out| assert_eq!(*out, json!({"rejected": "empty", "candidate": ""})))
+        .stderr_is("suggest: rejected: empty: no text\n")
+        .run();
+    check(&[], "run the tests\nthen push\n")
+        .code(1)
+        .stdout_json(|out| assert_eq!(out["rejected"], "has_formatting"))
+        .stderr_is("suggest: rejected: has_formatting: contains a line break\n")
+        .run();
     // No text at all, or -n: a usage error, not a verdict on nothing.
     for (args, stdin) in [(&[][..], ""), (&["-n"][..], "run the tests")] {
-        let (code, out, _) = check(args, stdin);
-        assert_eq!(code, 2, "{args:?}");
-        assert_eq!(out["error"]["kind"], "usage");
+        check(args, stdin)
+            .code(2)
+            .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage", "{args:?}"))
+            .stderr_is("suggest: no text to check: pass TEXT, or plain text on stdin\n")
+            .run();
     }
-    let out = home
-        .cmd("suggest")
-        .arg("check")
-        .write_stdin(vec![b'o', b'k', 0xff, b'\n'])
-        .output()
-        .unwrap();
-    let (code, out, _) = outcome(out);
-    assert_eq!(
-        (code, out["error"]["kind"].as_str()),
-        (2, Some("bad_input"))
-    );
+    check(&[], "")
+        .stdin(vec![b'o', b'k', 0xff, b'\n'])
+        .code(2)
+        .stdout_json(|out| assert_eq!(out["error"]["kind"].as_str(), Some("bad_input")))
+        .stderr_is(
+            "suggest: stdin is not UTF-8 text: invalid utf-8 sequence of 1 bytes from index 2\n",
+        )
+        .run();
 }
 
 #[test]
@@ -758,16 +891,21 @@ fn check_makes_no_request_and_starts_no_runtime() {
     let home = ClaudeHome::new();
     let api = FakeApi::start();
     // No credential and a reachable server: check must not care about either.
-    let out = home
-        .cmd("suggest")
+    Run::new(&home, "suggest")
         .env("ANTHROPIC_BASE_URL", api.url())
         .args(["check", "-n", "run the tests"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .success()
+        .stdout_json(|out| assert_eq!(*out, json!({"suggestion": "run the tests"})))
+        .stderr_empty()
+        .run();
     assert!(api.requests().is_empty());
 
-    let Some(check) = syscalls(&home, &["check", "-n", "run the tests"], None) else {
+    let Some(check) = syscalls(
+        &home,
+        &["check", "-n", "run the tests"],
+        None,
+        json!({"suggestion": "run the tests"}),
+    ) else {
         return;
     };
     assert!(!check.contains("epoll_create"), "{check}");
@@ -779,88 +917,131 @@ fn check_makes_no_request_and_starts_no_runtime() {
         &s.home,
         &["--transcript", s.transcript.to_str().unwrap()],
         Some(&s.api.url()),
+        json!({"suggestion": "push it", "usage": fake_usage()}),
     )
     .unwrap_or_default();
     assert!(generate.contains("epoll_create"), "{generate}");
     assert!(generate.contains("socket("), "{generate}");
 }
 
-/// The system calls `suggest ARGS` makes, as strace reports them; `None` (and a note) when
-/// strace is missing or not permitted here.
-fn syscalls(home: &ClaudeHome, args: &[&str], api: Option<&str>) -> Option<String> {
+/// Whether strace can trace here (it is installed and ptrace is allowed).
+fn strace_traces() -> bool {
+    std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The system calls `suggest ARGS` makes, as strace reports them, the run succeeding with
+/// `document` and nothing on stderr; `None` (and a note) when strace is missing or not
+/// permitted here.
+fn syscalls(
+    home: &ClaudeHome,
+    args: &[&str],
+    api: Option<&str>,
+    document: Value,
+) -> Option<String> {
+    if !strace_traces() {
+        crate::support::skip(
+            "suggest syscalls",
+            "strace is missing or cannot trace here (apt-get install strace)",
+        );
+        return None;
+    }
     let log = home.root.join(format!("strace-{}.log", args.len()));
-    let mut cmd = std::process::Command::new("strace");
-    cmd.args([
-        "-f",
-        "-qq",
-        "-e",
-        "trace=epoll_create,epoll_create1,socket",
-        "-o",
-    ])
-    .arg(&log)
-    .arg(bin_path("suggest"))
-    .args(args)
-    .env_clear()
-    .env("HOME", &home.home)
-    .env("CLAUDE_CONFIG_DIR", &home.config)
-    .current_dir(&home.project)
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null());
+    let mut strace = home.process("strace");
+    strace
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=epoll_create,epoll_create1,socket",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(bin_path("suggest"))
+        .args(args);
     if let Some(url) = api {
-        cmd.env("ANTHROPIC_BASE_URL", url)
+        strace
+            .env("ANTHROPIC_BASE_URL", url)
             .env("ANTHROPIC_API_KEY", KEY);
     }
-    match cmd.status() {
-        Ok(status) if status.success() => std::fs::read_to_string(&log).ok(),
-        _ => {
-            crate::support::skip(
-                "suggest syscalls",
-                "strace is missing or cannot trace here (apt-get install strace)",
-            );
-            None
-        }
-    }
+    Run::command(strace, "strace suggest")
+        .stdin_from(std::process::Stdio::null())
+        .success()
+        .stdout_json(move |out| assert_eq!(*out, document))
+        .stderr_empty()
+        .run();
+    Some(std::fs::read_to_string(&log).expect("strace's log"))
 }
 
 #[test]
 fn help_names_the_subcommand_and_its_text() {
     let home = ClaudeHome::new();
-    let out = home.cmd("suggest").arg("--help").output().unwrap();
-    let help = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0));
-    for needle in [
-        "check",
-        "--transcript",
-        "--events",
-        "--plan-mode",
-        "--pretty",
-    ] {
-        assert!(help.contains(needle), "{needle}: {help}");
-    }
-    let out = home
-        .cmd("suggest")
+    Run::new(&home, "suggest")
+        .arg("--help")
+        .success()
+        .stdout_with(|help| {
+            for needle in [
+                "check",
+                "--transcript",
+                "--events",
+                "--plan-mode",
+                "--pretty",
+            ] {
+                assert!(help.contains(needle), "{needle}: {help}");
+            }
+        })
+        .stderr_empty()
+        .run();
+    Run::new(&home, "suggest")
         .args(["help", "check"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("[TEXT]"));
+        .success()
+        .stdout_contains("[TEXT]")
+        .stderr_empty()
+        .run();
     for args in [&["--no-such-flg"][..], &["check", "a", "b"][..]] {
-        let (code, out, stderr) = outcome(home.cmd("suggest").args(args).output().unwrap());
-        assert_eq!(code, 2, "{args:?}");
-        assert_eq!(out["error"]["kind"], "usage");
-        assert!(
-            out["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("Usage: suggest"),
-            "{out}"
-        );
-        assert!(stderr.starts_with("error: "), "{stderr}");
+        Run::new(&home, "suggest")
+            .args(args)
+            .code(2)
+            .stdout_json(|out| {
+                assert_eq!(out["error"]["kind"], "usage", "{args:?}");
+                assert!(
+                    out["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("Usage: suggest"),
+                    "{out}"
+                );
+            })
+            .stderr_with(|stderr| assert!(stderr.starts_with("error: "), "{stderr}"))
+            .stderr_is(match args[0] {
+                "--no-such-flg" => {
+                    "error: unexpected argument '--no-such-flg' found\n\n\
+                     Usage: suggest [OPTIONS] [COMMAND]\n\nFor more information, try '--help'.\n"
+                }
+                _ => {
+                    "error: unexpected argument 'b' found\n\n\
+                     Usage: suggest check [OPTIONS] [TEXT]\n\nFor more information, try '--help'.\n"
+                }
+            })
+            .run();
     }
-    let out = home.cmd("suggest").arg("--version").output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout)
-        .starts_with(&format!("suggest {}", env!("CARGO_PKG_VERSION"))));
+    Run::new(&home, "suggest")
+        .arg("--version")
+        .success()
+        .stdout_with(|out| {
+            assert!(out.starts_with(&format!("suggest {}", env!("CARGO_PKG_VERSION"))));
+        })
+        .stdout_is(format!(
+            "suggest {} (tested with Claude Code 2.1.332)\n",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .stderr_empty()
+        .run();
 }
 
 /// The README's `sh` block that contains `needle`, as its lines.
@@ -879,13 +1060,13 @@ fn readme_block(needle: &str) -> Vec<String> {
 }
 
 /// bash with `suggest` on PATH, in a fresh directory, `stdin` fed to the script.
-fn run_recipe(lines: &[String], dir: &std::path::Path, stdin: &str) -> std::process::Output {
+fn run_recipe<'a>(lines: &[String], dir: &std::path::Path, stdin: &str) -> Run<'a> {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let _ = std::os::unix::fs::symlink(bin_path("suggest"), bin.join("suggest"));
     let script = format!("set -u -o pipefail\n{}\n", lines.join("\n"));
-    assert_cmd::Command::new("bash")
-        .args(["--norc", "--noprofile", "-c", &script])
+    let mut bash = std::process::Command::new("bash");
+    bash.args(["--norc", "--noprofile", "-c", &script])
         .env_clear()
         .env(
             "PATH",
@@ -897,10 +1078,8 @@ fn run_recipe(lines: &[String], dir: &std::path::Path, stdin: &str) -> std::proc
         )
         .env("HOME", dir)
         .env("LANG", "C.UTF-8")
-        .current_dir(dir)
-        .write_stdin(stdin)
-        .output()
-        .unwrap()
+        .current_dir(dir);
+    Run::command(bash, "the README recipe").stdin(stdin)
 }
 
 #[test]
@@ -914,16 +1093,18 @@ fn readme_prompt_loop_gives_a_verdict_per_line() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let out = run_recipe(
+    run_recipe(
         &readme_block("prompt> "),
         tmp.path(),
         "run the tests\nThanks!\n-v\n\n<suggestion>push it</suggestion>\n",
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+    )
+    .success()
+    .stdout_is(
         "run the tests\nrejected (too_few_words): Thanks!\nrejected (too_few_words): -v\n\
-         rejected (empty): \npush it\n"
-    );
+         rejected (empty): \npush it\n",
+    )
+    .stderr_empty()
+    .run();
 }
 
 #[test]
@@ -939,8 +1120,11 @@ fn readme_ci_lint_fails_on_a_rejected_prompt_and_names_it() {
     let tmp = tempfile::tempdir().unwrap();
     let lines = readme_block("prompts.txt");
     // The README's own prompts all pass.
-    let out = run_recipe(&lines, tmp.path(), "");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    run_recipe(&lines, tmp.path(), "")
+        .success()
+        .stdout_empty()
+        .stderr_empty()
+        .run();
     // Our own file, with two bad prompts among good ones.
     std::fs::write(
         tmp.path().join("prompts.txt"),
@@ -951,8 +1135,11 @@ fn readme_ci_lint_fails_on_a_rejected_prompt_and_names_it() {
         .into_iter()
         .filter(|l| !l.starts_with("printf"))
         .collect();
-    let out = run_recipe(&without_printf, tmp.path(), "");
-    assert_eq!(out.status.code(), Some(1));
+    run_recipe(&without_printf, tmp.path(), "")
+        .code(1)
+        .stdout_is("evaluative: Thanks, looks good!\nclaude_voice: Let me check the logs\n")
+        .stderr_empty()
+        .run();
     assert_eq!(
         std::fs::read_to_string(tmp.path().join("rejected.txt")).unwrap(),
         "evaluative: Thanks, looks good!\nclaude_voice: Let me check the logs\n"
@@ -963,28 +1150,25 @@ fn readme_ci_lint_fails_on_a_rejected_prompt_and_names_it() {
 fn sigint_during_generation_ends_at_once_with_130() {
     let s = setup(&warm());
     s.api.push(Reply::Hang(Duration::from_secs(8)));
-    let child = std::process::Command::new(bin_path("suggest"))
+    let running = Run::new(&s.home, "suggest")
         .arg("--transcript")
         .arg(&s.transcript)
-        .env("HOME", &s.home.home)
-        .env("CLAUDE_CONFIG_DIR", &s.home.config)
         .env("ANTHROPIC_BASE_URL", s.api.url())
         .env("ANTHROPIC_API_KEY", KEY)
-        .current_dir(&s.home.project)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .stdin_from(std::process::Stdio::null())
+        .code(130)
+        .stdout_json(|out| {
+            assert_eq!(
+                *out,
+                json!({"aborted": "interrupted",
+                       "error": {"kind": "interrupted", "message": "interrupted by SIGINT"},
+                       "usage": no_usage()})
+            );
+        })
+        .stderr_is("suggest: interrupted by SIGINT\n")
+        .spawn();
     wait::for_true("the request", || !s.api.requests().is_empty());
     assert_eq!(s.api.requests().len(), 1);
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
-    assert_eq!(
-        stdout_json(&out),
-        json!({"aborted": "interrupted",
-               "error": {"kind": "interrupted", "message": "interrupted by SIGINT"},
-               "usage": serde_json::from_str::<Value>(NO_USAGE).unwrap()})
-    );
+    running.signal(libc::SIGINT);
+    running.finish();
 }
