@@ -96,13 +96,31 @@ fn open_regular_with(path: &Path, flags: i32) -> io::Result<(File, Metadata)> {
         .read(true)
         // std adds O_CLOEXEC; O_NOCTTY keeps a terminal device from becoming ours.
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | flags)
-        .open(path)?;
+        .open(path)
+        .map_err(|e| unopenable_named(e, path, flags & libc::O_NOFOLLOW == 0))?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(not_regular(meta.file_type()));
     }
     clear_status_flags(&file)?;
     Ok((file, meta))
+}
+
+/// A socket cannot be opened, nor a FIFO for writing without a reader (`ENXIO`, "No such
+/// device or address"): said as what it is, like every other file that is not a regular file.
+pub fn unopenable_named(err: io::Error, path: &Path, follow: bool) -> io::Error {
+    if err.raw_os_error() != Some(libc::ENXIO) {
+        return err;
+    }
+    let meta = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    match meta {
+        Ok(meta) if !meta.is_file() => not_regular(meta.file_type()),
+        _ => err,
+    }
 }
 
 /// Regular files ignore `O_NONBLOCK`, but no read or write of ours may ever see `EAGAIN`.
@@ -236,7 +254,7 @@ pub fn append_undoable(
         // A FIFO without a reader fails with ENXIO instead of blocking; a symlink is refused.
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
         .open(path)
-        .map_err(failed)?;
+        .map_err(|e| failed(unopenable_named(e, path, false)))?;
     let meta = file.metadata().map_err(failed)?;
     if !meta.is_file() {
         return Err(failed(not_regular(meta.file_type())));
@@ -305,7 +323,8 @@ pub fn write_atomic_with_mtime(
     let mut tmp = tempfile::Builder::new()
         .prefix(".dreamkit-")
         .suffix(".tmp")
-        .tempfile_in(dir)?;
+        .tempfile_in(dir)
+        .map_err(without_temp_path)?;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.write_all(bytes)?;
@@ -315,6 +334,17 @@ pub fn write_atomic_with_mtime(
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// `tempfile`'s error names the temporary file it could not make (`... at path "/d/.dreamkit-
+/// x1.tmp"`), a name that means nothing to the user (the caller names the target): only the
+/// system's reason is kept. Its error type is private; its text is "{reason} at path {path:?}".
+fn without_temp_path(err: io::Error) -> io::Error {
+    let text = err.to_string();
+    match text.split_once(" at path ") {
+        Some((reason, _)) => io::Error::new(err.kind(), reason.to_string()),
+        None => err,
+    }
 }
 
 #[cfg(test)]
@@ -333,6 +363,14 @@ mod tests {
         assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, 0o600);
         let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_atomic_write_names_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = write_atomic(&tmp.path().join("gone/f.json"), b"new", 0o600).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert_eq!(err.to_string(), "No such file or directory (os error 2)");
     }
 
     #[test]
@@ -368,8 +406,11 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let zero = tmp.path().join("zero");
         std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let socket = tmp.path().join("socket");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
         for (path, what) in [
             (&fifo, "a FIFO"),
+            (&socket, "a socket"),
             (&zero, "a character device"),
             (&tmp.path().to_path_buf(), "a directory"),
         ] {

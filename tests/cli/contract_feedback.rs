@@ -349,8 +349,7 @@ impl Bad {
             Bad::Fifo => "not a regular file (a FIFO)",
             Bad::Directory => "not a regular file (a directory)",
             Bad::Device => "not a regular file (a character device)",
-            // Opening a socket fails before its kind can be told.
-            Bad::Socket => "No such device or address (os error 6)",
+            Bad::Socket => "not a regular file (a socket)",
             Bad::Unreadable => "Permission denied (os error 13)",
         }
     }

@@ -406,7 +406,7 @@ fn a_run_with_a_fifo_as_the_updates_file_ends_with_exit_3() {
         .code(3)
         .stdout_json(|_| {})
         .stderr_is(format!(
-            "dream-run: cannot append to {}: No such device or address (os error 6)\n{}",
+            "dream-run: cannot append to {}: not a regular file (a FIFO)\n{}",
             pending.display(),
             "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n"
         ))

@@ -1312,10 +1312,8 @@ keep it short, and use the tools for changes.",
             // so that `undo` and the report tell the truth.
             match self.changes(&memory_dir) {
                 Ok((d, text)) => {
-                    self.record.diff = Some(snapshot::absolute_diff(
-                        &self.project.memory_dir,
-                        d.clone(),
-                    ));
+                    self.record.diff =
+                        Some(snapshot::absolute_diff(&self.project.memory_dir, d.clone()));
                     self.record.diff_text = Some(text.clone());
                     diff = d;
                     diff_text = Some(text);

@@ -284,7 +284,8 @@ pub fn append_pending(state_dir: &Path, update: &PendingUpdate) -> std::io::Resu
         .append(true)
         .mode(0o600)
         .custom_flags(libc::O_NONBLOCK)
-        .open(&path)?;
+        .open(&path)
+        .map_err(|e| crate::files::unopenable_named(e, &path, true))?;
     crate::files::append_undoable(&path, &line, None)
         .map(|_| ())
         .map_err(std::io::Error::other)
