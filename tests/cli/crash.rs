@@ -1329,14 +1329,17 @@ fn two_runs_on_one_token_cannot_both_write() {
     wait_for("the first run's second request", || {
         d.api.requests().len() == 2
     });
-    // The first run's task, named by what the second says of it.
-    let running_first = |text: &str, before: &str, after: &str| {
-        let task = text
-            .strip_prefix(before)
-            .and_then(|rest| rest.strip_suffix(after))
-            .unwrap_or_else(|| panic!("{text:?}"));
-        assert_eq!(task.len(), "20261204T040012Z-2b16307d".len(), "{text:?}");
-    };
+    // The first run's task, as its record (written when it starts) names it.
+    let records: Vec<String> = std::fs::read_dir(d.home.state_dir().join("tasks"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".json").map(str::to_string)
+        })
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let task = records[0].clone();
     let pid = first.pid();
     let second = dream_run(&d, &envelope, &[])
         .code(1)
@@ -1345,37 +1348,26 @@ fn two_runs_on_one_token_cannot_both_write() {
             assert_eq!(run["status"], "failed");
             assert_eq!(run["error"], "lock_claimed");
         })
-        .stderr_with(|text| {
-            running_first(
-                text,
-                "dream-run: run failed: another dream-run (task ",
-                &format!(", PID {pid}) already runs under this lock\n"),
-            )
-        })
+        .stderr_is(format!(
+            "dream-run: run failed: another dream-run (task {task}, PID {pid}) already runs \
+             under this lock\n"
+        ))
         .run();
     assert_eq!(d.api.requests().len(), 2, "the second asked nothing");
     // Its envelope cannot free the lock under the first.
-    let refused = tool(&d, "dream-lock")
+    tool(&d, "dream-lock")
         .arg("release")
-        .stdin(second.stdout.clone())
+        .stdin(second.stdout)
         .code(1)
         .stdout_json(|doc| assert_eq!(doc["lock"]["reason"], "claimed"))
-        .stderr_with(|text| {
-            running_first(
-                text,
-                "dream-lock: not released: dream-run task ",
-                &format!(
-                    " (PID {pid}) claimed this lock and still runs; its own envelope releases it \
-                     (or pass --force)\n"
-                ),
-            )
-        })
+        .stderr_is(format!(
+            "dream-lock: not released: dream-run task {task} (PID {pid}) claimed this lock and \
+             still runs; its own envelope releases it (or pass --force)\n"
+        ))
         .run();
     let out = first.finish();
     assert_eq!(d.read("first.md"), "1\n");
-    let task = out.json()["run"]["task_id"].as_str().unwrap().to_string();
-    assert!(second.stderr.contains(&task), "{}", second.stderr);
-    assert!(refused.stderr.contains(&task), "{}", refused.stderr);
+    assert_eq!(out.json()["run"]["task_id"], task.as_str());
     // After the first finished, a replay of its envelope is refused too.
     dream_run(&d, &envelope, &[])
         .code(1)
