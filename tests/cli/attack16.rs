@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -17,10 +17,14 @@ use sha2::Digest as _;
 
 use crate::dream::{script_full_consolidation, tool_results, Dream};
 use crate::support::fake_api::Reply;
-use crate::support::{bin_path, session_id, stderr_text, stdout_json, tree, LiveProcess};
+use crate::support::{bin_path, session_id, tree, LiveProcess, Run};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
+
+/// The bound on a run the test stops, kills or keeps waiting (a 500-file apply or undo on a
+/// busy machine included).
+const LONG_RUN: Duration = Duration::from_secs(120);
 
 /// The memory files, with their content (the lock files beside them change with the lock).
 fn md_tree(d: &Dream) -> BTreeSet<(String, Vec<u8>)> {
@@ -33,15 +37,8 @@ fn journal(d: &Dream) -> PathBuf {
     d.home.state_dir().join("journal")
 }
 
-fn signal(pid: u32, signal: i32) {
-    assert_eq!(
-        unsafe { libc::kill(pid as i32, signal) },
-        0,
-        "kill {signal}"
-    );
-}
-
-/// Waits (bounded) until `ready` holds.
+/// Waits (bounded) until `ready` holds, checking as often as the machine allows: what is
+/// awaited may last only a fraction of a second.
 fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !ready() {
@@ -50,24 +47,67 @@ fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
-/// Waits for a child (its pipes drained meanwhile, so a long output cannot block it), killing
-/// it (and failing) if it does not end by itself in time.
-fn finish(child: Child) -> Output {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe {
-                libc::kill(pid as i32, libc::SIGKILL);
-            }
-            let out = rx.recv().unwrap().unwrap();
-            panic!("still running (it hung): {}", stderr_text(&out));
-        }
-    }
+/// `bin` with this home's environment and the fake model ([`Dream::process`]), as a checked
+/// run.
+fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
+    Run::command(d.process(&bin_path(bin)), bin)
+}
+
+/// `dream-run ARGS` fed `envelope` on stdin.
+fn dream_run<'a>(d: &Dream, envelope: &str, args: &[&str]) -> Run<'a> {
+    tool(d, "dream-run").args(args).stdin(envelope)
+}
+
+/// `dream-run ARGS` with stdin closed, for a run the test stops, kills or watches.
+fn background<'a>(d: &Dream, args: &[&str]) -> Run<'a> {
+    tool(d, "dream-run")
+        .args(args)
+        .stdin_from(Stdio::null())
+        .timeout(LONG_RUN)
+}
+
+/// `dream-run` whose file writes are limited to `limit` bytes ([`limit_file_size`]).
+fn limited<'a>(d: &Dream, limit: u64, ignore: bool) -> Run<'a> {
+    let mut cmd = d.process(&bin_path("dream-run"));
+    limit_file_size(&mut cmd, limit, ignore);
+    Run::command(cmd, "dream-run").timeout(LONG_RUN)
+}
+
+/// `dream-lock release` of `envelope` (a run's stdout): released, as `outcome`, silently.
+fn release(d: &Dream, envelope: &str, outcome: &str) {
+    tool(d, "dream-lock")
+        .arg("release")
+        .stdin(envelope)
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["released"], true, "{doc}");
+            assert_eq!(doc["lock"]["outcome"], outcome, "{doc}");
+        })
+        .stderr_empty()
+        .run();
+}
+
+/// The warning of a run that leaves problems behind (`dream-run check` lists them).
+fn more_problems(counts: &str) -> String {
+    format!(
+        "dream-run: the run left more problems than it found: {counts} (dream-run check lists \
+         them)\n"
+    )
+}
+
+/// What a command that rolled back the interrupted `command` (apply, undo) of `id` says: as
+/// many files put back as its `recovered` document lists.
+fn rolled_back(command: &str, id: &str, recovered: &Value) -> String {
+    let restored = recovered["restored"].as_array().expect("restored").len();
+    format!(
+        "dream-run: rolled back the interrupted {command} of task {id}: {restored} files put \
+         back\n"
+    )
+}
+
+/// What a command refused by a live holder of the lock (PID `pid`) says.
+fn busy(pid: u32) -> String {
+    format!("dream-run: the consolidation lock is held by PID {pid}: try again later\n")
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -111,41 +151,10 @@ fn limit_file_size(cmd: &mut std::process::Command, limit: u64, ignore: bool) {
 }
 
 impl Dream {
-    /// `dream-run ARGS` as a plain child process with this home's environment.
-    fn spawn16(&self, args: &[&str]) -> Child {
-        self.process(&bin_path("dream-run"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn dream-run")
-    }
-
-    /// `dream-run` fed `envelope` on stdin, as a child (so it can be signalled).
-    fn spawn_run(&self, envelope: &str, args: &[&str], fsize: Option<(u64, bool)>) -> Child {
-        let mut cmd = self.process(&bin_path("dream-run"));
-        cmd.args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some((limit, ignore)) = fsize {
-            limit_file_size(&mut cmd, limit, ignore);
-        }
-        let mut child = cmd.spawn().unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(envelope.as_bytes())
-            .unwrap();
-        child
-    }
-
     /// A proposal made by one proposing run (under a lock released afterwards): the model
-    /// reads what it then rewrites, and makes `calls` writes; returns the task id.
-    fn propose_with(&self, reads: &[&str], writes: Vec<(&str, Value)>) -> String {
+    /// reads what it then rewrites, and makes `calls` writes; returns the task id. `problems`
+    /// are the health counts the run warns it raised ("" for none).
+    fn propose_with(&self, reads: &[&str], writes: Vec<(&str, Value)>, problems: &str) -> String {
         let holder = LiveProcess::start();
         let envelope = self.acquired_envelope(&holder);
         let mut calls: Vec<(&str, Value)> = reads
@@ -157,7 +166,13 @@ impl Dream {
         self.api
             .push(Reply::anthropic_tools("Proposing.", &calls))
             .push(Reply::anthropic_text("Proposed."));
-        let out = self.run(
+        let warning = if problems.is_empty() {
+            String::new()
+        } else {
+            more_problems(problems)
+        };
+        let out = dream_run(
+            self,
             &envelope,
             &[
                 "--propose",
@@ -166,23 +181,13 @@ impl Dream {
                 "--max-files",
                 &limit,
             ],
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        let doc = stdout_json(&out);
-        assert_eq!(doc["run"]["status"], "proposed", "{doc}");
-        let released = self
-            .cmd("dream-lock")
-            .arg("release")
-            .write_stdin(out.stdout.clone())
-            .output()
-            .unwrap();
-        assert_eq!(
-            released.status.code(),
-            Some(0),
-            "{}",
-            stderr_text(&released)
-        );
-        doc["run"]["task_id"].as_str().unwrap().to_string()
+        )
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
+        .stderr_is(warning)
+        .run();
+        release(self, &out.stdout, "proposed");
+        out.json()["run"]["task_id"].as_str().unwrap().to_string()
     }
 
     /// `count` new topic files, plus the given rewrites of existing files.
@@ -238,42 +243,46 @@ fn discard_during_a_live_apply_must_not_make_the_apply_delete_memory_files() {
                 ("topics/build.md", "Build with make -j2.\n"),
             ],
         ),
+        "orphan_file 0 -> 400, duplicate_entry 0 -> 15999, stale_index 0 -> 2",
     );
-    let child = d.spawn16(&["apply"]);
+    let apply = background(&d, &["apply"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
+        .stderr_empty()
+        .spawn();
     let first = d.mem().join("many/0000.md");
     let journal = journal(&d);
     wait_for("the apply's first files", || {
         journal.exists() && first.exists()
     });
-    signal(child.id(), libc::SIGSTOP);
+    apply.signal(libc::SIGSTOP);
     assert!(
         journal.exists(),
         "the apply finished before it could be stopped: make it longer"
     );
-    // A person (or a hook) discards the proposal meanwhile.
-    let discard = d.cmd("dream-run").arg("discard").output().unwrap();
-    signal(child.id(), libc::SIGCONT);
-    let apply = finish(child);
-    let discard_code = discard.status.code();
-    // Whatever each command answered, the user's notes still exist, either as they were or as
-    // the proposal made them: never deleted.
+    // A person (or a hook) discards the proposal meanwhile: refused, the apply holds the lock.
+    let pid = apply.pid();
+    tool(&d, "dream-run")
+        .arg("discard")
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["discarded"], false,
+                "discard succeeded under a live apply of the same proposal: {doc}"
+            );
+            assert_eq!(doc["reason"], "busy", "{doc}");
+            assert_eq!(doc["task_id"], id.as_str(), "{doc}");
+            assert_eq!(doc["holder_pid"], pid, "{doc}");
+        })
+        .stderr_is(busy(pid))
+        .run();
+    apply.signal(libc::SIGCONT);
+    apply.finish();
+    // The user's notes still exist, as the proposal made them: never deleted.
     assert!(
         d.mem().join("stale.md").exists() && d.mem().join("topics/build.md").exists(),
-        "memory files deleted: discard exited {discard_code:?} ({}), apply exited {:?} ({}) {}",
-        String::from_utf8_lossy(&discard.stdout),
-        apply.status.code(),
-        String::from_utf8_lossy(&apply.stdout)
-            .chars()
-            .take(300)
-            .collect::<String>(),
-        stderr_text(&apply)
+        "memory files deleted"
     );
-    assert_ne!(
-        discard_code,
-        Some(0),
-        "discard succeeded under a live apply of the same proposal"
-    );
-    let _ = id;
 }
 
 /// BUG (arbitrary file truncation): the file lock's guard `<memory_dir>/.consolidate-lock.dreamkit`
@@ -291,10 +300,10 @@ fn a_symlinked_lock_guard_never_truncates_the_file_it_points_to() {
     let victim = d.home.home.join(".bashrc");
     std::fs::write(&victim, "export PATH=$HOME/bin:$PATH\n").unwrap();
     let before = std::fs::read(&victim).unwrap();
-    std::os::unix::fs::symlink(&victim, d.mem().join(".consolidate-lock.dreamkit")).unwrap();
+    let guard = d.mem().join(".consolidate-lock.dreamkit");
+    std::os::unix::fs::symlink(&victim, &guard).unwrap();
     let holder = LiveProcess::start();
-    let gate = d
-        .cmd("dream-gate")
+    let gate = tool(&d, "dream-gate")
         .args([
             "--min-hours",
             "0",
@@ -303,30 +312,30 @@ fn a_symlinked_lock_guard_never_truncates_the_file_it_points_to() {
             "--scan-interval",
             "0",
         ])
-        .output()
-        .unwrap();
-    let acquire = d
-        .cmd("dream-lock")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+        .stderr_empty()
+        .run();
+    // Refused like a FIFO there (exit 3), so no dream-run gets an envelope to write its claim
+    // through the link.
+    tool(&d, "dream-lock")
         .args(["acquire", "--pid", &holder.pid().to_string()])
-        .write_stdin(gate.stdout)
-        .output()
-        .unwrap();
+        .stdin(gate.stdout)
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["acquired"], false, "{doc}");
+            assert_eq!(doc["lock"]["error"]["reason"], "not_a_file", "{doc}");
+        })
+        .stderr_is(format!(
+            "dream-lock: cannot open the lock guard {}: not a regular file (a symbolic link)\n",
+            guard.display()
+        ))
+        .run();
     assert_eq!(
         std::fs::read(&victim).unwrap(),
         before,
-        "dream-lock acquire (exit {:?}) changed the symlink's target",
-        acquire.status.code()
+        "dream-lock acquire changed the symlink's target"
     );
-    if acquire.status.code() == Some(0) {
-        d.api.push(Reply::anthropic_text("Nothing to change."));
-        let out = d.run(std::str::from_utf8(&acquire.stdout).unwrap(), &[]);
-        assert_eq!(
-            std::fs::read(&victim).unwrap(),
-            before,
-            "dream-run (exit {:?}) wrote its claim into the symlink's target",
-            out.status.code()
-        );
-    }
 }
 
 /// BUG (a killed run cannot be undone): a run's snapshot records only the LAST content it
@@ -364,28 +373,30 @@ fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
         ))
         .push(Reply::anthropic_text("Done."));
     // 64 KiB: room for the record, digests and snapshot, not for the 200 KiB second draft.
-    let child = d.spawn_run(&envelope, &[], Some((64 * 1024, false)));
-    let out = finish(child);
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&out.status),
-        Some(libc::SIGXFSZ),
-        "the run was to die at its second write: {:?} {}",
-        out.status,
-        stderr_text(&out)
-    );
+    // The run was to die at its second write.
+    limited(&d, 64 * 1024, false)
+        .stdin(envelope.as_str())
+        .killed_by(libc::SIGXFSZ)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
     assert_eq!(d.read("MEMORY.md"), "# Memory\n- first draft\n");
     drop(holder);
-    let tasks = d.cmd("dream-run").arg("tasks").output().unwrap();
-    let task = stdout_json(&tasks)["tasks"][0].clone();
-    assert_eq!(task["error"], "orphaned", "{task}");
-    let undo = d.cmd("dream-run").arg("undo").output().unwrap();
-    assert_eq!(
-        undo.status.code(),
-        Some(0),
-        "{} {}",
-        String::from_utf8_lossy(&undo.stdout),
-        stderr_text(&undo)
-    );
+    tool(&d, "dream-run")
+        .arg("tasks")
+        .success()
+        .stdout_json(|doc| {
+            let task = &doc["tasks"][0];
+            assert_eq!(task["error"], "orphaned", "{task}");
+        })
+        .stderr_empty()
+        .run();
+    tool(&d, "dream-run")
+        .arg("undo")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["undone"], true, "{doc}"))
+        .stderr_empty()
+        .run();
     assert_eq!(d.read("MEMORY.md"), original);
     assert_eq!(md_tree(&d), before);
 }
@@ -408,12 +419,12 @@ fn pruning_snapshots_never_removes_a_folder_a_record_names_outside_the_state_dir
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let real_id = stdout_json(&out)["run"]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let out = dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
+    let real_id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
     drop(holder);
     let template = d.task16(&real_id);
     let tasks_dir = d.home.state_dir().join("tasks");
@@ -453,8 +464,11 @@ fn pruning_snapshots_never_removes_a_folder_a_record_names_outside_the_state_dir
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .run();
     assert!(
         precious.join("thesis.md").exists(),
         "a completed run's pruning deleted {}",
@@ -480,8 +494,11 @@ fn the_turn_output_cap_counts_the_refusals_too() {
     d.api
         .push(Reply::anthropic_tools("Listing a lot.", &calls))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
     let requests = d.api.requests();
     let results = tool_results(&requests[1]);
     assert_eq!(results.len(), 5000, "every tool_use gets its result");
@@ -508,6 +525,7 @@ fn undo_after_apply_undoes_the_apply_not_an_older_run() {
             "write_file",
             json!({"path": "stale.md", "content": "The deploy is blue-green.\n"}),
         )],
+        "",
     );
     // A normal run, later, changes another file.
     d.touch_sessions();
@@ -522,28 +540,35 @@ fn undo_after_apply_undoes_the_apply_not_an_older_run() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    d.cmd("dream-lock")
-        .arg("release")
-        .write_stdin(out.stdout.clone())
-        .assert()
-        .code(0);
+    let out = dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .run();
+    release(&d, &out.stdout, "completed");
     drop(holder);
     // Now the person applies the proposal, and changes their mind.
-    let apply = d.cmd("dream-run").arg("apply").output().unwrap();
-    assert_eq!(apply.status.code(), Some(0), "{}", stderr_text(&apply));
-    let undo = d
-        .cmd("dream-run")
+    tool(&d, "dream-run")
+        .arg("apply")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["applied"], true, "{doc}");
+            assert_eq!(doc["task_id"], proposal.as_str(), "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    tool(&d, "dream-run")
         .args(["undo", "--dry-run"])
-        .output()
-        .unwrap();
-    assert_eq!(undo.status.code(), Some(0), "{}", stderr_text(&undo));
-    assert_eq!(
-        stdout_json(&undo)["task_id"],
-        proposal.as_str(),
-        "undo picks the run before the apply"
-    );
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["task_id"],
+                proposal.as_str(),
+                "undo picks the run before the apply"
+            )
+        })
+        .stderr_empty()
+        .run();
 }
 
 /// BUG (inconsistent check): `--notify-transcript` is checked before the run with
@@ -585,8 +610,19 @@ fn a_symlinked_notify_transcript_is_judged_the_same_before_and_after_the_run() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &["--notify-transcript", link.to_str().unwrap()]);
-    let code = out.status.code();
+    let out = dream_run(
+        &d,
+        &envelope,
+        &["--notify-transcript", link.to_str().unwrap()],
+    )
+    .code_any("either rule is right, judged below: refused up front (2) or followed (0)")
+    .stdout_json(|doc| {
+        let status = &doc["run"]["status"];
+        assert!(status == "completed" || status == "failed", "{doc}");
+    })
+    .stderr_with(|text| assert!(!text.contains("cannot append"), "{text:?}"))
+    .run();
+    let code = out.code;
     let refused_up_front = code == Some(2) && d.api.requests().is_empty();
     let appended = code == Some(0)
         && std::fs::read_to_string(&real)
@@ -596,8 +632,14 @@ fn a_symlinked_notify_transcript_is_judged_the_same_before_and_after_the_run() {
         refused_up_front || appended,
         "exit {code:?} after {} model requests: {}",
         d.api.requests().len(),
-        stderr_text(&out)
+        out.stderr
     );
+    if appended {
+        assert_eq!(out.json()["run"]["status"], "completed");
+        assert_eq!(out.stderr, more_problems("orphan_file 0 -> 1"));
+    } else {
+        assert_eq!(out.json()["error"]["kind"], "bad_input");
+    }
 }
 
 /// BUG (report lost): SIGTERM while `dream-run recover` rolls back is held until the roll-back
@@ -610,38 +652,53 @@ fn a_symlinked_notify_transcript_is_judged_the_same_before_and_after_the_run() {
 #[test]
 fn sigterm_during_recover_still_reports_what_was_rolled_back() {
     let d = Dream::new();
-    let _ = d.propose_with(&[], Dream::many_writes(500, &[]));
+    let id = d.propose_with(
+        &[],
+        Dream::many_writes(500, &[]),
+        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
+    );
     let before = md_tree(&d);
     // kill -9 in the middle of an apply.
-    let child = d.spawn16(&["apply"]);
+    let apply = background(&d, &["apply"])
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
     let journal = journal(&d);
     let first = d.mem().join("many/0000.md");
     wait_for("the apply's first files", || {
         journal.exists() && first.exists()
     });
-    signal(child.id(), libc::SIGKILL);
-    let _ = finish(child);
+    apply.signal(libc::SIGKILL);
+    apply.finish();
     assert!(journal.exists());
     // The roll-back removes many/0000.md first (the files go in order); stop it just after.
-    let child = d.spawn16(&["recover"]);
+    let recover = background(&d, &["recover"])
+        .code(143)
+        .stdout_json(|doc| {
+            assert!(
+                doc["recovered"]["restored"]
+                    .as_array()
+                    .is_some_and(|r| !r.is_empty()),
+                "the document hides the roll-back that happened: {doc}"
+            );
+        })
+        .stderr_contains("rolled back the interrupted apply")
+        .spawn();
     wait_for("the roll-back's first file", || !first.exists());
-    signal(child.id(), libc::SIGSTOP);
+    recover.signal(libc::SIGSTOP);
     assert!(
         journal.exists(),
         "the roll-back finished before it could be stopped"
     );
-    signal(child.id(), libc::SIGTERM);
-    signal(child.id(), libc::SIGCONT);
-    let out = finish(child);
+    recover.signal(libc::SIGTERM);
+    recover.signal(libc::SIGCONT);
+    let out = recover.finish();
     assert_eq!(md_tree(&d), before, "the roll-back finished whole");
     assert!(!journal.exists());
-    assert_eq!(out.status.code(), Some(143), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert!(
-        doc["recovered"]["restored"]
-            .as_array()
-            .is_some_and(|r| !r.is_empty()),
-        "the document hides the roll-back that happened: {doc}"
+    assert_eq!(
+        out.stderr,
+        rolled_back("apply", &id, &out.json()["recovered"])
     );
 }
 
@@ -687,22 +744,24 @@ fn read_project_never_makes_the_home_directory_itself_readable() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d
-        .cmd("dream-run")
+    // Refused like its parents, before any model request.
+    tool(&d, "dream-run")
         .args(["-n", "--unlocked", "--read-project", "--cwd"])
         .arg(&home)
-        .output()
-        .unwrap();
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input", "{doc}"))
+        .stderr_is(format!(
+            "dream-run: refusing to make {} readable by the agent: it is /, the home directory \
+             or holds it\n",
+            home.display()
+        ))
+        .run();
     let leaked = d
         .api
         .requests()
         .iter()
         .any(|r| r.body.to_string().contains("secret-key-bytes"));
-    assert!(
-        !leaked,
-        "the private key in ~/.ssh was sent to the model (exit {:?})",
-        out.status.code()
-    );
+    assert!(!leaked, "the private key in ~/.ssh was sent to the model");
 }
 
 /// BUG (undo takes a run that changed nothing): a `--propose` run killed midway (its writes
@@ -728,17 +787,13 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let completed = stdout_json(&out)["run"]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    d.cmd("dream-lock")
-        .arg("release")
-        .write_stdin(out.stdout.clone())
-        .assert()
-        .code(0);
+    let out = dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .run();
+    let completed = out.json()["run"]["task_id"].as_str().unwrap().to_string();
+    release(&d, &out.stdout, "completed");
     drop(holder);
     // A proposing run, killed while it waits for its second answer.
     d.touch_sessions();
@@ -756,26 +811,35 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
             ],
         ))
         .push(Reply::Hang(Duration::from_secs(120)));
-    let child = d.spawn_run(&envelope, &["--propose"], None);
+    let proposing = dream_run(&d, &envelope, &["--propose"])
+        .timeout(LONG_RUN)
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
     wait_for("the proposal's second request", || {
         d.api.requests().len() == 4
     });
-    signal(child.id(), libc::SIGKILL);
-    let _ = finish(child);
+    proposing.signal(libc::SIGKILL);
+    proposing.finish();
     drop(holder);
     assert_eq!(
         d.read("stale.md"),
         "The deploy uses FTP.\n",
         "proposing wrote nothing"
     );
-    let undo = d.cmd("dream-run").arg("undo").output().unwrap();
-    assert_eq!(undo.status.code(), Some(0), "{}", stderr_text(&undo));
-    let doc = stdout_json(&undo);
-    assert_eq!(
-        doc["task_id"],
-        completed.as_str(),
-        "undo took the killed proposal, which changed no memory file: {doc}"
-    );
+    tool(&d, "dream-run")
+        .arg("undo")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["task_id"],
+                completed.as_str(),
+                "undo took the killed proposal, which changed no memory file: {doc}"
+            );
+        })
+        .stderr_empty()
+        .run();
     assert!(
         !d.mem().join("topics/ci.md").exists(),
         "the completed run was not undone"
@@ -791,9 +855,11 @@ fn a_session_listed_twice_is_reviewed_and_counted_once() {
     let mut envelope: Value = serde_json::from_str(&d.acquired_envelope(&holder)).unwrap();
     envelope["gate"]["sessions"] = json!([{"id": session_id(1)}, {"id": session_id(1)}]);
     d.api.push(Reply::anthropic_text("Nothing to change."));
-    let out = d.run(&envelope.to_string(), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["run"]["sessions_reviewed"], 1);
+    dream_run(&d, &envelope.to_string(), &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["sessions_reviewed"], 1))
+        .stderr_empty()
+        .run();
     let prompt = d.api.requests()[0].body["messages"][0]["content"][0]["text"]
         .as_str()
         .unwrap()
@@ -812,17 +878,19 @@ fn a_session_listed_twice_is_reviewed_and_counted_once() {
 #[test]
 fn undo_help_does_not_say_only_completed_runs() {
     let d = Dream::new();
-    let out = d
-        .cmd("dream-run")
+    tool(&d, "dream-run")
         .args(["undo", "--help"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let first = text.lines().next().unwrap_or("");
-    assert!(
-        !first.contains("before a completed run"),
-        "undo --help: {first}"
-    );
+        .success()
+        .stdout_with(|text| {
+            let first = text.lines().next().unwrap_or("");
+            assert!(
+                !first.contains("before a completed run"),
+                "undo --help: {first}"
+            );
+            assert!(text.contains("Usage: dream-run undo"), "{text}");
+        })
+        .stderr_empty()
+        .run();
 }
 
 // =============================================================================================
@@ -848,14 +916,33 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
             "created_dirs": []
         });
         std::fs::write(jdir.join("intent.json"), intent.to_string()).unwrap();
+        let refused = format!(
+            "dream-run: cannot read the journal {}: {} names {name:?}, which is not inside the \
+             memory dir: refused\n",
+            jdir.display(),
+            jdir.join("intent.json").display()
+        );
         for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
-            let out = d.cmd("dream-run").args(args).output().unwrap();
-            assert_ne!(out.status.code(), Some(0), "{args:?} {name}");
+            tool(&d, "dream-run")
+                .args(args)
+                .code(3)
+                .stdout_json(|doc| {
+                    assert_eq!(
+                        doc["error"]["kind"], "environment",
+                        "{args:?} {name}: {doc}"
+                    )
+                })
+                .stderr_is(refused.as_str())
+                .run();
             assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
         }
         // Read-only commands warn and go on.
-        let out = d.cmd("dream-run").arg("tasks").output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        tool(&d, "dream-run")
+            .arg("tasks")
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{doc}"))
+            .stderr_is(refused.as_str())
+            .run();
     }
     assert_eq!(md_tree(&d), before);
 }
@@ -869,24 +956,49 @@ fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
         let before = md_tree(&d);
         let jdir = journal(&d);
         std::fs::create_dir_all(d.home.state_dir()).unwrap();
-        match case {
+        let why = match case {
             "garbage" => {
                 std::fs::create_dir_all(&jdir).unwrap();
                 std::fs::write(jdir.join("intent.json"), "{\"command\": \"apply\", ").unwrap();
+                "EOF while parsing a value at line 1 column 21"
             }
             "fifo" => {
                 std::fs::create_dir_all(&jdir).unwrap();
                 mkfifo(&jdir.join("intent.json"));
+                "not a regular file (a FIFO)"
             }
-            "loop" => std::os::unix::fs::symlink(&jdir, &jdir).unwrap(),
-            _ => std::fs::write(&jdir, "not a dir").unwrap(),
-        }
+            "loop" => {
+                std::os::unix::fs::symlink(&jdir, &jdir).unwrap();
+                "Too many levels of symbolic links (os error 40)"
+            }
+            _ => {
+                std::fs::write(&jdir, "not a dir").unwrap();
+                "Not a directory (os error 20)"
+            }
+        };
+        let cannot = format!(
+            "dream-run: cannot read the journal {}: {why}\n",
+            jdir.display()
+        );
         for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
-            let out = d.cmd("dream-run").args(args).output().unwrap();
-            assert_ne!(out.status.code(), Some(0), "{case} {args:?}");
+            tool(&d, "dream-run")
+                .args(args)
+                .code(3)
+                .stdout_json(|doc| {
+                    assert_eq!(
+                        doc["error"]["kind"], "environment",
+                        "{case} {args:?}: {doc}"
+                    )
+                })
+                .stderr_is(cannot.as_str())
+                .run();
         }
-        let out = d.cmd("dream-run").arg("tasks").output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr_text(&out));
+        tool(&d, "dream-run")
+            .arg("tasks")
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{case}: {doc}"))
+            .stderr_is(cannot.as_str())
+            .run();
         assert_eq!(md_tree(&d), before, "{case}");
     }
 }
@@ -896,34 +1008,70 @@ fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
 #[test]
 fn held_a_journal_of_a_live_process_is_left_alone() {
     let d = Dream::new();
-    let _ = d.propose_with(&[], Dream::many_writes(500, &[]));
-    let child = d.spawn16(&["apply"]);
+    let id = d.propose_with(
+        &[],
+        Dream::many_writes(500, &[]),
+        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
+    );
+    let apply = background(&d, &["apply"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
+        .stderr_empty()
+        .spawn();
     let jdir = journal(&d);
     let first = d.mem().join("many/0000.md");
     wait_for("the apply's first files", || {
         jdir.exists() && first.exists()
     });
-    signal(child.id(), libc::SIGSTOP);
+    apply.signal(libc::SIGSTOP);
     assert!(jdir.exists());
     let half = md_tree(&d);
+    let pid = apply.pid();
     for args in [
         &["recover"][..],
         &["undo"],
         &["discard", "--dry-run"],
         &["apply"],
     ] {
-        let out = d.cmd("dream-run").args(args).output().unwrap();
+        // What each answers while the apply holds the lock: recover leaves its journal, undo
+        // finds nothing completed, discard would discard, apply is refused.
+        let (code, said) = match args[0] {
+            "undo" => (
+                1,
+                "dream-run: no run left changes to undo (none completed, or failed without a \
+                 restore, with a snapshot)\n"
+                    .to_string(),
+            ),
+            "apply" => (1, busy(pid)),
+            _ => (0, String::new()),
+        };
+        tool(&d, "dream-run")
+            .args(args)
+            .code(code)
+            .stdout_json(|doc| match args[0] {
+                "recover" => assert_eq!(doc["recovered"], Value::Null, "{doc}"),
+                "undo" => assert_eq!(doc["reason"], "nothing_to_undo", "{doc}"),
+                "discard" => {
+                    assert_eq!(doc["dry_run"], true, "{doc}");
+                    assert_eq!(doc["discarded"], false, "{doc}");
+                    assert_eq!(doc["task_id"], id.as_str(), "{doc}");
+                }
+                _ => {
+                    assert_eq!(doc["reason"], "busy", "{doc}");
+                    assert_eq!(doc["holder_pid"], pid, "{doc}");
+                }
+            })
+            .stderr_is(said)
+            .run();
         assert_eq!(
             md_tree(&d),
             half,
             "{args:?} changed files under a live apply"
         );
         assert!(jdir.exists(), "{args:?}");
-        let _ = out;
     }
-    signal(child.id(), libc::SIGCONT);
-    let out = finish(child);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    apply.signal(libc::SIGCONT);
+    apply.finish();
     assert!(d.read("many/0499.md").starts_with("# 499\n"));
 }
 
@@ -942,22 +1090,40 @@ fn held_a_full_disk_during_apply_rolls_back() {
                 ("zz-big.md", &big),
             ],
         ),
+        "orphan_file 0 -> 53, duplicate_entry 0 -> 1999",
     );
     let before = md_tree(&d);
-    let mut cmd = d.process(&bin_path("dream-run"));
-    cmd.arg("apply")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    limit_file_size(&mut cmd, 64 * 1024, true);
-    let out = finish(cmd.spawn().unwrap());
-    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["applied"], false);
+    let temp = format!("{}/.dreamkit-", d.mem().display());
+    limited(&d, 64 * 1024, true)
+        .arg("apply")
+        .stdin_from(Stdio::null())
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["applied"], false, "{doc}");
+            assert_eq!(doc["error"]["kind"], "environment", "{doc}");
+        })
+        .stderr_with(|text| {
+            // The temporary file it was writing has a random name.
+            let name = text
+                .strip_prefix(
+                    "dream-run: not applied: cannot write zz-big.md: File too large (os error \
+                     27) at path \"",
+                )
+                .and_then(|rest| rest.strip_suffix(".tmp\"\n"))
+                .and_then(|path| path.strip_prefix(temp.as_str()))
+                .unwrap_or_else(|| panic!("{text:?}"));
+            assert!(name.chars().all(|c| c.is_ascii_alphanumeric()), "{text:?}");
+        })
+        .run();
     assert_eq!(md_tree(&d), before);
     assert!(!journal(&d).exists());
     assert_eq!(d.task16(&id)["status"], "proposed");
-    let out = d.cmd("dream-run").arg("apply").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    tool(&d, "dream-run")
+        .arg("apply")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
+        .stderr_empty()
+        .run();
     assert_eq!(d.read("zz-big.md"), big);
 }
 
@@ -976,23 +1142,28 @@ fn held_an_apply_killed_at_a_write_is_recovered() {
                 ("zz-big.md", &big),
             ],
         ),
+        "orphan_file 0 -> 53, duplicate_entry 0 -> 1999",
     );
     let before = md_tree(&d);
-    let mut cmd = d.process(&bin_path("dream-run"));
-    cmd.arg("apply")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    limit_file_size(&mut cmd, 64 * 1024, false);
-    let out = finish(cmd.spawn().unwrap());
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&out.status),
-        Some(libc::SIGXFSZ)
-    );
+    limited(&d, 64 * 1024, false)
+        .arg("apply")
+        .stdin_from(Stdio::null())
+        .killed_by(libc::SIGXFSZ)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
     assert!(journal(&d).exists());
     assert_ne!(md_tree(&d), before);
-    let out = d.cmd("dream-run").arg("recover").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let out = tool(&d, "dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["recovered"]["command"], "apply", "{doc}"))
+        .stderr_contains("rolled back the interrupted apply")
+        .run();
+    assert_eq!(
+        out.stderr,
+        rolled_back("apply", &id, &out.json()["recovered"])
+    );
     assert_eq!(md_tree(&d), before);
     assert_eq!(d.task16(&id)["status"], "proposed");
 }
@@ -1015,6 +1186,7 @@ fn held_a_staging_copy_tampered_before_apply_is_refused() {
                     json!({"path": "topics/new.md", "content": "new\n"}),
                 ),
             ],
+            "orphan_file 0 -> 1",
         );
         let staged = d
             .home
@@ -1022,20 +1194,33 @@ fn held_a_staging_copy_tampered_before_apply_is_refused() {
             .join("proposals")
             .join(&id)
             .join("memory");
-        match case {
-            "edit" => std::fs::write(staged.join("stale.md"), "evil\n").unwrap(),
-            "delete" => std::fs::remove_file(staged.join("topics/new.md")).unwrap(),
+        let changed = match case {
+            "edit" => {
+                std::fs::write(staged.join("stale.md"), "evil\n").unwrap();
+                staged.join("stale.md")
+            }
+            "delete" => {
+                std::fs::remove_file(staged.join("topics/new.md")).unwrap();
+                staged.join("topics/new.md")
+            }
             _ => {
                 let outside = d.home.root.join("evil.md");
                 std::fs::write(&outside, "new\n").unwrap();
                 std::fs::remove_file(staged.join("topics/new.md")).unwrap();
                 std::os::unix::fs::symlink(&outside, staged.join("topics/new.md")).unwrap();
+                staged.join("topics/new.md")
             }
-        }
+        };
         let before = md_tree(&d);
-        let out = d.cmd("dream-run").arg("apply").output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{case}: {}", stderr_text(&out));
-        assert_eq!(stdout_json(&out)["reason"], "staging_changed", "{case}");
+        tool(&d, "dream-run")
+            .arg("apply")
+            .code(1)
+            .stdout_json(|doc| assert_eq!(doc["reason"], "staging_changed", "{case}"))
+            .stderr_is(format!(
+                "dream-run: not applied: the staged copy is not what the proposal showed: {}\n",
+                changed.display()
+            ))
+            .run();
         assert_eq!(md_tree(&d), before, "{case}");
     }
 }
@@ -1050,51 +1235,92 @@ fn held_dotdot_and_relative_project_fields_are_judged_by_where_they_lead() {
     let mem = d.mem();
     let mem_s = mem.to_str().unwrap().to_string();
     let parent = mem.parent().unwrap().to_str().unwrap().to_string();
-    for (field, value) in [
-        ("memory_dir", format!("{mem_s}/../../elsewhere/memory")),
-        ("memory_dir", format!("{parent}/../x/memory")),
-        ("memory_dir", "memory".to_string()),
-        ("state_dir", format!("{}/..", d.home.state_dir().display())),
+    let state = d.home.state_dir().display().to_string();
+    let transcripts = d.home.transcripts_dir().display().to_string();
+    // What the run says of each: the value as given (the transcripts dir's `..` resolved),
+    // and the project's own dir with how to change it.
+    let not_ours = |field: &str, shown: &str| {
+        let (own, how) = match field {
+            "memory_dir" => (mem_s.as_str(), "--memory-dir"),
+            "state_dir" => (state.as_str(), "XDG_STATE_HOME"),
+            _ => (transcripts.as_str(), "--transcripts-dir"),
+        };
+        format!(
+            "dream-run: the envelope's project.{field} {shown} is not this project's {own} (give \
+             every stage the same {how}, or let the environment decide)\n"
+        )
+    };
+    for (field, value, said) in [
+        (
+            "memory_dir",
+            format!("{mem_s}/../../elsewhere/memory"),
+            not_ours("memory_dir", &format!("{mem_s}/../../elsewhere/memory")),
+        ),
+        (
+            "memory_dir",
+            format!("{parent}/../x/memory"),
+            not_ours("memory_dir", &format!("{parent}/../x/memory")),
+        ),
+        (
+            "memory_dir",
+            "memory".to_string(),
+            not_ours("memory_dir", "memory"),
+        ),
+        (
+            "state_dir",
+            format!("{state}/.."),
+            not_ours("state_dir", &format!("{state}/..")),
+        ),
         (
             "transcripts_dir",
-            format!("{}/../../..", d.home.transcripts_dir().display()),
+            format!("{transcripts}/../../.."),
+            not_ours("transcripts_dir", &d.home.home.display().to_string()),
         ),
-        ("transcripts_dir", "/".to_string()),
-        ("transcripts_dir", "".to_string()),
+        (
+            "transcripts_dir",
+            "/".to_string(),
+            not_ours("transcripts_dir", "/"),
+        ),
+        (
+            "transcripts_dir",
+            "".to_string(),
+            "dream-run: the envelope's project.transcripts_dir \"\" is empty\n".to_string(),
+        ),
     ] {
         let mut forged = envelope.clone();
         forged["project"][field] = json!(value);
-        let out = d.run(&forged.to_string(), &[]);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{field}={value}: {}",
-            stderr_text(&out)
-        );
+        dream_run(&d, &forged.to_string(), &[])
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input", "{field}={value}"))
+            .stderr_is(said)
+            .run();
         assert!(d.api.requests().is_empty(), "{field}={value}");
     }
     // The project's own memory dir, spelt with `..` and `.`: accepted.
     let mut same = envelope.clone();
     same["project"]["memory_dir"] = json!(format!("{parent}/./x/../memory"));
     d.api.push(Reply::anthropic_text("Nothing to change."));
-    let out = d.run(&same.to_string(), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(&d, &same.to_string(), &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
     // Wrong types in the project section are bad input.
-    for (field, value) in [
-        ("memory_dir", json!(5)),
-        ("state_dir", json!(["a"])),
-        ("transcripts_dir", json!({"p": 1})),
-        ("cwd", json!(true)),
+    for (field, value, kind) in [
+        ("memory_dir", json!(5), "integer `5`"),
+        ("state_dir", json!(["a"]), "sequence"),
+        ("transcripts_dir", json!({"p": 1}), "map"),
+        ("cwd", json!(true), "boolean `true`"),
     ] {
         let mut forged = envelope.clone();
         forged["project"][field] = value.clone();
-        let out = d.run(&forged.to_string(), &[]);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{field}={value}: {}",
-            stderr_text(&out)
-        );
+        dream_run(&d, &forged.to_string(), &[])
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input", "{field}={value}"))
+            .stderr_is(format!(
+                "dream-run: envelope field `project`: invalid type: {kind}, expected path string\n"
+            ))
+            .run();
     }
 }
 
@@ -1123,8 +1349,11 @@ fn held_the_shell_refuses_fifos_devices_and_sockets_even_through_links() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &["--shell-timeout", "5m"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(&d, &envelope, &["--shell-timeout", "5m"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
     let results = tool_results(&d.api.requests()[1]);
     for (n, (text, is_error)) in results.iter().enumerate() {
         if n == 4 {
@@ -1153,11 +1382,20 @@ fn held_a_claim_of_an_older_hold_does_not_block_a_new_hold() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     d.api.push(Reply::anthropic_text("Nothing to change."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let replay = d.run(&envelope, &[]);
-    assert_eq!(replay.status.code(), Some(1));
-    assert_eq!(stdout_json(&replay)["run"]["error"], "lock_claimed");
+    let out = dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
+    let task = out.json()["run"]["task_id"].as_str().unwrap().to_string();
+    dream_run(&d, &envelope, &[])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["run"]["error"], "lock_claimed"))
+        .stderr_is(format!(
+            "dream-run: run failed: task {task} already ran under this lock: take the lock anew \
+             (dream-lock acquire) for another run\n"
+        ))
+        .run();
     assert_eq!(d.api.requests().len(), 1);
 }
 
@@ -1171,7 +1409,8 @@ fn held_the_deadline_stops_a_turn_of_a_thousand_writes_and_restores() {
     let before = md_tree(&d);
     let calls = Dream::many_writes(1000, &[]);
     d.api.push(Reply::anthropic_tools("Writing a lot.", &calls));
-    let out = d.run(
+    dream_run(
+        &d,
         &envelope,
         &[
             "--deadline",
@@ -1181,10 +1420,11 @@ fn held_the_deadline_stops_a_turn_of_a_thousand_writes_and_restores() {
             "--max-files",
             "1000",
         ],
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["error"], "deadline");
+    )
+    .code(1)
+    .stdout_json(|doc| assert_eq!(doc["run"]["error"], "deadline"))
+    .stderr_is("dream-run: run failed: the run passed its --deadline of 2s\n")
+    .run();
     assert_eq!(md_tree(&d), before);
     assert!(!d.mem().join("many").exists());
 }
@@ -1209,10 +1449,13 @@ fn held_default_call_and_file_limits() {
         d.api.push(Reply::anthropic_tools("More.", &calls));
     }
     d.api.push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["files_touched"].as_array().unwrap().len(), 500);
+    dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["files_touched"].as_array().unwrap().len(), 500))
+        .stderr_is(more_problems(
+            "orphan_file 0 -> 500, duplicate_entry 0 -> 2559",
+        ))
+        .run();
     let results = tool_results(&d.api.requests()[1]);
     assert!(results[..64].iter().all(|(_, e)| !e));
     assert!(results[64].1 && results[64].0.contains("--max-calls-per-turn"));
@@ -1225,31 +1468,54 @@ fn held_default_call_and_file_limits() {
 fn held_kill_9_during_undo_is_rolled_back_and_undo_works_again() {
     let d = Dream::new();
     let before = md_tree(&d);
-    let id = d.propose_with(&[], Dream::many_writes(500, &[]));
-    let out = d.cmd("dream-run").arg("apply").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let id = d.propose_with(
+        &[],
+        Dream::many_writes(500, &[]),
+        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
+    );
+    tool(&d, "dream-run")
+        .arg("apply")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
+        .stderr_empty()
+        .run();
     let applied = md_tree(&d);
-    let child = d.spawn16(&["undo"]);
+    let undo = background(&d, &["undo"])
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
     let jdir = journal(&d);
     let first = d.mem().join("many/0000.md");
     wait_for("the undo's first files", || {
         jdir.exists() && !first.exists()
     });
-    signal(child.id(), libc::SIGSTOP);
+    undo.signal(libc::SIGSTOP);
     assert!(
         jdir.exists(),
         "the undo finished before it could be stopped"
     );
-    signal(child.id(), libc::SIGKILL);
-    let _ = finish(child);
+    undo.signal(libc::SIGKILL);
+    undo.finish();
     assert_ne!(md_tree(&d), applied, "half undone");
-    let out = d.cmd("dream-run").arg("recover").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["recovered"]["command"], "undo");
+    let out = tool(&d, "dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["recovered"]["command"], "undo"))
+        .stderr_contains("rolled back the interrupted undo")
+        .run();
+    assert_eq!(
+        out.stderr,
+        rolled_back("undo", &id, &out.json()["recovered"])
+    );
     assert_eq!(md_tree(&d), applied);
     assert_eq!(d.task16(&id)["status"], "completed");
-    let out = d.cmd("dream-run").arg("undo").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    tool(&d, "dream-run")
+        .arg("undo")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["undone"], true, "{doc}"))
+        .stderr_empty()
+        .run();
     assert_eq!(md_tree(&d), before);
     assert_eq!(d.task16(&id)["status"], "undone");
 }
@@ -1259,15 +1525,23 @@ fn held_kill_9_during_undo_is_rolled_back_and_undo_works_again() {
 #[test]
 fn held_the_state_dir_stays_private_with_a_journal_left_by_a_kill() {
     let d = Dream::new();
-    let _ = d.propose_with(&[], Dream::many_writes(500, &[]));
-    let child = d.spawn16(&["apply"]);
+    let id = d.propose_with(
+        &[],
+        Dream::many_writes(500, &[]),
+        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
+    );
+    let apply = background(&d, &["apply"])
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
     let jdir = journal(&d);
     let first = d.mem().join("many/0000.md");
     wait_for("the apply's first files", || {
         jdir.exists() && first.exists()
     });
-    signal(child.id(), libc::SIGKILL);
-    let _ = finish(child);
+    apply.signal(libc::SIGKILL);
+    apply.finish();
     let check = |d: &Dream| {
         let mut stack = vec![d.home.state_dir()];
         while let Some(dir) = stack.pop() {
@@ -1290,7 +1564,15 @@ fn held_the_state_dir_stays_private_with_a_journal_left_by_a_kill() {
     };
     assert!(jdir.exists());
     check(&d);
-    let out = d.cmd("dream-run").arg("recover").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let out = tool(&d, "dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["recovered"]["command"], "apply", "{doc}"))
+        .stderr_contains("rolled back the interrupted apply")
+        .run();
+    assert_eq!(
+        out.stderr,
+        rolled_back("apply", &id, &out.json()["recovered"])
+    );
     check(&d);
 }

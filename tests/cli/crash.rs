@@ -3,17 +3,20 @@
 //! files checked on disk.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::{Child, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::dream::{script_full_consolidation, tool_results, Dream};
 use crate::support::fake_api::Reply;
-use crate::support::{
-    bin_path, epoch_ms, mode, mtime, session_id, stderr_text, stdout_json, tree, LiveProcess,
-};
+use crate::support::run::Running;
+use crate::support::{bin_path, epoch_ms, mode, mtime, session_id, tree, LiveProcess, Run};
+
+/// The bound on a run the test stops, kills or keeps waiting (a 500-file apply on a busy
+/// machine included).
+const LONG_RUN: Duration = Duration::from_secs(120);
 
 /// The memory files, with their content (the lock files beside them change with the lock).
 fn md_tree(d: &Dream) -> BTreeSet<(String, Vec<u8>)> {
@@ -30,15 +33,6 @@ fn journal(d: &Dream) -> PathBuf {
     d.home.state_dir().join("journal")
 }
 
-/// Sends `signal` to `pid`.
-fn signal(pid: u32, signal: i32) {
-    assert_eq!(
-        unsafe { libc::kill(pid as i32, signal) },
-        0,
-        "kill {signal}"
-    );
-}
-
 /// Waits (bounded) until `ready` holds, checking as often as the machine allows: what is
 /// awaited may last only a fraction of a second.
 fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
@@ -49,8 +43,54 @@ fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
-fn finish(child: Child) -> Output {
-    child.wait_with_output().expect("wait")
+/// `bin` with this home's environment and the fake model ([`Dream::process`]), as a checked
+/// run.
+fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
+    Run::command(d.process(&bin_path(bin)), bin)
+}
+
+/// `dream-run ARGS` fed `envelope` on stdin.
+fn dream_run<'a>(d: &Dream, envelope: &str, args: &[&str]) -> Run<'a> {
+    tool(d, "dream-run").args(args).stdin(envelope)
+}
+
+/// `dream-lock release` of `envelope` (a run's stdout): released, as `outcome`, silently.
+fn release(d: &Dream, envelope: &str, outcome: &str) {
+    tool(d, "dream-lock")
+        .arg("release")
+        .stdin(envelope)
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["released"], true, "{doc}");
+            assert_eq!(doc["lock"]["outcome"], outcome, "{doc}");
+        })
+        .stderr_empty()
+        .run();
+}
+
+/// The warning of a run that leaves problems behind (`dream-run check` lists them).
+fn more_problems(counts: &str) -> String {
+    format!(
+        "dream-run: the run left more problems than it found: {counts} (dream-run check lists \
+         them)\n"
+    )
+}
+
+/// What a command that rolled back the interrupted apply of `id` says first: as many files
+/// put back as its `recovered` document lists.
+fn rolled_back(id: &str, recovered: &Value) -> String {
+    let restored = recovered["restored"].as_array().expect("restored").len();
+    format!(
+        "dream-run: rolled back the interrupted apply of task {id}: {restored} files put back\n"
+    )
+}
+
+/// What `dream-run` says of the `path` it left out of a run, and `why`.
+fn left_out(path: &Path, why: &str) -> String {
+    format!(
+        "dream-run: session not readable, left out: {}: {why}\n",
+        path.display()
+    )
 }
 
 impl Dream {
@@ -75,7 +115,15 @@ impl Dream {
             .push(Reply::anthropic_tools("Writing many.", &calls))
             .push(Reply::anthropic_text("Proposed many notes."));
         let limit = (files + 2).to_string();
-        let out = self.run(
+        // The new index links only the first new file (the others, stale.md and
+        // topics/build.md are orphans), and the 40 lines of each body repeat in every file.
+        let warning = more_problems(&format!(
+            "orphan_file 0 -> {}, duplicate_entry 0 -> {}",
+            files + 1,
+            40 * files - 1
+        ));
+        let out = dream_run(
+            self,
             &envelope,
             &[
                 "--propose",
@@ -84,51 +132,31 @@ impl Dream {
                 "--max-files",
                 &limit,
             ],
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        let released = self
-            .cmd("dream-lock")
-            .arg("release")
-            .write_stdin(out.stdout.clone())
-            .output()
-            .unwrap();
-        assert_eq!(
-            released.status.code(),
-            Some(0),
-            "{}",
-            stderr_text(&released)
-        );
-        let doc = stdout_json(&out);
-        assert_eq!(doc["run"]["status"], "proposed");
-        doc["run"]["task_id"].as_str().unwrap().to_string()
+        )
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed"))
+        .stderr_is(warning)
+        .run();
+        release(self, &out.stdout, "proposed");
+        out.json()["run"]["task_id"].as_str().unwrap().to_string()
     }
 
-    /// `dream-run ARGS` as a plain child process with this home's environment.
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.process(&bin_path("dream-run"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn dream-run")
-    }
-
-    /// `apply`, stopped (SIGSTOP) once its journal exists and before it finished: the memory
-    /// dir is then between the two states.
-    fn apply_stopped_midway(&self) -> Child {
-        let child = self.spawn(&["apply"]);
+    /// `apply` (a `dream-run apply` the caller describes: how it ends is up to the test),
+    /// started and stopped (SIGSTOP) once its journal exists and before it finished: the
+    /// memory dir is then between the two states.
+    fn apply_stopped_midway<'a>(&self, apply: Run<'a>) -> Running<'a> {
+        let apply = apply.stdin_from(Stdio::null()).timeout(LONG_RUN).spawn();
         let journal = journal(self);
         let first = self.mem().join("many/0000.md");
         wait_for("the apply's first files", || {
             journal.exists() && first.exists()
         });
-        signal(child.id(), libc::SIGSTOP);
+        apply.signal(libc::SIGSTOP);
         assert!(
             journal.exists(),
             "the apply finished before it could be stopped: make it longer"
         );
-        child
+        apply
     }
 }
 
@@ -138,15 +166,20 @@ fn sigterm_in_the_middle_of_an_apply_rolls_everything_back() {
     let id = d.propose_many(500);
     let before = md_tree(&d);
     let lock_before = lock_ms(&d);
-    let child = d.apply_stopped_midway();
-    signal(child.id(), libc::SIGTERM);
-    signal(child.id(), libc::SIGCONT);
-    let out = finish(child);
-    assert_eq!(out.status.code(), Some(143), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["applied"], false, "{doc}");
-    assert_eq!(doc["reason"], "interrupted");
-    assert_eq!(doc["error"]["kind"], "interrupted");
+    let apply = d.apply_stopped_midway(
+        tool(&d, "dream-run")
+            .arg("apply")
+            .code(143)
+            .stdout_json(|doc| {
+                assert_eq!(doc["applied"], false, "{doc}");
+                assert_eq!(doc["reason"], "interrupted");
+                assert_eq!(doc["error"]["kind"], "interrupted");
+            })
+            .stderr_is("dream-run: not applied: interrupted by SIGTERM\n"),
+    );
+    apply.signal(libc::SIGTERM);
+    apply.signal(libc::SIGCONT);
+    apply.finish();
     assert_eq!(md_tree(&d), before, "the memory dir is byte-identical");
     assert_eq!(lock_ms(&d), lock_before, "the lock's time was rolled back");
     assert_eq!(
@@ -157,9 +190,12 @@ fn sigterm_in_the_middle_of_an_apply_rolls_everything_back() {
     assert!(!journal(&d).exists());
     assert_eq!(d.task(&id)["status"], "proposed");
     // Still applicable, and then applied whole.
-    let out = d.cmd("dream-run").arg("apply").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["files"].as_array().unwrap().len(), 501);
+    tool(&d, "dream-run")
+        .arg("apply")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["files"].as_array().unwrap().len(), 501))
+        .stderr_empty()
+        .run();
     assert_eq!(d.task(&id)["status"], "completed");
     assert!(d.read("many/0499.md").starts_with("# 499\n"));
 }
@@ -171,9 +207,15 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
         let id = d.propose_many(500);
         let before = md_tree(&d);
         let lock_before = lock_ms(&d);
-        let child = d.apply_stopped_midway();
-        signal(child.id(), libc::SIGKILL);
-        let _ = finish(child);
+        let apply = d.apply_stopped_midway(
+            tool(&d, "dream-run")
+                .arg("apply")
+                .killed_by(libc::SIGKILL)
+                .stdout_empty()
+                .stderr_empty(),
+        );
+        apply.signal(libc::SIGKILL);
+        apply.finish();
         assert!(
             journal(&d).exists(),
             "{next}: the journal stays after kill -9"
@@ -183,63 +225,75 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
             before,
             "{next}: the memory dir is half applied"
         );
+        let intent: Value =
+            serde_json::from_slice(&std::fs::read(journal(&d).join("intent.json")).unwrap())
+                .unwrap();
+        let interrupted = format!(
+            "dream-run: an interrupted apply of task {id} (started {}) left 501 files \
+             half-changed: `dream-run recover` (or the next apply, undo, discard or run) rolls \
+             it back\n",
+            intent["started_at"].as_str().unwrap()
+        );
 
         // Read-only commands report it and leave it.
         for read_only in [&["tasks"][..], &["show", &id][..], &["pending"][..]] {
-            let out = d.cmd("dream-run").args(read_only).output().unwrap();
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{read_only:?}: {}",
-                stderr_text(&out)
-            );
-            let doc = stdout_json(&out);
-            assert_eq!(
-                doc["interrupted"]["command"], "apply",
-                "{read_only:?}: {doc}"
-            );
-            assert_eq!(doc["interrupted"]["task_id"], id.as_str());
-            assert!(
-                stderr_text(&out).contains("dream-run recover"),
-                "{read_only:?}"
-            );
+            tool(&d, "dream-run")
+                .args(read_only)
+                .success()
+                .stdout_json(|doc| {
+                    assert_eq!(
+                        doc["interrupted"]["command"], "apply",
+                        "{read_only:?}: {doc}"
+                    );
+                    assert_eq!(doc["interrupted"]["task_id"], id.as_str());
+                })
+                .stderr_is(interrupted.as_str())
+                .run();
         }
-        let out = d
-            .cmd("dream-run")
+        tool(&d, "dream-run")
             .args(["apply", "--dry-run"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        assert_eq!(stdout_json(&out)["interrupted"]["command"], "apply");
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["interrupted"]["command"], "apply"))
+            .stderr_is(interrupted.as_str())
+            .run();
         assert!(journal(&d).exists(), "read-only commands leave it");
 
-        let out = match next {
-            "run" => {
-                d.touch_sessions();
-                let holder = LiveProcess::start();
-                let envelope = d.acquired_envelope(&holder);
-                d.api.push(Reply::anthropic_text("Nothing to change."));
-                let out = d.run(&envelope, &[]);
-                assert_eq!(stdout_json(&out)["run"]["recovered"]["command"], "apply");
-                out
-            }
-            _ => d.cmd("dream-run").arg(next).output().unwrap(),
-        };
         // Nothing is completed yet, so undo has nothing of its own to do (exit 1).
         let code = if next == "undo" { 1 } else { 0 };
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "{next}: {}",
-            stderr_text(&out)
-        );
-        assert!(
-            stderr_text(&out).contains("rolled back the interrupted apply"),
-            "{next}: {}",
-            stderr_text(&out)
-        );
+        let recovered_of = |doc: &Value| {
+            if next == "run" {
+                doc["run"]["recovered"].clone()
+            } else {
+                doc["recovered"].clone()
+            }
+        };
+        let holder;
+        let command = match next {
+            "run" => {
+                d.touch_sessions();
+                holder = LiveProcess::start();
+                let envelope = d.acquired_envelope(&holder);
+                d.api.push(Reply::anthropic_text("Nothing to change."));
+                dream_run(&d, &envelope, &[])
+            }
+            _ => tool(&d, "dream-run").arg(next),
+        };
+        let out = command
+            .code(code)
+            .stdout_json(|doc| assert_eq!(recovered_of(doc)["command"], "apply", "{next}: {doc}"))
+            .stderr_contains("rolled back the interrupted apply")
+            .run();
         assert!(!journal(&d).exists(), "{next}");
-        let doc = stdout_json(&out);
+        let doc = out.json();
+        // It says so first, naming as many files as it put back.
+        let mut said = rolled_back(&id, &recovered_of(&doc));
+        if next == "undo" {
+            said.push_str(
+                "dream-run: no run left changes to undo (none completed, or failed without a \
+                 restore, with a snapshot)\n",
+            );
+        }
+        assert_eq!(out.stderr, said, "{next}");
         match next {
             "recover" => {
                 assert_eq!(doc["recovered"]["task_id"], id.as_str(), "{doc}");
@@ -266,6 +320,7 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
                 assert_eq!(md_tree(&d), before, "{next}");
             }
             _ => {
+                assert_eq!(doc["run"]["recovered"]["command"], "apply");
                 assert_eq!(md_tree(&d), before, "{next}");
             }
         }
@@ -293,55 +348,62 @@ fn a_killed_run_is_orphaned_and_undo_repairs_it() {
             ],
         ))
         .push(Reply::Hang(Duration::from_secs(120)));
-    let mut child = d
-        .process(&bin_path("dream-run"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(envelope.as_bytes())
-            .unwrap();
-    }
+    let run = dream_run(&d, &envelope, &[])
+        .timeout(LONG_RUN)
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
     // The second request is in flight: the memory dir is partly rewritten.
     wait_for("the second request", || d.api.requests().len() == 2);
-    signal(child.id(), libc::SIGKILL);
-    let _ = finish(child);
+    run.signal(libc::SIGKILL);
+    run.finish();
     drop(holder);
     assert_eq!(d.read("MEMORY.md"), "half\n");
 
-    let out = d.cmd("dream-run").arg("tasks").output().unwrap();
-    let task = &stdout_json(&out)["tasks"][0];
-    assert_eq!(task["status"], "failed", "{task}");
-    assert_eq!(task["error"], "orphaned");
-    let id = task["task_id"].as_str().unwrap().to_string();
+    let tasks = tool(&d, "dream-run")
+        .arg("tasks")
+        .success()
+        .stdout_json(|doc| {
+            let task = &doc["tasks"][0];
+            assert_eq!(task["status"], "failed", "{task}");
+            assert_eq!(task["error"], "orphaned");
+        })
+        .stderr_empty()
+        .run();
+    let id = tasks.json()["tasks"][0]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     // With no id, undo picks the crash.
-    let out = d
-        .cmd("dream-run")
+    tool(&d, "dream-run")
         .args(["undo", "--dry-run"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["task_id"], id.as_str());
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["task_id"], id.as_str()))
+        .stderr_empty()
+        .run();
     assert_ne!(md_tree(&d), before, "a dry run changes nothing");
-    let out = d.cmd("dream-run").arg("undo").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["undone"], true);
-    assert_eq!(doc["task_id"], id.as_str());
+    tool(&d, "dream-run")
+        .arg("undo")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["undone"], true);
+            assert_eq!(doc["task_id"], id.as_str());
+        })
+        .stderr_empty()
+        .run();
     assert_eq!(md_tree(&d), before);
     assert!(!d.mem().join("new").exists(), "the folder it made is gone");
     assert_eq!(d.task(&id)["status"], "undone");
-    let out = d.cmd("dream-run").args(["undo", &id]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stdout_json(&out)["reason"], "not_undoable");
+    tool(&d, "dream-run")
+        .args(["undo", &id])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["reason"], "not_undoable"))
+        .stderr_is(format!(
+            "dream-run: task {id} cannot be undone: already undone\n"
+        ))
+        .run();
 }
 
 #[test]
@@ -361,28 +423,17 @@ fn a_killed_run_leaves_no_shell_command_behind() {
             json!({"command": format!("head -c 64G {marker} | wc -l")}),
         )],
     ));
-    let mut child = d
-        .process(&bin_path("dream-run"))
-        .args(["--shell-timeout", "5m"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(envelope.as_bytes())
-            .unwrap();
-    }
+    let run = dream_run(&d, &envelope, &["--shell-timeout", "5m"])
+        .timeout(LONG_RUN)
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
     wait_for("the shell command", || {
         !processes_naming(&marker).is_empty()
     });
-    signal(child.id(), libc::SIGKILL);
-    let _ = finish(child);
+    run.signal(libc::SIGKILL);
+    run.finish();
     wait_for("the shell command to die with the run", || {
         processes_naming(&marker).is_empty()
     });
@@ -425,7 +476,8 @@ fn the_deadline_holds_inside_a_turn_of_a_thousand_calls() {
         .collect();
     d.api.push(Reply::anthropic_tools("Reading a lot.", &calls));
     let before = md_tree(&d);
-    let out = d.run(
+    dream_run(
+        &d,
         &envelope,
         &[
             "--deadline",
@@ -434,19 +486,41 @@ fn the_deadline_holds_inside_a_turn_of_a_thousand_calls() {
             "1000",
             "--events",
         ],
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["status"], "failed");
-    assert_eq!(run["error"], "deadline");
-    let ran = stderr_text(&out)
-        .lines()
-        .filter(|l| l.contains("\"type\":\"tool\""))
-        .count();
-    assert!(
-        ran < 1000,
-        "the deadline stopped the turn after {ran} calls"
-    );
+    )
+    .code(1)
+    .stdout_json(|doc| {
+        let run = &doc["run"];
+        assert_eq!(run["status"], "failed");
+        assert_eq!(run["error"], "deadline");
+    })
+    .stderr_with(|text| {
+        // The events (one JSON line each: the turn, a tool line per call run, the end), then
+        // the one line that says why.
+        let (events, last) = text
+            .strip_suffix("dream-run: run failed: the run passed its --deadline of 5s\n")
+            .map(|events| (events, true))
+            .unwrap_or((text, false));
+        assert!(last, "the reason is the last line");
+        let events: Vec<Value> = events
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("an event line"))
+            .collect();
+        assert_eq!(events[0]["type"], "turn", "{text}");
+        assert_eq!(events[0]["tool_use_count"], 1000);
+        assert_eq!(
+            events.last().unwrap(),
+            &json!({"type": "done", "status": "failed", "files_touched": []})
+        );
+        let ran = events[1..events.len() - 1]
+            .iter()
+            .inspect(|e| assert_eq!(e["type"], "tool", "{e}"))
+            .count();
+        assert!(
+            ran < 1000,
+            "the deadline stopped the turn after {ran} calls"
+        );
+    })
+    .run();
     assert_eq!(d.api.requests().len(), 1, "no second request");
     assert_eq!(md_tree(&d), before);
 }
@@ -472,8 +546,14 @@ fn the_file_limit_and_the_turn_output_cap_are_tool_errors() {
         .push(Reply::anthropic_tools("Writing.", &calls))
         .push(Reply::anthropic_tools("Reading.", &reads))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &["--max-files", "3"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(&d, &envelope, &["--max-files", "3"])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "completed", "{doc}");
+            assert_eq!(doc["run"]["files_touched"].as_array().unwrap().len(), 3);
+        })
+        .stderr_is(more_problems("orphan_file 0 -> 3"))
+        .run();
     let requests = d.api.requests();
     let writes = tool_results(&requests[1]);
     assert!(writes[..3].iter().all(|(_, e)| !e));
@@ -510,9 +590,15 @@ fn a_shell_timeout_never_outlasts_the_deadline() {
     ));
     // The command would run for minutes and its own timeout is 10 m; the run's deadline is
     // 3 s: the command is killed when the deadline comes.
-    let out = d.run(&envelope, &["--deadline", "3s", "--shell-timeout", "10m"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["run"]["error"], "deadline");
+    dream_run(
+        &d,
+        &envelope,
+        &["--deadline", "3s", "--shell-timeout", "10m"],
+    )
+    .code(1)
+    .stdout_json(|doc| assert_eq!(doc["run"]["error"], "deadline"))
+    .stderr_is("dream-run: run failed: the run passed its --deadline of 3s\n")
+    .run();
 }
 
 #[test]
@@ -539,12 +625,33 @@ fn notify_transcript_never_corrupts_a_transcript() {
         .transcripts_dir()
         .join(format!("{}.jsonl", session_id(8)));
     std::fs::write(&wrong_session, format!("{first}\n")).unwrap();
-    for bad in [&other, &wrong_session] {
+    for (bad, why) in [
+        (
+            &other,
+            " is not a Claude Code transcript (<session id>.jsonl)".to_string(),
+        ),
+        (
+            &wrong_session,
+            format!(
+                ": its records belong to session {}, not to the session its name says",
+                session_id(9)
+            ),
+        ),
+    ] {
         let holder = LiveProcess::start();
         let envelope = d.acquired_envelope(&holder);
-        let out = d.run(&envelope, &["--notify-transcript", bad.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
-        assert_eq!(stdout_json(&out)["error"]["reason"], "not_a_transcript");
+        dream_run(
+            &d,
+            &envelope,
+            &["--notify-transcript", bad.to_str().unwrap()],
+        )
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["reason"], "not_a_transcript"))
+        .stderr_is(format!(
+            "dream-run: --notify-transcript {}{why}\n",
+            bad.display()
+        ))
+        .run();
         assert!(d.api.requests().is_empty());
     }
 
@@ -553,17 +660,29 @@ fn notify_transcript_never_corrupts_a_transcript() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = d.run(&envelope, &["--notify-transcript", live.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["status"], "completed");
-    assert!(
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("notify_transcript_skipped")),
-        "{run}"
-    );
+    dream_run(
+        &d,
+        &envelope,
+        &["--notify-transcript", live.to_str().unwrap()],
+    )
+    .success()
+    .stdout_json(|doc| {
+        let run = &doc["run"];
+        assert_eq!(run["status"], "completed");
+        assert!(
+            run["warnings"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("notify_transcript_skipped")),
+            "{run}"
+        );
+    })
+    .stderr_is(format!(
+        "dream-run: not appended to {}: its last line stayed incomplete (a writer is \
+             mid-record); the memory_saved record was skipped\n",
+        live.display()
+    ))
+    .run();
     assert_eq!(std::fs::read(&live).unwrap(), partial, "not touched");
     drop(holder);
 
@@ -589,8 +708,18 @@ fn notify_transcript_never_corrupts_a_transcript() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &["--notify-transcript", live.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(
+        &d,
+        &envelope,
+        &["--notify-transcript", live.to_str().unwrap()],
+    )
+    .success()
+    .stdout_json(|doc| {
+        assert_eq!(doc["run"]["status"], "completed", "{doc}");
+        assert_eq!(doc["run"]["warnings"], json!(["health_worse"]), "{doc}");
+    })
+    .stderr_is(more_problems("orphan_file 0 -> 1"))
+    .run();
     let text = std::fs::read_to_string(&live).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["subtype"], "memory_saved");
@@ -607,22 +736,39 @@ fn an_envelope_cannot_point_the_run_at_another_memory_dir() {
     let envelope: Value = serde_json::from_str(&d.acquired_envelope(&holder)).unwrap();
     let elsewhere = d.home.root.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
+    // What each field is checked against, and how to change that.
+    let mismatch = |field: &str, value: &Path| {
+        let (own, how) = match field {
+            "memory_dir" => (d.mem(), "--memory-dir"),
+            "transcripts_dir" => (d.home.transcripts_dir(), "--transcripts-dir"),
+            _ => (d.home.state_dir(), "XDG_STATE_HOME"),
+        };
+        format!(
+            "dream-run: the envelope's project.{field} {} is not this project's {} (give every \
+             stage the same {how}, or let the environment decide)\n",
+            value.display(),
+            own.display()
+        )
+    };
     for field in ["memory_dir", "transcripts_dir", "state_dir"] {
         let mut forged = envelope.clone();
         forged["project"][field] = json!(elsewhere.to_str().unwrap());
-        let out = d.run(&forged.to_string(), &[]);
-        assert_eq!(out.status.code(), Some(2), "{field}: {}", stderr_text(&out));
-        let error = &stdout_json(&out)["error"];
-        assert_eq!(error["kind"], "bad_input", "{field}");
-        assert_eq!(error["reason"], "project_mismatch", "{field}");
+        dream_run(&d, &forged.to_string(), &[])
+            .code(2)
+            .stdout_json(|doc| {
+                let error = &doc["error"];
+                assert_eq!(error["kind"], "bad_input", "{field}");
+                assert_eq!(error["reason"], "project_mismatch", "{field}");
+            })
+            .stderr_is(mismatch(field, &elsewhere))
+            .run();
         assert!(d.api.requests().is_empty(), "{field}");
     }
     assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
     // The same override given to every stage is accepted.
     let other_mem = d.home.root.join("other-memory");
     std::fs::create_dir_all(&other_mem).unwrap();
-    let gate = d
-        .cmd("dream-gate")
+    let gate = tool(&d, "dream-gate")
         .args([
             "--min-hours",
             "0",
@@ -633,10 +779,14 @@ fn an_envelope_cannot_point_the_run_at_another_memory_dir() {
         ])
         .arg("--memory-dir")
         .arg(&other_mem)
-        .output()
-        .unwrap();
-    let acquire = d
-        .cmd("dream-lock")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["gate"]["due"], true, "{doc}");
+            assert_eq!(doc["project"]["memory_dir"], other_mem.to_str().unwrap());
+        })
+        .stderr_empty()
+        .run();
+    let acquire = tool(&d, "dream-lock")
         .args([
             "acquire",
             "--pid",
@@ -644,25 +794,27 @@ fn an_envelope_cannot_point_the_run_at_another_memory_dir() {
             "--memory-dir",
         ])
         .arg(&other_mem)
-        .write_stdin(gate.stdout)
-        .output()
-        .unwrap();
-    assert_eq!(acquire.status.code(), Some(0), "{}", stderr_text(&acquire));
-    let out = d.run(
-        std::str::from_utf8(&acquire.stdout).unwrap(),
-        &["--dry-run"],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "dream-run without the flag refuses"
-    );
+        .stdin(gate.stdout)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["lock"]["acquired"], true, "{doc}"))
+        .stderr_empty()
+        .run();
+    // dream-run without the flag refuses.
+    dream_run(&d, &acquire.stdout, &["--dry-run"])
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["reason"], "project_mismatch", "{doc}"))
+        .stderr_is(mismatch("memory_dir", &other_mem))
+        .run();
     d.api.push(Reply::anthropic_text("Nothing."));
-    let out = d.run(
-        std::str::from_utf8(&acquire.stdout).unwrap(),
+    dream_run(
+        &d,
+        &acquire.stdout,
         &["--memory-dir", other_mem.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    )
+    .success()
+    .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+    .stderr_empty()
+    .run();
 }
 
 #[test]
@@ -682,21 +834,25 @@ fn landlock_never_grants_the_root_or_a_parent_of_home() {
     )
     .unwrap();
     // The home directory's parent as the project, read with --read-project.
-    let out = d
-        .cmd("dream-run")
+    tool(&d, "dream-run")
         .args(["-n", "--unlocked", "--read-project", "--cwd"])
         .arg(&d.home.root)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
-    assert!(
-        stdout_json(&out)["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("the home directory or holds it"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+        .code(2)
+        .stdout_json(|doc| {
+            assert!(
+                doc["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("the home directory or holds it"),
+                "{doc}"
+            );
+        })
+        .stderr_is(format!(
+            "dream-run: refusing to make {} readable by the agent: it is /, the home directory \
+             or holds it\n",
+            d.home.root.display()
+        ))
+        .run();
     assert!(d.api.requests().is_empty());
 }
 
@@ -729,9 +885,17 @@ fn a_proposal_sees_the_real_memory_dir_and_is_what_an_apply_would_do() {
         } else {
             &[]
         };
-        let out = d.run(&envelope, flags);
-        assert_eq!(out.status.code(), Some(0), "{mode}: {}", stderr_text(&out));
-        let run = stdout_json(&out)["run"].clone();
+        let status = if mode == "propose" {
+            "proposed"
+        } else {
+            "completed"
+        };
+        let out = dream_run(&d, &envelope, flags)
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], status, "{mode}: {doc}"))
+            .stderr_empty()
+            .run();
+        let run = out.json()["run"].clone();
         let tool_out = tool_results(&d.api.requests()[1]);
         for (text, is_error) in &tool_out {
             assert!(!is_error, "{mode}: {text}");
@@ -794,14 +958,20 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
         .join(format!("{}.jsonl", session_id(1)));
     let transcript_before = std::fs::read(&transcript).unwrap();
     let mtime_before = mtime(&d.mem().join("MEMORY.md"));
-    let out = d.run(
+    let out = dream_run(
+        &d,
         &envelope,
         &["--notify-transcript", transcript.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["status"], "completed");
-    assert_eq!(run["files_touched"], json!([]));
+    )
+    .success()
+    .stdout_json(|doc| {
+        let run = &doc["run"];
+        assert_eq!(run["status"], "completed");
+        assert_eq!(run["files_touched"], json!([]));
+    })
+    .stderr_empty()
+    .run();
+    let run = &out.json()["run"];
     assert_eq!(
         mtime(&d.mem().join("MEMORY.md")),
         mtime_before,
@@ -826,28 +996,20 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
             &[("read_file", json!({"path": "MEMORY.md"}))],
         ))
         .push(Reply::anthropic_text("Nothing to change."));
-    let out = d.run(&envelope, &["--propose"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["run"]["status"], "no_changes");
-    let id = doc["run"]["task_id"].as_str().unwrap();
-    assert!(!d.home.state_dir().join("proposals").join(id).exists());
-    let show = d.cmd("dream-run").arg("show").output().unwrap();
-    assert_eq!(show.status.code(), Some(1));
-    assert_eq!(stdout_json(&show)["reason"], "no_proposal");
-    let released = d
-        .cmd("dream-lock")
-        .arg("release")
-        .write_stdin(out.stdout.clone())
-        .output()
-        .unwrap();
-    assert_eq!(
-        released.status.code(),
-        Some(0),
-        "{}",
-        stderr_text(&released)
-    );
-    assert_eq!(stdout_json(&released)["lock"]["outcome"], "no_changes");
+    let out = dream_run(&d, &envelope, &["--propose"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "no_changes"))
+        .stderr_empty()
+        .run();
+    let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
+    assert!(!d.home.state_dir().join("proposals").join(&id).exists());
+    tool(&d, "dream-run")
+        .arg("show")
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["reason"], "no_proposal"))
+        .stderr_is("dream-run: no memory proposal: run dream-run --propose first\n")
+        .run();
+    release(&d, &out.stdout, "no_changes");
     assert!(lock_ms(&d) < lock_before, "rolled back, not moved");
     drop(holder);
 
@@ -855,8 +1017,7 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
     d.touch_sessions();
     d.api.push(Reply::anthropic_text("Nothing to change."));
     let lock_before = lock_ms(&d);
-    let out = d
-        .cmd("dream-gate")
+    let gate = tool(&d, "dream-gate")
         .args([
             "--min-hours",
             "0",
@@ -865,21 +1026,30 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
             "--scan-interval",
             "0",
         ])
-        .output()
-        .unwrap();
-    let exec = d
-        .cmd("dream-lock")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+        .stderr_empty()
+        .run();
+    tool(&d, "dream-lock")
         .args([
             "exec",
             "--",
             bin_path("dream-run").to_str().unwrap(),
             "--propose",
         ])
-        .write_stdin(out.stdout)
-        .output()
-        .unwrap();
-    assert_eq!(exec.status.code(), Some(0), "{}", stderr_text(&exec));
-    assert_eq!(stdout_json(&exec)["run"]["status"], "no_changes");
+        .stdin(gate.stdout)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "no_changes"))
+        .stderr_with(|text| {
+            // Rolled back, in one line. Not pinned: the reason in the parentheses, which says
+            // `failed` for this run that exited 0 with no changes (reported).
+            let reason = text
+                .strip_prefix("dream-lock: rolled the lock back (")
+                .and_then(|rest| rest.strip_suffix("): the consolidation time is as it was\n"))
+                .unwrap_or_else(|| panic!("{text:?}"));
+            assert!(!reason.contains('\n'), "{text:?}");
+        })
+        .run();
     assert_eq!(lock_ms(&d), lock_before, "exec rolled back too");
 }
 
@@ -889,26 +1059,33 @@ fn undo_withdraws_the_pending_line_and_marks_the_task_undone() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let id = stdout_json(&out)["run"]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    d.cmd("dream-lock")
-        .arg("release")
-        .write_stdin(out.stdout.clone())
-        .assert()
-        .code(0);
+    let out = dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
+    let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
+    release(&d, &out.stdout, "completed");
     drop(holder);
-    let pending = d.cmd("dream-run").arg("pending").output().unwrap();
-    assert_eq!(stdout_json(&pending)["updates"][0]["task_id"], id.as_str());
-    let out = d.cmd("dream-run").arg("undo").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["pending_withdrawn"], true);
+    tool(&d, "dream-run")
+        .arg("pending")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["updates"][0]["task_id"], id.as_str()))
+        .stderr_empty()
+        .run();
+    tool(&d, "dream-run")
+        .arg("undo")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["pending_withdrawn"], true))
+        .stderr_empty()
+        .run();
     assert_eq!(d.task(&id)["status"], "undone");
-    let pending = d.cmd("dream-run").arg("pending").output().unwrap();
-    assert_eq!(stdout_json(&pending)["updates"], json!([]));
+    tool(&d, "dream-run")
+        .arg("pending")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["updates"], json!([])))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -917,8 +1094,15 @@ fn no_sessions_or_no_readable_session_asks_nothing_and_rolls_the_lock_back() {
         let d = Dream::new();
         let holder = LiveProcess::start();
         let mut envelope: Value = serde_json::from_str(&d.acquired_envelope(&holder)).unwrap();
+        let mut said = String::new();
         match case {
-            "none" => envelope["gate"]["sessions"] = json!([]),
+            "none" => {
+                envelope["gate"]["sessions"] = json!([]);
+                said.push_str(
+                    "dream-run: run skipped: no sessions to review; nothing was asked of the \
+                     model\n",
+                );
+            }
             _ => {
                 for n in 1..=5 {
                     let path = d
@@ -928,40 +1112,39 @@ fn no_sessions_or_no_readable_session_asks_nothing_and_rolls_the_lock_back() {
                     std::fs::remove_file(&path).unwrap();
                     if n % 2 == 0 {
                         std::fs::create_dir(&path).unwrap();
+                        said.push_str(&left_out(&path, "a directory"));
+                    } else {
+                        said.push_str(&left_out(&path, "No such file or directory (os error 2)"));
                     }
                 }
+                said.push_str(
+                    "dream-run: run skipped: none of the 5 listed sessions could be read; \
+                     nothing was asked of the model\n",
+                );
             }
         }
         let lock_before = lock_ms(&d);
         let prior = envelope["lock"]["prior_mtime"].as_i64().unwrap();
-        let out = d.run(&envelope.to_string(), &[]);
-        assert_eq!(out.status.code(), Some(1), "{case}: {}", stderr_text(&out));
-        let run = &stdout_json(&out)["run"];
-        assert_eq!(run["status"], "skipped", "{case}");
         let reason = if case == "none" {
             "no_sessions"
         } else {
             "no_readable_sessions"
         };
-        assert_eq!(run["reason"], reason, "{case}");
+        let out = dream_run(&d, &envelope.to_string(), &[])
+            .code(1)
+            .stdout_json(|doc| {
+                let run = &doc["run"];
+                assert_eq!(run["status"], "skipped", "{case}");
+                assert_eq!(run["reason"], reason, "{case}");
+            })
+            .stderr_is(said)
+            .run();
         assert!(d.api.requests().is_empty(), "{case}: no model request");
         assert!(
             !d.home.state_dir().join("tasks").exists(),
             "{case}: no task"
         );
-        let released = d
-            .cmd("dream-lock")
-            .arg("release")
-            .write_stdin(out.stdout.clone())
-            .output()
-            .unwrap();
-        assert_eq!(
-            released.status.code(),
-            Some(0),
-            "{case}: {}",
-            stderr_text(&released)
-        );
-        assert_eq!(stdout_json(&released)["lock"]["outcome"], "skipped");
+        release(&d, &out.stdout, "skipped");
         assert!(lock_ms(&d) <= lock_before);
         assert_eq!(lock_ms(&d), prior, "{case}: the time is rolled back");
     }
@@ -969,18 +1152,21 @@ fn no_sessions_or_no_readable_session_asks_nothing_and_rolls_the_lock_back() {
     let d = Dream::new();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
-    std::fs::remove_file(
-        d.home
-            .transcripts_dir()
-            .join(format!("{}.jsonl", session_id(3))),
-    )
-    .unwrap();
+    let third = d
+        .home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", session_id(3)));
+    std::fs::remove_file(&third).unwrap();
     d.api.push(Reply::anthropic_text("Nothing."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["sessions_reviewed"], 4);
-    assert_eq!(run["unreadable_sessions"][0]["session_id"], session_id(3));
+    dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["sessions_reviewed"], 4);
+            assert_eq!(run["unreadable_sessions"][0]["session_id"], session_id(3));
+        })
+        .stderr_is(left_out(&third, "No such file or directory (os error 2)"))
+        .run();
     let prompt = d.api.requests()[0].body["messages"][0]["content"][0]["text"]
         .as_str()
         .unwrap()
@@ -1014,8 +1200,18 @@ fn a_reply_cut_at_max_tokens_is_continued_once_then_fails_as_truncated() {
     d.api
         .push(cut_reply("I will now consolidate the memory by first"))
         .push(Reply::anthropic_text("Done, nothing to change."));
-    let out = d.run(&envelope, &["--max-answer-tokens", "64"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(&d, &envelope, &["--max-answer-tokens", "64"])
+        .success()
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["turns"], 2);
+            assert!(run["warnings"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("no_tool_calls")));
+        })
+        .stderr_empty()
+        .run();
     let requests = d.api.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].body["max_tokens"], 64);
@@ -1024,23 +1220,24 @@ fn a_reply_cut_at_max_tokens_is_continued_once_then_fails_as_truncated() {
         .as_str()
         .unwrap()
         .contains("cut off"));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["turns"], 2);
-    assert!(run["warnings"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("no_tool_calls")));
     drop(holder);
 
     d.touch_sessions();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     d.api.push(cut_reply("First")).push(cut_reply("Second"));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["status"], "failed");
-    assert_eq!(run["error"], "truncated");
+    dream_run(&d, &envelope, &[])
+        .code(1)
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["status"], "failed");
+            assert_eq!(run["error"], "truncated");
+        })
+        .stderr_is(
+            "dream-run: run failed: the model's reply was cut at --max-answer-tokens 8192 twice, \
+             with no tool call\n",
+        )
+        .run();
 }
 
 #[test]
@@ -1055,12 +1252,16 @@ fn turns_counts_every_turn_past_the_thirty_the_record_keeps() {
         ));
     }
     d.api.push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
-    assert_eq!(run["turns"], 35);
-    assert_eq!(run["tool_calls"], 34);
-    let record = d.task(run["task_id"].as_str().unwrap());
+    let out = dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["turns"], 35);
+            assert_eq!(run["tool_calls"], 34);
+        })
+        .stderr_empty()
+        .run();
+    let record = d.task(out.json()["run"]["task_id"].as_str().unwrap());
     assert_eq!(record["turns"].as_array().unwrap().len(), 30);
 }
 
@@ -1068,18 +1269,27 @@ fn turns_counts_every_turn_past_the_thirty_the_record_keeps() {
 fn every_file_under_the_state_dir_is_private() {
     let d = Dream::new();
     d.propose_many(3);
-    let out = d.cmd("dream-run").arg("apply").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    tool(&d, "dream-run")
+        .arg("apply")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
+        .stderr_empty()
+        .run();
     d.touch_sessions();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = d.run(&envelope, &["--propose"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    d.cmd("dream-run")
+    dream_run(&d, &envelope, &["--propose"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
+        .stderr_empty()
+        .run();
+    tool(&d, "dream-run")
         .args(["pending", "--clear"])
-        .assert()
-        .code(0);
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["cleared"], true, "{doc}"))
+        .stderr_empty()
+        .run();
     let mut stack = vec![d.home.state_dir()];
     let mut files = 0;
     while let Some(dir) = stack.pop() {
@@ -1111,62 +1321,61 @@ fn two_runs_on_one_token_cannot_both_write() {
         ))
         .push(Reply::Hang(Duration::from_secs(3)))
         .push(Reply::anthropic_text("Done."));
-    let mut first = d
-        .process(&bin_path("dream-run"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        first
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(envelope.as_bytes())
-            .unwrap();
-    }
+    let first = dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .spawn();
     wait_for("the first run's second request", || {
         d.api.requests().len() == 2
     });
-    let second = d.run(&envelope, &[]);
-    assert_eq!(second.status.code(), Some(1), "{}", stderr_text(&second));
-    let run = &stdout_json(&second)["run"];
-    assert_eq!(run["status"], "failed");
-    assert_eq!(run["error"], "lock_claimed");
+    // The first run's task, as its record (written when it starts) names it.
+    let records: Vec<String> = std::fs::read_dir(d.home.state_dir().join("tasks"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".json").map(str::to_string)
+        })
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let task = records[0].clone();
+    let pid = first.pid();
+    let second = dream_run(&d, &envelope, &[])
+        .code(1)
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["status"], "failed");
+            assert_eq!(run["error"], "lock_claimed");
+        })
+        .stderr_is(format!(
+            "dream-run: run failed: another dream-run (task {task}, PID {pid}) already runs \
+             under this lock\n"
+        ))
+        .run();
     assert_eq!(d.api.requests().len(), 2, "the second asked nothing");
     // Its envelope cannot free the lock under the first.
-    let released = d
-        .cmd("dream-lock")
+    tool(&d, "dream-lock")
         .arg("release")
-        .write_stdin(second.stdout.clone())
-        .output()
-        .unwrap();
-    assert_eq!(
-        released.status.code(),
-        Some(1),
-        "{}",
-        stderr_text(&released)
-    );
-    assert_eq!(stdout_json(&released)["lock"]["reason"], "claimed");
-    let out = finish(first);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        .stdin(second.stdout)
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["lock"]["reason"], "claimed"))
+        .stderr_is(format!(
+            "dream-lock: not released: dream-run task {task} (PID {pid}) claimed this lock and \
+             still runs; its own envelope releases it (or pass --force)\n"
+        ))
+        .run();
+    let out = first.finish();
     assert_eq!(d.read("first.md"), "1\n");
+    assert_eq!(out.json()["run"]["task_id"], task.as_str());
     // After the first finished, a replay of its envelope is refused too.
-    let replay = d.run(&envelope, &[]);
-    assert_eq!(replay.status.code(), Some(1));
-    assert_eq!(stdout_json(&replay)["run"]["error"], "lock_claimed");
-    let released = d
-        .cmd("dream-lock")
-        .arg("release")
-        .write_stdin(out.stdout)
-        .output()
-        .unwrap();
-    assert_eq!(
-        released.status.code(),
-        Some(0),
-        "{}",
-        stderr_text(&released)
-    );
+    dream_run(&d, &envelope, &[])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["run"]["error"], "lock_claimed"))
+        .stderr_is(format!(
+            "dream-run: run failed: task {task} already ran under this lock: take the lock anew \
+             (dream-lock acquire) for another run\n"
+        ))
+        .run();
+    release(&d, &out.stdout, "completed");
 }
