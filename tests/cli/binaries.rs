@@ -1,8 +1,6 @@
 //! What holds for every binary: help, version, usage errors in JSON, and no async runtime
 //! where the network is not used (the file backend of the lock).
 
-use predicates::prelude::*;
-
 use crate::support::*;
 
 const ALL: &[&str] = crate::support::BINARIES;
@@ -11,48 +9,61 @@ const ALL: &[&str] = crate::support::BINARIES;
 fn help_version_and_usage_errors() {
     let home = ClaudeHome::new();
     for bin in ALL {
-        home.cmd(bin)
+        Run::new(&home, bin)
             .arg("--help")
-            .assert()
             .success()
-            .stdout(predicate::str::contains("--pretty").and(predicate::str::contains("--quiet")));
-        home.cmd(bin)
+            .stdout_with(|text| {
+                assert!(text.contains("--pretty"), "{bin}: {text}");
+                assert!(text.contains("--quiet"), "{bin}: {text}");
+            })
+            .stderr_empty()
+            .run();
+        Run::new(&home, bin)
             .arg("--version")
-            .assert()
             .success()
-            .stdout(predicate::str::starts_with(format!(
-                "{bin} {}",
-                env!("CARGO_PKG_VERSION")
-            )));
-        let out = home.cmd(bin).arg("--no-such-flg").output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{bin}");
-        let message = stdout_json(&out)["error"]["message"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        // The whole of clap's message, the "did you mean" tip and the Usage line included.
-        assert!(
-            message.starts_with("unexpected argument '--no-such-flg' found"),
-            "{bin}: {message}"
-        );
-        assert!(
-            message.contains(&format!("Usage: {bin}")),
-            "{bin}: {message}"
-        );
-        assert!(!message.contains("For more information"), "{message}");
-        let stderr = stderr_text(&out);
-        assert!(
-            stderr.starts_with("error: unexpected argument '--no-such-flg' found"),
-            "{bin}: {stderr}"
-        );
-        assert!(stderr.contains(&format!("\nUsage: {bin}")), "{stderr}");
-        assert_eq!(stdout_json(&out)["error"]["kind"], "usage");
-        // -q silences stderr even when the flags do not parse.
-        home.cmd(bin)
-            .args(["-q", "--no-such-flg"])
-            .assert()
+            .stdout_with(|text| {
+                assert!(
+                    text.starts_with(&format!("{bin} {}", env!("CARGO_PKG_VERSION"))),
+                    "{text}"
+                );
+            })
+            .stderr_empty()
+            .run();
+        let ran = Run::new(&home, bin)
+            .arg("--no-such-flg")
             .code(2)
-            .stderr("");
+            .stdout_json(|doc| {
+                let message = doc["error"]["message"].as_str().unwrap();
+                // The whole of clap's message, the "did you mean" tip and the Usage line
+                // included.
+                assert!(
+                    message.starts_with("unexpected argument '--no-such-flg' found"),
+                    "{bin}: {message}"
+                );
+                assert!(
+                    message.contains(&format!("Usage: {bin}")),
+                    "{bin}: {message}"
+                );
+                assert!(!message.contains("For more information"), "{message}");
+                assert_eq!(doc["error"]["kind"], "usage");
+            })
+            .stderr_with(|stderr| {
+                assert!(
+                    stderr.starts_with("error: unexpected argument '--no-such-flg' found"),
+                    "{bin}: {stderr}"
+                );
+                assert!(stderr.contains(&format!("\nUsage: {bin}")), "{stderr}");
+            })
+            .run();
+        // clap's own text: the message, then where to read more.
+        assert_eq!(ran.stderr, clap_stderr(&ran.json()), "{bin}");
+        // -q silences stderr even when the flags do not parse.
+        Run::new(&home, bin)
+            .args(["-q", "--no-such-flg"])
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage"))
+            .stderr_empty()
+            .run();
     }
 }
 
@@ -61,41 +72,60 @@ fn usage_errors_name_what_is_missing_and_suggest_the_near_miss() {
     let home = ClaudeHome::new();
     for bin in ["dream-lock", "feedback"] {
         // Alone: a usage error naming the subcommands, not the tool's description.
-        let out = home.cmd(bin).output().unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let message = stdout_json(&out)["error"]["message"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        assert!(
-            message.starts_with(&format!("'{bin}' requires a subcommand")),
-            "{message}"
-        );
-        assert!(message.contains("[subcommands: "), "{message}");
-        assert!(
-            message.contains(&format!("Usage: {bin} [OPTIONS] <COMMAND>")),
-            "{message}"
-        );
-        assert!(stderr_text(&out).contains("requires a subcommand"));
+        let ran = Run::new(&home, bin)
+            .code(2)
+            .stdout_json(|doc| {
+                let message = doc["error"]["message"].as_str().unwrap();
+                assert!(
+                    message.starts_with(&format!("'{bin}' requires a subcommand")),
+                    "{message}"
+                );
+                assert!(message.contains("[subcommands: "), "{message}");
+                assert!(
+                    message.contains(&format!("Usage: {bin} [OPTIONS] <COMMAND>")),
+                    "{message}"
+                );
+            })
+            .stderr_contains("requires a subcommand")
+            .run();
+        assert_eq!(ran.stderr, clap_stderr(&ran.json()), "{bin}");
     }
-    let out = home.cmd("dream-lock").arg("releas").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let message = stdout_json(&out)["error"]["message"].clone();
-    assert!(
-        message
-            .as_str()
-            .unwrap()
-            .contains("tip: a similar subcommand exists: 'release'"),
-        "{message}"
-    );
-    let out = home.cmd("feedback").arg("show").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let message = stdout_json(&out)["error"]["message"].clone();
-    assert!(
-        message.as_str().unwrap().contains("<ID>")
-            && message.as_str().unwrap().contains("Usage: feedback show"),
-        "the missing argument is named: {message}"
-    );
+    let ran = Run::new(&home, "dream-lock")
+        .arg("releas")
+        .code(2)
+        .stdout_json(|doc| {
+            let message = &doc["error"]["message"];
+            assert!(
+                message
+                    .as_str()
+                    .unwrap()
+                    .contains("tip: a similar subcommand exists: 'release'"),
+                "{message}"
+            );
+        })
+        .stderr_contains("tip: a similar subcommand exists: 'release'")
+        .run();
+    assert_eq!(ran.stderr, clap_stderr(&ran.json()));
+    let ran = Run::new(&home, "feedback")
+        .arg("show")
+        .code(2)
+        .stdout_json(|doc| {
+            let message = &doc["error"]["message"];
+            assert!(
+                message.as_str().unwrap().contains("<ID>")
+                    && message.as_str().unwrap().contains("Usage: feedback show"),
+                "the missing argument is named: {message}"
+            );
+        })
+        .stderr_contains("Usage: feedback show")
+        .run();
+    assert_eq!(ran.stderr, clap_stderr(&ran.json()));
+}
+
+/// What clap prints on stderr for the usage error whose document is `doc`.
+fn clap_stderr(doc: &serde_json::Value) -> String {
+    let message = doc["error"]["message"].as_str().expect("message");
+    format!("error: {message}\n\nFor more information, try '--help'.\n")
 }
 
 #[test]
@@ -106,10 +136,15 @@ fn help_subcommand_shows_a_subcommands_help() {
         ("dream-lock", "release", "--outcome"),
         ("feedback", "send", "--endpoint"),
     ] {
-        home.cmd(bin).args(["help", sub]).assert().success().stdout(
-            predicate::str::contains(format!("Usage: {bin} {sub}"))
-                .and(predicate::str::contains(flag)),
-        );
+        Run::new(&home, bin)
+            .args(["help", sub])
+            .success()
+            .stdout_with(|text| {
+                assert!(text.contains(&format!("Usage: {bin} {sub}")), "{text}");
+                assert!(text.contains(flag), "{text}");
+            })
+            .stderr_empty()
+            .run();
     }
 }
 
@@ -128,16 +163,12 @@ pub(crate) fn runtime_probe(tries: u32) -> String {
 #[test]
 fn the_file_backend_starts_no_async_runtime() {
     let home = ClaudeHome::new();
-    let out = home
-        .cmd("dream-lock")
+    Run::new(&home, "dream-lock")
         .args(["exec", "--", "sh", "-c", &runtime_probe(100)])
         .env_remove("DREAMKIT_LOCK_URL")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "threads=1\nanon=0\n",
-        "exec on the file backend runs one thread and opens no event loop"
-    );
+        .success()
+        // exec on the file backend runs one thread and opens no event loop.
+        .stdout_is("threads=1\nanon=0\n")
+        .stderr_is("dream-lock: released the lock: completed, the consolidation time is now\n")
+        .run();
 }

@@ -3,13 +3,12 @@
 //! secrets never echoed, nothing written; and a run's health before and after.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::{json, Value};
 
 use crate::dream::Dream;
 use crate::support::fake_api::Reply;
-use crate::support::{hours, set_age, stderr_text, stdout_json, tree, ClaudeHome, LiveProcess};
+use crate::support::{bin_path, hours, set_age, tree, ClaudeHome, LiveProcess, Run};
 
 const KINDS: [&str; 11] = [
     "index_over_limit",
@@ -50,12 +49,47 @@ fn home_with(case: &str) -> ClaudeHome {
     home
 }
 
-fn check(home: &ClaudeHome, args: &[&str]) -> Output {
-    home.cmd("dream-run")
-        .arg("check")
+/// `dream-run check ARGS`; the caller says what it must print.
+fn check<'a>(home: &ClaudeHome, args: &[&str]) -> Run<'a> {
+    Run::new(home, "dream-run").arg("check").args(args)
+}
+
+/// The line an unhealthy check says on stderr: how many problems, where, of which kinds.
+fn summary(doc: &Value) -> String {
+    let n = doc["problems"].as_array().unwrap().len();
+    let kinds: Vec<String> = counts(doc)
+        .iter()
+        .map(|(kind, count)| format!("{count} {kind}"))
+        .collect();
+    format!(
+        "dream-run: {n} problem{} in {}: {}\n",
+        if n == 1 { "" } else { "s" },
+        doc["memory_dir"].as_str().unwrap(),
+        kinds.join(", ")
+    )
+}
+
+/// A run's stderr is dream-run's one line: the message its document's error holds.
+fn says_error(ran: &crate::support::run::Ran) {
+    let message = ran.json()["error"]["message"].as_str().unwrap().to_string();
+    assert_eq!(ran.stderr, format!("dream-run: {message}\n"));
+}
+
+/// A check that must find the memory healthy (exit 0, silent); its document.
+fn healthy(home: &ClaudeHome, args: &[&str]) -> Value {
+    check(home, args)
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json()
+}
+
+/// `dream-run` with the envelope on stdin, against the Dream world's fake model.
+fn dream_run<'a>(d: &Dream, envelope: &str, args: &[&str]) -> Run<'a> {
+    Run::command(d.process(&bin_path("dream-run")), "dream-run")
         .args(args)
-        .output()
-        .unwrap()
+        .stdin(envelope)
 }
 
 /// The counts, with every kind present (zeros included).
@@ -105,27 +139,34 @@ fn p(kind: &str, file: &str, line: Option<u64>) -> (String, String, Option<u64>)
 
 /// Exit 1, the problems as JSON, one line on stderr naming the counts.
 fn unhealthy(home: &ClaudeHome, args: &[&str]) -> Value {
-    let out = check(home, args);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
-    let stderr = stderr_text(&out);
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("dream-run: "), "{stderr}");
-    let doc = stdout_json(&out);
+    unhealthy_run(check(home, args))
+}
+
+/// [`unhealthy`] for a check run already described.
+fn unhealthy_run(run: Run<'_>) -> Value {
+    let ran = run
+        .code(1)
+        .stdout_json(|_| {})
+        .stderr_with(|stderr| {
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(stderr.starts_with("dream-run: "), "{stderr}");
+        })
+        .run();
+    let doc = ran.json();
     let n = doc["problems"].as_array().unwrap().len();
     assert!(
-        stderr.contains(&format!("{n} problem")),
-        "{stderr} names the count"
+        ran.stderr.contains(&format!("{n} problem")),
+        "{} names the count",
+        ran.stderr
     );
+    assert_eq!(ran.stderr, summary(&doc));
     doc
 }
 
 #[test]
 fn a_healthy_memory_exits_0_with_every_count_zero() {
     let home = home_with("healthy");
-    let out = check(&home, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(stderr_text(&out), "");
-    let doc = stdout_json(&out);
+    let doc = healthy(&home, &[]);
     assert_eq!(counts(&doc), []);
     assert_eq!(doc["problems"], json!([]));
     assert_eq!(doc["files"], 3);
@@ -312,7 +353,9 @@ fn missing_paths_against_the_project_and_not_without_one() {
         .args(["init", "-q"])
         .current_dir(&home.project)
         .status();
-    if git.is_ok_and(|s| s.success()) {
+    // No git here: the repository half cannot be shown. Where git runs, its init works.
+    if let Ok(status) = git {
+        assert!(status.success(), "git init: {status}");
         std::fs::create_dir_all(home.project.join("src/parser")).unwrap();
         std::fs::write(home.project.join("src/parser/lexer.rs"), "").unwrap();
         std::fs::write(
@@ -324,14 +367,14 @@ fn missing_paths_against_the_project_and_not_without_one() {
         )
         .unwrap();
         let mem = home.memory_dir().display().to_string();
-        let from_root = stdout_json(&check(&home, &[]));
+        let from_root = unhealthy(&home, &[]);
         assert_eq!(
             counts(&from_root),
             [("missing_path".into(), 4)],
             "{from_root}"
         );
         let sub = home.project.join("src").display().to_string();
-        let from_sub = stdout_json(&check(&home, &["--cwd", &sub, "--memory-dir", &mem]));
+        let from_sub = unhealthy(&home, &["--cwd", &sub, "--memory-dir", &mem]);
         assert_eq!(
             from_sub["project_root"],
             json!(home.project.display().to_string())
@@ -344,9 +387,7 @@ fn missing_paths_against_the_project_and_not_without_one() {
     }
     // With --memory-dir alone there is no project: no path is checked.
     let mem = home.memory_dir().display().to_string();
-    let alone = check(&home, &["--memory-dir", &mem]);
-    assert_eq!(alone.status.code(), Some(0), "{}", stderr_text(&alone));
-    let doc = stdout_json(&alone);
+    let doc = healthy(&home, &["--memory-dir", &mem]);
     assert_eq!(doc["project_root"], Value::Null);
     assert_eq!(counts(&doc), []);
 }
@@ -377,16 +418,26 @@ fn a_stale_index_against_its_topics_and_the_newest_session() {
         .starts_with("deploy.md changed after the index was written"));
     // --min-hours (or the gate's DREAMKIT_MIN_HOURS) moves the session threshold.
     for args in [&["--min-hours", "100"][..], &[]] {
-        let mut cmd = home.cmd("dream-run");
-        cmd.arg("check").args(args);
+        let mut cmd = check(&home, args);
         if args.is_empty() {
-            cmd.env("DREAMKIT_MIN_HOURS", "96h");
+            cmd = cmd.env("DREAMKIT_MIN_HOURS", "96h");
         }
-        let doc = stdout_json(&cmd.output().unwrap());
+        let doc = unhealthy_run(cmd);
         assert_eq!(counts(&doc), [("stale_index".into(), 1)], "{args:?}");
     }
-    let bad = check(&home, &["--min-hours", "soon"]);
-    assert_eq!(bad.status.code(), Some(2), "{}", stderr_text(&bad));
+    check(&home, &["--min-hours", "soon"])
+        .code(2)
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["error"],
+                json!({"kind": "usage", "message": "invalid value 'soon' for '--min-hours <HOURS>': \"soon\" is not a number of hours (examples: 24, 0.5, 24h, 90m)"})
+            );
+        })
+        .stderr_is(
+            "error: invalid value 'soon' for '--min-hours <HOURS>': \"soon\" is not a number of \
+             hours (examples: 24, 0.5, 24h, 90m)\n\nFor more information, try '--help'.\n",
+        )
+        .run();
 }
 
 #[test]
@@ -401,14 +452,21 @@ fn secrets_are_named_by_kind_and_never_printed() {
     }
     index.push_str(&format!("- leaked {KEY} here\n"));
     std::fs::write(home.memory_dir().join("MEMORY.md"), &index).unwrap();
-    let out = check(&home, &[]);
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = check(&home, &[])
+        .code(1)
+        .stdout_json(|_| {})
+        .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{err}"))
+        .run();
+    assert_eq!(out.stderr, summary(&out.json()));
     for secret in [KEY, AWS, "FAKEfake0123456789", "FAKEFAKE0123EXAM"] {
-        assert!(!stdout.contains(secret), "{secret} printed: {stdout}");
-        assert!(!stderr_text(&out).contains(secret));
+        assert!(
+            !out.stdout.contains(secret),
+            "{secret} printed: {}",
+            out.stdout
+        );
+        assert!(!out.stderr.contains(secret));
     }
-    let doc = stdout_json(&out);
+    let doc = out.json();
     assert_eq!(
         counts(&doc),
         [("index_over_limit".into(), 1), ("secret".into(), 3)]
@@ -477,9 +535,12 @@ fn files_the_client_will_not_load() {
 fn the_check_reads_only() {
     let home = home_with("dangling_link");
     let before = tree(&home.root);
-    for args in [&[][..], &["--hook"]] {
-        let _ = check(&home, args);
-    }
+    unhealthy(&home, &[]);
+    check(&home, &["--hook"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["hookSpecificOutput"]["hookEventName"], "SessionStart"))
+        .stderr_empty()
+        .run();
     assert_eq!(
         tree(&home.root),
         before,
@@ -491,46 +552,76 @@ fn the_check_reads_only() {
 #[test]
 fn a_memory_dir_that_cannot_be_read_is_exit_3() {
     let home = ClaudeHome::new();
-    let out = check(&home, &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["error"]["kind"], "environment");
-    assert_eq!(doc["error"]["reason"], "not_found");
-    assert_eq!(stderr_text(&out).lines().count(), 1);
+    let ran = check(&home, &[])
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "environment");
+            assert_eq!(doc["error"]["reason"], "not_found");
+        })
+        .stderr_with(|err| {
+            assert_eq!(err.lines().count(), 1, "{err}");
+        })
+        .run();
+    says_error(&ran);
+    let missing = format!(
+        "dream-run: cannot read the memory dir {}: No such file or directory (os error 2)\n",
+        home.memory_dir().display()
+    );
+    assert_eq!(ran.stderr, missing);
     // A file where the dir should be.
     std::fs::create_dir_all(home.transcripts_dir()).unwrap();
     std::fs::write(home.memory_dir(), "not a dir").unwrap();
-    let out = check(&home, &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
-    assert_eq!(stdout_json(&out)["error"]["kind"], "environment");
+    check(&home, &[])
+        .code(3)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment"))
+        .stderr_is(format!(
+            "dream-run: cannot read the memory dir {}: Not a directory (os error 20)\n",
+            home.memory_dir().display()
+        ))
+        .run();
 }
 
 #[test]
 fn as_a_session_start_hook() {
     let home = home_with("dangling_link");
-    let out = check(&home, &["--hook"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["hookSpecificOutput"]["hookEventName"], "SessionStart");
-    let context = doc["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap();
-    assert!(
-        context.starts_with("dreamkit's memory check found 2 problems in this project's memory (2 dangling_link):\ndangling_link MEMORY.md:3: links to gone.md"),
-        "{context}"
-    );
+    check(&home, &["--hook"])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["hookSpecificOutput"]["hookEventName"], "SessionStart");
+            let context = doc["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .unwrap();
+            assert!(
+                context.starts_with("dreamkit's memory check found 2 problems in this project's memory (2 dangling_link):\ndangling_link MEMORY.md:3: links to gone.md"),
+                "{context}"
+            );
+        })
+        .stderr_empty()
+        .run();
     // Healthy: nothing at all.
     let healthy = home_with("healthy");
-    let out = check(&healthy, &["--hook"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(out.stdout.is_empty());
-    assert_eq!(stderr_text(&out), "");
+    check(&healthy, &["--hook"])
+        .success()
+        .stdout_empty()
+        .stderr_empty()
+        .run();
     // No memory dir: still exit 0, the reason on stderr, nothing on stdout.
     let none = ClaudeHome::new();
-    let out = check(&none, &["--hook"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(out.stdout.is_empty());
-    assert_eq!(stderr_text(&out).lines().count(), 1);
+    check(&none, &["--hook"])
+        .success()
+        .stdout_empty()
+        .stderr_with(|err| {
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert_eq!(
+                err,
+                format!(
+                    "dream-run: cannot read the memory dir {}: No such file or directory (os \
+                     error 2)\n",
+                    none.memory_dir().display()
+                )
+            );
+        })
+        .run();
 }
 
 #[test]
@@ -556,9 +647,13 @@ fn a_run_works_on_the_problems_found_before_and_reports_both_counts() {
     ));
     d.api
         .push(Reply::anthropic_text("Dropped the dangling entry."));
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
+    let doc = dream_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
+    let run = &doc["run"];
     assert_eq!(run["health"]["before"]["counts"]["dangling_link"], 1);
     assert_eq!(run["health"]["after"]["counts"]["dangling_link"], 0);
     assert_eq!(run["health"]["worse"], json!([]));
@@ -593,13 +688,17 @@ fn a_proposal_is_checked_in_its_copy() {
         ],
     ));
     d.api.push(Reply::anthropic_text("Linked the orphan."));
-    let out = d.run(&envelope, &["--propose"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let run = &stdout_json(&out)["run"];
+    let doc = dream_run(&d, &envelope, &["--propose"])
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
+    let run = &doc["run"];
     assert_eq!(run["status"], "proposed");
     assert_eq!(run["health"]["before"]["counts"]["orphan_file"], 1);
     assert_eq!(run["health"]["after"]["counts"]["orphan_file"], 0);
     // The memory dir itself is unchanged: the orphan is still one there.
-    let now = check(&d.home, &[]);
-    assert_eq!(stdout_json(&now)["counts"]["orphan_file"], 1);
+    let now = unhealthy(&d.home, &[]);
+    assert_eq!(now["counts"]["orphan_file"], 1);
 }

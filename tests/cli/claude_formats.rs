@@ -8,7 +8,41 @@ use serde_json::{json, Value};
 
 use crate::dream::Dream;
 use crate::support::fake_api::Reply;
-use crate::support::{session_id, stderr_text, stdout_json, ClaudeHome, LiveProcess};
+use crate::support::{bin_path, session_id, ClaudeHome, LiveProcess, Run};
+
+/// `bin` with the Dream world's environment and fake model.
+fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
+    Run::command(d.process(&bin_path(bin)), bin)
+}
+
+/// `dream-run ARGS` with the envelope on stdin, which must succeed and say `stderr`; its
+/// document.
+fn dream_run(d: &Dream, envelope: &str, args: &[&str], stderr: &str) -> Value {
+    tool(d, "dream-run")
+        .args(args)
+        .stdin(envelope)
+        .success()
+        .stdout_json(|doc| assert!(doc["run"].is_object(), "{doc}"))
+        .stderr_is(stderr)
+        .run()
+        .json()
+}
+
+/// What a run that wrote a file no index links says (the file is new, so it is an orphan).
+const LEFT_AN_ORPHAN: &str =
+    "dream-run: the run left more problems than it found: orphan_file 0 -> 1 \
+                              (dream-run check lists them)\n";
+
+/// The line `feedback queue` says for a draft titled `title`.
+fn queued_line(title: &str, err: &str) {
+    let id = err
+        .strip_prefix(&format!(
+            "feedback: draft queued: {title} (review with `feedback show "
+        ))
+        .and_then(|rest| rest.strip_suffix("`)\n"))
+        .unwrap_or_else(|| panic!("not the queued line: {err:?}"));
+    assert_eq!(id.len(), 36, "{err}");
+}
 
 /// Claude Code 2.1.332's reader of feedback drafts, written out from its bundle (the zod
 /// schema `Rl` and the listing rules of `wGe`; scripts/claude-code/FINDINGS.md 4d): `Ok` when
@@ -151,15 +185,23 @@ fn home_with_a_session() -> (ClaudeHome, String) {
 }
 
 fn queued_draft(home: &ClaudeHome, args: &[&str], stdin: &str) -> (Value, std::path::PathBuf) {
-    let out = home
-        .cmd("feedback")
+    let title = if args.is_empty() {
+        serde_json::from_str::<Value>(stdin).unwrap()["title"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    } else {
+        args[args.iter().position(|a| *a == "--title").unwrap() + 1].to_string()
+    };
+    let doc = Run::new(home, "feedback")
         .arg("queue")
         .args(args)
-        .write_stdin(stdin.to_string())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
+        .stdin(stdin)
+        .success()
+        .stdout_json(|_| {})
+        .stderr_with(|err| queued_line(&title, err))
+        .run()
+        .json();
     let path = std::path::PathBuf::from(doc["path"].as_str().unwrap());
     let draft: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     (draft, path)
@@ -227,17 +269,28 @@ fn every_draft_dreamkit_queues_is_one_claude_code_lists() {
         assert_eq!(draft[field], fields[field], "{field}");
     }
     // A value the client's enums do not know is refused here rather than dropped there.
-    let out = home
-        .cmd("feedback")
+    let vibes = Run::new(&home, "feedback")
         .arg("queue")
-        .write_stdin(
+        .stdin(
             json!({"type": "bug", "title": "t", "details": "d", "failure_mode": "vibes"})
                 .to_string(),
         )
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout_json(&out)["error"]["reason"], "invalid_draft");
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["reason"], "invalid_draft"))
+        .stderr_with(|err| {
+            assert!(
+                err.starts_with("feedback: failure_mode \"vibes\" is not one of "),
+                "{err}"
+            )
+        })
+        .run();
+    assert_eq!(
+        vibes.stderr,
+        format!(
+            "feedback: {}\n",
+            vibes.json()["error"]["message"].as_str().unwrap()
+        )
+    );
 
     // From a hook payload, in a project with no transcript at all: empty strings, not nulls.
     let bare = ClaudeHome::new();
@@ -269,9 +322,13 @@ fn feedback_list_reads_drafts_the_client_wrote() {
         std::fs::write(drafts.join(path.file_name().unwrap()), draft.to_string()).unwrap();
         ids.push(draft["draft_id"].as_str().unwrap().to_string());
     }
-    let out = home.cmd("feedback").arg("list").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
+    let doc = Run::new(&home, "feedback")
+        .arg("list")
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     let listed: Vec<&str> = doc["drafts"]
         .as_array()
         .unwrap()
@@ -334,8 +391,13 @@ fn appended_records_carry_the_fields_the_client_writes_on_every_record() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = d.run(&envelope, &["--notify-transcript", live.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(
+        &d,
+        &envelope,
+        &["--notify-transcript", live.to_str().unwrap()],
+        // later.md is linked from no index.
+        LEFT_AN_ORPHAN,
+    );
     let text = std::fs::read_to_string(&live).unwrap();
     let saved: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(saved["subtype"], "memory_saved");
@@ -369,8 +431,7 @@ fn appended_records_carry_the_fields_the_client_writes_on_every_record() {
     api.push(Reply::anthropic_text(
         "You were stepping through; next, step 4.",
     ));
-    let out = home
-        .cmd("recap")
+    Run::new(&home, "recap")
         .env("ANTHROPIC_BASE_URL", api.url())
         .env("ANTHROPIC_API_KEY", "sk-ant-formats")
         .args([
@@ -382,9 +443,13 @@ fn appended_records_carry_the_fields_the_client_writes_on_every_record() {
             "--transcript",
         ])
         .arg(&transcript)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["status"], "ok");
+            assert!(doc["record_uuid"].is_string(), "{doc}");
+        })
+        .stderr_empty()
+        .run();
     let text = std::fs::read_to_string(&transcript).unwrap();
     let away: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(away["subtype"], "away_summary");
@@ -396,27 +461,27 @@ fn appended_records_carry_the_fields_the_client_writes_on_every_record() {
 fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
     let d = Dream::new();
     for args in [&["pending", "--hook"][..], &["show", "--hook"][..]] {
-        let out = d.cmd("dream-run").args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}");
-        assert!(
-            out.stdout.is_empty(),
-            "{args:?}: nothing to say, nothing printed"
-        );
+        // Nothing to say, nothing printed.
+        tool(&d, "dream-run")
+            .args(args)
+            .success()
+            .stdout_empty()
+            .stderr_empty()
+            .run();
     }
     // A run that changed memory: announced once.
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     crate::dream::script_full_consolidation(&d);
-    let out = d.run(&envelope, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    dream_run(&d, &envelope, &[], "");
     drop(holder);
-    let out = d
-        .cmd("dream-run")
+    let doc = tool(&d, "dream-run")
         .args(["pending", "--hook"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     assert_eq!(doc["hookSpecificOutput"]["hookEventName"], "SessionStart");
     let context = doc["hookSpecificOutput"]["additionalContext"]
         .as_str()
@@ -426,12 +491,13 @@ fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
         "{context}"
     );
     assert_eq!(doc.as_object().unwrap().len(), 1, "{doc}");
-    let again = d
-        .cmd("dream-run")
+    // Announced once.
+    tool(&d, "dream-run")
         .args(["pending", "--hook"])
-        .output()
-        .unwrap();
-    assert!(again.stdout.is_empty(), "announced once");
+        .success()
+        .stdout_empty()
+        .stderr_empty()
+        .run();
 
     // A proposal waiting for review.
     d.touch_sessions();
@@ -446,19 +512,17 @@ fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
             )],
         ))
         .push(Reply::anthropic_text("Proposed."));
-    let out = d.run(&envelope, &["--propose"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let id = stdout_json(&out)["run"]["task_id"]
+    let id = dream_run(&d, &envelope, &["--propose"], LEFT_AN_ORPHAN)["run"]["task_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let out = d
-        .cmd("dream-run")
+    let context = tool(&d, "dream-run")
         .args(["show", "--hook"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let context = stdout_json(&out)["hookSpecificOutput"]["additionalContext"]
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json()["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap()
         .to_string();
@@ -472,12 +536,19 @@ fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
     let tasks = d.home.state_dir().join("tasks");
     std::fs::remove_dir_all(&tasks).unwrap();
     std::fs::write(&tasks, "not a folder").unwrap();
-    let out = d
-        .cmd("dream-run")
+    tool(&d, "dream-run")
         .args(["show", "--hook"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert!(out.stdout.is_empty());
-    assert!(!stderr_text(&out).is_empty());
+        .success()
+        .stdout_empty()
+        .stderr_with(|err| {
+            assert!(!err.is_empty());
+            assert_eq!(
+                err,
+                format!(
+                    "dream-run: cannot list the task records in {}: Not a directory (os error 20)\n",
+                    d.home.state_dir().display()
+                )
+            );
+        })
+        .run();
 }

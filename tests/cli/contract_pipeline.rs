@@ -2,60 +2,106 @@
 //! the lock; one failure shape; the shared flags where people type them; JSON from the world.
 
 use std::path::Path;
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 use crate::dream::Dream;
 use crate::support::fake_api::Reply;
-use crate::support::{epoch_ms, mtime, session_id, stderr_text, stdout_json};
+use crate::support::{bin_path, epoch_ms, mtime, session_id, Run};
+
+/// `bin` with this home's environment and the fake model.
+fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
+    Run::command(d.process(&bin_path(bin)), bin)
+}
 
 /// `dream-gate | dream-lock acquire | STAGE | dream-lock release` under sh, with the built
-/// binaries on PATH and this home's environment.
-fn pipeline(d: &Dream, stage: &str) -> std::process::Output {
+/// binaries on PATH and this home's environment; the caller says what it must print.
+fn pipeline<'a>(d: &Dream, stage: &str) -> Run<'a> {
     let line = format!(
         "dream-gate --min-hours 0 --min-sessions 0 --scan-interval 0 | dream-lock acquire | {stage} | dream-lock release"
     );
-    d.process(Path::new("sh"))
+    Run::command(d.process(Path::new("sh")), "pipeline")
         .args(["-c", &line])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap()
+        .stdin_from(Stdio::null())
 }
 
 fn lock_state(d: &Dream) -> (Value, i64) {
-    let out = d.cmd("dream-lock").arg("status").output().unwrap();
-    let status = stdout_json(&out);
+    let status = tool(d, "dream-lock")
+        .arg("status")
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
     (status, epoch_ms(mtime(&d.home.lock_file())))
+}
+
+/// What clap prints on stderr for a usage error whose message is `message`.
+fn clap_error(message: &str) -> String {
+    format!("error: {message}\n\nFor more information, try '--help'.\n")
 }
 
 #[test]
 fn a_stage_that_fails_before_its_agent_starts_never_strands_the_lock() {
-    let cases: &[(&str, &str, &str)] = &[
+    // The stage's one failure is all that is said on stderr (release rolls back quietly).
+    let misplaced = "the argument '--max-turns' cannot be used with the subcommand 'tasks'\n\n\
+                     Usage: dream-run [OPTIONS] [COMMAND]";
+    let cases: &[(&str, &str, &str, String)] = &[
         (
             "no credential",
             "env -u ANTHROPIC_API_KEY dream-run",
             "auth",
+            "dream-run: the Anthropic API needs a credential: set ANTHROPIC_API_KEY (or \
+             ANTHROPIC_AUTH_TOKEN); for a server or proxy that needs none, set ANTHROPIC_API_KEY \
+             to the empty string\n"
+                .to_string(),
         ),
         (
             "a bad mode",
             "env DREAMKIT_DREAM_MODE=bogus dream-run",
             "bad_input",
+            "dream-run: DREAMKIT_DREAM_MODE must be \"propose\" or \"apply\", not \"bogus\"\n"
+                .to_string(),
         ),
-        ("a usage error", "dream-run --bogus", "usage"),
-        ("a bad --deadline", "dream-run --deadline 5x", "usage"),
-        ("a misplaced flag", "dream-run --max-turns 3 tasks", "usage"),
+        (
+            "a usage error",
+            "dream-run --bogus",
+            "usage",
+            clap_error(
+                "unexpected argument '--bogus' found\n\nUsage: dream-run [OPTIONS] [COMMAND]",
+            ),
+        ),
+        (
+            "a bad --deadline",
+            "dream-run --deadline 5x",
+            "usage",
+            clap_error(
+                "invalid value '5x' for '--deadline <DURATION>': unknown unit \"x\" in \"5x\" \
+                 (use a number of seconds, or a number with ms, s, m or h)",
+            ),
+        ),
+        (
+            "a misplaced flag",
+            "dream-run --max-turns 3 tasks",
+            "usage",
+            clap_error(misplaced),
+        ),
     ];
-    for (what, stage, kind) in cases {
+    for (what, stage, kind, stderr) in cases {
         let d = Dream::new();
         let before = epoch_ms(mtime(&d.home.lock_file()));
-        let out = pipeline(&d, stage);
-        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr_text(&out));
-        let doc = stdout_json(&out);
-        assert_eq!(doc["lock"]["released"], true, "{what}: {doc}");
-        assert_eq!(doc["lock"]["outcome"], "failed", "{what}: {doc}");
-        assert_eq!(doc["run"]["status"], "failed", "{what}: {doc}");
-        assert_eq!(doc["error"]["kind"], *kind, "{what}: {doc}");
-        assert!(doc["error"]["message"].is_string(), "{what}: {doc}");
+        pipeline(&d, stage)
+            .success()
+            .stdout_json(|doc| {
+                assert_eq!(doc["lock"]["released"], true, "{what}: {doc}");
+                assert_eq!(doc["lock"]["outcome"], "failed", "{what}: {doc}");
+                assert_eq!(doc["run"]["status"], "failed", "{what}: {doc}");
+                assert_eq!(doc["error"]["kind"], *kind, "{what}: {doc}");
+                assert!(doc["error"]["message"].is_string(), "{what}: {doc}");
+            })
+            .stderr_is(stderr.as_str())
+            .run();
         let (status, after) = lock_state(&d);
         assert_eq!(status["held"], false, "{what}: the lock is free");
         assert_eq!(
@@ -89,14 +135,17 @@ fn a_run_that_fails_midway_rolls_the_lock_back_and_names_the_model_error() {
             Reply::error(429, "rate_limit_error", "slow down").with_header("retry-after", "0"),
         );
     }
-    let out = pipeline(&d, "dream-run");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["run"]["status"], "failed", "{doc}");
-    assert_eq!(doc["run"]["error"], "model");
-    assert_eq!(doc["error"]["kind"], "rate_limited", "{doc}");
-    assert_eq!(doc["lock"]["released"], true);
-    assert_eq!(doc["lock"]["outcome"], "failed");
+    pipeline(&d, "dream-run")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+            assert_eq!(doc["run"]["error"], "model");
+            assert_eq!(doc["error"]["kind"], "rate_limited", "{doc}");
+            assert_eq!(doc["lock"]["released"], true);
+            assert_eq!(doc["lock"]["outcome"], "failed");
+        })
+        .stderr_is("dream-run: run failed: rate_limited: slow down\n")
+        .run();
     assert_eq!(d.read("MEMORY.md"), index, "restored");
     let (status, after) = lock_state(&d);
     assert_eq!(status["held"], false);
@@ -108,18 +157,21 @@ fn release_rolls_back_a_lease_whatever_failed_upstream() {
     let d = Dream::new();
     let before = epoch_ms(mtime(&d.home.lock_file()));
     // A stand-in stage that fails by printing a top-level error and no run section.
-    let out = pipeline(
+    pipeline(
         &d,
         r#"jq -c '. + {"error": {"kind": "environment", "message": "the stand-in broke"}}'"#,
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["lock"]["released"], true, "{doc}");
-    assert_eq!(doc["lock"]["outcome"], "failed");
-    assert_eq!(
-        doc["lock"]["warning"],
-        "an earlier stage failed: rolled back as failed"
-    );
+    )
+    .success()
+    .stdout_json(|doc| {
+        assert_eq!(doc["lock"]["released"], true, "{doc}");
+        assert_eq!(doc["lock"]["outcome"], "failed");
+        assert_eq!(
+            doc["lock"]["warning"],
+            "an earlier stage failed: rolled back as failed"
+        );
+    })
+    .stderr_is("dream-lock: an earlier stage failed: rolled back as failed\n")
+    .run();
     let (status, after) = lock_state(&d);
     assert_eq!(status["held"], false);
     assert_eq!(after, before);
@@ -141,41 +193,43 @@ fn the_shared_flags_go_before_or_after_a_subcommand_in_every_tool() {
         &["suggest", "check", "-n", "run the failing test again"],
     ];
     for args in runs {
-        let out = d.cmd(args[0]).args(&args[1..]).output().unwrap();
-        let code = out.status.code();
-        assert!(
-            code == Some(0) || code == Some(1),
-            "{args:?}: exit {code:?}: {}",
-            stderr_text(&out)
-        );
-        let text = String::from_utf8(out.stdout.clone()).unwrap();
-        assert!(text.trim_start().starts_with('{'), "{args:?}: {text}");
-        serde_json::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"));
+        tool(&d, args[0])
+            .args(&args[1..])
+            .success()
+            .stdout_with(|text| {
+                assert!(text.trim_start().starts_with('{'), "{args:?}: {text}");
+                serde_json::from_str::<Value>(text)
+                    .unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"));
+            })
+            .stderr_empty()
+            .run();
     }
     // --pretty indents, --compact keeps one line.
-    let pretty = d
-        .cmd("dream-run")
+    tool(&d, "dream-run")
         .args(["pending", "--pretty"])
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&pretty.stdout).contains("\n  \""));
+        .success()
+        .stdout_with(|text| assert!(text.contains("\n  \""), "{text}"))
+        .stderr_empty()
+        .run();
     // A tool's own flag before a subcommand it does not belong to is a usage error, not
     // ignored.
-    let out = d
-        .cmd("dream-run")
+    let misplaced = "the argument '--max-turns' cannot be used with the subcommand 'tasks'\n\n\
+                     Usage: dream-run [OPTIONS] [COMMAND]";
+    tool(&d, "dream-run")
         .args(["--max-turns", "3", "tasks"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["error"]["kind"], "usage");
-    assert!(
-        doc["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("'--max-turns' cannot be used with the subcommand 'tasks'"),
-        "{doc}"
-    );
+        .code(2)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "usage");
+            assert!(
+                doc["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("'--max-turns' cannot be used with the subcommand 'tasks'"),
+                "{doc}"
+            );
+        })
+        .stderr_is(clap_error(misplaced))
+        .run();
 }
 
 #[test]
@@ -187,14 +241,18 @@ fn a_lone_surrogate_escape_reads_as_a_replacement_character() {
         session_id(1),
         d.home.project.display()
     );
-    let out = d.cmd("turn-status").write_stdin(payload).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    let doc = stdout_json(&out);
-    assert_eq!(doc["status_category"], "completed", "{doc}");
-    assert!(
-        doc["status_detail"].as_str().unwrap().contains('\u{fffd}'),
-        "{doc}"
-    );
+    tool(&d, "turn-status")
+        .stdin(payload)
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["status_category"], "completed", "{doc}");
+            assert!(
+                doc["status_detail"].as_str().unwrap().contains('\u{fffd}'),
+                "{doc}"
+            );
+        })
+        .stderr_empty()
+        .run();
     // A transcript record holding one is kept, not dropped: recap reads its text.
     let transcript = d
         .home
@@ -217,13 +275,19 @@ fn a_lone_surrogate_escape_reads_as_a_replacement_character() {
     d.api.push(Reply::anthropic_text(
         "You were deploying the service; next, check it.",
     ));
-    let out = d
-        .cmd("recap")
+    tool(&d, "recap")
         .arg("--transcript")
         .arg(&transcript)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["status"], "ok", "{doc}");
+            assert_eq!(
+                doc["text"],
+                "You were deploying the service; next, check it."
+            );
+        })
+        .stderr_empty()
+        .run();
     let sent = d.api.requests()[0].body.to_string();
     assert!(sent.contains("deploy the \u{fffd} service"), "{sent}");
 }

@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::transcript::{Transcript, SESSION};
@@ -40,35 +40,40 @@ fn tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
     out
 }
 
-/// One run: exit code, stdout document, stderr.
-struct Run {
-    code: i32,
-    doc: Value,
-    err: String,
-}
+/// What a gate that is not due for want of sessions says, in a home that never consolidated.
+const TOO_FEW: &str =
+    "dream-gate: not due: too_few_sessions: 0 of 5 sessions (never consolidated)\n";
 
-fn run(mut cmd: assert_cmd::Command) -> Run {
-    let out = cmd.output().expect("run");
-    Run {
-        code: out.status.code().expect("exit code"),
-        doc: stdout_json(&out),
-        err: stderr_text(&out),
-    }
+/// What clap prints on stderr for a usage error whose message is `message`.
+fn clap_error(message: &str) -> String {
+    format!("error: {message}\n\nFor more information, try '--help'.\n")
 }
 
 /// The refusal every case here expects: exit 2, `bad_input`, one line on stderr, and the
 /// temporary home exactly as it was.
-fn assert_refused(home: &ClaudeHome, what: &str, cmd: assert_cmd::Command, needle: &str) {
+fn assert_refused(home: &ClaudeHome, what: &str, run: Run<'_>, needle: &str) {
     let before = tree(&home.root);
-    let r = run(cmd);
-    assert_eq!(r.code, 2, "{what}: {} {}", r.doc, r.err);
-    assert_eq!(r.doc["error"]["kind"], "bad_input", "{what}: {}", r.doc);
-    let message = r.doc["error"]["message"].as_str().unwrap_or_default();
+    let ran = run
+        .code(2)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "bad_input", "{what}: {doc}");
+            let message = doc["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(needle),
+                "{what}: {message:?} lacks {needle:?}"
+            );
+        })
+        .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{what}: {err:?}"))
+        .run();
+    // The one line is the tool's name and the document's message.
+    let message = ran.json()["error"]["message"].as_str().unwrap().to_string();
+    let (tool, said) = ran.stderr.split_once(": ").expect("tool: message");
     assert!(
-        message.contains(needle),
-        "{what}: {message:?} lacks {needle:?}"
+        ["dream-gate", "dream-lock", "recap", "feedback"].contains(&tool),
+        "{what}: {:?}",
+        ran.stderr
     );
-    assert_eq!(r.err.lines().count(), 1, "{what}: {:?}", r.err);
+    assert_eq!(said, format!("{message}\n"), "{what}");
     assert_eq!(tree(&home.root), before, "{what}: something was written");
 }
 
@@ -94,21 +99,17 @@ const TOOLS: &[&str] = &[
 
 /// `what` from [`TOOLS`] with the `extra` flags, ready to get past everything but them (recap
 /// needs [`transcript`] written first; its model server is a closed port).
-fn tool(home: &ClaudeHome, what: &str, extra: &[&OsStr]) -> assert_cmd::Command {
+fn tool<'a>(home: &ClaudeHome, what: &str, extra: &[&OsStr]) -> Run<'a> {
     let mut cmd = match what {
-        "dream-gate" => home.cmd("dream-gate"),
-        "recap" => {
-            let mut cmd = home.cmd("recap");
-            cmd.env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-                .env("ANTHROPIC_API_KEY", KEY)
-                .env("DREAMKIT_RETRY_BASE_MS", "1")
-                .args(["--retries", "0", "--transcript"])
-                .arg(home.transcripts_dir().join(format!("{SESSION}.jsonl")));
-            cmd
-        }
+        "dream-gate" => Run::new(home, "dream-gate"),
+        "recap" => Run::new(home, "recap")
+            .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("DREAMKIT_RETRY_BASE_MS", "1")
+            .args(["--retries", "0", "--transcript"])
+            .arg(home.transcripts_dir().join(format!("{SESSION}.jsonl"))),
         sub => {
-            let mut cmd = home.cmd("dream-lock");
-            cmd.arg(sub);
+            let cmd = Run::new(home, "dream-lock").arg(sub);
             if sub == "release" {
                 cmd.args([
                     "--token",
@@ -117,14 +118,15 @@ fn tool(home: &ClaudeHome, what: &str, extra: &[&OsStr]) -> assert_cmd::Command 
                     "0",
                     "--outcome",
                     "failed",
-                ]);
+                ])
+            } else {
+                cmd
             }
-            cmd
         }
     };
-    cmd.args(extra);
+    cmd = cmd.args(extra);
     if what == "exec" {
-        cmd.args(["--", "touch"]).arg(home.root.join("exec-ran"));
+        cmd = cmd.args(["--", "touch"]).arg(home.root.join("exec-ran"));
     }
     cmd
 }
@@ -141,8 +143,7 @@ fn each_tool_with_flags(home: &ClaudeHome, extra: &[&OsStr], needle: &str) {
 fn each_tool_with_stdin(home: &ClaudeHome, stdin: &str, needle: &str) {
     transcript(home);
     for what in TOOLS {
-        let mut cmd = tool(home, what, &[]);
-        cmd.write_stdin(stdin.to_string());
+        let cmd = tool(home, what, &[]).stdin(stdin);
         assert_refused(home, &format!("{what} {stdin}"), cmd, needle);
     }
 }
@@ -175,15 +176,13 @@ fn a_hook_payload_cwd_that_does_not_exist_is_refused_by_every_tool() {
     })
     .to_string();
     each_tool_with_stdin(&home, &payload, "the hook payload's cwd");
-    let mut queue = home.cmd("feedback");
-    queue
+    let queue = Run::new(&home, "feedback")
         .args(["queue", "--type", "bug", "--title", "t", "--details", "d"])
-        .write_stdin(payload.clone());
+        .stdin(payload.clone());
     assert_refused(&home, "feedback queue", queue, "does not exist");
     // The same fields without hook_event_name are read the same way.
     let bare = json!({"cwd": missing}).to_string();
-    let mut gate = home.cmd("dream-gate");
-    gate.write_stdin(bare);
+    let gate = Run::new(&home, "dream-gate").stdin(bare);
     assert_refused(&home, "bare cwd", gate, "does not exist");
 }
 
@@ -196,18 +195,16 @@ fn an_envelope_project_cwd_that_does_not_exist_is_refused() {
         "run": {"status": "failed"},
     })
     .to_string();
-    let mut cmds = vec![("dream-gate", home.cmd("dream-gate"))];
+    let mut cmds = vec![("dream-gate", Run::new(&home, "dream-gate"))];
     for sub in ["acquire", "release", "exec"] {
-        let mut cmd = home.cmd("dream-lock");
-        cmd.arg(sub);
+        let mut cmd = Run::new(&home, "dream-lock").arg(sub);
         if sub == "exec" {
-            cmd.args(["--", "touch"]).arg(home.root.join("exec-ran"));
+            cmd = cmd.args(["--", "touch"]).arg(home.root.join("exec-ran"));
         }
         cmds.push((sub, cmd));
     }
-    for (what, mut cmd) in cmds {
-        cmd.write_stdin(envelope.clone());
-        assert_refused(&home, what, cmd, "project.cwd");
+    for (what, cmd) in cmds {
+        assert_refused(&home, what, cmd.stdin(envelope.clone()), "project.cwd");
     }
 }
 
@@ -233,10 +230,9 @@ fn hook_fields_of_the_wrong_type_are_bad_input_with_or_without_hook_event_name()
         json!({"cwd": 5}),
         json!({"hook_event_name": "Stop", "cwd": 5}),
     ] {
-        let mut queue = home.cmd("feedback");
-        queue
+        let queue = Run::new(&home, "feedback")
             .args(["queue", "--type", "bug", "--title", "t", "--details", "d"])
-            .write_stdin(bad.to_string());
+            .stdin(bad.to_string());
         assert_refused(&home, &format!("feedback {bad}"), queue, "");
     }
 }
@@ -246,17 +242,18 @@ fn hook_fields_without_hook_event_name_name_the_project() {
     let home = ClaudeHome::new();
     let elsewhere = home.root.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    let r = run({
-        let mut cmd = home.cmd("dream-gate");
-        cmd.current_dir(&elsewhere)
-            .write_stdin(json!({"cwd": home.project, "session_id": "s-1", "trace": 1}).to_string());
-        cmd
-    });
-    assert_eq!(r.code, 1, "{}", r.doc);
-    assert_eq!(r.doc["project"]["cwd"], home.project.display().to_string());
-    assert_eq!(r.doc["gate"]["current_session"], "s-1");
-    // Still an envelope: its keys pass through.
-    assert_eq!(r.doc["trace"], 1);
+    Run::new(&home, "dream-gate")
+        .current_dir(&elsewhere)
+        .stdin(json!({"cwd": home.project, "session_id": "s-1", "trace": 1}).to_string())
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["project"]["cwd"], home.project.display().to_string());
+            assert_eq!(doc["gate"]["current_session"], "s-1");
+            // Still an envelope: its keys pass through.
+            assert_eq!(doc["trace"], 1);
+        })
+        .stderr_is(TOO_FEW)
+        .run();
 }
 
 #[test]
@@ -264,16 +261,14 @@ fn a_cwd_with_a_nul_byte_is_bad_input_everywhere() {
     let home = ClaudeHome::new();
     let payload = json!({"hook_event_name": "Stop", "cwd": "/tmp\u{0}x"}).to_string();
     each_tool_with_stdin(&home, &payload, "NUL");
-    let mut queue = home.cmd("feedback");
-    queue
+    let queue = Run::new(&home, "feedback")
         .args(["queue", "--type", "bug", "--title", "t", "--details", "d"])
-        .write_stdin(payload);
+        .stdin(payload);
     assert_refused(&home, "feedback queue", queue, "NUL");
     // A draft's own cwd too: it names the project whose settings apply.
-    let mut queue = home.cmd("feedback");
-    queue.arg("queue").write_stdin(
-        json!({"type": "bug", "title": "t", "details": "d", "cwd": "/a\u{0}b"}).to_string(),
-    );
+    let queue = Run::new(&home, "feedback")
+        .arg("queue")
+        .stdin(json!({"type": "bug", "title": "t", "details": "d", "cwd": "/a\u{0}b"}).to_string());
     assert_refused(&home, "draft cwd", queue, "NUL");
 }
 
@@ -290,15 +285,15 @@ fn a_name_longer_than_the_file_system_allows_is_bad_input_not_an_environment_fai
     );
     let payload = json!({"hook_event_name": "Stop", "cwd": long}).to_string();
     each_tool_with_stdin(&home, &payload, "255");
-    let mut recap = home.cmd("recap");
-    recap
+    let recap = Run::new(&home, "recap")
         .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
         .env("ANTHROPIC_API_KEY", KEY)
         .args(["--retries", "0", "--transcript"])
         .arg(long.join("t.jsonl"));
     assert_refused(&home, "recap --transcript", recap, "255");
-    let mut config = home.cmd("feedback");
-    config.arg("list").env("CLAUDE_CONFIG_DIR", &long);
+    let config = Run::new(&home, "feedback")
+        .arg("list")
+        .env("CLAUDE_CONFIG_DIR", &long);
     assert_refused(
         &home,
         "feedback CLAUDE_CONFIG_DIR",
@@ -328,21 +323,17 @@ fn paths_the_json_output_could_not_name_exactly_are_refused_at_input() {
     assert!(!memory.exists());
 
     // The same directory as the process's current directory, and as the config dir.
-    let mut gate = home.cmd("dream-gate");
-    gate.current_dir(&odd);
+    let gate = Run::new(&home, "dream-gate").current_dir(&odd);
     assert_refused(&home, "current dir", gate, "the current directory");
-    let mut gate = home.cmd("dream-gate");
-    gate.env("CLAUDE_CONFIG_DIR", not_utf8(&home, b"cfg\xff"));
+    let gate = Run::new(&home, "dream-gate").env("CLAUDE_CONFIG_DIR", not_utf8(&home, b"cfg\xff"));
     assert_refused(&home, "CLAUDE_CONFIG_DIR", gate, "CLAUDE_CONFIG_DIR");
-    let mut gate = home.cmd("dream-gate");
-    gate.env_remove("CLAUDE_CONFIG_DIR")
+    let gate = Run::new(&home, "dream-gate")
+        .env_remove("CLAUDE_CONFIG_DIR")
         .env("HOME", not_utf8(&home, b"home\xff"));
     assert_refused(&home, "HOME", gate, "HOME");
-    let mut gate = home.cmd("dream-gate");
-    gate.env("XDG_STATE_HOME", not_utf8(&home, b"state\xff"));
+    let gate = Run::new(&home, "dream-gate").env("XDG_STATE_HOME", not_utf8(&home, b"state\xff"));
     assert_refused(&home, "XDG_STATE_HOME", gate, "XDG_STATE_HOME");
-    let mut lock = home.cmd("dream-lock");
-    lock.arg("acquire").env(
+    let lock = Run::new(&home, "dream-lock").arg("acquire").env(
         "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE",
         not_utf8(&home, b"cowork\xff"),
     );
@@ -361,15 +352,15 @@ fn feedback_with_a_config_dir_that_is_not_utf8_refuses_before_writing_and_never_
     std::fs::create_dir_all(config.join("feedback/drafts")).unwrap();
     std::fs::write(config.join("feedback/drafts/x.json"), "not a draft").unwrap();
     let fields = r#"{"type":"bug","title":"t","details":"d"}"#;
-    let mut queue = home.cmd("feedback");
-    queue
+    let queue = Run::new(&home, "feedback")
         .arg("queue")
         .env("CLAUDE_CONFIG_DIR", &config)
-        .write_stdin(fields);
+        .stdin(fields);
     assert_refused(&home, "queue", queue, "CLAUDE_CONFIG_DIR");
     for args in [&["list"][..], &["show", "x"], &["discard", "x"]] {
-        let mut cmd = home.cmd("feedback");
-        cmd.args(args).env("CLAUDE_CONFIG_DIR", &config);
+        let cmd = Run::new(&home, "feedback")
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", &config);
         assert_refused(&home, &args.join(" "), cmd, "UTF-8");
     }
 }
@@ -384,21 +375,22 @@ fn a_draft_file_whose_name_is_not_utf8_is_listed_without_a_panic() {
         "{}",
     )
     .unwrap();
-    let r = run({
-        let mut cmd = home.cmd("feedback");
-        cmd.arg("list");
-        cmd
-    });
-    assert_eq!(r.code, 0, "{} {}", r.doc, r.err);
-    let listed = &r.doc["drafts"][0];
-    assert!(
-        listed["path"]
-            .as_str()
-            .unwrap()
-            .ends_with("odd\u{fffd}.json"),
-        "{listed}"
-    );
-    assert!(listed["error"].is_string(), "{listed}");
+    Run::new(&home, "feedback")
+        .arg("list")
+        .success()
+        .stdout_json(|doc| {
+            let listed = &doc["drafts"][0];
+            assert!(
+                listed["path"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("odd\u{fffd}.json"),
+                "{listed}"
+            );
+            assert!(listed["error"].is_string(), "{listed}");
+        })
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -406,19 +398,20 @@ fn a_symlinked_cwd_names_the_physical_directory() {
     let home = ClaudeHome::new();
     std::os::unix::fs::symlink(&home.project, home.root.join("link")).unwrap();
     for dir in ["link", "link/", "./link/../link"] {
-        let r = run({
-            let mut cmd = home.cmd("dream-gate");
-            cmd.current_dir(&home.root)
-                .args(["--scan-interval", "0", "--cwd", dir]);
-            cmd
-        });
-        assert_eq!(r.code, 1, "{dir}: {}", r.doc);
-        assert_eq!(
-            r.doc["project"]["cwd"],
-            home.project.display().to_string(),
-            "{dir}"
-        );
-        assert_eq!(r.doc["project"]["slug"], home.slug(), "{dir}");
+        Run::new(&home, "dream-gate")
+            .current_dir(&home.root)
+            .args(["--scan-interval", "0", "--cwd", dir])
+            .code(1)
+            .stdout_json(|doc| {
+                assert_eq!(
+                    doc["project"]["cwd"],
+                    home.project.display().to_string(),
+                    "{dir}"
+                );
+                assert_eq!(doc["project"]["slug"], home.slug(), "{dir}");
+            })
+            .stderr_is(TOO_FEW)
+            .run();
     }
 }
 
@@ -433,42 +426,56 @@ fn a_bad_environment_variable_is_named_as_itself() {
         ("recap", "DREAMKIT_PROVIDER", "gpt"),
         ("dream-gate", "DREAMKIT_LOCK_URL", "redis://x"),
     ] {
-        let mut cmd = home.cmd(tool);
-        cmd.env(var, value);
+        let mut cmd = Run::new(&home, tool).env(var, value);
         if tool == "recap" {
-            cmd.args(["--transcript", "t.jsonl"]);
+            cmd = cmd.args(["--transcript", "t.jsonl"]);
         }
-        let r = run(cmd);
-        assert_eq!(r.code, 2, "{var}: {}", r.doc);
-        assert_eq!(r.doc["error"]["kind"], "usage", "{var}");
-        let message = r.doc["error"]["message"].as_str().unwrap();
-        assert!(message.starts_with(&format!("{var}=")), "{message}");
-        assert!(
-            !["--min", "--provider", "--backend"]
-                .iter()
-                .any(|flag| message.contains(flag)),
-            "{message}"
-        );
-        assert!(r.err.contains(var), "{}", r.err);
+        let ran = cmd
+            .code(2)
+            .stdout_json(|doc| {
+                assert_eq!(doc["error"]["kind"], "usage", "{var}");
+                let message = doc["error"]["message"].as_str().unwrap();
+                assert!(message.starts_with(&format!("{var}=")), "{message}");
+                assert!(
+                    !["--min", "--provider", "--backend"]
+                        .iter()
+                        .any(|flag| message.contains(flag)),
+                    "{message}"
+                );
+            })
+            .stderr_with(|err| {
+                assert!(err.contains(var), "{err}");
+                assert!(err.starts_with(&format!("error: {var}=")), "{err}");
+            })
+            .run();
+        // clap's form, the message and nothing more.
+        let message = ran.json()["error"]["message"].as_str().unwrap().to_string();
+        assert_eq!(ran.stderr, format!("error: {message}\n"), "{var}");
     }
     // The wrapped parsers still list their values for help and completions.
-    let out = home.cmd("recap").arg("--help").output().unwrap();
-    let help = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        help.contains("[possible values: anthropic, openai]"),
-        "{help}"
-    );
+    Run::new(&home, "recap")
+        .arg("--help")
+        .success()
+        .stdout_with(|help| {
+            assert!(
+                help.contains("[possible values: anthropic, openai]"),
+                "{help}"
+            );
+        })
+        .stderr_empty()
+        .run();
     // The flag wins over a bad variable; an empty variable is unset.
-    let r = run({
-        let mut cmd = home.cmd("dream-gate");
-        cmd.env("DREAMKIT_MIN_HOURS", "abc")
-            .env("DREAMKIT_MIN_SESSIONS", "")
-            .args(["--min-hours", "1", "--scan-interval", "0"]);
-        cmd
-    });
-    assert_eq!(r.code, 1, "{}", r.doc);
-    assert_eq!(r.doc["gate"]["min_hours"], 1.0);
-    assert_eq!(r.doc["gate"]["min_sessions"], 5);
+    Run::new(&home, "dream-gate")
+        .env("DREAMKIT_MIN_HOURS", "abc")
+        .env("DREAMKIT_MIN_SESSIONS", "")
+        .args(["--min-hours", "1", "--scan-interval", "0"])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["gate"]["min_hours"], 1.0);
+            assert_eq!(doc["gate"]["min_sessions"], 5);
+        })
+        .stderr_is(TOO_FEW)
+        .run();
 }
 
 #[test]
@@ -481,29 +488,29 @@ fn min_hours_takes_hours_or_a_duration() {
         ("0.5", 0.5),
         ("1800s", 0.5),
     ] {
-        let r = run({
-            let mut cmd = home.cmd("dream-gate");
-            cmd.args(["--scan-interval", "0", "--min-hours", value]);
-            cmd
-        });
-        assert_eq!(r.doc["gate"]["min_hours"], hours, "{value}");
-        let r = run({
-            let mut cmd = home.cmd("dream-gate");
-            cmd.env("DREAMKIT_MIN_HOURS", value)
-                .args(["--scan-interval", "0"]);
-            cmd
-        });
-        assert_eq!(r.doc["gate"]["min_hours"], hours, "env {value}");
+        Run::new(&home, "dream-gate")
+            .args(["--scan-interval", "0", "--min-hours", value])
+            .code(1)
+            .stdout_json(|doc| assert_eq!(doc["gate"]["min_hours"], hours, "{value}"))
+            .stderr_is(TOO_FEW)
+            .run();
+        Run::new(&home, "dream-gate")
+            .env("DREAMKIT_MIN_HOURS", value)
+            .args(["--scan-interval", "0"])
+            .code(1)
+            .stdout_json(|doc| assert_eq!(doc["gate"]["min_hours"], hours, "env {value}"))
+            .stderr_is(TOO_FEW)
+            .run();
     }
-    let r = run({
-        let mut cmd = home.cmd("dream-gate");
-        cmd.args(["--min-hours", "2d"]);
-        cmd
-    });
-    assert_eq!(
-        (r.code, r.doc["error"]["kind"].as_str()),
-        (2, Some("usage"))
-    );
+    Run::new(&home, "dream-gate")
+        .args(["--min-hours", "2d"])
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"].as_str(), Some("usage")))
+        .stderr_is(clap_error(
+            "invalid value '2d' for '--min-hours <HOURS>': \"2d\" is not a number of hours \
+             (examples: 24, 0.5, 24h, 90m)",
+        ))
+        .run();
 }
 
 /// Three real turns, ten minutes ago, for the away-summary gates.
@@ -535,15 +542,15 @@ impl Recap {
         }
     }
 
-    fn run(&self, args: &[&str]) -> Run {
-        let mut cmd = self.home.cmd("recap");
-        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
+    /// recap on the transcript with `args`; the caller says what it must print.
+    fn run<'a>(&self, args: &[&str]) -> Run<'a> {
+        Run::new(&self.home, "recap")
+            .env("ANTHROPIC_BASE_URL", self.api.url())
             .env("ANTHROPIC_API_KEY", KEY)
             .env("DREAMKIT_RETRY_BASE_MS", "1")
             .arg("--transcript")
             .arg(&self.transcript)
-            .args(args);
-        run(cmd)
+            .args(args)
     }
 }
 
@@ -560,14 +567,22 @@ fn recap_durations_take_units_beside_the_millisecond_flags() {
         "--cache-age",
         "0",
     ];
-    let out = r.run(&[&gates[..], &["--away", "15.999s"]].concat());
-    assert_eq!(out.code, 1, "{}", out.doc);
-    assert_eq!(out.doc["reason"], "not_away_long_enough");
+    r.run(&[&gates[..], &["--away", "15.999s"]].concat())
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["reason"], "not_away_long_enough"))
+        .stderr_is("recap: skipped: not_away_long_enough: away 15999 ms; the delay is 16000 ms\n")
+        .run();
     // Plain numbers are seconds; minutes and hours work too.
-    let out = r.run(&["--auto", "--cache-age", "55m", "--cache-ttl", "1h"]);
-    assert_eq!(out.doc["reason"], "cache_cold", "{}", out.doc);
-    let out = r.run(&["--auto", "--away", "100", "--delay", "2m"]);
-    assert_eq!(out.doc["reason"], "not_away_long_enough", "{}", out.doc);
+    r.run(&["--auto", "--cache-age", "55m", "--cache-ttl", "1h"])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["reason"], "cache_cold", "{doc}"))
+        .stderr_is("recap: skipped: cache_cold: cache is 3300000 ms old; the limit is 3240000 ms\n")
+        .run();
+    r.run(&["--auto", "--away", "100", "--delay", "2m"])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["reason"], "not_away_long_enough", "{doc}"))
+        .stderr_is("recap: skipped: not_away_long_enough: away 100000 ms; the delay is 120000 ms\n")
+        .run();
     // Each pair conflicts.
     for pair in [
         ["--away", "1m", "--away-ms", "60000"],
@@ -575,14 +590,28 @@ fn recap_durations_take_units_beside_the_millisecond_flags() {
         ["--cache-ttl", "1h", "--cache-ttl-ms", "3600000"],
         ["--cache-age", "1m", "--cache-age-ms", "60000"],
     ] {
-        let out = r.run(&pair);
-        assert_eq!(out.code, 2, "{pair:?}");
-        assert_eq!(out.doc["error"]["kind"], "usage", "{pair:?}");
+        let (long, ms) = (pair[0], pair[2]);
+        let value = "<DURATION>";
+        r.run(&pair)
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage", "{pair:?}"))
+            .stderr_is(clap_error(&format!(
+                "the argument '{long} {value}' cannot be used with '{ms} <MS>'\n\n\
+                 Usage: recap --transcript <PATH> {long} {value}"
+            )))
+            .run();
     }
     // Last: a summary that is written ends the away-summary gates' interest.
     r.api.push(Reply::anthropic_text("You were testing."));
-    let out = r.run(&[&gates[..], &["--away", "16s"]].concat());
-    assert_eq!(out.code, 0, "{}", out.doc);
+    r.run(&[&gates[..], &["--away", "16s"]].concat())
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["status"], "ok");
+            assert_eq!(doc["text"], "You were testing.");
+            assert!(doc["record_uuid"].is_string(), "{doc}");
+        })
+        .stderr_empty()
+        .run();
     assert_eq!(r.api.requests().len(), 1);
 }
 
@@ -594,9 +623,11 @@ fn recap_timeout_zero_means_no_per_request_timeout() {
         Box::new(|| std::thread::sleep(Duration::from_millis(300))),
         Box::new(Reply::anthropic_text("You were waiting.")),
     ));
-    let out = r.run(&["--timeout", "0", "--retries", "0", "--deadline", "1m"]);
-    assert_eq!(out.code, 0, "{} {}", out.doc, out.err);
-    assert_eq!(out.doc["text"], "You were waiting.");
+    r.run(&["--timeout", "0", "--retries", "0", "--deadline", "1m"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["text"], "You were waiting."))
+        .stderr_empty()
+        .run();
 }
 
 #[test]
@@ -605,29 +636,46 @@ fn counts_read_in_the_singular_and_the_plural() {
         .user("only one")
         .assistant("ok");
     let r = Recap::new(&one);
-    let out = r.run(&["--auto"]);
-    assert_eq!(out.doc["reason"], "too_few_turns", "{}", out.doc);
-    assert_eq!(
-        out.doc["message"],
-        "1 real user turn; the first summary needs 3"
-    );
+    r.run(&["--auto"])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["reason"], "too_few_turns", "{doc}");
+            assert_eq!(
+                doc["message"],
+                "1 real user turn; the first summary needs 3"
+            );
+        })
+        .stderr_is("recap: skipped: too_few_turns: 1 real user turn; the first summary needs 3\n")
+        .run();
     let two = Transcript::started(Duration::from_secs(600))
         .user("one")
         .user("two")
         .assistant("ok");
     let r = Recap::new(&two);
-    let out = r.run(&["--auto"]);
-    assert_eq!(
-        out.doc["message"],
-        "2 real user turns; the first summary needs 3"
-    );
+    r.run(&["--auto"])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["message"],
+                "2 real user turns; the first summary needs 3"
+            );
+        })
+        .stderr_is("recap: skipped: too_few_turns: 2 real user turns; the first summary needs 3\n")
+        .run();
     let after = three_turns()
         .away_summary("You were testing.")
         .user("again");
     let r = Recap::new(&after);
-    let out = r.run(&["--auto"]);
-    assert_eq!(
-        out.doc["message"],
-        "1 real user turn since the last summary; needs 2"
-    );
+    r.run(&["--auto"])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["message"],
+                "1 real user turn since the last summary; needs 2"
+            );
+        })
+        .stderr_is(
+            "recap: skipped: too_few_turns: 1 real user turn since the last summary; needs 2\n",
+        )
+        .run();
 }
