@@ -16,8 +16,9 @@ pub struct Outcome {
     pub exit: Exit,
     /// `None` only when a child process owned stdout (`dream-lock exec`).
     pub json: Option<String>,
-    /// Why the answer is a clean "no": printed as one line on stderr (unless `-q`) when the
-    /// exit code is 1, so a person sees why without reading the JSON.
+    /// Why the answer is a clean "no", or what interrupted the tool: printed as one line on
+    /// stderr (unless `-q`) when the exit code is 1, 130 or 143, so a person sees why without
+    /// reading the JSON.
     pub note: Option<String>,
     /// What to undo when the document could not be delivered (stdout full, closed or
     /// broken): work whose only record is the document, such as a lock token, is taken back.
@@ -71,7 +72,7 @@ impl Outcome {
         }
     }
 
-    /// The one human line that says why (shown for exit 1).
+    /// The one human line that says why (shown for exit 1, 130 and 143).
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.note = Some(note.into());
         self
@@ -129,7 +130,10 @@ pub fn main<T: Tool>() -> ExitCode {
         diag.warn(&failure.to_string());
         failure_outcome(&failure, T::ENVELOPE_SECTION)
     });
-    if outcome.exit == Exit::No {
+    if matches!(
+        outcome.exit,
+        Exit::No | Exit::Interrupted | Exit::Terminated
+    ) {
         if let Some(note) = &outcome.note {
             diag.warn(note);
         }
@@ -206,8 +210,7 @@ fn clap_exit(err: clap::Error, section: Option<&str>) -> ExitCode {
             // The flags did not parse, but a `-q` (or `-n`) among them is still honoured.
             let quiet = asks_flag(std::env::args_os().skip(1), "quiet", 'q');
             if !quiet {
-                // As clap renders it (coloured on a terminal); a lost stderr cannot be reported.
-                let _ = err.print();
+                print_redacted(&err);
             }
             if section.is_some() {
                 super::input::set_null_input(asks_flag(
@@ -223,6 +226,23 @@ fn clap_exit(err: clap::Error, section: Option<&str>) -> ExitCode {
             Exit::Usage.into()
         }
     }
+}
+
+/// clap's message on stderr as clap renders it (coloured on a terminal unless `NO_COLOR`), with
+/// what a user put in a URL's userinfo or query redacted: `--backend etcd://u:password@h`
+/// that does not parse must not print the password. A lost stderr cannot be reported.
+fn print_redacted(err: &clap::Error) {
+    use std::io::{IsTerminal, Write};
+    let styled = err.render();
+    let coloured = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let text = if coloured {
+        styled.ansi().to_string()
+    } else {
+        styled.to_string()
+    };
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(super::redact::redact(&text).as_bytes());
 }
 
 /// Whether the command line holds `--<long>`, `-<short>` or a cluster such as `-qn`, before

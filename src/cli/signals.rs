@@ -69,9 +69,11 @@ pub fn set_documents(document: impl Fn(i32) -> String) {
     TERM_DOC.set(format!("{}\n", document(libc::SIGTERM)));
 }
 
-/// The outcome of a tool that stops because of `signal` (exit 130 / 143).
+/// The outcome of a tool that stops because of `signal` (exit 130 / 143), with the one line
+/// every interrupted tool says.
 pub fn outcome(signal: i32) -> Outcome {
     Outcome::new(exit_for(signal), &interrupted_document(signal))
+        .with_note(format!("interrupted by {}", name(signal)))
 }
 
 fn name(signal: i32) -> &'static str {

@@ -2,7 +2,7 @@
 //! scripted fake model; every result checked on disk.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -85,18 +85,6 @@ impl Dream {
         std::fs::read_to_string(self.mem().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }
 
-    /// LEGACY: kept only for the modules that share `Dream` and are not migrated yet
-    /// (attack16, crash, check, claude_formats, contract_pipeline, local_models); no test in
-    /// dream.rs, dream_attacks.rs or review.rs uses it. Delete with support's `cmd`.
-    pub(crate) fn cmd(&self, bin: &str) -> assert_cmd::Command {
-        let mut cmd = self.home.cmd(bin);
-        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
-            .env("ANTHROPIC_API_KEY", KEY)
-            .env("DREAMKIT_RETRY_BASE_MS", "1")
-            .timeout(Duration::from_secs(60));
-        cmd
-    }
-
     /// `bin` with this home's clean environment and the fake model, as a checked run.
     pub(crate) fn tool<'a>(&self, bin: &str) -> Run<'a> {
         let mut cmd = self.home.process(bin_path(bin));
@@ -151,16 +139,6 @@ impl Dream {
             .env("ANTHROPIC_API_KEY", KEY)
             .env("DREAMKIT_RETRY_BASE_MS", "1");
         cmd
-    }
-
-    /// LEGACY: kept only for the modules that share `Dream` and are not migrated yet (see
-    /// [`Dream::cmd`]); this module runs [`Dream::dream_run`].
-    pub(crate) fn run(&self, envelope: &str, args: &[&str]) -> Output {
-        self.cmd("dream-run")
-            .args(args)
-            .write_stdin(envelope.to_string())
-            .output()
-            .unwrap()
     }
 
     pub(crate) fn task(&self, id: &str) -> Value {

@@ -688,25 +688,38 @@ fn malformed_etcd_urls_are_usage_errors() {
             )
         );
     }
-    // LEGACY: with a user in the URL, the document redacts it ("etcd://[redacted]@h:1") but
-    // stderr repeats the URL as given, so `etcd://user:password@host:port` prints the password
-    // on stderr; these two runs stay off Run (which would have to assert that) until stderr
-    // says what the document says.
-    let bad = "etcd://u@h:1";
-    let mut lock = home.process(bin_path("dream-lock"));
-    lock.args(["status", "--backend", bad]).stdin(Stdio::null());
-    let out = lock.output().expect("run dream-lock");
-    assert_eq!(out.status.code(), Some(2), "{bad}");
-    let doc = run::one_json_line(std::str::from_utf8(&out.stdout).expect("utf-8"));
-    assert_eq!(doc["error"]["kind"], "usage", "{bad}");
-    let mut gate = home.process(bin_path("dream-gate"));
-    gate.env("DREAMKIT_LOCK_URL", bad).stdin(Stdio::null());
-    let out = gate.output().expect("run dream-gate");
-    assert_eq!(out.status.code(), Some(2), "{bad}");
-    let message = run::one_json_line(std::str::from_utf8(&out.stdout).expect("utf-8"))["error"]
-        ["message"]
-        .to_string();
-    assert!(message.contains("DREAMKIT_LOCK_URL"), "{message}");
+    // With a user and password in the URL, both streams say it redacted.
+    let bad = "etcd://u:pw-SECRET@h:1";
+    let shown = "etcd://[redacted]@h:1";
+    let refusal = format!(
+        "lock backend \"{shown}\": no user, query, fragment or blanks allowed (etcd://host:port[,host:port...][/prefix])"
+    );
+    Run::new(&home, "dream-lock")
+        .args(["status", "--backend", bad])
+        .stdin_from(Stdio::null())
+        .code(2)
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["error"],
+                json!({"kind": "usage", "message": format!("invalid value '{shown}' for '--backend <URL>': {refusal}")})
+            );
+        })
+        .stderr_is(format!(
+            "error: invalid value '{shown}' for '--backend <URL>': {refusal}\n\nFor more information, try '--help'.\n"
+        ))
+        .run();
+    Run::new(&home, "dream-gate")
+        .env("DREAMKIT_LOCK_URL", bad)
+        .stdin_from(Stdio::null())
+        .code(2)
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["error"],
+                json!({"kind": "usage", "message": format!("DREAMKIT_LOCK_URL=\"{shown}\": {refusal}")})
+            );
+        })
+        .stderr_is(format!("error: DREAMKIT_LOCK_URL=\"{shown}\": {refusal}\n"))
+        .run();
     Run::new(&home, "dream-lock")
         .args(["status", "--backend", "etcd://127.0.0.1:1"])
         .env("DREAMKIT_ETCD_LEASE_TTL", "soon")

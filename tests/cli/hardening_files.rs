@@ -657,17 +657,20 @@ fn acquire_waiting_for_the_guard_ends_on_sigterm_without_touching_the_lock() {
     let mtime_before = mtime(&home.lock_file());
     let guard = hold_guard(&home);
     let live = LiveProcess::start();
-    // LEGACY: interrupted while it waits for the guard, acquire exits 143 with the interrupted
-    // document but says nothing on stderr, where every other interrupted run says its one
-    // line ("dream-lock: interrupted by SIGTERM"); kept off Run until it does.
-    let mut cmd = process(&home, "dream-lock");
-    cmd.args(["acquire", "--pid", &live.pid().to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().expect("spawn");
+    let acquire = Run::new(&home, "dream-lock")
+        .args(["acquire", "--pid", &live.pid().to_string()])
+        .stdin_from(Stdio::null())
+        .code(143)
+        .stdout_json(|doc| {
+            assert_eq!(
+                *doc,
+                json!({"error": {"kind": "interrupted", "message": "interrupted by SIGTERM"}})
+            );
+        })
+        .stderr_is("dream-lock: interrupted by SIGTERM\n")
+        .spawn();
     // It is waiting for the guard once it has the guard file open.
-    let fds = format!("/proc/{}/fd", child.id());
+    let fds = format!("/proc/{}/fd", acquire.pid());
     wait::for_true("the guard wait", || {
         std::fs::read_dir(&fds).is_ok_and(|d| {
             d.flatten().any(|fd| {
@@ -676,18 +679,9 @@ fn acquire_waiting_for_the_guard_ends_on_sigterm_without_touching_the_lock() {
             })
         })
     });
-    assert_eq!(
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) },
-        0,
-        "kill"
-    );
-    let out = wait::for_output(child);
+    acquire.signal(libc::SIGTERM);
+    acquire.finish();
     drop(guard);
-    assert_eq!(out.status.code(), Some(143), "{out:?}");
-    assert_eq!(
-        run::one_json_line(std::str::from_utf8(&out.stdout).expect("utf-8")),
-        json!({"error": {"kind": "interrupted", "message": "interrupted by SIGTERM"}})
-    );
     assert_eq!(std::fs::read(home.lock_file()).expect("read"), b"");
     assert_eq!(mtime(&home.lock_file()), mtime_before, "the mtime moved");
 }

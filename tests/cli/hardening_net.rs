@@ -366,7 +366,7 @@ fn a_server_that_never_stops_sending_is_cut_off_with_bounded_memory() {
             .arg("--transcript")
             .arg(&n.transcript);
         // The peak is read at the process's exit, its own memory after exec.
-        // LEGACY: run under ptrace, which Run cannot do (its wait would take the tracee's
+        // Not through Run: run under ptrace, which Run cannot do (its wait would take the tracee's
         // stops for its exit); all three streams are checked here instead.
         let (out, peak_kib) = crate::net::run_measuring_peak_rss(cmd);
         let doc: Value = one_json_line(std::str::from_utf8(&out.stdout).unwrap());

@@ -1,6 +1,6 @@
 //! `dream-lock` with real processes, real files and real signals.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
@@ -140,28 +140,25 @@ fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
     let home = ClaudeHome::new();
     let shells: Vec<LiveProcess> = (0..32).map(|_| LiveProcess::start()).collect();
     for round in 0..20 {
-        let children: Vec<_> = shells
+        // Started together, so that they race.
+        let acquirers: Vec<_> = shells
             .iter()
             .map(|shell| {
-                let mut cmd: Command = Command::new(bin_path("dream-lock"));
-                cmd.args(["acquire", "--pid", &shell.pid().to_string()])
-                    .env("HOME", &home.home)
-                    .env("CLAUDE_CONFIG_DIR", &home.config)
-                    .env("XDG_STATE_HOME", &home.state_home)
-                    .current_dir(&home.project)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped());
-                cmd.spawn().expect("spawn acquirer")
+                Run::new(&home, "dream-lock")
+                    .args(["acquire", "--pid", &shell.pid().to_string()])
+                    .stdin_from(Stdio::null())
+                    .code_any("one wins (0), the rest meet it busy (1): checked below")
+                    .stdout_json(|_| {})
+                    .stderr_any("checked below against its exit")
+                    .spawn()
             })
             .collect();
-        // Spawned together, so that they race; each checked as Run checks one.
-        let results: Vec<(i32, Value)> = children
+        let results: Vec<(i32, Value)> = acquirers
             .into_iter()
-            .map(|c| {
-                let out = wait::for_output(c);
-                let code = out.status.code().expect("code");
-                let err = stderr_text(&out);
+            .map(|acquirer| {
+                let ran = acquirer.finish();
+                let code = ran.code.expect("code");
+                let err = &ran.stderr;
                 match code {
                     0 => assert_eq!(err, "", "round {round}: the winner is silent"),
                     _ => assert!(
@@ -170,7 +167,7 @@ fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
                         "round {round}: {err}"
                     ),
                 }
-                (code, stdout_json(&out))
+                (code, ran.json())
             })
             .collect();
         let winners: Vec<&Value> = results
@@ -610,36 +607,28 @@ fn exec_forwards_sigterm_rolls_back_and_exits_143() {
     home.consolidated(hours(30));
     let prior = epoch_ms(mtime(&home.lock_file()));
     let marker = home.project.join("started");
-    let child = Command::new(bin_path("dream-lock"))
+    let exec = Run::new(&home, "dream-lock")
         .args(["exec", "--", "sh", "-c"])
         .arg(format!(
             "trap 'echo got-term > {0}.term; exit 143' TERM; touch {0}; while :; do sleep 0.05; done",
             marker.display()
         ))
-        .env("HOME", &home.home)
-        .env("CLAUDE_CONFIG_DIR", &home.config)
-        .env("XDG_STATE_HOME", &home.state_home)
-        .current_dir(&home.project)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdin_from(Stdio::null())
+        .code(143)
+        .stdout_empty()
+        .stderr_is(
+            "dream-lock: rolled the lock back (aborted): the consolidation time is as it was\n",
+        )
+        .spawn();
     // The script's own `sleep 0.05` loop is the command staying alive, not a wait.
     wait::for_file(&marker);
     assert_eq!(
         content(&home),
-        child.id().to_string(),
+        exec.pid().to_string(),
         "exec holds the lock with its own PID"
     );
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = wait::for_output(child);
-    assert_eq!(out.status.code(), Some(143));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
-    assert_eq!(
-        stderr_text(&out),
-        "dream-lock: rolled the lock back (aborted): the consolidation time is as it was\n"
-    );
+    exec.signal(libc::SIGTERM);
+    exec.finish();
     assert_eq!(
         std::fs::read_to_string(home.project.join("started.term")).unwrap(),
         "got-term\n"

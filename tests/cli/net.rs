@@ -256,7 +256,7 @@ fn an_etcd_member_streaming_a_huge_answer_is_cut_off_with_bounded_memory() {
         });
         let mut cmd = home.process(bin_path("dream-lock"));
         cmd.arg("status").env("DREAMKIT_LOCK_URL", &url);
-        // LEGACY: run under ptrace, which Run cannot do (its wait would take the tracee's
+        // Not through Run: run under ptrace, which Run cannot do (its wait would take the tracee's
         // stops for its exit); all three streams are checked here instead.
         let (out, peak_kib) = run_measuring_peak_rss(cmd);
         assert_eq!(out.status.code(), Some(4), "{out:?}");

@@ -3,10 +3,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::time::{Duration, SystemTime};
-
-use serde_json::Value;
 
 pub(crate) mod claude_code;
 pub(crate) mod etcd;
@@ -106,15 +103,6 @@ impl ClaudeHome {
         path
     }
 
-    /// The binary with a clean environment pointing at this home, run from the project.
-    /// Tests run it through [`Run::new`]; a bare `cmd(..).output()` checks nothing.
-    // LEGACY (as a test's runner): migrate to support::run.
-    pub(crate) fn cmd(&self, bin: &str) -> assert_cmd::Command {
-        let mut cmd = assert_cmd::Command::from_std(self.process(bin_path(bin)));
-        cmd.write_stdin("");
-        cmd
-    }
-
     /// `program` as a plain process (for `pre_exec`, signals, pipes of our own) with the same
     /// clean environment (`PATH` only, `HOME`, `CLAUDE_CONFIG_DIR` and `XDG_STATE_HOME` here),
     /// run from the project. [`Run::command`] turns it into a checked run.
@@ -126,15 +114,6 @@ impl ClaudeHome {
             .env("CLAUDE_CONFIG_DIR", &self.config)
             .env("XDG_STATE_HOME", &self.state_home)
             .current_dir(&self.project);
-        cmd
-    }
-
-    /// The binary run as an unprivileged user when the tests run as root (root reads any
-    /// directory, so permission failures could not be seen otherwise).
-    // LEGACY (as a test's runner): migrate to support::run (`Run::unprivileged`).
-    pub(crate) fn cmd_unprivileged(&self, bin: &str) -> assert_cmd::Command {
-        let mut cmd = assert_cmd::Command::from_std(self.process_unprivileged(bin));
-        cmd.write_stdin("");
         cmd
     }
 
@@ -292,17 +271,6 @@ pub(crate) const HOURS: u64 = 3600;
 
 pub(crate) fn hours(h: u64) -> Duration {
     Duration::from_secs(h * HOURS)
-}
-
-/// The one JSON document a tool printed.
-// LEGACY: migrate to support::run (`Run::stdout_json`).
-pub(crate) fn stdout_json(output: &Output) -> Value {
-    run::one_json_line(std::str::from_utf8(&output.stdout).expect("utf-8 stdout"))
-}
-
-// LEGACY: migrate to support::run (`Run::stderr_*`).
-pub(crate) fn stderr_text(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Claude Code's slug, written out independently of the library: non-alphanumeric UTF-16

@@ -430,24 +430,6 @@ impl Running<'_> {
         text_of(&self.stderr_buf)
     }
 
-    /// Until its stderr holds `needle` (bounded); then all of its stderr so far.
-    #[track_caller]
-    pub(crate) fn wait_stderr(&self, needle: &str) -> String {
-        wait::until(&format!("{}: {needle:?} on stderr", self.label), || {
-            let text = self.stderr_so_far();
-            text.contains(needle).then_some(text)
-        })
-    }
-
-    /// Until its stdout holds `needle` (bounded); then all of its stdout so far.
-    #[track_caller]
-    pub(crate) fn wait_stdout(&self, needle: &str) -> String {
-        wait::until(&format!("{}: {needle:?} on stdout", self.label), || {
-            let text = self.stdout_so_far();
-            text.contains(needle).then_some(text)
-        })
-    }
-
     /// Waits for it to end (killing it past its timeout) and checks the exit, stdout and
     /// stderr as described; panics, printing all three, when one of them is wrong.
     #[track_caller]

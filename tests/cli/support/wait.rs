@@ -67,25 +67,6 @@ pub(crate) fn for_exit(pid: i32) {
     });
 }
 
-/// Until `child` exits, then its output; kills it and fails past [`WAIT_TIMEOUT`]. The
-/// output the killed child left is shown.
-#[track_caller]
-pub(crate) fn for_output(mut child: std::process::Child) -> std::process::Output {
-    let deadline = Instant::now() + WAIT_TIMEOUT;
-    while child.try_wait().expect("try_wait").is_none() {
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "still running after {WAIT_TIMEOUT:?} (it hung); stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(POLL);
-    }
-    child.wait_with_output().expect("output")
-}
-
 /// Until `pid` runs `comm` (it has exec'd), not the copy of its parent `fork` made.
 #[track_caller]
 pub(crate) fn for_exec(pid: i32, comm: &str) {
