@@ -568,7 +568,7 @@ fn undo_after_apply_undoes_the_apply_not_an_older_run() {
                 doc["task_id"],
                 proposal.as_str(),
                 "undo picks the run before the apply"
-            )
+            );
         })
         .stderr_empty()
         .run();
@@ -933,7 +933,7 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
                     assert_eq!(
                         doc["error"]["kind"], "environment",
                         "{args:?} {name}: {doc}"
-                    )
+                    );
                 })
                 .stderr_is(refused.as_str())
                 .run();
@@ -991,7 +991,7 @@ fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
                     assert_eq!(
                         doc["error"]["kind"], "environment",
                         "{case} {args:?}: {doc}"
-                    )
+                    );
                 })
                 .stderr_is(cannot.as_str())
                 .run();

@@ -281,7 +281,7 @@ fn every_draft_dreamkit_queues_is_one_claude_code_lists() {
             assert!(
                 err.starts_with("feedback: failure_mode \"vibes\" is not one of "),
                 "{err}"
-            )
+            );
         })
         .run();
     assert_eq!(

@@ -176,7 +176,7 @@ fn failure<'a>(
             // does.
             match tool.as_str() {
                 _ if code == 2 => {
-                    assert_eq!(doc.as_object().map(serde_json::Map::len), Some(1), "{doc}")
+                    assert_eq!(doc.as_object().map(serde_json::Map::len), Some(1), "{doc}");
                 }
                 "recap" => assert!(doc["status"].is_string(), "{what}: {doc}"),
                 "turn-status" => assert_eq!(
@@ -694,7 +694,7 @@ fn control_characters_in_a_model_reply_never_reach_the_printed_text() {
     s.api
         .push(Reply::anthropic_text(&format!("push {ATTACK}it")));
     let doc = answer(s.asking("suggest").arg("--events"), 0, |stderr| {
-        assert_eq!(stderr, "")
+        assert_eq!(stderr, "");
     });
     assert_eq!(doc["type"], "prompt_suggestion");
     assert_printable("suggest --events", &doc);
@@ -898,7 +898,7 @@ fn recap_verbose_explains_each_gate_it_checked() {
             assert_eq!(
                 stderr,
                 "recap: skipped: pending_work: work is still running\n"
-            )
+            );
         },
     );
     assert_eq!(doc["reason"], "pending_work");

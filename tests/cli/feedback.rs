@@ -719,7 +719,7 @@ fn on_a_terminal_send_shows_the_payload_and_asks() {
 
     api.push(Reply::json(200, json!({"feedback_id": "fb_tty"})));
     run("y\n", 0, &|screen| {
-        assert!(screen.contains("fb_tty"), "{screen}")
+        assert!(screen.contains("fb_tty"), "{screen}");
     });
     assert_eq!(api.requests().len(), 1);
     assert!(draft_files(&home).is_empty());

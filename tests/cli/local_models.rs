@@ -197,7 +197,7 @@ fn a_bad_extra_body_is_a_usage_error_and_a_good_one_is_sent() {
                 assert!(
                     err.starts_with("turn-status: DREAMKIT_OPENAI_EXTRA_BODY "),
                     "{err}"
-                )
+                );
             })
             .run();
         let message = ran.json()["error"]["message"].as_str().unwrap().to_string();
