@@ -386,22 +386,30 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
     let project_names = ProjectNames::new(scope.project_root, scope.project_cwd);
     // What looks at one file alone runs on every core, in one pass per file while its text
     // is in the cache: its lines classified (code, front matter) once for every check, its
-    // links, its lines' duplicate hashes, its credentials, dates and paths.
+    // links, its credentials, dates and paths, and the keys its lines are compared by for
+    // duplicates. Only the index's lines are kept (its own checks follow): a topic file's
+    // are dropped where they were made, so the memory is reused.
     let scanned = crate::parallel::map(&files, |file| {
         let lines = markdown::lines(&file.text);
         let mut found = Vec::new();
         let links = memory_links(dir, file, &lines, &exists, &mut found);
         scan_text(dir, file, &lines, &project_names, &mut found);
-        let hashes = duplicate_hashes(file, &lines);
-        (lines, links, hashes, found)
+        if file.relative == INDEX_FILE {
+            (Some(lines), links, Vec::new(), found)
+        } else {
+            let keys = duplicate_keys(&file.text, &lines);
+            (None, links, keys, found)
+        }
     });
-    let mut parsed: Vec<Vec<Line<'_>>> = Vec::with_capacity(files.len());
-    let mut hashes: Vec<Vec<Option<u64>>> = Vec::with_capacity(files.len());
+    let mut index_lines = None;
+    let mut keys: Vec<Vec<DuplicateKey>> = Vec::with_capacity(files.len());
     // Links, and what the index reaches.
     let mut edges: HashMap<&str, Vec<String>> = HashMap::with_capacity(files.len());
-    for (file, (lines, links, line_hashes, found)) in files.iter().zip(scanned) {
-        parsed.push(lines);
-        hashes.push(line_hashes);
+    for (file, (lines, links, file_keys, found)) in files.iter().zip(scanned) {
+        if lines.is_some() {
+            index_lines = lines;
+        }
+        keys.push(file_keys);
         edges.insert(file.relative.as_str(), links);
         problems.extend(found);
     }
@@ -423,15 +431,15 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
         cut_at_load: Vec::new(),
     };
 
-    if let Some(at) = index_at {
+    if let (Some(at), Some(lines)) = (index_at, &index_lines) {
         let file = &files[at];
-        check_index(file, &parsed[at], &mut index, &mut problems);
-        stale_entries(dir, file, &parsed[at], &files, &by_name, &mut problems);
+        check_index(file, lines, &mut index, &mut problems);
+        stale_entries(dir, file, lines, &files, &by_name, &mut problems);
         if let Some(transcripts) = scope.transcripts_dir {
             stale_against_sessions(file, transcripts, scope.min_hours, &mut problems);
         }
     }
-    duplicate_topic_lines(&files, &parsed, &hashes, &mut problems);
+    duplicate_topic_lines(&files, &keys, &mut problems);
 
     problems
         .sort_by(|a, b| (a.file.as_str(), a.line, a.kind).cmp(&(b.file.as_str(), b.line, b.kind)));
@@ -907,29 +915,39 @@ fn stale_against_sessions(
     }
 }
 
-/// For [`duplicate_topic_lines`]: a hash of each line of a topic file that is long enough to
-/// compare (`None` for the rest; nothing for the index, which has its own duplicate check).
-fn duplicate_hashes(file: &MemoryFile, lines: &[Line<'_>]) -> Vec<Option<u64>> {
-    if file.relative == INDEX_FILE {
-        return Vec::new();
-    }
+/// A topic-file line long enough to compare for duplicates: the hash of its folded text, and
+/// where the line is (its number; its bytes in the file's text, compared on a hash hit).
+struct DuplicateKey {
+    hash: u64,
+    number: usize,
+    text: std::ops::Range<usize>,
+}
+
+/// For [`duplicate_topic_lines`]: the key of each line of the topic file `text` that is long
+/// enough to compare (code and front matter are not).
+fn duplicate_keys(text: &str, lines: &[Line<'_>]) -> Vec<DuplicateKey> {
     lines
         .iter()
-        .map(|line| {
-            (!line.code && !line.front_matter)
-                .then(|| markdown::folded_hash(line.text, MIN_DUPLICATE_CHARS))
-                .flatten()
+        .filter(|line| !line.code && !line.front_matter)
+        .filter_map(|line| {
+            let hash = markdown::folded_hash(line.text, MIN_DUPLICATE_CHARS)?;
+            // The line is a slice of `text`: its offset is the distance between the two.
+            let start = line.text.as_ptr() as usize - text.as_ptr() as usize;
+            Some(DuplicateKey {
+                hash,
+                number: line.number,
+                text: start..start + line.text.len(),
+            })
         })
         .collect()
 }
 
 /// The same fact twice in topic files (lines of at least [`MIN_DUPLICATE_CHARS`] folded).
-/// Lines are compared by a hash of their folded text (`hashes`, from [`duplicate_hashes`]),
-/// the text itself only on a hit.
+/// Lines are compared by a hash of their folded text (`keys`, from [`duplicate_keys`]), the
+/// text itself only on a hit.
 fn duplicate_topic_lines(
     files: &[MemoryFile],
-    parsed: &[Vec<Line<'_>>],
-    hashes: &[Vec<Option<u64>>],
+    keys: &[Vec<DuplicateKey>],
     problems: &mut Vec<Problem>,
 ) {
     // The key is a hash already: hashed again by nothing. The first line of each hash is
@@ -937,34 +955,29 @@ fn duplicate_topic_lines(
     let mut seen: HashMap<u64, (usize, usize), std::hash::BuildHasherDefault<PassThrough>> =
         HashMap::default();
     let mut collided: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
-    for (at, (file, (lines, line_hashes))) in
-        files.iter().zip(parsed.iter().zip(hashes)).enumerate()
-    {
-        for (n, (line, hash)) in lines.iter().zip(line_hashes).enumerate() {
-            let Some(hash) = *hash else {
-                continue;
-            };
-            let first = match seen.entry(hash) {
+    let text_of = |(f, k): (usize, usize)| &files[f].text[keys[f][k].text.clone()];
+    for (at, (file, file_keys)) in files.iter().zip(keys).enumerate() {
+        for (n, key) in file_keys.iter().enumerate() {
+            let first = match seen.entry(key.hash) {
                 std::collections::hash_map::Entry::Vacant(slot) => {
                     slot.insert((at, n));
                     continue;
                 }
                 std::collections::hash_map::Entry::Occupied(first) => *first.get(),
             };
-            let folded = markdown::normalized(line.text);
-            let same = |&(f, l): &(usize, usize)| markdown::normalized(parsed[f][l].text) == folded;
-            let others = collided.entry(hash).or_default();
+            let folded = markdown::normalized(text_of((at, n)));
+            let others = collided.entry(key.hash).or_default();
             let first = std::iter::once(first)
                 .chain(others.iter().copied())
-                .find(|at| same(at));
-            match first.as_ref() {
-                Some(&(f, l)) => problems.push(Problem::new(
+                .find(|&other| markdown::normalized(text_of(other)) == folded);
+            match first {
+                Some((f, k)) => problems.push(Problem::new(
                     Kind::DuplicateEntry,
                     &file.relative,
-                    Some(line.number),
+                    Some(key.number),
                     format!(
                         "the same text as {}:{}",
-                        files[f].relative, parsed[f][l].number
+                        files[f].relative, keys[f][k].number
                     ),
                 )),
                 None => others.push((at, n)),

@@ -256,75 +256,84 @@ fn roles(word: &str) -> u8 {
 
 /// The first date in `prose` that only means something on the day it was written
 /// ("yesterday", "last week", "next Monday", "2 days ago", "in 3 weeks"), as written.
+///
+/// One pass over the words, each looked at with the two before it: every phrase is found at
+/// its last word. No two phrases can end at the same word (their last words' roles differ),
+/// and none ends inside another's span, so this is the first phrase in reading order.
 pub(super) fn relative_date(prose: &str) -> Option<String> {
     use role::{AGO, ALONE, COUNT, IN, MODIFIER, PERIOD, UNIT};
-    let words: Vec<(Range<usize>, u8)> = words(prose)
-        .into_iter()
-        .map(|r| {
-            let roles = roles(&prose[r.clone()]);
-            (r, roles)
-        })
-        .collect();
-    let has = |i: usize, role: u8| words.get(i).is_some_and(|(_, r)| r & role != 0);
-    let phrase = |from: usize, to: usize| prose[words[from].0.start..words[to].0.end].to_string();
-    for (i, (_, roles)) in words.iter().enumerate() {
-        if roles & ALONE != 0 {
-            return Some(phrase(i, i));
-        }
-        if roles & MODIFIER != 0 && has(i + 1, PERIOD) {
-            return Some(phrase(i, i + 1));
-        }
-        if roles & AGO != 0 && i > 0 && has(i - 1, UNIT) {
-            let from = if i >= 2 && has(i - 2, COUNT) {
-                i - 2
+    // The two words before this one: (start, roles); roles 0 where there is none.
+    let (mut before, mut last) = ((0usize, 0u8), (0usize, 0u8));
+    let mut found = None;
+    each_word(prose, |word| {
+        let roles = roles(&prose[word.clone()]);
+        let start = if roles & UNIT != 0 && last.1 & COUNT != 0 && before.1 & IN != 0 {
+            Some(before.0)
+        } else if roles & AGO != 0 && last.1 & UNIT != 0 {
+            Some(if before.1 & COUNT != 0 {
+                before.0
             } else {
-                i - 1
-            };
-            return Some(phrase(from, i));
+                last.0
+            })
+        } else if roles & PERIOD != 0 && last.1 & MODIFIER != 0 {
+            Some(last.0)
+        } else if roles & ALONE != 0 {
+            Some(word.start)
+        } else {
+            None
+        };
+        if let Some(start) = start {
+            found = Some(prose[start..word.end].to_string());
+            return Flow::Stop;
         }
-        if roles & IN != 0 && has(i + 1, COUNT) && has(i + 2, UNIT) {
-            return Some(phrase(i, i + 2));
-        }
-    }
-    None
+        (before, last) = (last, (word.start, roles));
+        Flow::Go
+    });
+    found
 }
 
-/// The byte ranges of the words of `text` (runs of letters and digits).
-fn words(text: &str) -> Vec<Range<usize>> {
+/// Whether [`each_word`] goes on.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Go,
+    Stop,
+}
+
+/// The byte range of each word of `text` (a run of letters and digits), in order, until
+/// `visit` says stop. Nothing is collected: this runs for every line of every memory file.
+fn each_word(text: &str, visit: impl FnMut(Range<usize>) -> Flow) {
     // Most memory text is ASCII: one byte a character, no Unicode tables.
     if text.is_ascii() {
-        runs(
-            text.bytes()
-                .enumerate()
-                .map(|(i, b)| (i, b.is_ascii_alphanumeric())),
-            text.len(),
-        )
+        let bytes = text.bytes().enumerate();
+        each_run(bytes.map(|(i, b)| (i, b.is_ascii_alphanumeric())), text.len(), visit);
     } else {
-        runs(
-            text.char_indices().map(|(i, c)| (i, c.is_alphanumeric())),
-            text.len(),
-        )
+        let chars = text.char_indices();
+        each_run(chars.map(|(i, c)| (i, c.is_alphanumeric())), text.len(), visit);
     }
 }
 
 /// The ranges of the runs of `true` in `(offset, is_word)`, the last one ending at `end`.
-fn runs(items: impl Iterator<Item = (usize, bool)>, end: usize) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
+fn each_run(
+    items: impl Iterator<Item = (usize, bool)>,
+    end: usize,
+    mut visit: impl FnMut(Range<usize>) -> Flow,
+) {
     let mut start = None;
     for (i, is_word) in items {
         match (is_word, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
-                out.push(s..i);
+                if visit(s..i) == Flow::Stop {
+                    return;
+                }
                 start = None;
             }
             _ => {}
         }
     }
     if let Some(s) = start {
-        out.push(s..end);
+        visit(s..end);
     }
-    out
 }
 
 /// File extensions that make a word a file name.
