@@ -305,10 +305,18 @@ fn each_word(text: &str, visit: impl FnMut(Range<usize>) -> Flow) {
     // Most memory text is ASCII: one byte a character, no Unicode tables.
     if text.is_ascii() {
         let bytes = text.bytes().enumerate();
-        each_run(bytes.map(|(i, b)| (i, b.is_ascii_alphanumeric())), text.len(), visit);
+        each_run(
+            bytes.map(|(i, b)| (i, b.is_ascii_alphanumeric())),
+            text.len(),
+            visit,
+        );
     } else {
         let chars = text.char_indices();
-        each_run(chars.map(|(i, c)| (i, c.is_alphanumeric())), text.len(), visit);
+        each_run(
+            chars.map(|(i, c)| (i, c.is_alphanumeric())),
+            text.len(),
+            visit,
+        );
     }
 }
 
