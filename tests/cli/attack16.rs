@@ -6,65 +6,20 @@
 //! (or dream-lock) is fixed. The second half are attacks that held: they pass today and keep
 //! it that way.
 
-use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use sha2::Digest as _;
 
-use crate::dream::{script_full_consolidation, tool_results, Dream};
+use crate::dream::{
+    more_problems, rolled_back, script_full_consolidation, tool_results, Dream, LONG_RUN,
+};
 use crate::support::fake_api::Reply;
-use crate::support::{bin_path, session_id, tree, LiveProcess, Run};
+use crate::support::{bin_path, mkfifo, session_id, sha256_hex, LiveProcess, Run};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
-
-/// The bound on a run the test stops, kills or keeps waiting (a 500-file apply or undo on a
-/// busy machine included).
-const LONG_RUN: Duration = Duration::from_secs(120);
-
-/// The memory files, with their content (the lock files beside them change with the lock).
-fn md_tree(d: &Dream) -> BTreeSet<(String, Vec<u8>)> {
-    let mut files = tree(&d.mem());
-    files.retain(|(path, _)| path.ends_with(".md"));
-    files
-}
-
-fn journal(d: &Dream) -> PathBuf {
-    d.home.state_dir().join("journal")
-}
-
-/// Waits (bounded) until `ready` holds, checking as often as the machine allows: what is
-/// awaited may last only a fraction of a second.
-fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !ready() {
-        assert!(Instant::now() < deadline, "{what}: never happened");
-        std::thread::yield_now();
-    }
-}
-
-/// `bin` with this home's environment and the fake model ([`Dream::process`]), as a checked
-/// run.
-fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
-    Run::command(d.process(&bin_path(bin)), bin)
-}
-
-/// `dream-run ARGS` fed `envelope` on stdin.
-fn dream_run<'a>(d: &Dream, envelope: &str, args: &[&str]) -> Run<'a> {
-    tool(d, "dream-run").args(args).stdin(envelope)
-}
-
-/// `dream-run ARGS` with stdin closed, for a run the test stops, kills or watches.
-fn background<'a>(d: &Dream, args: &[&str]) -> Run<'a> {
-    tool(d, "dream-run")
-        .args(args)
-        .stdin_from(Stdio::null())
-        .timeout(LONG_RUN)
-}
 
 /// `dream-run` whose file writes are limited to `limit` bytes ([`limit_file_size`]).
 fn limited<'a>(d: &Dream, limit: u64, ignore: bool) -> Run<'a> {
@@ -73,55 +28,9 @@ fn limited<'a>(d: &Dream, limit: u64, ignore: bool) -> Run<'a> {
     Run::command(cmd, "dream-run").timeout(LONG_RUN)
 }
 
-/// `dream-lock release` of `envelope` (a run's stdout): released, as `outcome`, silently.
-fn release(d: &Dream, envelope: &str, outcome: &str) {
-    tool(d, "dream-lock")
-        .arg("release")
-        .stdin(envelope)
-        .success()
-        .stdout_json(|doc| {
-            assert_eq!(doc["lock"]["released"], true, "{doc}");
-            assert_eq!(doc["lock"]["outcome"], outcome, "{doc}");
-        })
-        .stderr_empty()
-        .run();
-}
-
-/// The warning of a run that leaves problems behind (`dream-run check` lists them).
-fn more_problems(counts: &str) -> String {
-    format!(
-        "dream-run: the run left more problems than it found: {counts} (dream-run check lists \
-         them)\n"
-    )
-}
-
-/// What a command that rolled back the interrupted `command` (apply, undo) of `id` says: as
-/// many files put back as its `recovered` document lists.
-fn rolled_back(command: &str, id: &str, recovered: &Value) -> String {
-    let restored = recovered["restored"].as_array().expect("restored").len();
-    format!(
-        "dream-run: rolled back the interrupted {command} of task {id}: {restored} files put \
-         back\n"
-    )
-}
-
 /// What a command refused by a live holder of the lock (PID `pid`) says.
 fn busy(pid: u32) -> String {
     format!("dream-run: the consolidation lock is held by PID {pid}: try again later\n")
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn mkfifo(path: &Path) {
-    let _ = std::fs::remove_file(path);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
 }
 
 /// Limits the size of any file the child writes to `limit` bytes; with `ignore`, a write past
@@ -171,22 +80,22 @@ impl Dream {
         } else {
             more_problems(problems)
         };
-        let out = dream_run(
-            self,
-            &envelope,
-            &[
-                "--propose",
-                "--max-calls-per-turn",
-                &limit,
-                "--max-files",
-                &limit,
-            ],
-        )
-        .success()
-        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
-        .stderr_is(warning)
-        .run();
-        release(self, &out.stdout, "proposed");
+        let out = self
+            .dream_run(
+                &envelope,
+                &[
+                    "--propose",
+                    "--max-calls-per-turn",
+                    &limit,
+                    "--max-files",
+                    &limit,
+                ],
+            )
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
+            .stderr_is(warning)
+            .run();
+        self.release(&out.stdout, "proposed");
         out.json()["run"]["task_id"].as_str().unwrap().to_string()
     }
 
@@ -248,14 +157,15 @@ fn discard_during_a_live_apply_must_not_make_the_apply_delete_memory_files() {
         ),
         "orphan_file 0 -> 400, duplicate_entry 0 -> 15999",
     );
-    let apply = background(&d, &["apply"])
+    let apply = d
+        .background(&["apply"])
         .success()
         .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
         .stderr_empty()
         .spawn();
     let first = d.mem().join("many/0000.md");
-    let journal = journal(&d);
-    wait_for("the apply's first files", || {
+    let journal = d.journal();
+    crate::support::wait::busy_until("the apply's first files", || {
         journal.exists() && first.exists()
     });
     apply.signal(libc::SIGSTOP);
@@ -265,7 +175,7 @@ fn discard_during_a_live_apply_must_not_make_the_apply_delete_memory_files() {
     );
     // A person (or a hook) discards the proposal meanwhile: refused, the apply holds the lock.
     let pid = apply.pid();
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("discard")
         .code(1)
         .stdout_json(|doc| {
@@ -306,7 +216,8 @@ fn a_symlinked_lock_guard_never_truncates_the_file_it_points_to() {
     let guard = d.mem().join(".consolidate-lock.dreamkit");
     std::os::unix::fs::symlink(&victim, &guard).unwrap();
     let holder = LiveProcess::start();
-    let gate = tool(&d, "dream-gate")
+    let gate = d
+        .tool("dream-gate")
         .args([
             "--min-hours",
             "0",
@@ -321,7 +232,7 @@ fn a_symlinked_lock_guard_never_truncates_the_file_it_points_to() {
         .run();
     // Refused like a FIFO there (exit 3), so no dream-run gets an envelope to write its claim
     // through the link.
-    tool(&d, "dream-lock")
+    d.tool("dream-lock")
         .args(["acquire", "--pid", &holder.pid().to_string()])
         .stdin(gate.stdout)
         .code(3)
@@ -355,7 +266,7 @@ fn a_symlinked_lock_guard_never_truncates_the_file_it_points_to() {
 #[test]
 fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
     let d = Dream::new();
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let original = d.read("MEMORY.md");
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
@@ -385,7 +296,7 @@ fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
         .run();
     assert_eq!(d.read("MEMORY.md"), "# Memory\n- first draft\n");
     drop(holder);
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("tasks")
         .success()
         .stdout_json(|doc| {
@@ -394,14 +305,14 @@ fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
         })
         .stderr_empty()
         .run();
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("undo")
         .success()
         .stdout_json(|doc| assert_eq!(doc["undone"], true, "{doc}"))
         .stderr_empty()
         .run();
     assert_eq!(d.read("MEMORY.md"), original);
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
 }
 
 /// BUG (deletes a directory a record names): `prune_snapshots` (after every completed run and
@@ -422,7 +333,8 @@ fn pruning_snapshots_never_removes_a_folder_a_record_names_outside_the_state_dir
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = dream_run(&d, &envelope, &[])
+    let out = d
+        .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
@@ -467,7 +379,7 @@ fn pruning_snapshots_never_removes_a_folder_a_record_names_outside_the_state_dir
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    dream_run(&d, &envelope, &[])
+    d.dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_is(more_problems("orphan_file 0 -> 1"))
@@ -497,7 +409,7 @@ fn the_turn_output_cap_counts_the_refusals_too() {
     d.api
         .push(Reply::anthropic_tools("Listing a lot.", &calls))
         .push(Reply::anthropic_text("Done."));
-    dream_run(&d, &envelope, &[])
+    d.dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
@@ -543,15 +455,16 @@ fn undo_after_apply_undoes_the_apply_not_an_older_run() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = dream_run(&d, &envelope, &[])
+    let out = d
+        .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_is(more_problems("orphan_file 0 -> 1"))
         .run();
-    release(&d, &out.stdout, "completed");
+    d.release(&out.stdout, "completed");
     drop(holder);
     // Now the person applies the proposal, and changes their mind.
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("apply")
         .success()
         .stdout_json(|doc| {
@@ -560,7 +473,7 @@ fn undo_after_apply_undoes_the_apply_not_an_older_run() {
         })
         .stderr_empty()
         .run();
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .args(["undo", "--dry-run"])
         .success()
         .stdout_json(|doc| {
@@ -613,18 +526,15 @@ fn a_symlinked_notify_transcript_is_judged_the_same_before_and_after_the_run() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = dream_run(
-        &d,
-        &envelope,
-        &["--notify-transcript", link.to_str().unwrap()],
-    )
-    .code_any("either rule is right, judged below: refused up front (2) or followed (0)")
-    .stdout_json(|doc| {
-        let status = &doc["run"]["status"];
-        assert!(status == "completed" || status == "failed", "{doc}");
-    })
-    .stderr_with(|text| assert!(!text.contains("cannot append"), "{text:?}"))
-    .run();
+    let out = d
+        .dream_run(&envelope, &["--notify-transcript", link.to_str().unwrap()])
+        .code_any("either rule is right, judged below: refused up front (2) or followed (0)")
+        .stdout_json(|doc| {
+            let status = &doc["run"]["status"];
+            assert!(status == "completed" || status == "failed", "{doc}");
+        })
+        .stderr_with(|text| assert!(!text.contains("cannot append"), "{text:?}"))
+        .run();
     let code = out.code;
     let refused_up_front = code == Some(2) && d.api.requests().is_empty();
     let appended = code == Some(0)
@@ -660,23 +570,25 @@ fn sigterm_during_recover_still_reports_what_was_rolled_back() {
         Dream::many_writes(500, &[]),
         "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
     );
-    let before = md_tree(&d);
+    let before = d.md_tree();
     // kill -9 in the middle of an apply.
-    let apply = background(&d, &["apply"])
+    let apply = d
+        .background(&["apply"])
         .killed_by(libc::SIGKILL)
         .stdout_empty()
         .stderr_empty()
         .spawn();
-    let journal = journal(&d);
+    let journal = d.journal();
     let first = d.mem().join("many/0000.md");
-    wait_for("the apply's first files", || {
+    crate::support::wait::busy_until("the apply's first files", || {
         journal.exists() && first.exists()
     });
     apply.signal(libc::SIGKILL);
     apply.finish();
     assert!(journal.exists());
     // The roll-back removes many/0000.md first (the files go in order); stop it just after.
-    let recover = background(&d, &["recover"])
+    let recover = d
+        .background(&["recover"])
         .code(143)
         .stdout_json(|doc| {
             assert!(
@@ -688,7 +600,7 @@ fn sigterm_during_recover_still_reports_what_was_rolled_back() {
         })
         .stderr_contains("rolled back the interrupted apply")
         .spawn();
-    wait_for("the roll-back's first file", || !first.exists());
+    crate::support::wait::busy_until("the roll-back's first file", || !first.exists());
     recover.signal(libc::SIGSTOP);
     assert!(
         journal.exists(),
@@ -697,7 +609,7 @@ fn sigterm_during_recover_still_reports_what_was_rolled_back() {
     recover.signal(libc::SIGTERM);
     recover.signal(libc::SIGCONT);
     let out = recover.finish();
-    assert_eq!(md_tree(&d), before, "the roll-back finished whole");
+    assert_eq!(d.md_tree(), before, "the roll-back finished whole");
     assert!(!journal.exists());
     assert_eq!(
         out.stderr,
@@ -748,7 +660,7 @@ fn read_project_never_makes_the_home_directory_itself_readable() {
         ))
         .push(Reply::anthropic_text("Done."));
     // Refused like its parents, before any model request.
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .args(["-n", "--unlocked", "--read-project", "--cwd"])
         .arg(&home)
         .code(2)
@@ -790,13 +702,14 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    let out = dream_run(&d, &envelope, &[])
+    let out = d
+        .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_is(more_problems("orphan_file 0 -> 1"))
         .run();
     let completed = out.json()["run"]["task_id"].as_str().unwrap().to_string();
-    release(&d, &out.stdout, "completed");
+    d.release(&out.stdout, "completed");
     drop(holder);
     // A proposing run, killed while it waits for its second answer.
     d.touch_sessions();
@@ -814,13 +727,14 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
             ],
         ))
         .push(Reply::Hang(Duration::from_secs(120)));
-    let proposing = dream_run(&d, &envelope, &["--propose"])
+    let proposing = d
+        .dream_run(&envelope, &["--propose"])
         .timeout(LONG_RUN)
         .killed_by(libc::SIGKILL)
         .stdout_empty()
         .stderr_empty()
         .spawn();
-    wait_for("the proposal's second request", || {
+    crate::support::wait::busy_until("the proposal's second request", || {
         d.api.requests().len() == 4
     });
     proposing.signal(libc::SIGKILL);
@@ -831,7 +745,7 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
         "The deploy uses FTP.\n",
         "proposing wrote nothing"
     );
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("undo")
         .success()
         .stdout_json(|doc| {
@@ -858,7 +772,7 @@ fn a_session_listed_twice_is_reviewed_and_counted_once() {
     let mut envelope: Value = serde_json::from_str(&d.acquired_envelope(&holder)).unwrap();
     envelope["gate"]["sessions"] = json!([{"id": session_id(1)}, {"id": session_id(1)}]);
     d.api.push(Reply::anthropic_text("Nothing to change."));
-    dream_run(&d, &envelope.to_string(), &[])
+    d.dream_run(&envelope.to_string(), &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["sessions_reviewed"], 1))
         .stderr_empty()
@@ -881,7 +795,7 @@ fn a_session_listed_twice_is_reviewed_and_counted_once() {
 #[test]
 fn undo_help_does_not_say_only_completed_runs() {
     let d = Dream::new();
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .args(["undo", "--help"])
         .success()
         .stdout_with(|text| {
@@ -907,8 +821,8 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
     let d = Dream::new();
     let outside = d.home.root.join("outside.md");
     std::fs::write(&outside, "mine\n").unwrap();
-    let before = md_tree(&d);
-    let jdir = journal(&d);
+    let before = d.md_tree();
+    let jdir = d.journal();
     std::fs::create_dir_all(jdir.join("files")).unwrap();
     for name in ["../../../../outside.md", outside.to_str().unwrap()] {
         let intent = json!({
@@ -926,7 +840,7 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
             jdir.join("intent.json").display()
         );
         for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
-            tool(&d, "dream-run")
+            d.tool("dream-run")
                 .args(args)
                 .code(3)
                 .stdout_json(|doc| {
@@ -940,14 +854,14 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
             assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
         }
         // Read-only commands warn and go on.
-        tool(&d, "dream-run")
+        d.tool("dream-run")
             .arg("tasks")
             .success()
             .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{doc}"))
             .stderr_is(refused.as_str())
             .run();
     }
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
 }
 
 /// A corrupt journal (garbage, a FIFO in its place, a symlink loop) never hangs a command and
@@ -956,8 +870,8 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
 fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
     for case in ["garbage", "fifo", "loop", "file"] {
         let d = Dream::new();
-        let before = md_tree(&d);
-        let jdir = journal(&d);
+        let before = d.md_tree();
+        let jdir = d.journal();
         std::fs::create_dir_all(d.home.state_dir()).unwrap();
         let why = match case {
             "garbage" => {
@@ -984,7 +898,7 @@ fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
             jdir.display()
         );
         for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
-            tool(&d, "dream-run")
+            d.tool("dream-run")
                 .args(args)
                 .code(3)
                 .stdout_json(|doc| {
@@ -996,13 +910,13 @@ fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
                 .stderr_is(cannot.as_str())
                 .run();
         }
-        tool(&d, "dream-run")
+        d.tool("dream-run")
             .arg("tasks")
             .success()
             .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{case}: {doc}"))
             .stderr_is(cannot.as_str())
             .run();
-        assert_eq!(md_tree(&d), before, "{case}");
+        assert_eq!(d.md_tree(), before, "{case}");
     }
 }
 
@@ -1016,19 +930,20 @@ fn held_a_journal_of_a_live_process_is_left_alone() {
         Dream::many_writes(500, &[]),
         "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
     );
-    let apply = background(&d, &["apply"])
+    let apply = d
+        .background(&["apply"])
         .success()
         .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
         .stderr_empty()
         .spawn();
-    let jdir = journal(&d);
+    let jdir = d.journal();
     let first = d.mem().join("many/0000.md");
-    wait_for("the apply's first files", || {
+    crate::support::wait::busy_until("the apply's first files", || {
         jdir.exists() && first.exists()
     });
     apply.signal(libc::SIGSTOP);
     assert!(jdir.exists());
-    let half = md_tree(&d);
+    let half = d.md_tree();
     let pid = apply.pid();
     for args in [
         &["recover"][..],
@@ -1048,7 +963,7 @@ fn held_a_journal_of_a_live_process_is_left_alone() {
             "apply" => (1, busy(pid)),
             _ => (0, String::new()),
         };
-        tool(&d, "dream-run")
+        d.tool("dream-run")
             .args(args)
             .code(code)
             .stdout_json(|doc| match args[0] {
@@ -1067,7 +982,7 @@ fn held_a_journal_of_a_live_process_is_left_alone() {
             .stderr_is(said)
             .run();
         assert_eq!(
-            md_tree(&d),
+            d.md_tree(),
             half,
             "{args:?} changed files under a live apply"
         );
@@ -1095,7 +1010,7 @@ fn held_a_full_disk_during_apply_rolls_back() {
         ),
         "orphan_file 0 -> 53, duplicate_entry 0 -> 1999",
     );
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let temp = format!("{}/.dreamkit-", d.mem().display());
     limited(&d, 64 * 1024, true)
         .arg("apply")
@@ -1118,10 +1033,10 @@ fn held_a_full_disk_during_apply_rolls_back() {
             assert!(name.chars().all(|c| c.is_ascii_alphanumeric()), "{text:?}");
         })
         .run();
-    assert_eq!(md_tree(&d), before);
-    assert!(!journal(&d).exists());
+    assert_eq!(d.md_tree(), before);
+    assert!(!d.journal().exists());
     assert_eq!(d.task16(&id)["status"], "proposed");
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("apply")
         .success()
         .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
@@ -1147,7 +1062,7 @@ fn held_an_apply_killed_at_a_write_is_recovered() {
         ),
         "orphan_file 0 -> 53, duplicate_entry 0 -> 1999",
     );
-    let before = md_tree(&d);
+    let before = d.md_tree();
     limited(&d, 64 * 1024, false)
         .arg("apply")
         .stdin_from(Stdio::null())
@@ -1155,9 +1070,10 @@ fn held_an_apply_killed_at_a_write_is_recovered() {
         .stdout_empty()
         .stderr_empty()
         .run();
-    assert!(journal(&d).exists());
-    assert_ne!(md_tree(&d), before);
-    let out = tool(&d, "dream-run")
+    assert!(d.journal().exists());
+    assert_ne!(d.md_tree(), before);
+    let out = d
+        .tool("dream-run")
         .arg("recover")
         .success()
         .stdout_json(|doc| assert_eq!(doc["recovered"]["command"], "apply", "{doc}"))
@@ -1167,7 +1083,7 @@ fn held_an_apply_killed_at_a_write_is_recovered() {
         out.stderr,
         rolled_back("apply", &id, &out.json()["recovered"])
     );
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
     assert_eq!(d.task16(&id)["status"], "proposed");
 }
 
@@ -1214,8 +1130,8 @@ fn held_a_staging_copy_tampered_before_apply_is_refused() {
                 staged.join("topics/new.md")
             }
         };
-        let before = md_tree(&d);
-        tool(&d, "dream-run")
+        let before = d.md_tree();
+        d.tool("dream-run")
             .arg("apply")
             .code(1)
             .stdout_json(|doc| assert_eq!(doc["reason"], "staging_changed", "{case}"))
@@ -1224,7 +1140,7 @@ fn held_a_staging_copy_tampered_before_apply_is_refused() {
                 changed.display()
             ))
             .run();
-        assert_eq!(md_tree(&d), before, "{case}");
+        assert_eq!(d.md_tree(), before, "{case}");
     }
 }
 
@@ -1292,7 +1208,7 @@ fn held_dotdot_and_relative_project_fields_are_judged_by_where_they_lead() {
     ] {
         let mut forged = envelope.clone();
         forged["project"][field] = json!(value);
-        dream_run(&d, &forged.to_string(), &[])
+        d.dream_run(&forged.to_string(), &[])
             .code(2)
             .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input", "{field}={value}"))
             .stderr_is(said)
@@ -1303,7 +1219,7 @@ fn held_dotdot_and_relative_project_fields_are_judged_by_where_they_lead() {
     let mut same = envelope.clone();
     same["project"]["memory_dir"] = json!(format!("{parent}/./x/../memory"));
     d.api.push(Reply::anthropic_text("Nothing to change."));
-    dream_run(&d, &same.to_string(), &[])
+    d.dream_run(&same.to_string(), &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
@@ -1317,7 +1233,7 @@ fn held_dotdot_and_relative_project_fields_are_judged_by_where_they_lead() {
     ] {
         let mut forged = envelope.clone();
         forged["project"][field] = value.clone();
-        dream_run(&d, &forged.to_string(), &[])
+        d.dream_run(&forged.to_string(), &[])
             .code(2)
             .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "bad_input", "{field}={value}"))
             .stderr_is(format!(
@@ -1352,7 +1268,7 @@ fn held_the_shell_refuses_fifos_devices_and_sockets_even_through_links() {
             ],
         ))
         .push(Reply::anthropic_text("Done."));
-    dream_run(&d, &envelope, &["--shell-timeout", "5m"])
+    d.dream_run(&envelope, &["--shell-timeout", "5m"])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
@@ -1385,13 +1301,14 @@ fn held_a_claim_of_an_older_hold_does_not_block_a_new_hold() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     d.api.push(Reply::anthropic_text("Nothing to change."));
-    let out = dream_run(&d, &envelope, &[])
+    let out = d
+        .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run();
     let task = out.json()["run"]["task_id"].as_str().unwrap().to_string();
-    dream_run(&d, &envelope, &[])
+    d.dream_run(&envelope, &[])
         .code(1)
         .stdout_json(|doc| assert_eq!(doc["run"]["error"], "lock_claimed"))
         .stderr_is(format!(
@@ -1409,11 +1326,10 @@ fn held_the_deadline_stops_a_turn_of_a_thousand_writes_and_restores() {
     let d = Dream::new();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let calls = Dream::many_writes(1000, &[]);
     d.api.push(Reply::anthropic_tools("Writing a lot.", &calls));
-    dream_run(
-        &d,
+    d.dream_run(
         &envelope,
         &[
             "--deadline",
@@ -1428,7 +1344,7 @@ fn held_the_deadline_stops_a_turn_of_a_thousand_writes_and_restores() {
     .stdout_json(|doc| assert_eq!(doc["run"]["error"], "deadline"))
     .stderr_is("dream-run: run failed: the run passed its --deadline of 2s\n")
     .run();
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
     assert!(!d.mem().join("many").exists());
 }
 
@@ -1452,7 +1368,7 @@ fn held_default_call_and_file_limits() {
         d.api.push(Reply::anthropic_tools("More.", &calls));
     }
     d.api.push(Reply::anthropic_text("Done."));
-    dream_run(&d, &envelope, &[])
+    d.dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["files_touched"].as_array().unwrap().len(), 500))
         .stderr_is(more_problems(
@@ -1470,27 +1386,28 @@ fn held_default_call_and_file_limits() {
 #[test]
 fn held_kill_9_during_undo_is_rolled_back_and_undo_works_again() {
     let d = Dream::new();
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let id = d.propose_with(
         &[],
         Dream::many_writes(500, &[]),
         "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
     );
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("apply")
         .success()
         .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
         .stderr_empty()
         .run();
-    let applied = md_tree(&d);
-    let undo = background(&d, &["undo"])
+    let applied = d.md_tree();
+    let undo = d
+        .background(&["undo"])
         .killed_by(libc::SIGKILL)
         .stdout_empty()
         .stderr_empty()
         .spawn();
-    let jdir = journal(&d);
+    let jdir = d.journal();
     let first = d.mem().join("many/0000.md");
-    wait_for("the undo's first files", || {
+    crate::support::wait::busy_until("the undo's first files", || {
         jdir.exists() && !first.exists()
     });
     undo.signal(libc::SIGSTOP);
@@ -1500,8 +1417,9 @@ fn held_kill_9_during_undo_is_rolled_back_and_undo_works_again() {
     );
     undo.signal(libc::SIGKILL);
     undo.finish();
-    assert_ne!(md_tree(&d), applied, "half undone");
-    let out = tool(&d, "dream-run")
+    assert_ne!(d.md_tree(), applied, "half undone");
+    let out = d
+        .tool("dream-run")
         .arg("recover")
         .success()
         .stdout_json(|doc| assert_eq!(doc["recovered"]["command"], "undo"))
@@ -1511,15 +1429,15 @@ fn held_kill_9_during_undo_is_rolled_back_and_undo_works_again() {
         out.stderr,
         rolled_back("undo", &id, &out.json()["recovered"])
     );
-    assert_eq!(md_tree(&d), applied);
+    assert_eq!(d.md_tree(), applied);
     assert_eq!(d.task16(&id)["status"], "completed");
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("undo")
         .success()
         .stdout_json(|doc| assert_eq!(doc["undone"], true, "{doc}"))
         .stderr_empty()
         .run();
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
     assert_eq!(d.task16(&id)["status"], "undone");
 }
 
@@ -1533,14 +1451,15 @@ fn held_the_state_dir_stays_private_with_a_journal_left_by_a_kill() {
         Dream::many_writes(500, &[]),
         "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
     );
-    let apply = background(&d, &["apply"])
+    let apply = d
+        .background(&["apply"])
         .killed_by(libc::SIGKILL)
         .stdout_empty()
         .stderr_empty()
         .spawn();
-    let jdir = journal(&d);
+    let jdir = d.journal();
     let first = d.mem().join("many/0000.md");
-    wait_for("the apply's first files", || {
+    crate::support::wait::busy_until("the apply's first files", || {
         jdir.exists() && first.exists()
     });
     apply.signal(libc::SIGKILL);
@@ -1567,7 +1486,8 @@ fn held_the_state_dir_stays_private_with_a_journal_left_by_a_kill() {
     };
     assert!(jdir.exists());
     check(&d);
-    let out = tool(&d, "dream-run")
+    let out = d
+        .tool("dream-run")
         .arg("recover")
         .success()
         .stdout_json(|doc| assert_eq!(doc["recovered"]["command"], "apply", "{doc}"))

@@ -207,11 +207,6 @@ fn assert_failure(
     failure(run, tool, what, code, kind, reason).run()
 }
 
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
-}
-
 /// Paths that are no regular file, or nothing at all, with the reason each must give. The
 /// socket's listener is returned so that the socket lives as long as the paths are used.
 fn bad_files(

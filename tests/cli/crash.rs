@@ -2,88 +2,18 @@
 //! limits inside one turn, records that say only what happened. Real processes, real signals,
 //! files checked on disk.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::dream::{script_full_consolidation, tool_results, Dream};
+use crate::dream::{
+    more_problems, rolled_back, script_full_consolidation, tool_results, Dream, LONG_RUN,
+};
 use crate::support::fake_api::Reply;
 use crate::support::run::Running;
-use crate::support::{bin_path, epoch_ms, mode, mtime, session_id, tree, LiveProcess, Run};
-
-/// The bound on a run the test stops, kills or keeps waiting (a 500-file apply on a busy
-/// machine included).
-const LONG_RUN: Duration = Duration::from_secs(120);
-
-/// The memory files, with their content (the lock files beside them change with the lock).
-fn md_tree(d: &Dream) -> BTreeSet<(String, Vec<u8>)> {
-    let mut files = tree(&d.mem());
-    files.retain(|(path, _)| path.ends_with(".md"));
-    files
-}
-
-fn lock_ms(d: &Dream) -> i64 {
-    epoch_ms(mtime(&d.home.lock_file()))
-}
-
-fn journal(d: &Dream) -> PathBuf {
-    d.home.state_dir().join("journal")
-}
-
-/// Waits (bounded) until `ready` holds, checking as often as the machine allows: what is
-/// awaited may last only a fraction of a second.
-fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !ready() {
-        assert!(Instant::now() < deadline, "{what}: never happened");
-        std::thread::yield_now();
-    }
-}
-
-/// `bin` with this home's environment and the fake model ([`Dream::process`]), as a checked
-/// run.
-fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
-    Run::command(d.process(&bin_path(bin)), bin)
-}
-
-/// `dream-run ARGS` fed `envelope` on stdin.
-fn dream_run<'a>(d: &Dream, envelope: &str, args: &[&str]) -> Run<'a> {
-    tool(d, "dream-run").args(args).stdin(envelope)
-}
-
-/// `dream-lock release` of `envelope` (a run's stdout): released, as `outcome`, silently.
-fn release(d: &Dream, envelope: &str, outcome: &str) {
-    tool(d, "dream-lock")
-        .arg("release")
-        .stdin(envelope)
-        .success()
-        .stdout_json(|doc| {
-            assert_eq!(doc["lock"]["released"], true, "{doc}");
-            assert_eq!(doc["lock"]["outcome"], outcome, "{doc}");
-        })
-        .stderr_empty()
-        .run();
-}
-
-/// The warning of a run that leaves problems behind (`dream-run check` lists them).
-fn more_problems(counts: &str) -> String {
-    format!(
-        "dream-run: the run left more problems than it found: {counts} (dream-run check lists \
-         them)\n"
-    )
-}
-
-/// What a command that rolled back the interrupted apply of `id` says first: as many files
-/// put back as its `recovered` document lists.
-fn rolled_back(id: &str, recovered: &Value) -> String {
-    let restored = recovered["restored"].as_array().expect("restored").len();
-    format!(
-        "dream-run: rolled back the interrupted apply of task {id}: {restored} files put back\n"
-    )
-}
+use crate::support::{bin_path, mode, mtime, session_id, LiveProcess, Run};
 
 /// What `dream-run` says of the `path` it left out of a run, and `why`.
 fn left_out(path: &Path, why: &str) -> String {
@@ -122,22 +52,22 @@ impl Dream {
             files + 1,
             40 * files - 1
         ));
-        let out = dream_run(
-            self,
-            &envelope,
-            &[
-                "--propose",
-                "--max-calls-per-turn",
-                &limit,
-                "--max-files",
-                &limit,
-            ],
-        )
-        .success()
-        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed"))
-        .stderr_is(warning)
-        .run();
-        release(self, &out.stdout, "proposed");
+        let out = self
+            .dream_run(
+                &envelope,
+                &[
+                    "--propose",
+                    "--max-calls-per-turn",
+                    &limit,
+                    "--max-files",
+                    &limit,
+                ],
+            )
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed"))
+            .stderr_is(warning)
+            .run();
+        self.release(&out.stdout, "proposed");
         out.json()["run"]["task_id"].as_str().unwrap().to_string()
     }
 
@@ -146,9 +76,9 @@ impl Dream {
     /// memory dir is then between the two states.
     fn apply_stopped_midway<'a>(&self, apply: Run<'a>) -> Running<'a> {
         let apply = apply.stdin_from(Stdio::null()).timeout(LONG_RUN).spawn();
-        let journal = journal(self);
+        let journal = self.journal();
         let first = self.mem().join("many/0000.md");
-        wait_for("the apply's first files", || {
+        crate::support::wait::busy_until("the apply's first files", || {
             journal.exists() && first.exists()
         });
         apply.signal(libc::SIGSTOP);
@@ -164,10 +94,10 @@ impl Dream {
 fn sigterm_in_the_middle_of_an_apply_rolls_everything_back() {
     let d = Dream::new();
     let id = d.propose_many(500);
-    let before = md_tree(&d);
-    let lock_before = lock_ms(&d);
+    let before = d.md_tree();
+    let lock_before = d.lock_ms();
     let apply = d.apply_stopped_midway(
-        tool(&d, "dream-run")
+        d.tool("dream-run")
             .arg("apply")
             .code(143)
             .stdout_json(|doc| {
@@ -180,17 +110,17 @@ fn sigterm_in_the_middle_of_an_apply_rolls_everything_back() {
     apply.signal(libc::SIGTERM);
     apply.signal(libc::SIGCONT);
     apply.finish();
-    assert_eq!(md_tree(&d), before, "the memory dir is byte-identical");
-    assert_eq!(lock_ms(&d), lock_before, "the lock's time was rolled back");
+    assert_eq!(d.md_tree(), before, "the memory dir is byte-identical");
+    assert_eq!(d.lock_ms(), lock_before, "the lock's time was rolled back");
     assert_eq!(
         std::fs::read(d.home.lock_file()).unwrap(),
         b"",
         "and it is free"
     );
-    assert!(!journal(&d).exists());
+    assert!(!d.journal().exists());
     assert_eq!(d.task(&id)["status"], "proposed");
     // Still applicable, and then applied whole.
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("apply")
         .success()
         .stdout_json(|doc| assert_eq!(doc["files"].as_array().unwrap().len(), 501))
@@ -205,10 +135,10 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
     for next in ["recover", "apply", "undo", "discard", "run"] {
         let d = Dream::new();
         let id = d.propose_many(500);
-        let before = md_tree(&d);
-        let lock_before = lock_ms(&d);
+        let before = d.md_tree();
+        let lock_before = d.lock_ms();
         let apply = d.apply_stopped_midway(
-            tool(&d, "dream-run")
+            d.tool("dream-run")
                 .arg("apply")
                 .killed_by(libc::SIGKILL)
                 .stdout_empty()
@@ -217,16 +147,16 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
         apply.signal(libc::SIGKILL);
         apply.finish();
         assert!(
-            journal(&d).exists(),
+            d.journal().exists(),
             "{next}: the journal stays after kill -9"
         );
         assert_ne!(
-            md_tree(&d),
+            d.md_tree(),
             before,
             "{next}: the memory dir is half applied"
         );
         let intent: Value =
-            serde_json::from_slice(&std::fs::read(journal(&d).join("intent.json")).unwrap())
+            serde_json::from_slice(&std::fs::read(d.journal().join("intent.json")).unwrap())
                 .unwrap();
         let interrupted = format!(
             "dream-run: an interrupted apply of task {id} (started {}) left 501 files \
@@ -237,7 +167,7 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
 
         // Read-only commands report it and leave it.
         for read_only in [&["tasks"][..], &["show", &id][..], &["pending"][..]] {
-            tool(&d, "dream-run")
+            d.tool("dream-run")
                 .args(read_only)
                 .success()
                 .stdout_json(|doc| {
@@ -250,13 +180,13 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
                 .stderr_is(interrupted.as_str())
                 .run();
         }
-        tool(&d, "dream-run")
+        d.tool("dream-run")
             .args(["apply", "--dry-run"])
             .success()
             .stdout_json(|doc| assert_eq!(doc["interrupted"]["command"], "apply"))
             .stderr_is(interrupted.as_str())
             .run();
-        assert!(journal(&d).exists(), "read-only commands leave it");
+        assert!(d.journal().exists(), "read-only commands leave it");
 
         // Nothing is completed yet, so undo has nothing of its own to do (exit 1).
         let code = if next == "undo" { 1 } else { 0 };
@@ -274,19 +204,19 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
                 holder = LiveProcess::start();
                 let envelope = d.acquired_envelope(&holder);
                 d.api.push(Reply::anthropic_text("Nothing to change."));
-                dream_run(&d, &envelope, &[])
+                d.dream_run(&envelope, &[])
             }
-            _ => tool(&d, "dream-run").arg(next),
+            _ => d.tool("dream-run").arg(next),
         };
         let out = command
             .code(code)
             .stdout_json(|doc| assert_eq!(recovered_of(doc)["command"], "apply", "{next}: {doc}"))
             .stderr_contains("rolled back the interrupted apply")
             .run();
-        assert!(!journal(&d).exists(), "{next}");
+        assert!(!d.journal().exists(), "{next}");
         let doc = out.json();
         // It says so first, naming as many files as it put back.
-        let mut said = rolled_back(&id, &recovered_of(&doc));
+        let mut said = rolled_back("apply", &id, &recovered_of(&doc));
         if next == "undo" {
             said.push_str(
                 "dream-run: no run left changes to undo (none completed, or failed without a \
@@ -298,8 +228,8 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
             "recover" => {
                 assert_eq!(doc["recovered"]["task_id"], id.as_str(), "{doc}");
                 assert_eq!(doc["recovered"]["lock_rolled_back"], true, "{doc}");
-                assert_eq!(md_tree(&d), before, "{next}");
-                assert_eq!(lock_ms(&d), lock_before, "{next}: the time is given back");
+                assert_eq!(d.md_tree(), before, "{next}");
+                assert_eq!(d.lock_ms(), lock_before, "{next}: the time is given back");
                 assert_eq!(d.task(&id)["status"], "proposed");
             }
             "apply" => {
@@ -311,17 +241,17 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
             "undo" => {
                 assert_eq!(doc["reason"], "nothing_to_undo", "{doc}");
                 assert_eq!(doc["recovered"]["command"], "apply", "{doc}");
-                assert_eq!(md_tree(&d), before, "{next}");
+                assert_eq!(d.md_tree(), before, "{next}");
                 assert_eq!(d.task(&id)["status"], "proposed");
             }
             "discard" => {
                 assert_eq!(doc["recovered"]["command"], "apply", "{doc}");
                 assert_eq!(doc["discarded"], true);
-                assert_eq!(md_tree(&d), before, "{next}");
+                assert_eq!(d.md_tree(), before, "{next}");
             }
             _ => {
                 assert_eq!(doc["run"]["recovered"]["command"], "apply");
-                assert_eq!(md_tree(&d), before, "{next}");
+                assert_eq!(d.md_tree(), before, "{next}");
             }
         }
     }
@@ -330,7 +260,7 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
 #[test]
 fn a_killed_run_is_orphaned_and_undo_repairs_it() {
     let d = Dream::new();
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     d.api
@@ -348,20 +278,22 @@ fn a_killed_run_is_orphaned_and_undo_repairs_it() {
             ],
         ))
         .push(Reply::Hang(Duration::from_secs(120)));
-    let run = dream_run(&d, &envelope, &[])
+    let run = d
+        .dream_run(&envelope, &[])
         .timeout(LONG_RUN)
         .killed_by(libc::SIGKILL)
         .stdout_empty()
         .stderr_empty()
         .spawn();
     // The second request is in flight: the memory dir is partly rewritten.
-    wait_for("the second request", || d.api.requests().len() == 2);
+    crate::support::wait::busy_until("the second request", || d.api.requests().len() == 2);
     run.signal(libc::SIGKILL);
     run.finish();
     drop(holder);
     assert_eq!(d.read("MEMORY.md"), "half\n");
 
-    let tasks = tool(&d, "dream-run")
+    let tasks = d
+        .tool("dream-run")
         .arg("tasks")
         .success()
         .stdout_json(|doc| {
@@ -377,14 +309,14 @@ fn a_killed_run_is_orphaned_and_undo_repairs_it() {
         .to_string();
 
     // With no id, undo picks the crash.
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .args(["undo", "--dry-run"])
         .success()
         .stdout_json(|doc| assert_eq!(doc["task_id"], id.as_str()))
         .stderr_empty()
         .run();
-    assert_ne!(md_tree(&d), before, "a dry run changes nothing");
-    tool(&d, "dream-run")
+    assert_ne!(d.md_tree(), before, "a dry run changes nothing");
+    d.tool("dream-run")
         .arg("undo")
         .success()
         .stdout_json(|doc| {
@@ -393,10 +325,10 @@ fn a_killed_run_is_orphaned_and_undo_repairs_it() {
         })
         .stderr_empty()
         .run();
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
     assert!(!d.mem().join("new").exists(), "the folder it made is gone");
     assert_eq!(d.task(&id)["status"], "undone");
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .args(["undo", &id])
         .code(1)
         .stdout_json(|doc| assert_eq!(doc["reason"], "not_undoable"))
@@ -423,18 +355,19 @@ fn a_killed_run_leaves_no_shell_command_behind() {
             json!({"command": format!("head -c 64G {marker} | wc -l")}),
         )],
     ));
-    let run = dream_run(&d, &envelope, &["--shell-timeout", "5m"])
+    let run = d
+        .dream_run(&envelope, &["--shell-timeout", "5m"])
         .timeout(LONG_RUN)
         .killed_by(libc::SIGKILL)
         .stdout_empty()
         .stderr_empty()
         .spawn();
-    wait_for("the shell command", || {
+    crate::support::wait::busy_until("the shell command", || {
         !processes_naming(&marker).is_empty()
     });
     run.signal(libc::SIGKILL);
     run.finish();
-    wait_for("the shell command to die with the run", || {
+    crate::support::wait::busy_until("the shell command to die with the run", || {
         processes_naming(&marker).is_empty()
     });
 }
@@ -475,9 +408,8 @@ fn the_deadline_holds_inside_a_turn_of_a_thousand_calls() {
         .map(|_| ("shell", json!({"command": "head -c 1G zeros.bin | wc -l"})))
         .collect();
     d.api.push(Reply::anthropic_tools("Reading a lot.", &calls));
-    let before = md_tree(&d);
-    dream_run(
-        &d,
+    let before = d.md_tree();
+    d.dream_run(
         &envelope,
         &[
             "--deadline",
@@ -522,7 +454,7 @@ fn the_deadline_holds_inside_a_turn_of_a_thousand_calls() {
     })
     .run();
     assert_eq!(d.api.requests().len(), 1, "no second request");
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
 }
 
 #[test]
@@ -546,7 +478,7 @@ fn the_file_limit_and_the_turn_output_cap_are_tool_errors() {
         .push(Reply::anthropic_tools("Writing.", &calls))
         .push(Reply::anthropic_tools("Reading.", &reads))
         .push(Reply::anthropic_text("Done."));
-    dream_run(&d, &envelope, &["--max-files", "3"])
+    d.dream_run(&envelope, &["--max-files", "3"])
         .success()
         .stdout_json(|doc| {
             assert_eq!(doc["run"]["status"], "completed", "{doc}");
@@ -590,15 +522,11 @@ fn a_shell_timeout_never_outlasts_the_deadline() {
     ));
     // The command would run for minutes and its own timeout is 10 m; the run's deadline is
     // 3 s: the command is killed when the deadline comes.
-    dream_run(
-        &d,
-        &envelope,
-        &["--deadline", "3s", "--shell-timeout", "10m"],
-    )
-    .code(1)
-    .stdout_json(|doc| assert_eq!(doc["run"]["error"], "deadline"))
-    .stderr_is("dream-run: run failed: the run passed its --deadline of 3s\n")
-    .run();
+    d.dream_run(&envelope, &["--deadline", "3s", "--shell-timeout", "10m"])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["run"]["error"], "deadline"))
+        .stderr_is("dream-run: run failed: the run passed its --deadline of 3s\n")
+        .run();
 }
 
 #[test]
@@ -640,18 +568,14 @@ fn notify_transcript_never_corrupts_a_transcript() {
     ] {
         let holder = LiveProcess::start();
         let envelope = d.acquired_envelope(&holder);
-        dream_run(
-            &d,
-            &envelope,
-            &["--notify-transcript", bad.to_str().unwrap()],
-        )
-        .code(2)
-        .stdout_json(|doc| assert_eq!(doc["error"]["reason"], "not_a_transcript"))
-        .stderr_is(format!(
-            "dream-run: --notify-transcript {}{why}\n",
-            bad.display()
-        ))
-        .run();
+        d.dream_run(&envelope, &["--notify-transcript", bad.to_str().unwrap()])
+            .code(2)
+            .stdout_json(|doc| assert_eq!(doc["error"]["reason"], "not_a_transcript"))
+            .stderr_is(format!(
+                "dream-run: --notify-transcript {}{why}\n",
+                bad.display()
+            ))
+            .run();
         assert!(d.api.requests().is_empty());
     }
 
@@ -660,29 +584,25 @@ fn notify_transcript_never_corrupts_a_transcript() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    dream_run(
-        &d,
-        &envelope,
-        &["--notify-transcript", live.to_str().unwrap()],
-    )
-    .success()
-    .stdout_json(|doc| {
-        let run = &doc["run"];
-        assert_eq!(run["status"], "completed");
-        assert!(
-            run["warnings"]
-                .as_array()
-                .unwrap()
-                .contains(&json!("notify_transcript_skipped")),
-            "{run}"
-        );
-    })
-    .stderr_is(format!(
-        "dream-run: not appended to {}: its last line stayed incomplete (a writer is \
+    d.dream_run(&envelope, &["--notify-transcript", live.to_str().unwrap()])
+        .success()
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["status"], "completed");
+            assert!(
+                run["warnings"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("notify_transcript_skipped")),
+                "{run}"
+            );
+        })
+        .stderr_is(format!(
+            "dream-run: not appended to {}: its last line stayed incomplete (a writer is \
              mid-record); the memory_saved record was skipped\n",
-        live.display()
-    ))
-    .run();
+            live.display()
+        ))
+        .run();
     assert_eq!(std::fs::read(&live).unwrap(), partial, "not touched");
     drop(holder);
 
@@ -708,18 +628,14 @@ fn notify_transcript_never_corrupts_a_transcript() {
             )],
         ))
         .push(Reply::anthropic_text("Done."));
-    dream_run(
-        &d,
-        &envelope,
-        &["--notify-transcript", live.to_str().unwrap()],
-    )
-    .success()
-    .stdout_json(|doc| {
-        assert_eq!(doc["run"]["status"], "completed", "{doc}");
-        assert_eq!(doc["run"]["warnings"], json!(["health_worse"]), "{doc}");
-    })
-    .stderr_is(more_problems("orphan_file 0 -> 1"))
-    .run();
+    d.dream_run(&envelope, &["--notify-transcript", live.to_str().unwrap()])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "completed", "{doc}");
+            assert_eq!(doc["run"]["warnings"], json!(["health_worse"]), "{doc}");
+        })
+        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .run();
     let text = std::fs::read_to_string(&live).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["subtype"], "memory_saved");
@@ -753,7 +669,7 @@ fn an_envelope_cannot_point_the_run_at_another_memory_dir() {
     for field in ["memory_dir", "transcripts_dir", "state_dir"] {
         let mut forged = envelope.clone();
         forged["project"][field] = json!(elsewhere.to_str().unwrap());
-        dream_run(&d, &forged.to_string(), &[])
+        d.dream_run(&forged.to_string(), &[])
             .code(2)
             .stdout_json(|doc| {
                 let error = &doc["error"];
@@ -768,7 +684,8 @@ fn an_envelope_cannot_point_the_run_at_another_memory_dir() {
     // The same override given to every stage is accepted.
     let other_mem = d.home.root.join("other-memory");
     std::fs::create_dir_all(&other_mem).unwrap();
-    let gate = tool(&d, "dream-gate")
+    let gate = d
+        .tool("dream-gate")
         .args([
             "--min-hours",
             "0",
@@ -786,7 +703,8 @@ fn an_envelope_cannot_point_the_run_at_another_memory_dir() {
         })
         .stderr_empty()
         .run();
-    let acquire = tool(&d, "dream-lock")
+    let acquire = d
+        .tool("dream-lock")
         .args([
             "acquire",
             "--pid",
@@ -800,14 +718,13 @@ fn an_envelope_cannot_point_the_run_at_another_memory_dir() {
         .stderr_empty()
         .run();
     // dream-run without the flag refuses.
-    dream_run(&d, &acquire.stdout, &["--dry-run"])
+    d.dream_run(&acquire.stdout, &["--dry-run"])
         .code(2)
         .stdout_json(|doc| assert_eq!(doc["error"]["reason"], "project_mismatch", "{doc}"))
         .stderr_is(mismatch("memory_dir", &other_mem))
         .run();
     d.api.push(Reply::anthropic_text("Nothing."));
-    dream_run(
-        &d,
+    d.dream_run(
         &acquire.stdout,
         &["--memory-dir", other_mem.to_str().unwrap()],
     )
@@ -834,7 +751,7 @@ fn landlock_never_grants_the_root_or_a_parent_of_home() {
     )
     .unwrap();
     // The home directory's parent as the project, read with --read-project.
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .args(["-n", "--unlocked", "--read-project", "--cwd"])
         .arg(&d.home.root)
         .code(2)
@@ -890,7 +807,8 @@ fn a_proposal_sees_the_real_memory_dir_and_is_what_an_apply_would_do() {
         } else {
             "completed"
         };
-        let out = dream_run(&d, &envelope, flags)
+        let out = d
+            .dream_run(&envelope, flags)
             .success()
             .stdout_json(|doc| assert_eq!(doc["run"]["status"], status, "{mode}: {doc}"))
             .stderr_empty()
@@ -958,19 +876,19 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
         .join(format!("{}.jsonl", session_id(1)));
     let transcript_before = std::fs::read(&transcript).unwrap();
     let mtime_before = mtime(&d.mem().join("MEMORY.md"));
-    let out = dream_run(
-        &d,
-        &envelope,
-        &["--notify-transcript", transcript.to_str().unwrap()],
-    )
-    .success()
-    .stdout_json(|doc| {
-        let run = &doc["run"];
-        assert_eq!(run["status"], "completed");
-        assert_eq!(run["files_touched"], json!([]));
-    })
-    .stderr_empty()
-    .run();
+    let out = d
+        .dream_run(
+            &envelope,
+            &["--notify-transcript", transcript.to_str().unwrap()],
+        )
+        .success()
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["status"], "completed");
+            assert_eq!(run["files_touched"], json!([]));
+        })
+        .stderr_empty()
+        .run();
     let run = &out.json()["run"];
     assert_eq!(
         mtime(&d.mem().join("MEMORY.md")),
@@ -989,35 +907,37 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
     d.touch_sessions();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
-    let lock_before = lock_ms(&d);
+    let lock_before = d.lock_ms();
     d.api
         .push(Reply::anthropic_tools(
             "Looking.",
             &[("read_file", json!({"path": "MEMORY.md"}))],
         ))
         .push(Reply::anthropic_text("Nothing to change."));
-    let out = dream_run(&d, &envelope, &["--propose"])
+    let out = d
+        .dream_run(&envelope, &["--propose"])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "no_changes"))
         .stderr_empty()
         .run();
     let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
     assert!(!d.home.state_dir().join("proposals").join(&id).exists());
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("show")
         .code(1)
         .stdout_json(|doc| assert_eq!(doc["reason"], "no_proposal"))
         .stderr_is("dream-run: no memory proposal: run dream-run --propose first\n")
         .run();
-    release(&d, &out.stdout, "no_changes");
-    assert!(lock_ms(&d) < lock_before, "rolled back, not moved");
+    d.release(&out.stdout, "no_changes");
+    assert!(d.lock_ms() < lock_before, "rolled back, not moved");
     drop(holder);
 
     // And under exec, the same.
     d.touch_sessions();
     d.api.push(Reply::anthropic_text("Nothing to change."));
-    let lock_before = lock_ms(&d);
-    let gate = tool(&d, "dream-gate")
+    let lock_before = d.lock_ms();
+    let gate = d
+        .tool("dream-gate")
         .args([
             "--min-hours",
             "0",
@@ -1030,7 +950,7 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
         .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
         .stderr_empty()
         .run();
-    tool(&d, "dream-lock")
+    d.tool("dream-lock")
         .args([
             "exec",
             "--",
@@ -1044,7 +964,7 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
             "dream-lock: rolled the lock back (no_changes): the consolidation time is as it was\n",
         )
         .run();
-    assert_eq!(lock_ms(&d), lock_before, "exec rolled back too");
+    assert_eq!(d.lock_ms(), lock_before, "exec rolled back too");
 }
 
 #[test]
@@ -1053,28 +973,29 @@ fn undo_withdraws_the_pending_line_and_marks_the_task_undone() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    let out = dream_run(&d, &envelope, &[])
+    let out = d
+        .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run();
     let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
-    release(&d, &out.stdout, "completed");
+    d.release(&out.stdout, "completed");
     drop(holder);
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("pending")
         .success()
         .stdout_json(|doc| assert_eq!(doc["updates"][0]["task_id"], id.as_str()))
         .stderr_empty()
         .run();
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("undo")
         .success()
         .stdout_json(|doc| assert_eq!(doc["pending_withdrawn"], true))
         .stderr_empty()
         .run();
     assert_eq!(d.task(&id)["status"], "undone");
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("pending")
         .success()
         .stdout_json(|doc| assert_eq!(doc["updates"], json!([])))
@@ -1117,14 +1038,15 @@ fn no_sessions_or_no_readable_session_asks_nothing_and_rolls_the_lock_back() {
                 );
             }
         }
-        let lock_before = lock_ms(&d);
+        let lock_before = d.lock_ms();
         let prior = envelope["lock"]["prior_mtime"].as_i64().unwrap();
         let reason = if case == "none" {
             "no_sessions"
         } else {
             "no_readable_sessions"
         };
-        let out = dream_run(&d, &envelope.to_string(), &[])
+        let out = d
+            .dream_run(&envelope.to_string(), &[])
             .code(1)
             .stdout_json(|doc| {
                 let run = &doc["run"];
@@ -1138,9 +1060,9 @@ fn no_sessions_or_no_readable_session_asks_nothing_and_rolls_the_lock_back() {
             !d.home.state_dir().join("tasks").exists(),
             "{case}: no task"
         );
-        release(&d, &out.stdout, "skipped");
-        assert!(lock_ms(&d) <= lock_before);
-        assert_eq!(lock_ms(&d), prior, "{case}: the time is rolled back");
+        d.release(&out.stdout, "skipped");
+        assert!(d.lock_ms() <= lock_before);
+        assert_eq!(d.lock_ms(), prior, "{case}: the time is rolled back");
     }
     // Some unreadable: named, and only the readable ones are reviewed.
     let d = Dream::new();
@@ -1152,7 +1074,7 @@ fn no_sessions_or_no_readable_session_asks_nothing_and_rolls_the_lock_back() {
         .join(format!("{}.jsonl", session_id(3)));
     std::fs::remove_file(&third).unwrap();
     d.api.push(Reply::anthropic_text("Nothing."));
-    dream_run(&d, &envelope, &[])
+    d.dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| {
             let run = &doc["run"];
@@ -1194,7 +1116,7 @@ fn a_reply_cut_at_max_tokens_is_continued_once_then_fails_as_truncated() {
     d.api
         .push(cut_reply("I will now consolidate the memory by first"))
         .push(Reply::anthropic_text("Done, nothing to change."));
-    dream_run(&d, &envelope, &["--max-answer-tokens", "64"])
+    d.dream_run(&envelope, &["--max-answer-tokens", "64"])
         .success()
         .stdout_json(|doc| {
             let run = &doc["run"];
@@ -1220,7 +1142,7 @@ fn a_reply_cut_at_max_tokens_is_continued_once_then_fails_as_truncated() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     d.api.push(cut_reply("First")).push(cut_reply("Second"));
-    dream_run(&d, &envelope, &[])
+    d.dream_run(&envelope, &[])
         .code(1)
         .stdout_json(|doc| {
             let run = &doc["run"];
@@ -1246,7 +1168,8 @@ fn turns_counts_every_turn_past_the_thirty_the_record_keeps() {
         ));
     }
     d.api.push(Reply::anthropic_text("Done."));
-    let out = dream_run(&d, &envelope, &[])
+    let out = d
+        .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| {
             let run = &doc["run"];
@@ -1263,7 +1186,7 @@ fn turns_counts_every_turn_past_the_thirty_the_record_keeps() {
 fn every_file_under_the_state_dir_is_private() {
     let d = Dream::new();
     d.propose_many(3);
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .arg("apply")
         .success()
         .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
@@ -1273,12 +1196,12 @@ fn every_file_under_the_state_dir_is_private() {
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
-    dream_run(&d, &envelope, &["--propose"])
+    d.dream_run(&envelope, &["--propose"])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
         .stderr_empty()
         .run();
-    tool(&d, "dream-run")
+    d.tool("dream-run")
         .args(["pending", "--clear"])
         .success()
         .stdout_json(|doc| assert_eq!(doc["cleared"], true, "{doc}"))
@@ -1315,12 +1238,13 @@ fn two_runs_on_one_token_cannot_both_write() {
         ))
         .push(Reply::Hang(Duration::from_secs(3)))
         .push(Reply::anthropic_text("Done."));
-    let first = dream_run(&d, &envelope, &[])
+    let first = d
+        .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_is(more_problems("orphan_file 0 -> 1"))
         .spawn();
-    wait_for("the first run's second request", || {
+    crate::support::wait::busy_until("the first run's second request", || {
         d.api.requests().len() == 2
     });
     // The first run's task, as its record (written when it starts) names it.
@@ -1335,7 +1259,8 @@ fn two_runs_on_one_token_cannot_both_write() {
     assert_eq!(records.len(), 1, "{records:?}");
     let task = records[0].clone();
     let pid = first.pid();
-    let second = dream_run(&d, &envelope, &[])
+    let second = d
+        .dream_run(&envelope, &[])
         .code(1)
         .stdout_json(|doc| {
             let run = &doc["run"];
@@ -1349,7 +1274,7 @@ fn two_runs_on_one_token_cannot_both_write() {
         .run();
     assert_eq!(d.api.requests().len(), 2, "the second asked nothing");
     // Its envelope cannot free the lock under the first.
-    tool(&d, "dream-lock")
+    d.tool("dream-lock")
         .arg("release")
         .stdin(second.stdout)
         .code(1)
@@ -1363,7 +1288,7 @@ fn two_runs_on_one_token_cannot_both_write() {
     assert_eq!(d.read("first.md"), "1\n");
     assert_eq!(out.json()["run"]["task_id"], task.as_str());
     // After the first finished, a replay of its envelope is refused too.
-    dream_run(&d, &envelope, &[])
+    d.dream_run(&envelope, &[])
         .code(1)
         .stdout_json(|doc| assert_eq!(doc["run"]["error"], "lock_claimed"))
         .stderr_is(format!(
@@ -1371,5 +1296,5 @@ fn two_runs_on_one_token_cannot_both_write() {
              (dream-lock acquire) for another run\n"
         ))
         .run();
-    release(&d, &out.stdout, "completed");
+    d.release(&out.stdout, "completed");
 }

@@ -19,6 +19,28 @@ pub(crate) struct Dream {
     pub(crate) api: FakeApi,
 }
 
+/// The bound on a run the test stops, kills or keeps waiting (a 500-file apply or undo on a
+/// busy machine included).
+pub(crate) const LONG_RUN: Duration = Duration::from_secs(120);
+
+/// The warning of a run that leaves problems behind (`dream-run check` lists them).
+pub(crate) fn more_problems(counts: &str) -> String {
+    format!(
+        "dream-run: the run left more problems than it found: {counts} (dream-run check lists \
+         them)\n"
+    )
+}
+
+/// What a command that rolled back the interrupted `command` (apply, undo) of `id` says: as
+/// many files put back as its `recovered` document lists.
+pub(crate) fn rolled_back(command: &str, id: &str, recovered: &Value) -> String {
+    let restored = recovered["restored"].as_array().expect("restored").len();
+    format!(
+        "dream-run: rolled back the interrupted {command} of task {id}: {restored} files put \
+         back\n"
+    )
+}
+
 impl Dream {
     pub(crate) fn new() -> Dream {
         let home = ClaudeHome::new();
@@ -85,13 +107,49 @@ impl Dream {
         std::fs::read_to_string(self.mem().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }
 
-    /// `bin` with this home's clean environment and the fake model, as a checked run.
+    /// `bin` with this home's clean environment and the fake model ([`Dream::process`]), as
+    /// a checked run.
     pub(crate) fn tool<'a>(&self, bin: &str) -> Run<'a> {
-        let mut cmd = self.home.process(bin_path(bin));
-        cmd.env("ANTHROPIC_BASE_URL", self.api.url())
-            .env("ANTHROPIC_API_KEY", KEY)
-            .env("DREAMKIT_RETRY_BASE_MS", "1");
-        Run::command(cmd, bin)
+        Run::command(self.process(&bin_path(bin)), bin)
+    }
+
+    /// `dream-run ARGS` with stdin closed, for a run the test stops, kills or watches.
+    pub(crate) fn background<'a>(&self, args: &[&str]) -> Run<'a> {
+        self.tool("dream-run")
+            .args(args)
+            .stdin_from(std::process::Stdio::null())
+            .timeout(LONG_RUN)
+    }
+
+    /// `dream-lock release` of `envelope` (a run's stdout): released, as `outcome`, silently.
+    pub(crate) fn release(&self, envelope: &str, outcome: &str) {
+        self.tool("dream-lock")
+            .arg("release")
+            .stdin(envelope)
+            .success()
+            .stdout_json(|doc| {
+                assert_eq!(doc["lock"]["released"], true, "{doc}");
+                assert_eq!(doc["lock"]["outcome"], outcome, "{doc}");
+            })
+            .stderr_empty()
+            .run();
+    }
+
+    /// The memory files, with their content (the lock files beside them change with the lock).
+    pub(crate) fn md_tree(&self) -> std::collections::BTreeSet<(String, Vec<u8>)> {
+        let mut files = crate::support::tree(&self.mem());
+        files.retain(|(path, _)| path.ends_with(".md"));
+        files
+    }
+
+    /// The lock's mtime: the last-consolidated time, in ms.
+    pub(crate) fn lock_ms(&self) -> i64 {
+        crate::support::epoch_ms(crate::support::mtime(&self.home.lock_file()))
+    }
+
+    /// The intent journal an apply or undo keeps while it writes.
+    pub(crate) fn journal(&self) -> PathBuf {
+        self.home.state_dir().join("journal")
     }
 
     /// `dream-run ARGS` reading `envelope` on stdin, as a checked run.

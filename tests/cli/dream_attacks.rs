@@ -11,12 +11,11 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sha2::Digest as _;
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
 use crate::support::run::Ran;
 use crate::support::wait;
-use crate::support::{hours, session_id, set_age, tree, ClaudeHome, Run};
+use crate::support::{hours, mkfifo, session_id, set_age, sha256_hex, tree, ClaudeHome, Run};
 
 const KEY: &str = "sk-ant-attack-SECRET-7d1c";
 /// Generous: each run here answers in well under a second when it does not hang.
@@ -133,20 +132,6 @@ impl RunClean for Run<'_> {
         no_secret(&ran);
         ran
     }
-}
-
-fn mkfifo(path: &Path) {
-    let _ = std::fs::remove_file(path);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// The tool results the last request carried back: (text, is_error), in order.

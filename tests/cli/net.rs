@@ -6,7 +6,6 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -279,13 +278,6 @@ fn an_etcd_member_streaming_a_huge_answer_is_cut_off_with_bounded_memory() {
             peak_kib / 1024
         );
     }
-}
-
-/// A FIFO at `path`.
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a NUL-terminated path that lives across the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
 #[test]

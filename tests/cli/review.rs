@@ -7,16 +7,8 @@ use std::process::Stdio;
 use serde_json::{json, Value};
 
 use crate::dream::{script_full_consolidation, Dream};
-use sha2::Digest as _;
 
-use crate::support::{epoch_ms, mtime, tree, LiveProcess, Run};
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+use crate::support::{sha256_hex, LiveProcess, Run};
 
 /// What the full consolidation leaves in MEMORY.md.
 const NEW_INDEX: &str =
@@ -27,10 +19,6 @@ const OLD_INDEX: &str =
 impl Dream {
     fn abs(&self, rel: &str) -> String {
         self.mem().join(rel).to_string_lossy().into_owned()
-    }
-
-    fn lock_ms(&self) -> i64 {
-        epoch_ms(mtime(&self.home.lock_file()))
     }
 
     /// `acquire | dream-run --propose | release`, the lock held by a live process meanwhile;
@@ -63,13 +51,6 @@ impl Dream {
     fn proposal_dir(&self, task_id: &str) -> std::path::PathBuf {
         self.home.state_dir().join("proposals").join(task_id)
     }
-}
-
-/// The memory files (the lock files live in the memory dir too, and change with the lock).
-fn md_tree(d: &Dream) -> std::collections::BTreeSet<(String, Vec<u8>)> {
-    let mut files = tree(&d.mem());
-    files.retain(|(path, _)| path.ends_with(".md"));
-    files
 }
 
 fn task_id(doc: &Value) -> String {
@@ -120,7 +101,7 @@ fn propose_leaves_the_memory_dir_and_the_lock_time_as_they_were_in_both_forms() 
             "pipeline" => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock acquire | dream-run --propose | dream-lock release",
             _ => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock exec -- dream-run --propose",
         };
-        let before = md_tree(&d);
+        let before = d.md_tree();
         let lock_before = d.lock_ms();
         let transcript = d
             .home
@@ -144,7 +125,7 @@ fn propose_leaves_the_memory_dir_and_the_lock_time_as_they_were_in_both_forms() 
             assert_eq!(doc["lock"]["released"], true);
             assert_eq!(doc["lock"]["outcome"], "proposed");
         }
-        assert_eq!(md_tree(&d), before, "{form}: the memory dir changed");
+        assert_eq!(d.md_tree(), before, "{form}: the memory dir changed");
         assert_eq!(d.lock_ms(), lock_before, "{form}: the time moved");
         assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"", "{form}");
         assert_eq!(std::fs::read(&transcript).unwrap(), transcript_before);
@@ -203,7 +184,7 @@ fn show_prints_a_proposal_as_json_and_as_a_diff() {
 #[test]
 fn apply_writes_exactly_the_proposal_and_undo_puts_it_back() {
     let d = Dream::new();
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let doc = d.propose();
     let id = task_id(&doc);
 
@@ -219,7 +200,7 @@ fn apply_writes_exactly_the_proposal_and_undo_puts_it_back() {
                 holder.pid()
             ))
             .run();
-        assert_eq!(md_tree(&d), before);
+        assert_eq!(d.md_tree(), before);
         d.tool("dream-lock")
             .args(["release", "--outcome", "failed"])
             .stdin(envelope)
@@ -249,7 +230,8 @@ fn apply_writes_exactly_the_proposal_and_undo_puts_it_back() {
     assert!(!d.mem().join("stale.md").exists());
     assert_eq!(d.read("topics/build.md"), "Build with make.\n");
     // Exactly the proposal: the three files and nothing else.
-    let changed: Vec<String> = md_tree(&d)
+    let changed: Vec<String> = d
+        .md_tree()
         .symmetric_difference(&before)
         .map(|(p, _)| p.clone())
         .collect::<std::collections::BTreeSet<_>>()
@@ -294,7 +276,7 @@ fn apply_writes_exactly_the_proposal_and_undo_puts_it_back() {
         .stdout_json(|doc| assert_eq!(doc["task_id"], id.as_str()))
         .stderr_empty()
         .run();
-    assert_eq!(md_tree(&d), before, "undo restored the memory dir");
+    assert_eq!(d.md_tree(), before, "undo restored the memory dir");
 }
 
 #[test]
@@ -307,7 +289,7 @@ fn apply_refuses_when_a_person_edited_a_touched_file_and_applies_nothing() {
         "The deploy uses FTP. Still true!\n",
     )
     .unwrap();
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let lock_before = d.lock_ms();
     d.review(&["apply", &id])
         .code(1)
@@ -322,7 +304,7 @@ fn apply_refuses_when_a_person_edited_a_touched_file_and_applies_nothing() {
             d.abs("stale.md")
         ))
         .run();
-    assert_eq!(md_tree(&d), before, "nothing applied");
+    assert_eq!(d.md_tree(), before, "nothing applied");
     assert_eq!(d.lock_ms(), lock_before);
     assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");
     assert_eq!(d.task(&id)["status"], "proposed");
@@ -361,7 +343,7 @@ fn apply_refuses_when_a_person_edited_a_touched_file_and_applies_nothing() {
 #[test]
 fn discard_drops_a_proposal() {
     let d = Dream::new();
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let doc = d.propose();
     let id = task_id(&doc);
     assert!(d.proposal_dir(&id).join("memory/MEMORY.md").exists());
@@ -372,7 +354,7 @@ fn discard_drops_a_proposal() {
         .run();
     assert!(!d.proposal_dir(&id).exists());
     assert_eq!(d.task(&id)["status"], "discarded");
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
     // Nothing left to show or apply.
     d.review(&["show"])
         .code(1)
@@ -386,13 +368,13 @@ fn discard_drops_a_proposal() {
             "dream-run: task {id} is discarded, not a proposal\n"
         ))
         .run();
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
 }
 
 #[test]
 fn the_mode_comes_from_the_environment_and_a_bad_one_is_exit_2() {
     let d = Dream::new();
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     script_full_consolidation(&d);
@@ -402,7 +384,7 @@ fn the_mode_comes_from_the_environment_and_a_bad_one_is_exit_2() {
         .stdout_json(|doc| check_proposal(&d, &doc["run"]))
         .stderr_empty()
         .run();
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
 
     let tasks_before = std::fs::read_dir(d.home.state_dir().join("tasks"))
         .unwrap()
@@ -421,7 +403,7 @@ fn the_mode_comes_from_the_environment_and_a_bad_one_is_exit_2() {
         tasks_before,
         "no task recorded"
     );
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
 }
 
 /// On a terminal the diff is coloured (red removals, green additions, cyan headers), unless
@@ -472,7 +454,7 @@ fn show_diff_is_coloured_only_on_a_terminal_without_no_color() {
 #[test]
 fn a_failed_proposal_leaves_no_staging_copy() {
     let d = Dream::new();
-    let before = md_tree(&d);
+    let before = d.md_tree();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     d.api
@@ -497,7 +479,7 @@ fn a_failed_proposal_leaves_no_staging_copy() {
     let id = task_id(&doc);
     assert!(!d.proposal_dir(&id).exists());
     assert!(!d.home.state_dir().join("snapshots").join(&id).exists());
-    assert_eq!(md_tree(&d), before);
+    assert_eq!(d.md_tree(), before);
     d.review(&["show"])
         .code(1)
         .stdout_json(|doc| assert_eq!(*doc, json!({"reason": "no_proposal"})))

@@ -334,6 +334,24 @@ pub(crate) fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)>
     found
 }
 
+/// A FIFO at `path` (its folder made, anything there before removed).
+pub(crate) fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// The SHA-256 of `bytes`, in lower-case hex (as task records keep it).
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Says on the real stderr (not the harness's captured one, so `make test` shows it) that a
 /// test could not run here and why. A skipped test never passes silently.
 pub(crate) fn skip(test: &str, why: &str) {

@@ -26,6 +26,18 @@ pub(crate) fn until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// Until `ready` holds, checking as often as the machine allows (no sleep between probes):
+/// for what may last only a fraction of a second, such as an apply between its first file
+/// and its last. Bounded like every wait.
+#[track_caller]
+pub(crate) fn busy_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT_TIMEOUT;
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}: never happened");
+        std::thread::yield_now();
+    }
+}
+
 /// Until `path` exists.
 #[track_caller]
 pub(crate) fn for_file(path: &Path) {
