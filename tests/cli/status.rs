@@ -868,17 +868,6 @@ fn llm_state_file_is_cleared_before_the_model_is_asked() {
     );
 }
 
-/// Whether strace can trace here (it is installed and ptrace is allowed).
-fn strace_traces() -> bool {
-    std::process::Command::new("strace")
-        .args(["-f", "-qq", "-o", "/dev/null", "true"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
-
 /// The `epoll_create*` calls of one run, as strace saw them; `None` when strace cannot trace
 /// here (not installed, or ptrace refused). The run classifies `Pushed the fix.` as
 /// `category` and prints nothing on stderr.

@@ -924,17 +924,6 @@ fn check_makes_no_request_and_starts_no_runtime() {
     assert!(generate.contains("socket("), "{generate}");
 }
 
-/// Whether strace can trace here (it is installed and ptrace is allowed).
-fn strace_traces() -> bool {
-    std::process::Command::new("strace")
-        .args(["-f", "-qq", "-o", "/dev/null", "true"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
-
 /// The system calls `suggest ARGS` makes, as strace reports them, the run succeeding with
 /// `document` and nothing on stderr; `None` (and a note) when strace is missing or not
 /// permitted here.

@@ -334,6 +334,17 @@ pub(crate) fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)>
     found
 }
 
+/// Whether strace can trace here (it is installed and ptrace is allowed).
+pub(crate) fn strace_traces() -> bool {
+    std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
 /// A FIFO at `path` (its folder made, anything there before removed).
 pub(crate) fn mkfifo(path: &Path) {
     let _ = std::fs::remove_file(path);
