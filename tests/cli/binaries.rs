@@ -172,3 +172,55 @@ fn the_file_backend_starts_no_async_runtime() {
         .stderr_is("dream-lock: released the lock: completed, the consolidation time is now\n")
         .run();
 }
+
+/// A usage error that quotes a URL with a password redacts it on a terminal too, where clap's
+/// message is coloured (`script` gives the binary a real pseudo-terminal); NO_COLOR drops the
+/// colours, never the redaction.
+#[test]
+fn a_usage_error_on_a_terminal_redacts_a_url_password_in_colour_and_without() {
+    let script_runs = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !script_runs {
+        skip(
+            "a_usage_error_on_a_terminal_redacts_a_url_password_in_colour_and_without",
+            "no `script` to make a terminal",
+        );
+        return;
+    }
+    let home = ClaudeHome::new();
+    let on_terminal = |no_color: bool| {
+        let mut cmd = home.process("script");
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        }
+        let line = format!(
+            "{} status --backend 'etcd://u:pw-SECRET@h:1' </dev/null",
+            bin_path("dream-lock").display()
+        );
+        Run::command(cmd, "script")
+            // -e: script exits with the command's code.
+            .args(["-qec", &line, "/dev/null"])
+            .code(2)
+            .stdout_with(|text| {
+                assert!(!text.contains("pw-SECRET"), "{text:?}");
+                assert!(text.contains("etcd://[redacted]@h:1"), "{text:?}");
+            })
+            // `script` puts the command's stderr on the terminal too; its own is empty.
+            .stderr_empty()
+            .run()
+            .stdout
+    };
+    let coloured = on_terminal(false);
+    assert!(
+        coloured.contains("'\x1b[33metcd://[redacted]@h:1\x1b[0m'"),
+        "{coloured:?}"
+    );
+    let plain = on_terminal(true);
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+    assert!(
+        plain.contains("error: invalid value 'etcd://[redacted]@h:1' for '--backend <URL>'"),
+        "{plain:?}"
+    );
+}

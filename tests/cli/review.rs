@@ -415,7 +415,10 @@ fn show_diff_is_coloured_only_on_a_terminal_without_no_color() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: no `script` to make a terminal");
+        crate::support::skip(
+            "show_diff_is_coloured_only_on_a_terminal_without_no_color",
+            "no `script` to make a terminal",
+        );
         return;
     }
     let d = Dream::new();
