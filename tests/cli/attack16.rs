@@ -60,62 +60,6 @@ fn limit_file_size(cmd: &mut std::process::Command, limit: u64, ignore: bool) {
 }
 
 impl Dream {
-    /// A proposal made by one proposing run (under a lock released afterwards): the model
-    /// reads what it then rewrites, and makes `calls` writes; returns the task id. `problems`
-    /// are the health counts the run warns it raised ("" for none).
-    fn propose_with(&self, reads: &[&str], writes: Vec<(&str, Value)>, problems: &str) -> String {
-        let holder = LiveProcess::start();
-        let envelope = self.acquired_envelope(&holder);
-        let mut calls: Vec<(&str, Value)> = reads
-            .iter()
-            .map(|rel| ("read_file", json!({ "path": rel })))
-            .collect();
-        calls.extend(writes);
-        let limit = (calls.len() + 2).to_string();
-        self.api
-            .push(Reply::anthropic_tools("Proposing.", &calls))
-            .push(Reply::anthropic_text("Proposed."));
-        let warning = if problems.is_empty() {
-            String::new()
-        } else {
-            more_problems(problems)
-        };
-        let out = self
-            .dream_run(
-                &envelope,
-                &[
-                    "--propose",
-                    "--max-calls-per-turn",
-                    &limit,
-                    "--max-files",
-                    &limit,
-                ],
-            )
-            .success()
-            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
-            .stderr_is(warning)
-            .run();
-        self.release(&out.stdout, "proposed");
-        out.json()["run"]["task_id"].as_str().unwrap().to_string()
-    }
-
-    /// `count` new topic files, plus the given rewrites of existing files.
-    fn many_writes(count: usize, rewrites: &[(&'static str, &str)]) -> Vec<(&'static str, Value)> {
-        let body = "A fact worth keeping, and the reason it matters.\n".repeat(40);
-        let mut calls: Vec<(&str, Value)> = (0..count)
-            .map(|n| {
-                (
-                    "write_file",
-                    json!({"path": format!("many/{n:04}.md"), "content": format!("# {n}\n{body}")}),
-                )
-            })
-            .collect();
-        for (rel, content) in rewrites {
-            calls.push(("write_file", json!({"path": rel, "content": content})));
-        }
-        calls
-    }
-
     fn task16(&self, id: &str) -> Value {
         let path = self
             .home
@@ -839,29 +783,32 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
             jdir.display(),
             jdir.join("intent.json").display()
         );
-        for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
-            d.tool("dream-run")
-                .args(args)
-                .code(3)
-                .stdout_json(|doc| {
-                    assert_eq!(
-                        doc["error"]["kind"], "environment",
-                        "{args:?} {name}: {doc}"
-                    );
-                })
-                .stderr_is(refused.as_str())
-                .run();
+        journal_refused(&d, &refused, || {
             assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
-        }
-        // Read-only commands warn and go on.
-        d.tool("dream-run")
-            .arg("tasks")
-            .success()
-            .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{doc}"))
-            .stderr_is(refused.as_str())
-            .run();
+        });
     }
     assert_eq!(d.md_tree(), before);
+}
+
+/// Every command that acts on the journal (recover, apply, undo, discard) refuses it: exit 3
+/// `environment`, saying `stderr`, and `after_each` still holds after each; a read-only one
+/// (`tasks`) says the same and answers.
+fn journal_refused(d: &Dream, stderr: &str, after_each: impl Fn()) {
+    for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
+        d.tool("dream-run")
+            .args(args)
+            .code(3)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{args:?}: {doc}"))
+            .stderr_is(stderr)
+            .run();
+        after_each();
+    }
+    d.tool("dream-run")
+        .arg("tasks")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{doc}"))
+        .stderr_is(stderr)
+        .run();
 }
 
 /// A corrupt journal (garbage, a FIFO in its place, a symlink loop) never hangs a command and
@@ -897,25 +844,7 @@ fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
             "dream-run: cannot read the journal {}: {why}\n",
             jdir.display()
         );
-        for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
-            d.tool("dream-run")
-                .args(args)
-                .code(3)
-                .stdout_json(|doc| {
-                    assert_eq!(
-                        doc["error"]["kind"], "environment",
-                        "{case} {args:?}: {doc}"
-                    );
-                })
-                .stderr_is(cannot.as_str())
-                .run();
-        }
-        d.tool("dream-run")
-            .arg("tasks")
-            .success()
-            .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{case}: {doc}"))
-            .stderr_is(cannot.as_str())
-            .run();
+        journal_refused(&d, &cannot, || {});
         assert_eq!(d.md_tree(), before, "{case}");
     }
 }

@@ -27,48 +27,19 @@ impl Dream {
     /// A proposal that creates `files` topic files and rewrites MEMORY.md, made by one
     /// proposing run (the lock held meanwhile by a live process, released afterwards).
     fn propose_many(&self, files: usize) -> String {
-        let holder = LiveProcess::start();
-        let envelope = self.acquired_envelope(&holder);
-        let mut calls = vec![("read_file", json!({"path": "MEMORY.md"}))];
-        let body = "A fact worth keeping, and the reason it matters.\n".repeat(40);
-        for n in 0..files {
-            calls.push((
-                "write_file",
-                json!({"path": format!("many/{n:04}.md"), "content": format!("# {n}\n{body}")}),
-            ));
-        }
-        calls.push((
-            "write_file",
-            json!({"path": "MEMORY.md", "content": "# Memory\n- [Many](many/0000.md): many notes\n"}),
-        ));
-        self.api
-            .push(Reply::anthropic_tools("Writing many.", &calls))
-            .push(Reply::anthropic_text("Proposed many notes."));
-        let limit = (files + 2).to_string();
+        let index = "# Memory\n- [Many](many/0000.md): many notes\n";
         // The new index links only the first new file (the others, stale.md and
         // topics/build.md are orphans), and the 40 lines of each body repeat in every file.
-        let warning = more_problems(&format!(
+        let warning = format!(
             "orphan_file 0 -> {}, duplicate_entry 0 -> {}",
             files + 1,
             40 * files - 1
-        ));
-        let out = self
-            .dream_run(
-                &envelope,
-                &[
-                    "--propose",
-                    "--max-calls-per-turn",
-                    &limit,
-                    "--max-files",
-                    &limit,
-                ],
-            )
-            .success()
-            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed"))
-            .stderr_is(warning)
-            .run();
-        self.release(&out.stdout, "proposed");
-        out.json()["run"]["task_id"].as_str().unwrap().to_string()
+        );
+        self.propose_with(
+            &["MEMORY.md"],
+            Dream::many_writes(files, &[("MEMORY.md", index)]),
+            &warning,
+        )
     }
 
     /// `apply` (a `dream-run apply` the caller describes: how it ends is up to the test),

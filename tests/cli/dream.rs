@@ -147,6 +147,70 @@ impl Dream {
         crate::support::epoch_ms(crate::support::mtime(&self.home.lock_file()))
     }
 
+    /// A proposal made by one proposing run (under a lock released afterwards): the model
+    /// reads what it then rewrites, and makes `calls` writes; returns the task id. `problems`
+    /// are the health counts the run warns it raised ("" for none).
+    pub(crate) fn propose_with(
+        &self,
+        reads: &[&str],
+        writes: Vec<(&str, Value)>,
+        problems: &str,
+    ) -> String {
+        let holder = LiveProcess::start();
+        let envelope = self.acquired_envelope(&holder);
+        let mut calls: Vec<(&str, Value)> = reads
+            .iter()
+            .map(|rel| ("read_file", json!({ "path": rel })))
+            .collect();
+        calls.extend(writes);
+        let limit = (calls.len() + 2).to_string();
+        self.api
+            .push(Reply::anthropic_tools("Proposing.", &calls))
+            .push(Reply::anthropic_text("Proposed."));
+        let warning = if problems.is_empty() {
+            String::new()
+        } else {
+            more_problems(problems)
+        };
+        let out = self
+            .dream_run(
+                &envelope,
+                &[
+                    "--propose",
+                    "--max-calls-per-turn",
+                    &limit,
+                    "--max-files",
+                    &limit,
+                ],
+            )
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
+            .stderr_is(warning)
+            .run();
+        self.release(&out.stdout, "proposed");
+        out.json()["run"]["task_id"].as_str().unwrap().to_string()
+    }
+
+    /// `count` new topic files, plus the given rewrites of existing files.
+    pub(crate) fn many_writes(
+        count: usize,
+        rewrites: &[(&'static str, &str)],
+    ) -> Vec<(&'static str, Value)> {
+        let body = "A fact worth keeping, and the reason it matters.\n".repeat(40);
+        let mut calls: Vec<(&str, Value)> = (0..count)
+            .map(|n| {
+                (
+                    "write_file",
+                    json!({"path": format!("many/{n:04}.md"), "content": format!("# {n}\n{body}")}),
+                )
+            })
+            .collect();
+        for (rel, content) in rewrites {
+            calls.push(("write_file", json!({"path": rel, "content": content})));
+        }
+        calls
+    }
+
     /// The intent journal an apply or undo keeps while it writes.
     pub(crate) fn journal(&self) -> PathBuf {
         self.home.state_dir().join("journal")
