@@ -156,17 +156,15 @@ pub fn read_sized(file: &mut File, len: u64, max: u64) -> io::Result<Vec<u8>> {
     if got as u64 == len && got <= want {
         return Ok(bytes);
     }
-    file.take((max + 1).saturating_sub(got as u64))
+    file.take(max.saturating_add(1).saturating_sub(got as u64))
         .read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
 /// The whole content of a regular file (see [`open_regular`]).
 pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
-    let mut file = open_regular(path)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    let (mut file, meta) = open_regular_with(path, 0)?;
+    read_sized(&mut file, meta.len(), u64::MAX)
 }
 
 /// [`read_regular`] as UTF-8 text.

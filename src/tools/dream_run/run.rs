@@ -1138,6 +1138,16 @@ keep it short, and use the tools for changes.",
             .map_err(|e| e.to_string())
     }
 
+    /// [`Self::changes`], or `None` once the reason it cannot be had is on stderr.
+    fn changes_or_warn(&self, dir: &Path) -> Option<(Diff, String)> {
+        self.changes(dir)
+            .map_err(|e| {
+                self.diag
+                    .warn(&format!("cannot record the run's changes: {e}"))
+            })
+            .ok()
+    }
+
     /// Records the end, restores or keeps the files, and builds the `run` section.
     fn finish(mut self, end: End, digests: &[Digest]) -> Finished {
         let memory_dir = self.sandbox.memory_dir().to_path_buf();
@@ -1250,14 +1260,9 @@ keep it short, and use the tools for changes.",
                 crate::lock::outcome::report(self.env, self.diag, RunStatus::NoChanges);
             }
         } else if status == "completed" {
-            match self.changes(&memory_dir) {
-                Ok((d, text)) => {
-                    diff = d;
-                    diff_text = Some(text);
-                }
-                Err(e) => self
-                    .diag
-                    .warn(&format!("cannot record the run's changes: {e}")),
+            if let Some((d, text)) = self.changes_or_warn(&memory_dir) {
+                diff = d;
+                diff_text = Some(text);
             }
             if diff.is_empty() {
                 // Nothing differs from before: nothing to undo, nothing to announce.
@@ -1310,17 +1315,12 @@ keep it short, and use the tools for changes.",
         } else if status == "failed" && restore && self.snapshot.is_some() {
             // --keep-partial: what the run changed stays, and the record says what it is,
             // so that `undo` and the report tell the truth.
-            match self.changes(&memory_dir) {
-                Ok((d, text)) => {
-                    self.record.diff =
-                        Some(snapshot::absolute_diff(&self.project.memory_dir, d.clone()));
-                    self.record.diff_text = Some(text.clone());
-                    diff = d;
-                    diff_text = Some(text);
-                }
-                Err(e) => self
-                    .diag
-                    .warn(&format!("cannot record the run's changes: {e}")),
+            if let Some((d, text)) = self.changes_or_warn(&memory_dir) {
+                self.record.diff =
+                    Some(snapshot::absolute_diff(&self.project.memory_dir, d.clone()));
+                self.record.diff_text = Some(text.clone());
+                diff = d;
+                diff_text = Some(text);
             }
             self.diag.warn(&format!(
                 "--keep-partial: what the failed run changed stays; `dream-run undo {}` restores the snapshot {}",
