@@ -1140,12 +1140,14 @@ keep it short, and use the tools for changes.",
 
     /// [`Self::changes`], or `None` once the reason it cannot be had is on stderr.
     fn changes_or_warn(&self, dir: &Path) -> Option<(Diff, String)> {
-        self.changes(dir)
-            .map_err(|e| {
+        match self.changes(dir) {
+            Ok(changes) => Some(changes),
+            Err(e) => {
                 self.diag
-                    .warn(&format!("cannot record the run's changes: {e}"))
-            })
-            .ok()
+                    .warn(&format!("cannot record the run's changes: {e}"));
+                None
+            }
+        }
     }
 
     /// Records the end, restores or keeps the files, and builds the `run` section.
