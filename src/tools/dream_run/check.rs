@@ -480,14 +480,14 @@ fn walk(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Found> {
             }
         };
         first = false;
+        // Each name taken once (`file_name` allocates), then sorted.
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry?;
-            names.push(entry);
+            names.push((entry.file_name(), entry));
         }
-        names.sort_by_key(std::fs::DirEntry::file_name);
-        for entry in names {
-            let name = entry.file_name();
+        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (name, entry) in names {
             let Some(name) = name.to_str() else {
                 problems.push(Problem::new(
                     Kind::Unreadable,
