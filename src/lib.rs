@@ -1,6 +1,6 @@
 //! dreamkit: Claude Code's background model work as composable command-line tools.
 //!
-//! Dependency direction: `bin` -> `tools` (one module per binary) -> `claude`, `lock`,
+//! Dependency direction: `bin` -> `tools` (one module per binary) -> `store` -> `claude`, `lock`,
 //! `model` -> `files`, `cli`.
 
 pub mod claude;
@@ -10,6 +10,7 @@ pub mod lock;
 pub mod model;
 pub mod net;
 pub mod parallel;
+pub mod store;
 pub mod tools;
 
 /// Every binary's documentation, for `make man completions` and the docs test.

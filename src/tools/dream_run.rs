@@ -4,16 +4,15 @@
 pub mod check;
 pub mod digest;
 mod history;
-pub mod journal;
 pub mod prompt;
 mod recover;
 mod report;
 pub mod review;
 mod run;
 pub mod sandbox;
-pub mod snapshot;
 pub mod staging;
-pub mod tasks;
+// The store is shared with dream-lock; its modules keep their names here.
+pub use crate::store::{journal, snapshot, tasks};
 
 use std::path::PathBuf;
 use std::time::Duration;

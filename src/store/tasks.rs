@@ -85,7 +85,7 @@ pub struct TaskRecord {
     pub health: Option<serde_json::Value>,
     /// What the run changed (or proposes), with absolute paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diff: Option<crate::tools::dream_run::snapshot::Diff>,
+    pub diff: Option<super::snapshot::Diff>,
     /// The same as a unified diff (`--- a/<rel>` / `+++ b/<rel>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_text: Option<String>,
