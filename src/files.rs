@@ -318,11 +318,7 @@ pub fn write_atomic_with_mtime(
         .unwrap_or(Path::new("."));
     // A signal waits for the rename (or the failure), so no temporary file is left behind.
     let _hold = signals::hold();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".dreamkit-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(without_temp_path)?;
+    let mut tmp = temp_file_in(dir).map_err(without_temp_path)?;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.write_all(bytes)?;
@@ -332,6 +328,37 @@ pub fn write_atomic_with_mtime(
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Every temporary file dreamkit makes beside a file it replaces starts with this, followed
+/// by the writer's PID: `.dreamkit-<pid>-<random>.tmp`. A process killed between the create
+/// and the rename leaves one behind; the PID tells a sweep whether its writer is gone.
+pub const TEMP_PREFIX: &str = ".dreamkit-";
+/// The end of a temporary file's name.
+pub const TEMP_SUFFIX: &str = ".tmp";
+
+/// A new temporary file in `dir`, named `.dreamkit-<pid>-<random>.tmp` (mode 0600).
+pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(dir)
+}
+
+/// For a file name of [`temp_file_in`]'s shape, the writer's PID; `Some(None)` for the
+/// shape without one (written by dreamkit before temporary names carried the PID); `None`
+/// for any other name.
+pub fn temp_file_writer(name: &str) -> Option<Option<u32>> {
+    let middle = name.strip_prefix(TEMP_PREFIX)?.strip_suffix(TEMP_SUFFIX)?;
+    if middle.is_empty() || middle.contains('/') {
+        return None;
+    }
+    Some(
+        middle
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+            .filter(|pid| *pid > 0),
+    )
 }
 
 /// `tempfile`'s error names the temporary file it could not make (`... at path "/d/.dreamkit-
@@ -361,6 +388,30 @@ mod tests {
         assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, 0o600);
         let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn temporary_files_carry_the_writers_pid() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = temp_file_in(tmp.path()).unwrap();
+        let name = file
+            .path()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(temp_file_writer(&name), Some(Some(std::process::id())));
+        assert_eq!(temp_file_writer(".dreamkit-Ab12Cd.tmp"), Some(None));
+        assert_eq!(temp_file_writer(".dreamkit-0-x.tmp"), Some(None));
+        for other in [
+            "dreamkit-1-a.tmp",
+            ".dreamkit-1-a.md",
+            ".dreamkit-.tmp",
+            "MEMORY.md",
+        ] {
+            assert_eq!(temp_file_writer(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -150,34 +150,65 @@ impl FileBackend {
         }
     }
 
-    /// The claim written in the guard file (which the caller has locked).
-    fn read_claim(guard: &mut File) -> Option<Claimant> {
+    /// What the guard file records (the caller has locked it, or reads it only to look).
+    fn read_state(guard: &mut File) -> GuardState {
         use std::io::Seek;
-        guard.rewind().ok()?;
-        let mut content = Vec::new();
-        guard
-            .by_ref()
-            .take(MAX_CLAIM + 1)
-            .read_to_end(&mut content)
-            .ok()?;
-        if content.len() as u64 > MAX_CLAIM {
-            return None;
+        if guard.rewind().is_err() {
+            return GuardState::default();
         }
-        serde_json::from_slice(&content).ok()
+        let mut content = Vec::new();
+        let read = guard.by_ref().take(MAX_CLAIM + 1).read_to_end(&mut content);
+        if read.is_err() || content.len() as u64 > MAX_CLAIM {
+            return GuardState::default();
+        }
+        GuardState::parse(&content)
     }
 
-    /// Replaces the guard file's claim (`None`: empties it).
-    fn write_claim(&self, guard: &mut File, claim: Option<&Claimant>) -> Result<(), Failure> {
+    /// Replaces the guard file's record (an empty record empties it).
+    fn write_state(&self, guard: &mut File, state: &GuardState) -> Result<(), Failure> {
         use std::io::{Seek, Write};
         let path = self.dir.join(GUARD_FILE_NAME);
         let fail = |e: std::io::Error| Failure::io("write the claim in", &path, &e);
         guard.set_len(0).map_err(fail)?;
-        if let Some(claim) = claim {
-            let bytes = serde_json::to_vec(claim).map_err(|e| fail(std::io::Error::other(e)))?;
+        if state.hold.is_some() || state.claim.is_some() {
+            let bytes = serde_json::to_vec(state).map_err(|e| fail(std::io::Error::other(e)))?;
             guard.rewind().map_err(fail)?;
             guard.write_all(&bytes).map_err(fail)?;
         }
         Ok(())
+    }
+
+    /// The guard file's record, read without taking its lock (a reader that only looks, such
+    /// as the gate, never waits): a record torn by a writer reads as none.
+    fn peek_state(&self) -> GuardState {
+        let path = self.dir.join(GUARD_FILE_NAME);
+        match crate::files::open_regular_no_follow(&path) {
+            Ok(mut file) => Self::read_state(&mut file),
+            Err(_) => GuardState::default(),
+        }
+    }
+
+    /// The last-consolidated time when the lock shows a hold dreamkit took and nobody
+    /// released: its holder died (kill -9, a power cut) or outlived the hold window, so the
+    /// lock's mtime is when that hold was taken, not a consolidation. The time from before
+    /// that hold (epoch ms, 0 = never) is the real one.
+    fn unreleased_prior(
+        &self,
+        observed: &Observed,
+        state: &GuardState,
+        now: SystemTime,
+    ) -> Result<Option<i64>, Failure> {
+        let (Some(hold), Some(pid), Some(mtime)) = (state.hold, observed.pid, observed.mtime)
+        else {
+            return Ok(None);
+        };
+        let since = from_epoch_ms(hold.since_ms);
+        let same_hold =
+            hold.pid == pid && mtime + START_SLACK >= since && mtime <= since + START_SLACK;
+        if !same_hold || self.holder(observed, now)?.held {
+            return Ok(None);
+        }
+        Ok(Some(hold.prior_mtime_ms))
     }
 
     fn holder_path(&self) -> PathBuf {
@@ -291,6 +322,45 @@ struct Holder {
     command_running: bool,
 }
 
+/// The guard file's content: the hold in progress, written before the lock file so that a
+/// holder killed before its release leaves the time it took over behind (see
+/// [`FileBackend::unreleased_prior`]), and the one run that claimed the hold.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct GuardState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hold: Option<Hold>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    claim: Option<Claimant>,
+}
+
+/// A hold as its acquire recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Hold {
+    /// The PID the acquire wrote in the lock file.
+    pid: u32,
+    /// The last-consolidated time before this hold (epoch ms, 0 = never).
+    prior_mtime_ms: i64,
+    /// When the acquire wrote the lock file (epoch ms): the lock's mtime, give or take.
+    since_ms: i64,
+}
+
+impl GuardState {
+    /// The record, or (as dreamkit wrote it before holds were recorded) a bare claim; any
+    /// other content records nothing.
+    fn parse(content: &[u8]) -> GuardState {
+        if content.iter().all(u8::is_ascii_whitespace) {
+            return GuardState::default();
+        }
+        if let Ok(claim) = serde_json::from_slice::<Claimant>(content) {
+            return GuardState {
+                hold: None,
+                claim: Some(claim),
+            };
+        }
+        serde_json::from_slice(content).unwrap_or_default()
+    }
+}
+
 fn token(pid: u32, mtime: SystemTime) -> String {
     format!("{pid}:{}", epoch_ms(mtime))
 }
@@ -313,17 +383,26 @@ impl Backend for FileBackend {
     }
 
     fn last_consolidated(&self) -> Result<Option<SystemTime>, Failure> {
-        // One stat, no open: this is the hot path of `dream-gate`.
+        // One stat, no open, for a released lock (empty): this is the hot path of
+        // `dream-gate`. Only a lock that names a holder is read further.
+        let now = SystemTime::now();
         match std::fs::metadata(&self.path) {
             Ok(meta) if !meta.is_file() => Err(Failure::io(
                 "read the lock file",
                 &self.path,
                 &not_regular(meta.file_type()),
             )),
+            Ok(meta) if meta.len() > 0 => {
+                let observed = self.observe()?;
+                match self.unreleased_prior(&observed, &self.peek_state(), now)? {
+                    Some(prior) => Ok((prior > 0).then(|| from_epoch_ms(prior).min(now))),
+                    None => Ok(observed.mtime.map(|mtime| mtime.min(now))),
+                }
+            }
             // A future mtime is taken as written now (never a negative age).
             Ok(meta) => meta
                 .modified()
-                .map(|mtime| Some(mtime.min(SystemTime::now())))
+                .map(|mtime| Some(mtime.min(now)))
                 .map_err(|e| Failure::io("read the mtime of", &self.path, &e)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Failure::io("stat the lock file", &self.path, &e)),
@@ -334,6 +413,10 @@ impl Backend for FileBackend {
         let observed = self.observe()?;
         let holder = self.holder(&observed, now)?;
         let written = observed.mtime.map(|mtime| mtime.min(now));
+        let last_consolidated = match self.unreleased_prior(&observed, &self.peek_state(), now)? {
+            Some(prior) => (prior > 0).then(|| from_epoch_ms(prior).min(now)),
+            None => written,
+        };
         Ok(Status {
             held: holder.held,
             holder_pid: observed.pid,
@@ -341,7 +424,7 @@ impl Backend for FileBackend {
             command_running: holder.command_running,
             since: observed.pid.and(written),
             stale: observed.pid.is_some() && !holder.held,
-            last_consolidated: written,
+            last_consolidated,
             token: match (holder.held, observed.pid, observed.mtime) {
                 (true, Some(pid), Some(mtime)) => Some(token(pid, mtime)),
                 _ => None,
@@ -367,24 +450,46 @@ impl Backend for FileBackend {
                 .open(&self.path)
                 .map_err(|e| Failure::io("write the lock file", &self.path, &e))?;
         }
+        // A hold nobody released (its holder was killed) moved the time without a
+        // consolidation: the time from before it is carried forward.
+        let prior_mtime_ms =
+            match self.unreleased_prior(&before, &Self::read_state(&mut guard), now)? {
+                Some(prior) => prior,
+                // A future mtime is taken as written now, so a roll-back cannot restore it.
+                None => before.mtime.map_or(0, |prior| epoch_ms(prior.min(now))),
+            };
         // A holder file left by an earlier `exec` names a holder that no longer holds, and a
-        // claim of an earlier hold claims nothing now.
+        // claim of an earlier hold claims nothing now. The new hold, with the time it takes
+        // over, is recorded before the lock file changes.
         self.unpin()?;
-        self.write_claim(&mut guard, None)?;
+        let hold = Hold {
+            pid,
+            prior_mtime_ms,
+            since_ms: epoch_ms(SystemTime::now()),
+        };
+        self.write_state(
+            &mut guard,
+            &GuardState {
+                hold: Some(hold),
+                claim: None,
+            },
+        )?;
         self.write(pid.to_string().as_bytes(), before.mode, None)?;
         let after = self.observe()?;
         match (after.pid, after.mtime) {
             (Some(p), Some(mtime)) if p == pid => Ok(Acquired::Yes(Lease {
                 pid,
-                // A future mtime is taken as written now, so a roll-back cannot restore it.
-                prior_mtime_ms: before.mtime.map_or(0, |prior| epoch_ms(prior.min(now))),
+                prior_mtime_ms,
                 token: token(pid, mtime),
             })),
             // Claude Code wrote between our write and the read-back: it holds the lock.
-            _ => Ok(Acquired::Held {
-                holder_pid: after.pid,
-                since: after.mtime,
-            }),
+            _ => {
+                self.write_state(&mut guard, &GuardState::default())?;
+                Ok(Acquired::Held {
+                    holder_pid: after.pid,
+                    since: after.mtime,
+                })
+            }
         }
     }
 
@@ -402,7 +507,7 @@ impl Backend for FileBackend {
             });
         }
         self.unpin()?;
-        self.write_claim(&mut guard, None)?;
+        self.write_state(&mut guard, &GuardState::default())?;
         let last_consolidated = match outcome {
             RunOutcome::Completed => {
                 self.write(b"", observed.mode, None)?;
@@ -433,13 +538,15 @@ impl Backend for FileBackend {
         if !matches_token(&self.observe()?, token) {
             return Ok(Claimed::NotHeld);
         }
-        if let Some(other) = Self::read_claim(&mut guard) {
+        let mut state = Self::read_state(&mut guard);
+        if let Some(other) = &state.claim {
             let theirs = other.task_id != task_id && Some(other.task_id.as_str()) != replace;
             if other.token == token && theirs {
-                return Ok(Claimed::ByOther(other));
+                return Ok(Claimed::ByOther(other.clone()));
             }
         }
-        self.write_claim(&mut guard, Some(&Claimant::new(token, task_id)))?;
+        state.claim = Some(Claimant::new(token, task_id));
+        self.write_state(&mut guard, &state)?;
         Ok(Claimed::Ours)
     }
 
@@ -452,7 +559,9 @@ impl Backend for FileBackend {
             return Ok(None);
         }
         let mut guard = self.guard(false)?;
-        Ok(Self::read_claim(&mut guard).filter(|c| c.token == token && c.alive()))
+        Ok(Self::read_state(&mut guard)
+            .claim
+            .filter(|c| c.token == token && c.alive()))
     }
 
     fn pin(&self, lease: &Lease) -> Result<Option<File>, Failure> {
@@ -466,10 +575,7 @@ impl Backend for FileBackend {
         let fail = |e: std::io::Error| Failure::io("write the lock holder", &path, &e);
         // A new file each time: a process left over from an earlier run may still hold the
         // old one open (and locked).
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".consolidate-lock.dreamkit-holder.")
-            .tempfile_in(&self.dir)
-            .map_err(fail)?;
+        let mut tmp = crate::files::temp_file_in(&self.dir).map_err(fail)?;
         // Readable by all, like the lock file: any user's status may need to check it.
         tmp.as_file()
             .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(LOCK_MODE))
@@ -702,6 +808,64 @@ mod tests {
             epoch_ms(later),
             "the future time came back"
         );
+    }
+
+    #[test]
+    fn a_hold_whose_holder_died_unreleased_moved_no_time() {
+        let (_tmp, b) = backend();
+        std::fs::create_dir_all(b.path().parent().unwrap()).unwrap();
+        let prior = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        std::fs::write(b.path(), "").unwrap();
+        set_mtime(b.path(), prior);
+        let mut holder = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let Acquired::Yes(lease) = b.acquire(holder.id(), SystemTime::now()).unwrap() else {
+            panic!("not acquired")
+        };
+        assert_eq!(lease.prior_mtime_ms, 1_700_000_000_123);
+        // While the holder lives, the hold's time is the lock's time (Claude Code's rule).
+        let taken = std::fs::metadata(b.path()).unwrap().modified().unwrap();
+        assert_eq!(b.last_consolidated().unwrap(), Some(taken));
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        // Killed before its release: the time from before the hold is the last consolidation,
+        // for the gate, for status, and for the next acquire, which carries it forward.
+        assert_eq!(b.last_consolidated().unwrap(), Some(prior));
+        let status = b.status(SystemTime::now()).unwrap();
+        assert_eq!(status.last_consolidated, Some(prior));
+        assert!(!status.held && status.stale);
+        let Acquired::Yes(next) = b.acquire(std::process::id(), SystemTime::now()).unwrap() else {
+            panic!("not acquired")
+        };
+        assert_eq!(next.prior_mtime_ms, 1_700_000_000_123);
+        b.release(&next.token, next.prior_mtime_ms, RunOutcome::Failed)
+            .unwrap();
+        assert_eq!(
+            std::fs::metadata(b.path()).unwrap().modified().unwrap(),
+            prior
+        );
+        assert_eq!(b.last_consolidated().unwrap(), Some(prior));
+    }
+
+    #[test]
+    fn a_dead_holder_that_dreamkit_did_not_record_keeps_its_time() {
+        // Claude Code's own consolidation leaves its PID in the lock: its mtime is the time.
+        let (_tmp, b) = backend();
+        std::fs::create_dir_all(b.path().parent().unwrap()).unwrap();
+        let at = SystemTime::now() - Duration::from_secs(600);
+        std::fs::write(b.path(), "4194300").unwrap();
+        set_mtime(b.path(), at);
+        let guard = b.path().with_file_name(GUARD_FILE_NAME);
+        for content in [
+            "",
+            "{",
+            r#"{"hold":{"pid":17,"prior_mtime_ms":5,"since_ms":9}}"#,
+        ] {
+            std::fs::write(&guard, content).unwrap();
+            assert_eq!(b.last_consolidated().unwrap(), Some(at), "{content}");
+        }
     }
 
     #[test]
