@@ -25,6 +25,8 @@ use crate::lock::process;
 /// Under the state dir.
 pub const JOURNAL_DIR: &str = "journal";
 const INTENT: &str = "intent.json";
+/// A journal being built, beside the state dir's `journal` (renamed into place when whole).
+const BUILDING: &str = ".journal-";
 const FILES: &str = "files";
 /// Mode of a file the roll-back re-creates when the copy has none recorded.
 const NEW_FILE_MODE: u32 = 0o644;
@@ -137,13 +139,14 @@ impl Journal {
         }
         create_private_dir(state_dir)?;
         let building = tempfile::Builder::new()
-            .prefix(".journal-")
+            .prefix(&format!("{BUILDING}{}-", std::process::id()))
             .tempdir_in(state_dir)?;
         for (rel, wanted) in after {
             let target = snapshot::target(memory_dir, rel)?;
             let before = match read_regular(&target) {
                 Ok(bytes) => {
-                    let mode = std::fs::metadata(&target)?.permissions().mode() & 0o7777;
+                    // Permission bits only: a set-id or sticky bit is never carried back.
+                    let mode = std::fs::metadata(&target)?.permissions().mode() & 0o777;
                     let copy = building.path().join(FILES).join(rel);
                     if let Some(parent) = copy.parent() {
                         create_private_dir(parent)?;
@@ -196,16 +199,46 @@ impl Journal {
     /// The journal under `state_dir`, if one is there. A journal that names anything but
     /// memory files was not written by us: an error, never acted on. Half-built or
     /// half-removed journals of earlier processes are cleared away.
+    ///
+    /// Anything in the journal's place that is not a whole journal (a folder without its
+    /// intent, an intent that does not parse, a file or a link where the folder should be)
+    /// is an error of kind `InvalidData` ([`is_corrupt`]): the caller moves it aside.
     pub fn find(state_dir: &Path) -> std::io::Result<Option<Journal>> {
         clear_leftovers(state_dir);
         let dir = path(state_dir);
-        let bytes = match read_regular(&dir.join(INTENT)) {
-            Ok(bytes) => bytes,
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(meta) => {
+                return Err(corrupt(format!(
+                    "{} is {}, not a journal folder",
+                    dir.display(),
+                    crate::files::file_kind(meta.file_type())
+                )))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let intent_path = dir.join(INTENT);
+        let bytes = match crate::files::open_regular_no_follow_with_metadata(&intent_path) {
+            Ok((mut file, meta)) if meta.len() <= MAX_INTENT => {
+                crate::files::read_sized(&mut file, meta.len(), MAX_INTENT)?
+            }
+            Ok(_) => {
+                return Err(corrupt(format!(
+                    "{} is over {MAX_INTENT} bytes",
+                    intent_path.display()
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(corrupt(format!("{} is missing", intent_path.display())))
+            }
+            Err(e) if crate::files::is_not_regular(&e) || e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(corrupt(format!("{}: {e}", intent_path.display())))
+            }
             Err(e) => return Err(e),
         };
         let intent: Intent = serde_json::from_slice(&bytes)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            .map_err(|e| corrupt(format!("{}: {e}", intent_path.display())))?;
         let names = intent.files.keys().chain(&intent.created_dirs);
         for name in names {
             let plain = Path::new(name)
@@ -260,20 +293,31 @@ impl Journal {
             let target = snapshot::target(memory_dir, rel)?;
             match &planned.before {
                 Some(kept) => {
-                    let bytes = read_regular(&self.dir.join(FILES).join(rel))?;
+                    // Never through a link someone put in the journal's place.
+                    let copy = self.dir.join(FILES).join(rel);
+                    let bytes = match crate::files::open_regular_no_follow_with_metadata(&copy) {
+                        Ok((mut file, meta)) => {
+                            crate::files::read_sized(&mut file, meta.len(), u64::MAX)?
+                        }
+                        Err(e) => {
+                            return Err(corrupt(format!(
+                                "the journal's copy of {rel} cannot be read: {e}"
+                            )))
+                        }
+                    };
                     if sha256_hex(&bytes) != kept.sha256 {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::InvalidData,
-                            format!("the journal's copy of {rel} does not match its hash"),
-                        ));
+                        return Err(corrupt(format!(
+                            "the journal's copy of {rel} does not match its hash"
+                        )));
                     }
                     if let Some(parent) = target.parent() {
                         std::fs::create_dir_all(parent)?;
                     }
-                    let mode = if kept.mode == 0 {
-                        NEW_FILE_MODE
-                    } else {
-                        kept.mode
+                    // Permission bits only, whatever the journal says (a hand-edited
+                    // 0o6777 must not make a memory file set-id).
+                    let mode = match kept.mode & 0o777 {
+                        0 => NEW_FILE_MODE,
+                        mode => mode,
                     };
                     write_atomic(&target, &bytes, mode)?;
                 }
@@ -293,6 +337,41 @@ impl Journal {
     }
 }
 
+/// The most an intent may hold (a few hundred bytes a file, for thousands of files).
+const MAX_INTENT: u64 = 64 * 1024 * 1024;
+
+fn corrupt(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, message)
+}
+
+/// Whether an error of [`Journal::find`] or [`Journal::roll_back`] means the journal itself
+/// cannot be used (as opposed to the machine failing: a permission, a full disk).
+pub fn is_corrupt(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::InvalidData
+}
+
+/// The backing copies a journal folder holds: each memory file (relative) and its copy.
+/// Symlinks are not followed.
+pub fn backing_copies(journal_dir: &Path) -> Vec<(String, PathBuf)> {
+    let files = journal_dir.join(FILES);
+    walkdir::WalkDir::new(&files)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            let rel = e
+                .path()
+                .strip_prefix(&files)
+                .ok()?
+                .to_string_lossy()
+                .into_owned();
+            Some((rel, e.into_path()))
+        })
+        .collect()
+}
+
 /// Journals being built or removed by a process that died meanwhile.
 fn clear_leftovers(state_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(state_dir) else {
@@ -305,12 +384,21 @@ fn clear_leftovers(state_dir: &Path) {
         if !is_dir {
             continue;
         }
+        let old = || {
+            entry.metadata().and_then(|m| m.modified()).is_ok_and(|at| {
+                at.elapsed()
+                    .is_ok_and(|age| age > super::sweep::STALE_AFTER)
+            })
+        };
+        // `.journal-<pid>-*` is being built by that process: left alone while it lives.
+        let builder_gone = || {
+            name.strip_prefix(BUILDING)
+                .and_then(|rest| rest.split_once('-'))
+                .and_then(|(pid, _)| pid.parse::<u32>().ok())
+                .is_some_and(|pid| !process::probe(pid).alive)
+        };
         let stale = name.starts_with(".journal-done-")
-            || (name.starts_with(".journal-")
-                && entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .is_ok_and(|at| at.elapsed().is_ok_and(|age| age.as_secs() > 3600)));
+            || (name.starts_with(BUILDING) && (builder_gone() || old()));
         if stale {
             let _ = std::fs::remove_dir_all(entry.path());
         }

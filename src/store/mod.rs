@@ -4,5 +4,7 @@
 //! a killed command left half done before anything else is done.
 
 pub mod journal;
+pub mod recovery;
 pub mod snapshot;
+pub mod sweep;
 pub mod tasks;

@@ -346,7 +346,8 @@ impl Snapshot {
         let path = target(memory_dir, rel)?;
         let kept = match read_regular(&path) {
             Ok(bytes) => {
-                let mode = std::fs::metadata(&path)?.permissions().mode() & 0o7777;
+                // Permission bits only: a set-id or sticky bit is never carried back.
+                let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
                 let copy = self.dir.join(FILES).join(rel);
                 if let Some(parent) = copy.parent() {
                     create_private_dir(parent)?;
@@ -404,14 +405,17 @@ impl Snapshot {
     pub fn before_content(&self, rel: &str) -> std::io::Result<Option<(Vec<u8>, u32)>> {
         match self.manifest.before.get(rel) {
             Some(Some(kept)) => {
-                let bytes = read_regular(&self.dir.join(FILES).join(rel))?;
+                // Never through a link someone put in the snapshot's place.
+                let copy = self.dir.join(FILES).join(rel);
+                let (mut file, meta) = crate::files::open_regular_no_follow_with_metadata(&copy)?;
+                let bytes = crate::files::read_sized(&mut file, meta.len(), u64::MAX)?;
                 if sha256_hex(&bytes) != kept.sha256 {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::InvalidData,
                         format!("the snapshot's copy of {rel} does not match its hash"),
                     ));
                 }
-                Ok(Some((bytes, kept.mode)))
+                Ok(Some((bytes, kept.mode & 0o777)))
             }
             _ => Ok(None),
         }

@@ -72,6 +72,9 @@ pub struct TaskRecord {
     /// Set when `undo` put the memory dir back.
     #[serde(default)]
     pub undone_at: Option<String>,
+    /// Set when the run died unfinished and a later command put its changes back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolled_back_at: Option<String>,
     /// A proposal's manifest: each file it changes (relative to the memory dir) with the
     /// sha256 it had there when the proposal was made (`None`: it did not exist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,6 +123,7 @@ impl TaskRecord {
             error: None,
             snapshot: None,
             undone_at: None,
+            rolled_back_at: None,
             proposal: None,
             proposed: None,
             health: None,

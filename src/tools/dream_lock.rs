@@ -337,12 +337,18 @@ struct StatusDocument {
 struct Context {
     project: Project,
     backend: Box<dyn Backend>,
+    /// What the acquire put back before handing the lock on (see [`take_lock`]).
+    recovered: Option<Value>,
 }
 
 fn context(at: &LockLocation, hints: &ProjectHints) -> Result<Context, Failure> {
     let (project, _settings) = Project::resolve(hints, &Env::from_process())?;
     let backend = at.backend.open(&project)?;
-    Ok(Context { project, backend })
+    Ok(Context {
+        project,
+        backend,
+        recovered: None,
+    })
 }
 
 impl Tool for Args {
@@ -389,15 +395,22 @@ fn other_backend(lock: &LockSection, backend: &dyn Backend) -> Option<String> {
     }
 }
 
-fn acquired_section(backend: &dyn Backend, lease: &Lease) -> LockSection {
+/// The section of a lock taken: with `recovered` when the acquire put back what killed
+/// commands left (`orphans`, `recovered`, `journal_corrupt`, `swept`).
+fn acquired_section(ctx: &Context, lease: &Lease) -> LockSection {
+    let mut other = serde_json::Map::new();
+    if let Some(recovered) = &ctx.recovered {
+        other.insert("recovered".into(), recovered.clone());
+    }
     LockSection {
         acquired: Some(true),
         pid: Some(lease.pid),
         prior_mtime: Some(lease.prior_mtime_ms),
         token: Some(lease.token.clone()),
+        other,
         ..LockSection::default()
     }
-    .at(backend)
+    .at(ctx.backend.as_ref())
 }
 
 /// A busy lock: the envelope's `lock` section, and the one line that says so.
@@ -441,15 +454,35 @@ fn declined(envelope: &Envelope) -> Result<Option<String>, Failure> {
 }
 
 /// Resolves the project, records it in the envelope, and tries to take the lock for `pid`.
+/// Taken, it first puts back what killed commands left (a run that died unfinished, an
+/// interrupted apply or undo, their temporary files): a new consolidation never starts on
+/// top of half-written memory. What it put back is the lease's `recovery`.
 fn take_lock(
     at: &LockLocation,
     hints: &ProjectHints,
     pid: u32,
     envelope: &mut Envelope,
+    diag: &Diag,
 ) -> Result<(Context, Acquired), Failure> {
-    let ctx = context(at, hints)?;
+    let mut ctx = context(at, hints)?;
     envelope.set("project", ctx.project.to_json()?);
-    let acquired = ctx.backend.acquire(pid, SystemTime::now())?;
+    let mut acquired = ctx.backend.acquire(pid, SystemTime::now())?;
+    if let Acquired::Yes(lease) = &mut acquired {
+        let recovered =
+            crate::store::recovery::under_lock(&ctx.project, Some(&mut lease.prior_mtime_ms), diag);
+        match recovered {
+            Ok(recovery) if recovery.is_empty() => {}
+            Ok(recovery) => {
+                ctx.recovered = Some(serde_json::to_value(&recovery).map_err(|e| {
+                    Failure::environment(format!("cannot serialise the recovery: {e}"))
+                })?);
+            }
+            Err(failure) => {
+                finish(ctx.backend.as_ref(), lease, RunOutcome::Failed, None, diag);
+                return Err(failure);
+            }
+        }
+    }
     Ok((ctx, acquired))
 }
 
@@ -484,7 +517,7 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Report, Failure> {
     // A signal while the lock is being written waits; then a lock taken is rolled back, so
     // the last-consolidated time never moves for a lease nobody will release.
     let hold = signals::hold();
-    let taken = take_lock(&args.at, &hints, pid, &mut envelope);
+    let taken = take_lock(&args.at, &hints, pid, &mut envelope, diag);
     if let Some(signal) = hold.end() {
         if let Ok((ctx, Acquired::Yes(lease))) = &taken {
             finish(ctx.backend.as_ref(), lease, RunOutcome::Aborted, None, diag);
@@ -494,7 +527,7 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Report, Failure> {
     match taken {
         Ok((ctx, Acquired::Yes(lease))) => Ok(Report::Acquired {
             envelope,
-            lock: acquired_section(ctx.backend.as_ref(), &lease),
+            lock: acquired_section(&ctx, &lease),
             backend: ctx.backend,
             lease,
         }),
@@ -839,7 +872,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     // From before the lock is taken to its release, signals are forwarded to the command and
     // answered by a rollback, so none can leave the lock held with a moved mtime.
     let hold = signals::hold();
-    let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope) {
+    let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope, diag) {
         Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
             return Ok(held(envelope, ctx.backend.as_ref(), holder_pid, since));
@@ -854,7 +887,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     }
     envelope.set(
         "lock",
-        serde_json::to_value(acquired_section(backend, &lease))
+        serde_json::to_value(acquired_section(&ctx, &lease))
             .map_err(|e| Failure::environment(format!("cannot serialise the lock: {e}")))?,
     );
     // The command inherits the pin: the lock stays held while it runs, even if we are killed.

@@ -89,7 +89,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = project(&args.location)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
-        None
+        crate::store::recovery::Recovery::default()
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
     };
@@ -290,6 +290,13 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
         diag.warn(&format!("cannot remove the finished journal: {e}"));
     }
     let _ = std::fs::remove_dir_all(&snapshot_dir);
+    // Undoing the newest consolidation makes its sessions due again: the lock's time goes
+    // back to what it was before that run. An older undo leaves the time alone (a later
+    // consolidation still stands).
+    let time_back = newest_consolidation(&store, &id, lease.prior_mtime_ms, record.prior_mtime);
+    if let Some(prior) = time_back {
+        lease.prior_mtime_ms = prior;
+    }
     release(&lease);
     let late_signal = hold.end();
     // No session hears of changes that are gone again.
@@ -305,6 +312,14 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
     };
     let files = absolute(&touched);
     diag.info(&format!("undid task {id}: {} files restored", files.len()));
+    let last_consolidated_at = time_back.map(|prior| {
+        let at = (prior > 0).then(|| rfc3339(crate::cli::time::from_epoch_ms(prior)));
+        diag.info(&format!(
+            "it was the newest consolidation: the last-consolidated time is back to {} (its sessions are due again)",
+            at.as_deref().unwrap_or("never")
+        ));
+        at
+    });
     Ok(Report::Done {
         verb: Verb::Undone,
         task_id: id,
@@ -314,7 +329,25 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
         recovered,
         late_signal,
         problem: None,
+        last_consolidated_at,
     })
+}
+
+/// When `task_id` is this project's newest consolidation still standing and the lock's
+/// time (`lock_ms`) was set after it started (by its release), the time from before it
+/// (`prior`); otherwise `None`.
+fn newest_consolidation(store: &TaskStore, task_id: &str, lock_ms: i64, prior: i64) -> Option<i64> {
+    let (records, _) = store.list().ok()?;
+    let newest = records
+        .iter()
+        .filter(|r| r.status == "completed" && r.undone_at.is_none() && r.task_id != task_id)
+        .map(TaskRecord::landed_at)
+        .max();
+    let this = records.iter().find(|r| r.task_id == task_id)?;
+    let started = crate::cli::time::parse_rfc3339(&this.started_at)?;
+    let newest_is_this = newest.is_none_or(|other| other <= this.landed_at());
+    let lock_after_start = lock_ms >= crate::cli::time::epoch_ms(started);
+    (newest_is_this && lock_after_start).then_some(prior)
 }
 
 /// The lock for `undo`, `apply`, `discard` and `recover`, which change memory like a run: the

@@ -1,37 +1,16 @@
-//! Finding and rolling back the journal of an interrupted `apply` or `undo`
-//! ([`super::journal`]): every command that changes state does it first, under the lock;
-//! read-only commands report it and leave it; `dream-run recover` does only this.
+//! Putting back what a killed command left half done ([`crate::store::recovery`]): every
+//! command that changes state does it first, under the lock; read-only commands report an
+//! interrupted command and leave it; `dream-run recover` does only this.
 
 use serde::Serialize;
 
-use super::journal::{self, Intent, Journal};
 use super::report::{Report, Verb};
-use super::tasks::TaskStore;
 use super::RecoverArgs;
 use crate::claude::Project;
 use crate::cli::{Diag, Failure};
 use crate::lock::RunOutcome;
-
-/// What a command found and rolled back before doing its own work (`recovered` in its JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Recovered {
-    /// The interrupted command: `apply` or `undo`.
-    pub command: String,
-    pub task_id: String,
-    pub started_at: String,
-    /// Memory files put back as they were before it (absolute).
-    pub restored: Vec<String>,
-    /// Files left alone because someone changed them since (absolute), with why.
-    pub skipped: Vec<Skipped>,
-    /// Whether the lock's last-consolidated time was given back too.
-    pub lock_rolled_back: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skipped {
-    pub path: String,
-    pub why: String,
-}
+use crate::store::journal;
+use crate::store::recovery::{self, Found, Recovery};
 
 /// An interrupted command, as read-only commands report it (`interrupted` in their JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -43,51 +22,24 @@ pub struct Interrupted {
     pub journal: String,
 }
 
-/// Whether the intent's command recorded its end (the task record is its commit point): then
-/// the journal is only left over and goes without a roll-back.
-fn committed(store: &TaskStore, intent: &Intent) -> bool {
-    let Ok(record) = store.load(&intent.task_id) else {
-        return false;
-    };
-    match intent.command.as_str() {
-        "apply" => record.status == "completed" && record.applied_at.is_some(),
-        "undo" => record.status == "undone",
-        _ => false,
-    }
-}
-
-/// The journal of a command that was stopped midway, if any (not one that still runs, nor
-/// one whose command had recorded its end).
-fn interrupted_journal(project: &Project) -> Result<Option<Journal>, Failure> {
-    let found = Journal::find(&project.state_dir)
-        .map_err(|e| Failure::io("read the journal", &journal::path(&project.state_dir), &e))?;
-    let Some(journal) = found else {
-        return Ok(None);
-    };
-    if journal.intent.in_progress() {
-        return Ok(None);
-    }
-    let store = TaskStore::new(&project.state_dir);
-    if committed(&store, &journal.intent) {
-        let _ = journal.commit();
-        return Ok(None);
-    }
-    Ok(Some(journal))
-}
-
 /// For read-only commands: the interrupted command, reported on stderr; nothing is changed.
 pub(super) fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
-    let found = match Journal::find(&project.state_dir) {
-        Ok(found) => found,
-        Err(e) => {
+    let journal_path = journal::path(&project.state_dir);
+    let journal = match recovery::find_journal(project) {
+        Ok(Found::Interrupted(journal)) => journal,
+        Ok(Found::None) => return None,
+        Ok(Found::Corrupt(why)) => {
             diag.warn(&format!(
-                "cannot read the journal {}: {e}",
-                journal::path(&project.state_dir).display()
+                "the journal {} cannot be used ({why}): `dream-run recover` (or the next apply, undo, discard or run) moves it aside",
+                journal_path.display()
             ));
             return None;
         }
+        Err(e) => {
+            diag.warn(&format!("cannot read the journal: {e}"));
+            return None;
+        }
     };
-    let journal = found.filter(|j| !j.intent.in_progress())?;
     let intent = &journal.intent;
     diag.warn(&format!(
         "an interrupted {} of task {} (started {}) left {} files half-changed: `dream-run recover` (or the next apply, undo, discard or run) rolls it back",
@@ -101,83 +53,30 @@ pub(super) fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
         task_id: intent.task_id.clone(),
         started_at: intent.started_at.clone(),
         files: intent.files.len(),
-        journal: journal::path(&project.state_dir)
-            .to_string_lossy()
-            .into_owned(),
+        journal: journal_path.to_string_lossy().into_owned(),
     })
 }
 
-/// For a command that holds the lock: rolls back an interrupted command first. `prior_mtime`
-/// is the time the caller's release will give back; when the lock still shows the time the
-/// interrupted command's acquire wrote, it becomes the time from before that command.
+/// For a command that holds the lock: puts back what killed commands left, first.
+/// `prior_mtime` is the time the caller's release will give back.
 pub(super) fn under_lock(
     project: &Project,
     prior_mtime: Option<&mut i64>,
     diag: &Diag,
-) -> Result<Option<Recovered>, Failure> {
-    let Some(journal) = interrupted_journal(project)? else {
-        return Ok(None);
-    };
-    let intent = journal.intent.clone();
-    let memory_dir = &project.memory_dir;
-    let done = journal
-        .roll_back(memory_dir)
-        .map_err(|e| Failure::io("roll back the journal of", memory_dir, &e))?;
-    let mut lock_rolled_back = false;
-    if let Some(prior) = prior_mtime {
-        if *prior == intent.lock_time && intent.lock_time != intent.prior_mtime {
-            *prior = intent.prior_mtime;
-            lock_rolled_back = true;
-        }
-    }
-    let absolute = |rel: &String| super::snapshot::absolute(memory_dir, rel);
-    let recovered = Recovered {
-        command: intent.command.clone(),
-        task_id: intent.task_id.clone(),
-        started_at: intent.started_at.clone(),
-        restored: done.restored.iter().map(absolute).collect(),
-        skipped: done
-            .skipped
-            .iter()
-            .map(|(rel, why)| Skipped {
-                path: absolute(rel),
-                why: why.clone(),
-            })
-            .collect(),
-        lock_rolled_back,
-    };
-    diag.warn(&format!(
-        "rolled back the interrupted {} of task {}: {} files put back{}",
-        intent.command,
-        intent.task_id,
-        recovered.restored.len(),
-        if recovered.skipped.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ", {} left alone (changed since): {}",
-                recovered.skipped.len(),
-                recovered
-                    .skipped
-                    .iter()
-                    .map(|s| s.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    ));
-    Ok(Some(recovered))
+) -> Result<Recovery, Failure> {
+    recovery::under_lock(project, prior_mtime, diag)
 }
 
-/// For a command that changes state without the lock (`discard`): when an interrupted
-/// command left a journal, takes the lock, rolls it back and releases; else nothing.
+/// For a command that changes state before it takes the lock (`apply`, `undo`, `discard`):
+/// sweeps what needs no lock; when a journal or a killed run waits, takes the lock, puts it
+/// back and releases.
 pub(super) fn when_needed(
     project: &Project,
     backend: &crate::lock::BackendArgs,
     diag: &Diag,
-) -> Result<Option<Recovered>, Failure> {
-    if interrupted_journal(project)?.is_none() {
-        return Ok(None);
+) -> Result<Recovery, Failure> {
+    if !recovery::needs_lock(project)? {
+        return Ok(recovery::sweep(project, diag));
     }
     let backend = backend.open(project)?;
     let hold = crate::cli::signals::hold();
@@ -198,28 +97,36 @@ pub(super) fn when_needed(
     recovered
 }
 
-/// `dream-run recover`: takes the lock only when there is something to roll back.
+/// `dream-run recover`: takes the lock only when there is something to put back under it.
 pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
-    let Some(task_id) = interrupted_journal(&project)?.map(|j| j.intent.task_id) else {
-        diag.info("nothing to recover: no interrupted apply or undo");
-        return Ok(Report::Recover {
-            recovered: None,
-            dry_run: args.dry_run,
-            interrupted: None,
-            late_signal: None,
-        });
-    };
+    let needs_lock = recovery::needs_lock(&project)?;
     if args.dry_run {
         return Ok(Report::Recover {
-            recovered: None,
+            recovered: Recovery::default(),
             dry_run: true,
             interrupted: report(&project, diag),
             late_signal: None,
         });
     }
+    if !needs_lock {
+        let swept = recovery::sweep(&project, diag);
+        if swept.is_empty() {
+            diag.info("nothing to recover: no interrupted apply, undo or run");
+        }
+        return Ok(Report::Recover {
+            recovered: swept,
+            dry_run: false,
+            interrupted: None,
+            late_signal: None,
+        });
+    }
     let backend = args.backend.open(&project)?;
     let hold = crate::cli::signals::hold();
+    let task_id = recovery::orphaned_runs(&project.state_dir)
+        .first()
+        .map(|r| r.task_id.clone())
+        .unwrap_or_default();
     let mut lease = match super::history::take_lock(backend.as_ref(), Verb::Recovered, &task_id)? {
         Ok(lease) => lease,
         Err(busy) => return Ok(busy),

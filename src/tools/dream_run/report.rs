@@ -5,10 +5,11 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use super::check::Health;
-use super::recover::{Interrupted, Recovered};
+use super::recover::Interrupted;
 use super::snapshot::Diff;
 use super::tasks::{PendingUpdate, TaskRecord};
 use crate::cli::{signals, Exit, Failure, Outcome};
+use crate::store::recovery::Recovery;
 
 /// The subcommand a yes/no answer is about: its key in the JSON (`{"undone": true, ...}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,11 +65,14 @@ pub enum Report {
         files: Vec<String>,
         diff: Option<Diff>,
         pending_withdrawn: Option<bool>,
-        recovered: Option<Recovered>,
+        recovered: Recovery,
         /// A signal that came after the work was done: it is reported in the exit code.
         late_signal: Option<i32>,
         /// Done, but telling the next session failed (the pending-updates line): exit 3.
         problem: Option<String>,
+        /// `undo` of the newest consolidation: the last-consolidated time it put back
+        /// (`Some(None)`: never consolidated).
+        last_consolidated_at: Option<Option<String>>,
     },
     /// `--dry-run` of `undo`, `apply` or `discard`: what would be done.
     WouldDo {
@@ -87,7 +91,7 @@ pub enum Report {
         files: Option<Vec<String>>,
         status: Option<String>,
         holder_pid: Option<u32>,
-        recovered: Option<Recovered>,
+        recovered: Recovery,
         note: String,
     },
     /// The work stopped midway and everything was put back (exit by [`Cause`]).
@@ -96,7 +100,7 @@ pub enum Report {
         task_id: String,
         cause: Cause,
         not_rolled_back: Option<Vec<String>>,
-        recovered: Option<Recovered>,
+        recovered: Recovery,
     },
     /// `--hook`: the SessionStart hook's answer; `None` prints nothing at all.
     SessionStart(Option<String>),
@@ -104,7 +108,7 @@ pub enum Report {
     Check(Box<Health>),
     /// `recover`.
     Recover {
-        recovered: Option<Recovered>,
+        recovered: Recovery,
         dry_run: bool,
         interrupted: Option<Interrupted>,
         late_signal: Option<i32>,
@@ -216,7 +220,7 @@ impl Report {
             files: None,
             status: None,
             holder_pid: None,
-            recovered: None,
+            recovered: Recovery::default(),
             note: note.into(),
         }
     }
@@ -243,7 +247,7 @@ impl Report {
         self
     }
 
-    pub fn after_recovering(mut self, value: Option<Recovered>) -> Report {
+    pub fn after_recovering(mut self, value: Recovery) -> Report {
         if let Report::Refused { recovered, .. } = &mut self {
             *recovered = value;
         }
@@ -421,6 +425,7 @@ impl Serialize for Report {
                 recovered,
                 late_signal: _,
                 problem,
+                last_consolidated_at,
             } => {
                 map.serialize_entry(verb.key(), &true)?;
                 map.serialize_entry("task_id", task_id)?;
@@ -429,8 +434,9 @@ impl Serialize for Report {
                 }
                 some(&mut map, "diff", diff)?;
                 some(&mut map, "pending_withdrawn", pending_withdrawn)?;
-                some(&mut map, "recovered", recovered)?;
+                recovered.write_fields(&mut map)?;
                 some(&mut map, "warning", problem)?;
+                some(&mut map, "last_consolidated_at", last_consolidated_at)?;
             }
             Report::WouldDo {
                 verb,
@@ -470,7 +476,7 @@ impl Serialize for Report {
                 if *reason == "busy" {
                     map.serialize_entry("holder_pid", holder_pid)?;
                 }
-                some(&mut map, "recovered", recovered)?;
+                recovered.write_fields(&mut map)?;
             }
             Report::Stopped {
                 verb,
@@ -484,7 +490,7 @@ impl Serialize for Report {
                 map.serialize_entry("task_id", task_id)?;
                 map.serialize_entry("files", &[] as &[String])?;
                 some(&mut map, "not_rolled_back", not_rolled_back)?;
-                some(&mut map, "recovered", recovered)?;
+                recovered.write_fields(&mut map)?;
                 let message = format!("not {}: {}", verb.key(), cause.message());
                 map.serialize_entry(
                     "error",
@@ -511,7 +517,11 @@ impl Serialize for Report {
                 interrupted,
                 late_signal: _,
             } => {
-                map.serialize_entry("recovered", recovered)?;
+                // `recovered` is always said here: the journal rolled back, or null.
+                if recovered.journal.is_none() {
+                    map.serialize_entry("recovered", &None::<()>)?;
+                }
+                recovered.write_fields(&mut map)?;
                 if *dry_run {
                     map.serialize_entry("dry_run", &true)?;
                 }

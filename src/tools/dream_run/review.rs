@@ -132,13 +132,23 @@ fn colorize(text: &str) -> String {
     out
 }
 
+/// A proposal, or what is left of a proposing run that died before it proposed (still
+/// `running` with its process gone, or already marked orphaned by a recovery): discarding
+/// either drops whatever staging copy is left and ends the task as `discarded`.
+fn discardable(record: &TaskRecord) -> bool {
+    record.status == "proposed"
+        || (record.mode == "propose"
+            && (record.is_orphaned()
+                || (record.status == "failed" && record.error.as_deref() == Some("orphaned"))))
+}
+
 /// `dream-run discard [TASK_ID]`: drops a proposal's staging copy, under the lock (an apply
 /// of the same proposal may be reading it); the task is `discarded`.
 pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
     // An apply killed midway may be of this very proposal: rolled back first, under the lock.
     let recovered = if args.dry_run {
-        None
+        crate::store::recovery::Recovery::default()
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
     };
@@ -163,7 +173,7 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure
         .with_status(status)
         .after_recovering(recovered.clone())
     };
-    if record.status != "proposed" {
+    if !discardable(&record) {
         return Ok(not_a_proposal(&record, &record.status));
     }
     let dir = proposal_dir(&project.state_dir, &record.task_id);
@@ -190,7 +200,7 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure
         let mut now = store
             .load(&record.task_id)
             .map_err(|e| Failure::io("read", &store.path_of(&record.task_id), &e))?;
-        if now.status != "proposed" {
+        if !discardable(&now) {
             return Ok(Some(now.status));
         }
         match std::fs::remove_dir_all(&dir) {
@@ -221,6 +231,7 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure
         recovered,
         late_signal,
         problem: None,
+        last_consolidated_at: None,
     })
 }
 
@@ -234,7 +245,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
-        None
+        crate::store::recovery::Recovery::default()
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
     };
@@ -465,6 +476,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
         recovered,
         late_signal: late,
         problem,
+        last_consolidated_at: None,
     })
 }
 

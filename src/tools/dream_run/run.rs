@@ -164,9 +164,10 @@ struct RunSection {
     /// Proposing: the proposal as a unified diff.
     #[serde(skip_serializing_if = "Option::is_none")]
     diff_text: Option<String>,
-    /// The interrupted apply or undo this run rolled back before it started.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    recovered: Option<super::recover::Recovered>,
+    /// What killed commands left that this run put back before it started: `recovered`
+    /// (an interrupted apply or undo), `journal_corrupt`, `orphans`, `swept`.
+    #[serde(flatten)]
+    recovered: crate::store::recovery::Recovery,
     /// Sessions whose transcript could not be read (they got no digest and are not listed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     unreadable_sessions: Vec<digest::Unreadable>,
@@ -199,7 +200,7 @@ impl RunSection {
             landlock: false,
             snapshot: None,
             diff_text: None,
-            recovered: None,
+            recovered: crate::store::recovery::Recovery::default(),
             unreadable_sessions: Vec::new(),
             claimed_by: None,
             health: None,
@@ -529,6 +530,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         notify,
         health,
         health_scope: &health_scope,
+        write_time: Duration::ZERO,
     };
     let end = agent.converse(&client, &task, deadline);
     if keep_alive
@@ -646,6 +648,9 @@ struct Agent<'a> {
     /// The memory's health before the run (`None` when it could not be checked).
     health: Option<check::RunHealth>,
     health_scope: &'a check::ProjectScope,
+    /// Time spent in the tool calls that wrote memory files: about what restoring them
+    /// would cost (see [`Agent::time_left`]).
+    write_time: Duration,
 }
 
 /// The write guard: the fencing check, the file limit, the changed-since-read check, and a
@@ -826,13 +831,12 @@ impl Agent<'_> {
                 }
             }
         };
-        let remaining = |started: Instant| deadline.saturating_sub(started.elapsed());
         let mut asked_to_continue = false;
         for turn in 1..=self.args.max_turns {
             if let Some(signal) = signals::received() {
                 return End::Aborted { signal };
             }
-            let left = remaining(started);
+            let left = self.time_left(started, deadline);
             if left.is_zero() {
                 return self.deadline_passed(deadline);
             }
@@ -916,7 +920,7 @@ keep it short, and use the tools for changes.",
             let mut refused_once = false;
             let max_calls = self.args.max_calls_per_turn as usize;
             for (index, (id, name, input)) in calls.into_iter().enumerate() {
-                let left = remaining(started);
+                let left = self.time_left(started, deadline);
                 if left.is_zero() {
                     // The run ends here; the calls not run need no result.
                     return self.deadline_passed(deadline);
@@ -1013,6 +1017,15 @@ keep it short, and use the tools for changes.",
         }
     }
 
+    /// What is left of the deadline for model work: the restore a failed run needs is kept
+    /// out of it, so that the whole run, restore included, ends by the deadline (the restore
+    /// itself is never cut short). The restore rewrites each file the run wrote, about what
+    /// the writes cost, plus a margin for the record and the check after.
+    fn time_left(&self, started: Instant, deadline: Duration) -> Duration {
+        let reserve = RESTORE_MARGIN + self.write_time;
+        deadline.saturating_sub(started.elapsed() + reserve)
+    }
+
     fn deadline_passed(&self, deadline: Duration) -> End {
         End::Failed {
             error: "deadline",
@@ -1037,7 +1050,11 @@ keep it short, and use the tools for changes.",
             stop: None,
         };
         self.progress.tool_started(name, input);
+        let call_started = Instant::now();
         let result = self.sandbox.call(name, input, &mut fence);
+        if result.touched.is_some() {
+            self.write_time += call_started.elapsed();
+        }
         self.fence_failure = fence.stop.take();
         if let Some(read) = &result.read_path {
             self.remember_read(&memory_dir, read);
@@ -1434,7 +1451,7 @@ keep it short, and use the tools for changes.",
                 landlock: self.sandbox.landlock_active(),
                 snapshot: self.record.snapshot.clone(),
                 diff_text: diff_text.filter(|_| proposing),
-                recovered: None,
+                recovered: crate::store::recovery::Recovery::default(),
                 unreadable_sessions: Vec::new(),
                 claimed_by: None,
                 health,
@@ -1491,6 +1508,10 @@ keep it short, and use the tools for changes.",
         }
     }
 }
+
+/// Kept out of the deadline for what follows the model's work on a failure besides the
+/// file writes: the record, the check after, the release.
+const RESTORE_MARGIN: Duration = Duration::from_millis(250);
 
 /// Most bytes of tool output returned to the model in one turn, all calls together.
 const TURN_OUTPUT_CAP: usize = 256 * 1024;

@@ -11,7 +11,7 @@ use crate::cli::Failure;
 use crate::files::{create_private_dir, read_regular, write_atomic_with_mtime};
 
 /// Under the state dir: one folder per proposal, holding the staged `memory` copy.
-pub const PROPOSALS_DIR: &str = "proposals";
+pub use crate::store::recovery::{proposal_dir, PROPOSALS_DIR};
 /// The mode without flags, for hook pipelines.
 pub const MODE_ENV: &str = "DREAMKIT_DREAM_MODE";
 
@@ -46,11 +46,6 @@ impl Mode {
             Mode::Propose => "propose",
         }
     }
-}
-
-/// The folder of a task's proposal, and its staged memory copy.
-pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
-    state_dir.join(PROPOSALS_DIR).join(task_id)
 }
 
 pub fn staging_dir(state_dir: &Path, task_id: &str) -> PathBuf {
