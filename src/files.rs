@@ -321,7 +321,8 @@ pub fn write_atomic_with_mtime(
     let mut tmp = temp_file_in(dir).map_err(without_temp_path)?;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.write_all(bytes)?;
+    // Through the file itself: `NamedTempFile`'s own errors name the temporary file.
+    tmp.as_file_mut().write_all(bytes)?;
     if let Some(mtime) = mtime {
         tmp.as_file().set_modified(mtime)?;
     }

@@ -209,11 +209,15 @@ impl Journal {
         match std::fs::symlink_metadata(&dir) {
             Ok(meta) if meta.is_dir() => {}
             Ok(meta) => {
-                return Err(corrupt(format!(
-                    "{} is {}, not a journal folder",
-                    dir.display(),
+                let kind = if meta.file_type().is_symlink() {
+                    "a symbolic link"
+                } else {
                     crate::files::file_kind(meta.file_type())
-                )))
+                };
+                return Err(corrupt(format!(
+                    "{} is {kind}, not a journal folder",
+                    dir.display()
+                )));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),

@@ -305,9 +305,14 @@ fn roll_back_journal(
     };
     let mut lock_rolled_back = false;
     if let Some(prior) = prior_mtime {
-        if *prior == intent.lock_time && intent.lock_time != intent.prior_mtime {
-            *prior = intent.prior_mtime;
-            lock_rolled_back = true;
+        if intent.lock_time != intent.prior_mtime {
+            // The lock still shows the interrupted command's own time: given back now. (When
+            // the command died holding the lock, the acquire already carried the time from
+            // before it forward.)
+            if *prior == intent.lock_time {
+                *prior = intent.prior_mtime;
+            }
+            lock_rolled_back = *prior == intent.prior_mtime;
         }
     }
     let absolute = |rel: &String| snapshot::absolute(memory_dir, rel);

@@ -208,10 +208,9 @@ fn a_symlinked_lock_guard_never_truncates_the_file_it_points_to() {
 /// MEMORY.md back as it was before the run (every content the run itself left there counts as
 /// the run's, not as someone else's).
 #[test]
-fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
+fn a_run_killed_at_its_second_write_to_a_file_is_rolled_back_and_its_temp_file_swept() {
     let d = Dream::new();
     let before = d.md_tree();
-    let original = d.read("MEMORY.md");
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     d.api
@@ -231,7 +230,7 @@ fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
         ))
         .push(Reply::anthropic_text("Done."));
     // 64 KiB: room for the record, digests and snapshot, not for the 200 KiB second draft.
-    // The run was to die at its second write.
+    // The run was to die at its second write, in the middle of its temporary file.
     limited(&d, 64 * 1024, false)
         .stdin(envelope.as_str())
         .killed_by(libc::SIGXFSZ)
@@ -239,6 +238,12 @@ fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
         .stderr_empty()
         .run();
     assert_eq!(d.read("MEMORY.md"), "# Memory\n- first draft\n");
+    let strays: Vec<String> = std::fs::read_dir(d.mem())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".dreamkit-") && name.ends_with(".tmp"))
+        .collect();
+    assert_eq!(strays.len(), 1, "the killed write's temporary file: {strays:?}");
     drop(holder);
     d.tool("dream-run")
         .arg("tasks")
@@ -249,14 +254,25 @@ fn a_run_killed_at_its_second_write_to_a_file_can_still_be_undone() {
         })
         .stderr_empty()
         .run();
+    let memory = d.mem().join("MEMORY.md").to_string_lossy().into_owned();
+    let stray = d.mem().join(&strays[0]).to_string_lossy().into_owned();
     d.tool("dream-run")
-        .arg("undo")
+        .arg("recover")
         .success()
-        .stdout_json(|doc| assert_eq!(doc["undone"], true, "{doc}"))
-        .stderr_empty()
+        .stdout_json(|doc| {
+            assert_eq!(doc["orphans"][0]["outcome"], "rolled_back", "{doc}");
+            assert_eq!(doc["orphans"][0]["files"], json!([memory]), "{doc}");
+            assert_eq!(doc["swept"], json!({"removed": [stray]}), "{doc}");
+        })
+        .stderr_with(|text| {
+            assert!(
+                text.ends_with(" died without an end: rolled back, 1 file put back\n"),
+                "{text:?}"
+            );
+        })
         .run();
-    assert_eq!(d.read("MEMORY.md"), original);
     assert_eq!(d.md_tree(), before);
+    assert!(!std::path::Path::new(&stray).exists());
 }
 
 /// BUG (deletes a directory a record names): `prune_snapshots` (after every completed run and
@@ -698,13 +714,28 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
                 completed.as_str(),
                 "undo took the killed proposal, which changed no memory file: {doc}"
             );
+            // Before its own work, the undo dropped the dead proposal's staging copy.
+            assert_eq!(doc["orphans"][0]["outcome"], "proposal_dropped", "{doc}");
+            // The newest consolidation undone: its sessions are due again.
+            assert!(doc["last_consolidated_at"].is_string(), "{doc}");
         })
-        .stderr_empty()
+        .stderr_with(|text| {
+            assert!(
+                text.starts_with("dream-run: task ")
+                    && text.ends_with(" (proposing) died without an end: its staging copy was removed\n"),
+                "{text:?}"
+            );
+        })
         .run();
     assert!(
         !d.mem().join("topics/ci.md").exists(),
         "the completed run was not undone"
     );
+    let proposals = d.home.state_dir().join("proposals");
+    let left: Vec<_> = std::fs::read_dir(&proposals)
+        .map(|dir| dir.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// The same session listed twice in the envelope is one session: `sessions_reviewed` counts
@@ -767,7 +798,6 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
     std::fs::write(&outside, "mine\n").unwrap();
     let before = d.md_tree();
     let jdir = d.journal();
-    std::fs::create_dir_all(jdir.join("files")).unwrap();
     for name in ["../../../../outside.md", outside.to_str().unwrap()] {
         let intent = json!({
             "command": "apply", "task_id": "20260101T000000Z-deadbeef", "pid": 999_999_999u32,
@@ -776,75 +806,124 @@ fn held_a_forged_journal_naming_outside_paths_is_never_acted_on() {
             "files": {name: {"before": null, "after": sha256_hex(b"mine\n")}},
             "created_dirs": []
         });
-        std::fs::write(jdir.join("intent.json"), intent.to_string()).unwrap();
-        let refused = format!(
-            "dream-run: cannot read the journal {}: {} names {name:?}, which is not inside the \
-             memory dir: refused\n",
-            jdir.display(),
+        let why = format!(
+            "{} names {name:?}, which is not inside the memory dir: refused",
             jdir.join("intent.json").display()
         );
-        journal_refused(&d, &refused, || {
-            assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
-        });
+        journal_moved_aside(
+            &d,
+            || {
+                std::fs::create_dir_all(jdir.join("files")).unwrap();
+                std::fs::write(jdir.join("intent.json"), intent.to_string()).unwrap();
+            },
+            &why,
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
     }
     assert_eq!(d.md_tree(), before);
 }
 
-/// Every command that acts on the journal (recover, apply, undo, discard) refuses it: exit 3
-/// `environment`, saying `stderr`, and `after_each` still holds after each; a read-only one
-/// (`tasks`) says the same and answers.
-fn journal_refused(d: &Dream, stderr: &str, after_each: impl Fn()) {
-    for args in [&["recover"][..], &["apply"], &["undo"], &["discard"]] {
+/// A journal that cannot be used never stops the project for good: a read-only command
+/// (`tasks`) reports it and leaves it; every command that acts on the journal (recover,
+/// apply, undo, discard) moves it aside to `journal.corrupt-<time>`, reports
+/// `journal_corrupt` and goes on, changing no memory file. `make` lays the bad journal.
+fn journal_moved_aside(d: &Dream, make: impl Fn(), why: &str) {
+    let jdir = d.journal();
+    let before = d.md_tree();
+    for (args, code, rest) in [
+        (&["recover"][..], 0, String::new()),
+        (
+            &["apply"],
+            1,
+            "dream-run: no memory proposal: run dream-run --propose first\n".to_string(),
+        ),
+        (
+            &["undo"],
+            1,
+            "dream-run: no run left changes to undo (none completed, or failed without a restore, with a snapshot)\n".to_string(),
+        ),
+        (
+            &["discard"],
+            1,
+            "dream-run: no memory proposal: run dream-run --propose first\n".to_string(),
+        ),
+    ] {
+        make();
         d.tool("dream-run")
-            .args(args)
-            .code(3)
-            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{args:?}: {doc}"))
-            .stderr_is(stderr)
+            .arg("tasks")
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{doc}"))
+            .stderr_is(format!(
+                "dream-run: the journal {} cannot be used ({why}): `dream-run recover` (or the next apply, undo, discard or run) moves it aside\n",
+                jdir.display()
+            ))
             .run();
-        after_each();
+        let out = d
+            .tool("dream-run")
+            .args(args)
+            .code(code)
+            .stdout_json(|doc| {
+                let corrupt = &doc["journal_corrupt"];
+                assert_eq!(corrupt["error"], why, "{args:?}: {doc}");
+                assert_eq!(corrupt["files"], json!([]), "{doc}");
+            })
+            .stderr_with(|text| {
+                let moved = text
+                    .strip_prefix(&format!(
+                        "dream-run: the journal {} could not be used ({why}): moved aside to ",
+                        jdir.display()
+                    ))
+                    .and_then(|t| t.strip_suffix(&format!(
+                        ", its copies kept; the memory dir is as it is now\n{rest}"
+                    )))
+                    .unwrap_or_else(|| panic!("{args:?}: {text:?}"));
+                assert!(moved.contains("/journal.corrupt-"), "{moved}");
+            })
+            .run();
+        let moved = out.json()["journal_corrupt"]["moved_to"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(std::fs::symlink_metadata(&moved).is_ok(), "{moved}");
+        assert!(std::fs::symlink_metadata(&jdir).is_err(), "{args:?}: still there");
+        assert_eq!(d.md_tree(), before, "{args:?}");
     }
-    d.tool("dream-run")
-        .arg("tasks")
-        .success()
-        .stdout_json(|doc| assert_eq!(doc["tasks"], json!([]), "{doc}"))
-        .stderr_is(stderr)
-        .run();
 }
 
-/// A corrupt journal (garbage, a FIFO in its place, a symlink loop) never hangs a command and
-/// never changes the memory dir; read-only commands still answer.
+/// A corrupt journal (garbage, a FIFO in its place, a symlink loop, a file) never hangs a
+/// command, never changes the memory dir, and is moved aside by the next command that acts.
 #[test]
 fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
-    for case in ["garbage", "fifo", "loop", "file"] {
+    for case in ["garbage", "fifo", "loop", "file", "no_intent"] {
         let d = Dream::new();
         let before = d.md_tree();
         let jdir = d.journal();
         std::fs::create_dir_all(d.home.state_dir()).unwrap();
+        let intent = jdir.join("intent.json");
         let why = match case {
+            "garbage" => format!(
+                "{}: EOF while parsing a value at line 1 column 21",
+                intent.display()
+            ),
+            "fifo" => format!("{}: not a regular file (a FIFO)", intent.display()),
+            "loop" => format!("{} is a symbolic link, not a journal folder", jdir.display()),
+            "file" => format!("{} is a regular file, not a journal folder", jdir.display()),
+            _ => format!("{} is missing", intent.display()),
+        };
+        let make = || match case {
             "garbage" => {
                 std::fs::create_dir_all(&jdir).unwrap();
-                std::fs::write(jdir.join("intent.json"), "{\"command\": \"apply\", ").unwrap();
-                "EOF while parsing a value at line 1 column 21"
+                std::fs::write(&intent, "{\"command\": \"apply\", ").unwrap();
             }
             "fifo" => {
                 std::fs::create_dir_all(&jdir).unwrap();
-                mkfifo(&jdir.join("intent.json"));
-                "not a regular file (a FIFO)"
+                mkfifo(&intent);
             }
-            "loop" => {
-                std::os::unix::fs::symlink(&jdir, &jdir).unwrap();
-                "Too many levels of symbolic links (os error 40)"
-            }
-            _ => {
-                std::fs::write(&jdir, "not a dir").unwrap();
-                "Not a directory (os error 20)"
-            }
+            "loop" => std::os::unix::fs::symlink(&jdir, &jdir).unwrap(),
+            "file" => std::fs::write(&jdir, "not a dir").unwrap(),
+            _ => std::fs::create_dir_all(jdir.join("files")).unwrap(),
         };
-        let cannot = format!(
-            "dream-run: cannot read the journal {}: {why}\n",
-            jdir.display()
-        );
-        journal_refused(&d, &cannot, || {});
+        journal_moved_aside(&d, make, &why);
         assert_eq!(d.md_tree(), before, "{case}");
     }
 }
@@ -949,19 +1028,15 @@ fn held_a_full_disk_during_apply_rolls_back() {
             assert_eq!(doc["applied"], false, "{doc}");
             assert_eq!(doc["error"]["kind"], "environment", "{doc}");
         })
-        .stderr_with(|text| {
-            // The temporary file it was writing has a random name.
-            let name = text
-                .strip_prefix(
-                    "dream-run: not applied: cannot write zz-big.md: File too large (os error \
-                     27) at path \"",
-                )
-                .and_then(|rest| rest.strip_suffix(".tmp\"\n"))
-                .and_then(|path| path.strip_prefix(temp.as_str()))
-                .unwrap_or_else(|| panic!("{text:?}"));
-            assert!(name.chars().all(|c| c.is_ascii_alphanumeric()), "{text:?}");
-        })
+        // The temporary file it was writing means nothing to the user: not named.
+        .stderr_is("dream-run: not applied: cannot write zz-big.md: File too large (os error 27)\n")
         .run();
+    let strays: Vec<String> = crate::support::tree(&d.mem())
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| path.contains("/.dreamkit-") || path.starts_with(".dreamkit-"))
+        .collect();
+    assert!(strays.is_empty(), "{temp}: {strays:?}");
     assert_eq!(d.md_tree(), before);
     assert!(!d.journal().exists());
     assert_eq!(d.task16(&id)["status"], "proposed");

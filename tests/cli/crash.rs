@@ -103,7 +103,7 @@ fn sigterm_in_the_middle_of_an_apply_rolls_everything_back() {
 
 #[test]
 fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
-    for next in ["recover", "apply", "undo", "discard", "run"] {
+    for next in ["recover", "apply", "undo", "discard", "acquire"] {
         let d = Dream::new();
         let id = d.propose_many(500);
         let before = d.md_tree();
@@ -161,21 +161,28 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
 
         // Nothing is completed yet, so undo has nothing of its own to do (exit 1).
         let code = if next == "undo" { 1 } else { 0 };
+        // A new consolidation's acquire puts it back before handing the lock on.
         let recovered_of = |doc: &Value| {
-            if next == "run" {
-                doc["run"]["recovered"].clone()
+            if next == "acquire" {
+                doc["lock"]["recovered"]["recovered"].clone()
             } else {
                 doc["recovered"].clone()
             }
         };
-        let holder;
+        let holder = LiveProcess::start();
         let command = match next {
-            "run" => {
+            "acquire" => {
                 d.touch_sessions();
-                holder = LiveProcess::start();
-                let envelope = d.acquired_envelope(&holder);
-                d.api.push(Reply::anthropic_text("Nothing to change."));
-                d.dream_run(&envelope, &[])
+                let gate = d
+                    .tool("dream-gate")
+                    .args(["--min-hours", "0", "--min-sessions", "0"])
+                    .success()
+                    .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true))
+                    .stderr_empty()
+                    .run();
+                d.tool("dream-lock")
+                    .args(["acquire", "--pid", &holder.pid().to_string()])
+                    .stdin(gate.stdout)
             }
             _ => d.tool("dream-run").arg(next),
         };
@@ -188,6 +195,9 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
         let doc = out.json();
         // It says so first, naming as many files as it put back.
         let mut said = rolled_back("apply", &id, &recovered_of(&doc));
+        if next == "acquire" {
+            said = said.replacen("dream-run:", "dream-lock:", 1);
+        }
         if next == "undo" {
             said.push_str(
                 "dream-run: no run left changes to undo (none completed, or failed without a \
@@ -221,7 +231,8 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
                 assert_eq!(d.md_tree(), before, "{next}");
             }
             _ => {
-                assert_eq!(doc["run"]["recovered"]["command"], "apply");
+                assert_eq!(doc["lock"]["acquired"], true, "{doc}");
+                assert_eq!(doc["lock"]["prior_mtime"], lock_before, "{doc}");
                 assert_eq!(d.md_tree(), before, "{next}");
             }
         }
@@ -229,9 +240,10 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
 }
 
 #[test]
-fn a_killed_run_is_orphaned_and_undo_repairs_it() {
+fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
     let d = Dream::new();
     let before = d.md_tree();
+    let prior = d.lock_ms();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
     d.api
@@ -260,9 +272,19 @@ fn a_killed_run_is_orphaned_and_undo_repairs_it() {
     crate::support::wait::busy_until("the second request", || d.api.requests().len() == 2);
     run.signal(libc::SIGKILL);
     run.finish();
+    // The pipeline's shell goes too: nobody releases the lock.
     drop(holder);
     assert_eq!(d.read("MEMORY.md"), "half\n");
+    assert_ne!(d.lock_ms(), prior, "the acquire wrote its time");
 
+    // The crash postpones nothing: the gate sees the time from before the killed run.
+    d.tool("dream-gate")
+        .args(["--min-hours", "24", "--min-sessions", "1", "--scan-interval", "0"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+        .stderr_empty()
+        .run();
+    // Read-only: reported, left alone.
     let tasks = d
         .tool("dream-run")
         .arg("tasks")
@@ -278,34 +300,130 @@ fn a_killed_run_is_orphaned_and_undo_repairs_it() {
         .as_str()
         .unwrap()
         .to_string();
+    assert_eq!(d.read("MEMORY.md"), "half\n");
 
-    // With no id, undo picks the crash.
+    // The next command that changes state rolls it back, and the lock's time with it.
+    let abs = |rel: &str| d.mem().join(rel).to_string_lossy().into_owned();
     d.tool("dream-run")
-        .args(["undo", "--dry-run"])
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["recovered"], Value::Null, "{doc}");
+            assert_eq!(
+                doc["orphans"],
+                json!([{
+                    "task_id": id,
+                    "started_at": d.task(&id)["started_at"],
+                    "outcome": "rolled_back",
+                    "files": [abs("MEMORY.md"), abs("new/n.md"), abs("stale.md")],
+                }]),
+                "{doc}"
+            );
+        })
+        .stderr_is(format!(
+            "dream-run: task {id} died without an end: rolled back, 3 files put back\n"
+        ))
+        .run();
+    assert_eq!(d.md_tree(), before);
+    assert!(!d.mem().join("new").exists(), "the folder it made is gone");
+    assert_eq!(d.lock_ms(), prior, "the lock's time is back");
+    let record = d.task(&id);
+    assert_eq!(record["status"], "failed");
+    assert_eq!(record["error"], "orphaned");
+    assert_eq!(record["snapshot"], Value::Null);
+    assert!(record["rolled_back_at"].is_string(), "{record}");
+    // Once: the next command finds nothing more to do.
+    d.tool("dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null})))
+        .stderr_empty()
+        .run();
+    d.tool("dream-run")
+        .args(["undo", &id])
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["reason"], "no_snapshot", "{doc}"))
+        .stderr_is(format!(
+            "dream-run: task {id} changed nothing, was restored already, or its snapshot was pruned\n"
+        ))
+        .run();
+}
+
+/// A killed run whose file someone edited since is left alone, named, and undoable.
+#[test]
+fn a_killed_run_whose_file_changed_since_is_kept_and_named() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Rewriting.",
+            &[
+                ("read_file", json!({"path": "MEMORY.md"})),
+                (
+                    "write_file",
+                    json!({"path": "MEMORY.md", "content": "half\n"}),
+                ),
+                ("write_file", json!({"path": "new/n.md", "content": "n\n"})),
+            ],
+        ))
+        .push(Reply::Hang(Duration::from_secs(120)));
+    let run = d
+        .dream_run(&envelope, &[])
+        .timeout(LONG_RUN)
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
+    crate::support::wait::busy_until("the second request", || d.api.requests().len() == 2);
+    run.signal(libc::SIGKILL);
+    run.finish();
+    drop(holder);
+    // A session writes a note into the index meanwhile.
+    std::fs::write(d.mem().join("MEMORY.md"), "half\n- a note of the user's\n").unwrap();
+    let after = d.md_tree();
+    let out = d
+        .tool("dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| {
+            let orphan = &doc["orphans"][0];
+            assert_eq!(orphan["outcome"], "orphan_kept", "{doc}");
+            assert_eq!(
+                orphan["files"],
+                json!([d.mem().join("MEMORY.md").to_string_lossy()])
+            );
+            assert_eq!(orphan["why"], "changed since the run wrote them");
+        })
+        .stderr_with(|text| {
+            assert!(
+                text.starts_with("dream-run: task ")
+                    && text.contains("died without an end and was left alone (changed since the run wrote them): `dream-run undo ")
+                    && text.ends_with("` restores its snapshot\n"),
+                "{text:?}"
+            );
+        })
+        .run();
+    assert_eq!(d.md_tree(), after, "nothing of the user's is lost");
+    let id = out.json()["orphans"][0]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let record = d.task(&id);
+    assert_eq!(record["status"], "failed");
+    assert!(record["snapshot"].is_string(), "{record}");
+    // undo stays the way back (and still refuses to lose the user's note).
+    d.tool("dream-run")
+        .args(["undo", "--dry-run", &id])
         .success()
         .stdout_json(|doc| assert_eq!(doc["task_id"], id.as_str()))
         .stderr_empty()
         .run();
-    assert_ne!(d.md_tree(), before, "a dry run changes nothing");
-    d.tool("dream-run")
-        .arg("undo")
-        .success()
-        .stdout_json(|doc| {
-            assert_eq!(doc["undone"], true);
-            assert_eq!(doc["task_id"], id.as_str());
-        })
-        .stderr_empty()
-        .run();
-    assert_eq!(d.md_tree(), before);
-    assert!(!d.mem().join("new").exists(), "the folder it made is gone");
-    assert_eq!(d.task(&id)["status"], "undone");
     d.tool("dream-run")
         .args(["undo", &id])
         .code(1)
-        .stdout_json(|doc| assert_eq!(doc["reason"], "not_undoable"))
-        .stderr_is(format!(
-            "dream-run: task {id} cannot be undone: already undone\n"
-        ))
+        .stdout_json(|doc| assert_eq!(doc["reason"], "changed_since", "{doc}"))
+        .stderr_any("names the changed file")
         .run();
 }
 

@@ -725,6 +725,7 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
     let original_index = d.read("MEMORY.md");
     for attempt in ["clean", "edited"] {
         d.touch_sessions();
+        let time_before_run = d.lock_ms();
         let holder = LiveProcess::start();
         let envelope = d.acquired_envelope(&holder);
         script_full_consolidation(&d);
@@ -769,7 +770,7 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
             assert!(!d.mem().join("stale.md").exists(), "nothing changed");
             return;
         }
-        let lock_before = crate::support::mtime(&d.home.lock_file());
+        assert_ne!(d.lock_ms(), time_before_run, "the release stamped the run");
         let doc = d
             .tool("dream-run")
             .args(["undo"])
@@ -783,12 +784,16 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
         assert_eq!(d.read("MEMORY.md"), original_index);
         assert_eq!(d.read("stale.md"), "The deploy uses FTP.\n");
         assert!(!d.mem().join("topics/deploy.md").exists());
-        // The file backend keeps the time to the millisecond.
-        assert_eq!(
-            crate::support::epoch_ms(crate::support::mtime(&d.home.lock_file())),
-            crate::support::epoch_ms(lock_before),
-            "undo moved the last-consolidated time"
-        );
+        // The newest consolidation undone: the time is back to before it, to the
+        // millisecond, and its sessions are due again.
+        assert_eq!(d.lock_ms(), time_before_run, "{doc}");
+        assert!(doc["last_consolidated_at"].is_string(), "{doc}");
+        d.tool("dream-gate")
+            .args(["--min-hours", "24", "--min-sessions", "1", "--scan-interval", "0"])
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+            .stderr_empty()
+            .run();
         assert!(d.task(&task_id)["undone_at"].is_string());
         // Undoing twice is refused.
         d.tool("dream-run")
