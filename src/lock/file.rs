@@ -529,6 +529,19 @@ impl Backend for FileBackend {
         Ok(Released::Yes { last_consolidated })
     }
 
+    fn unreleased_hold(&self) -> Result<bool, Failure> {
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(meta) if meta.is_file() && meta.len() > 0 => {
+                let observed = self.observe()?;
+                let now = SystemTime::now();
+                Ok(self
+                    .unreleased_prior(&observed, &self.peek_state(), now)?
+                    .is_some())
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn holds(&self, token: &str) -> Result<bool, Failure> {
         Ok(matches_token(&self.observe()?, token))
     }

@@ -182,6 +182,13 @@ pub trait Backend {
     /// The live runner that claimed the hold of `token`, if any.
     fn claimant(&self, token: &str) -> Result<Option<Claimant>, Failure>;
 
+    /// Whether the lock shows a hold whose holder died (or outlived the hold window) without
+    /// releasing it: its time is not a consolidation, and the next holder's release puts the
+    /// time from before it back. `false` for backends whose holds expire on their own.
+    fn unreleased_hold(&self) -> Result<bool, Failure> {
+        Ok(false)
+    }
+
     /// Keeps `lease` held, even after its PID dies, for as long as any process has the
     /// returned file open: `exec` hands it to its command, so a killed `exec` does not free
     /// the lock while the command still runs. `None`: this backend has no such thing.

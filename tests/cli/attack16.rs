@@ -243,7 +243,11 @@ fn a_run_killed_at_its_second_write_to_a_file_is_rolled_back_and_its_temp_file_s
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| name.starts_with(".dreamkit-") && name.ends_with(".tmp"))
         .collect();
-    assert_eq!(strays.len(), 1, "the killed write's temporary file: {strays:?}");
+    assert_eq!(
+        strays.len(),
+        1,
+        "the killed write's temporary file: {strays:?}"
+    );
     drop(holder);
     d.tool("dream-run")
         .arg("tasks")
@@ -722,7 +726,9 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
         .stderr_with(|text| {
             assert!(
                 text.starts_with("dream-run: task ")
-                    && text.ends_with(" (proposing) died without an end: its staging copy was removed\n"),
+                    && text.ends_with(
+                        " (proposing) died without an end: its staging copy was removed\n"
+                    ),
                 "{text:?}"
             );
         })
@@ -906,7 +912,10 @@ fn held_a_corrupt_or_fifo_journal_never_hangs_and_changes_nothing() {
                 intent.display()
             ),
             "fifo" => format!("{}: not a regular file (a FIFO)", intent.display()),
-            "loop" => format!("{} is a symbolic link, not a journal folder", jdir.display()),
+            "loop" => format!(
+                "{} is a symbolic link, not a journal folder",
+                jdir.display()
+            ),
             "file" => format!("{} is a regular file, not a journal folder", jdir.display()),
             _ => format!("{} is missing", intent.display()),
         };

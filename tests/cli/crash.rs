@@ -279,7 +279,14 @@ fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
 
     // The crash postpones nothing: the gate sees the time from before the killed run.
     d.tool("dream-gate")
-        .args(["--min-hours", "24", "--min-sessions", "1", "--scan-interval", "0"])
+        .args([
+            "--min-hours",
+            "24",
+            "--min-sessions",
+            "1",
+            "--scan-interval",
+            "0",
+        ])
         .success()
         .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
         .stderr_empty()
@@ -1386,4 +1393,232 @@ fn two_runs_on_one_token_cannot_both_write() {
         ))
         .run();
     d.release(&out.stdout, "completed");
+}
+
+/// The seed of the random kill moments: `DREAMKIT_TEST_SEED` repeats a run; printed either way.
+fn kill_seed(test: &str) -> fastrand::Rng {
+    let seed = std::env::var("DREAMKIT_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("{test}: seed {seed} (DREAMKIT_TEST_SEED={seed} repeats these kill moments)");
+    fastrand::Rng::with_seed(seed)
+}
+
+/// `run`, started and killed with SIGKILL after a random moment of up to `max_ms` (it may
+/// have finished by then: either is fine); the next command that changes state then runs.
+fn kill_at_random(run: Run<'_>, rng: &mut fastrand::Rng, max_ms: u64) -> crate::support::run::Ran {
+    let running = run
+        .stdin_from(Stdio::null())
+        .timeout(LONG_RUN)
+        .code_any("killed at a random moment: it may have finished first")
+        .stdout_any("killed at a random moment")
+        .stderr_any("killed at a random moment")
+        .spawn();
+    // The random moment itself is what this test is about, not a synchronisation.
+    std::thread::sleep(Duration::from_millis(rng.u64(0..=max_ms)));
+    running.signal(libc::SIGKILL);
+    running.finish()
+}
+
+/// No `.dreamkit-*.tmp` and no journal anywhere in the memory or state dirs.
+fn nothing_left_behind(d: &Dream, what: &str) {
+    for root in [d.mem(), d.home.state_dir()] {
+        let strays: Vec<String> = crate::support::tree(&root)
+            .into_iter()
+            .map(|(path, _)| path)
+            .filter(|path| {
+                let name = path.rsplit('/').next().unwrap_or(path);
+                name.starts_with(".dreamkit-") && name.ends_with(".tmp")
+            })
+            .collect();
+        assert!(strays.is_empty(), "{what}: {strays:?}");
+    }
+    assert!(!d.journal().exists(), "{what}: the journal stays");
+}
+
+/// The proposal's result, as the task record says it will be: each file's sha256 (`None`:
+/// deleted).
+fn proposed_hashes(d: &Dream, id: &str) -> Vec<(String, Option<String>)> {
+    let record = d.task(id);
+    record["proposed"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(rel, sha)| (rel.clone(), sha.as_str().map(str::to_string)))
+        .collect()
+}
+
+fn hash_now(d: &Dream, rel: &str) -> Option<String> {
+    std::fs::read(d.mem().join(rel))
+        .ok()
+        .map(|bytes| crate::support::sha256_hex(&bytes))
+}
+
+/// kill -9 of `apply`, `undo`, `discard` and a run at random moments, then the next command:
+/// the memory dir is byte-identical to before or to the full result, no temporary file or
+/// journal is left, and the lock's time moved only if a consolidation completed.
+#[test]
+fn kill_9_at_random_moments_leaves_all_before_or_all_after() {
+    let mut rng = kill_seed("kill_9_at_random_moments_leaves_all_before_or_all_after");
+    for round in 0..2 {
+        let d = Dream::new();
+        let id = d.propose_many(150);
+        let before = d.md_tree();
+        let lock_before = d.lock_ms();
+        let what = format!("round {round}: apply");
+        kill_at_random(d.tool("dream-run").arg("apply"), &mut rng, 600);
+        d.tool("dream-run")
+            .arg("recover")
+            .success()
+            .stdout_any("what it put back depends on the moment")
+            .stderr_any("what it put back depends on the moment")
+            .run();
+        nothing_left_behind(&d, &what);
+        let applied = d.task(&id)["status"] == "completed";
+        if applied {
+            for (rel, sha) in proposed_hashes(&d, &id) {
+                assert_eq!(
+                    hash_now(&d, &rel),
+                    sha,
+                    "{what}: {rel} is not the proposal's"
+                );
+            }
+        } else {
+            assert_eq!(d.task(&id)["status"], "proposed", "{what}");
+            assert_eq!(d.md_tree(), before, "{what}: not all before");
+            assert_eq!(d.lock_ms(), lock_before, "{what}: the time moved");
+            // Applied whole now, then undone at a random moment.
+            d.tool("dream-run")
+                .args(["apply", &id])
+                .success()
+                .stdout_json(|doc| assert_eq!(doc["applied"], true, "{doc}"))
+                .stderr_empty()
+                .run();
+        }
+        let after = d.md_tree();
+        let lock_after = d.lock_ms();
+        let what = format!("round {round}: undo");
+        kill_at_random(d.tool("dream-run").args(["undo", &id]), &mut rng, 600);
+        d.tool("dream-run")
+            .arg("recover")
+            .success()
+            .stdout_any("what it put back depends on the moment")
+            .stderr_any("what it put back depends on the moment")
+            .run();
+        nothing_left_behind(&d, &what);
+        if d.task(&id)["status"] == "undone" {
+            assert_eq!(d.md_tree(), before, "{what}: not all undone");
+        } else {
+            assert_eq!(d.md_tree(), after, "{what}: not all applied");
+            assert_eq!(d.lock_ms(), lock_after, "{what}: the time moved");
+        }
+
+        // discard of a proposal.
+        let what = format!("round {round}: discard");
+        let d = Dream::new();
+        let proposal = d.propose_many(20);
+        let now = d.md_tree();
+        let lock_now = d.lock_ms();
+        kill_at_random(
+            d.tool("dream-run").args(["discard", &proposal]),
+            &mut rng,
+            40,
+        );
+        d.tool("dream-run")
+            .arg("recover")
+            .success()
+            .stdout_any("what it put back depends on the moment")
+            .stderr_any("what it put back depends on the moment")
+            .run();
+        nothing_left_behind(&d, &what);
+        assert_eq!(d.md_tree(), now, "{what}: discarding touched memory");
+        assert_eq!(d.lock_ms(), lock_now, "{what}: the time moved");
+        let staged = d.home.state_dir().join("proposals").join(&proposal);
+        match d.task(&proposal)["status"].as_str() {
+            Some("discarded") => assert!(!staged.exists(), "{what}"),
+            Some("proposed") => assert!(staged.exists(), "{what}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}
+
+/// kill -9 of a consolidation run at a random moment of its writes, then a new acquire: the
+/// memory dir is all before (rolled back) or all after (completed), no temporary file is
+/// left, and the crash postpones no dream.
+#[test]
+fn kill_9_of_a_run_at_random_moments_is_rolled_back_by_the_next_acquire() {
+    let mut rng = kill_seed("kill_9_of_a_run_at_random_moments_is_rolled_back_by_the_next_acquire");
+    for round in 0..3 {
+        let d = Dream::new();
+        let before = d.md_tree();
+        let prior = d.lock_ms();
+        let holder = LiveProcess::start();
+        let envelope = d.acquired_envelope(&holder);
+        let writes = Dream::many_writes(
+            120,
+            &[("MEMORY.md", "# Memory\n- [Many](many/0000.md): many\n")],
+        );
+        let limit = (writes.len() + 2).to_string();
+        let mut calls = vec![("read_file", json!({"path": "MEMORY.md"}))];
+        calls.extend(writes);
+        d.api
+            .push(Reply::anthropic_tools("Writing.", &calls))
+            .push(Reply::anthropic_text("Done."));
+        let what = format!("round {round}: run");
+        let ran = kill_at_random(
+            d.tool("dream-run")
+                .args(["--max-calls-per-turn", &limit, "--max-files", &limit])
+                .stdin(envelope),
+            &mut rng,
+            500,
+        );
+        drop(holder);
+        let completed = ran.code == Some(0);
+        nothing_left_behind_but_the_killed_write(&d);
+        // The next consolidation's acquire puts back what the killed run left.
+        d.touch_sessions();
+        let holder = LiveProcess::start();
+        let gate = d
+            .tool("dream-gate")
+            .args([
+                "--min-hours",
+                "24",
+                "--min-sessions",
+                "1",
+                "--scan-interval",
+                "0",
+            ])
+            .success()
+            .stdout_json(|doc| {
+                if !completed {
+                    assert_eq!(
+                        doc["gate"]["due"], true,
+                        "{what}: the crash postponed the dream"
+                    );
+                }
+            })
+            .stderr_empty()
+            .run();
+        if !completed {
+            d.tool("dream-lock")
+                .args(["acquire", "--pid", &holder.pid().to_string()])
+                .stdin(gate.stdout)
+                .success()
+                .stdout_json(|doc| {
+                    assert_eq!(doc["lock"]["acquired"], true, "{doc}");
+                    assert_eq!(doc["lock"]["prior_mtime"], prior, "{what}: {doc}");
+                })
+                .stderr_any("what it put back depends on the moment")
+                .run();
+            nothing_left_behind(&d, &what);
+            assert_eq!(d.md_tree(), before, "{what}: not all before");
+        }
+    }
+}
+
+/// After a kill only the state dir's and memory dir's temporary files may be there; the
+/// next command removes them (checked by [`nothing_left_behind`] after it).
+fn nothing_left_behind_but_the_killed_write(d: &Dream) {
+    assert!(!d.journal().exists(), "a run keeps no journal");
 }

@@ -789,7 +789,14 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
         assert_eq!(d.lock_ms(), time_before_run, "{doc}");
         assert!(doc["last_consolidated_at"].is_string(), "{doc}");
         d.tool("dream-gate")
-            .args(["--min-hours", "24", "--min-sessions", "1", "--scan-interval", "0"])
+            .args([
+                "--min-hours",
+                "24",
+                "--min-sessions",
+                "1",
+                "--scan-interval",
+                "0",
+            ])
             .success()
             .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
             .stderr_empty()

@@ -75,10 +75,12 @@ pub(super) fn when_needed(
     backend: &crate::lock::BackendArgs,
     diag: &Diag,
 ) -> Result<Recovery, Failure> {
-    if !recovery::needs_lock(project)? {
+    let backend = backend.open(project)?;
+    // A hold its holder never released (a command killed while it held the lock) is given
+    // back too: its time is no consolidation, and Claude Code reads the lock's mtime.
+    if !recovery::needs_lock(project)? && !backend.unreleased_hold()? {
         return Ok(recovery::sweep(project, diag));
     }
-    let backend = backend.open(project)?;
     let hold = crate::cli::signals::hold();
     let mut lease = match backend.acquire(std::process::id(), std::time::SystemTime::now())? {
         crate::lock::Acquired::Yes(lease) => lease,
@@ -100,7 +102,8 @@ pub(super) fn when_needed(
 /// `dream-run recover`: takes the lock only when there is something to put back under it.
 pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
-    let needs_lock = recovery::needs_lock(&project)?;
+    let backend = args.backend.open(&project)?;
+    let needs_lock = recovery::needs_lock(&project)? || backend.unreleased_hold()?;
     if args.dry_run {
         return Ok(Report::Recover {
             recovered: Recovery::default(),
@@ -121,7 +124,6 @@ pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Report, Failure
             late_signal: None,
         });
     }
-    let backend = args.backend.open(&project)?;
     let hold = crate::cli::signals::hold();
     let task_id = recovery::orphaned_runs(&project.state_dir)
         .first()
