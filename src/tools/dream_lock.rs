@@ -1137,7 +1137,7 @@ write (dream-run) and by release.",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
 through. A stage proceeds only on an explicit yes of the right JSON type: gate.due and \
 lock.acquired must be true or false, and run.status one of \"completed\", \"failed\", \
-\"aborted\", \"proposed\", \"skipped\", \"no_changes\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
+\"aborted\", \"proposed\", \"skipped\", \"no_changes\", \"dry_run\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
 an object) is bad input: exit 2, nothing changed. An envelope from a stage that said no \
 (gate.due false, lock.acquired false, or a top-level error) is passed through untouched with \
 exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. The one \
@@ -1195,8 +1195,9 @@ back: delete the file when prior_mtime is 0 or unknown (a release by hand withou
 retry. With no outcome at all, release rolls back as \
 failed, with a warning on stderr and lock.warning in the JSON: a pass-through stage such as \
 cat never leaves the lock held nor moves the last-consolidated time. run.status proposed \
-(dream-run --propose), no_changes (the run changed nothing) and skipped (nothing to review) \
-are no consolidation and roll back too, reported as that outcome. Both add released, outcome \
+(dream-run --propose), no_changes (the run changed nothing), skipped (nothing to review, or \
+the loser of a claim) and dry_run (dream-run --dry-run) are no consolidation and roll back too, \
+reported as that outcome. Both add released, outcome \
 and last_consolidated_at to lock.
 
 One runner per lock: while the dream-run that claimed this hold still runs, only an envelope \
@@ -1261,7 +1262,7 @@ holder (a killed exec) is gone but its command still runs. It reads no envelope.
         "exec acquires with its own PID, runs CMD with the envelope (with lock) on its stdin and \
 DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own process \
 group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits 0, \
-rolled back when CMD exits 0 but wrote proposed, no_changes or skipped to the file \
+rolled back when CMD exits 0 but wrote proposed, no_changes, skipped or dry_run to the file \
 DREAMKIT_LOCK_OUTCOME_FILE names (a private temporary file exec makes; dream-run does this when \
 its run was no consolidation), failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
 outlive exec: it gets SIGKILL when exec dies, even of SIGKILL (Linux parent-death signal), and \
@@ -1272,8 +1273,8 @@ after CMD are reported on stderr.",
     ),
     (
         "exec/EXIT STATUS",
-        "0 CMD exited 0; the lock was released as completed (rolled back if CMD said proposed or \
-no_changes).
+        "0 CMD exited 0; the lock was released as completed (rolled back if CMD said proposed, \
+no_changes, skipped or dry_run).
 
 1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
 range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \

@@ -358,7 +358,7 @@ symlink.",
     ),
     (
         "RESULT",
-        "run = {status: completed|proposed|no_changes|skipped|failed|aborted, task_id (null \
+        "run = {status: completed|proposed|no_changes|skipped|dry_run|failed|aborted, task_id (null \
 when no task started), mode: apply|propose, error, reason (skipped: no_sessions, \
 no_readable_sessions), message, sessions_reviewed, files_touched, diff: {created, modified, \
 deleted}, diff_text (when proposing), warnings, summary, turns (every assistant turn), \
@@ -435,8 +435,10 @@ since is left alone and named. Read-only commands (tasks, show, pending without 
 --dry-run) report it (interrupted: {command, task_id, started_at, files, journal}) and leave \
 it.
 
---dry-run on a run prints {prompt, tools, sessions, digests} and writes nothing, not even the \
-digests; on undo, apply, discard, pending --clear and recover it prints what would be done and \
+--dry-run on a run prints {prompt, tools, sessions, digests} at the top level, beside the \
+envelope's sections and run = {status: \"dry_run\"}, and writes nothing, not even the digests; \
+a release downstream (dream-lock release, or exec through its outcome file) rolls the lock back \
+as for proposed, so a dry run under the lock never moves the last-consolidated time; on undo, apply, discard, pending --clear and recover it prints what would be done and \
 changes nothing.",
     ),
     (

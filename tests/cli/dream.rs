@@ -824,6 +824,7 @@ fn dry_run_needs_no_credentials_and_sends_nothing() {
     assert!(prompt.contains("Sessions since last consolidation (5):"));
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 5);
     assert_eq!(doc["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(doc["run"], json!({"status": "dry_run"}));
     assert!(d.api.requests().is_empty());
     assert!(
         !d.home.state_dir().join("tasks").exists(),
@@ -831,6 +832,58 @@ fn dry_run_needs_no_credentials_and_sends_nothing() {
     );
     // Nothing at all: not even the session digests a real run keeps.
     assert!(!d.home.state_home.exists(), "a dry run wrote state");
+}
+
+/// `dream-gate | dream-lock exec -- dream-run --dry-run` (dream-run(1)'s "nothing written"
+/// example) and `acquire | dream-run --dry-run | release` consolidate nothing: the lock is
+/// rolled back to the time it had, and the gate is still due afterwards.
+#[test]
+fn a_dry_run_under_the_lock_rolls_it_back() {
+    for form in ["exec", "pipeline"] {
+        let d = Dream::new();
+        // The lock keeps milliseconds.
+        let before = d.lock_ms();
+        let line = match form {
+            "exec" => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock exec -- dream-run --dry-run",
+            _ => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock acquire | dream-run --dry-run | dream-lock release",
+        };
+        let doc = Run::command(d.process(Path::new("sh")), "sh")
+            .args(["-c", line])
+            .stdin_from(Stdio::null())
+            .env_remove("ANTHROPIC_API_KEY")
+            .success()
+            .stdout_json(|_| {})
+            .stderr_is(if form == "exec" {
+                "dream-lock: rolled the lock back (dry_run): the consolidation time is as it was\n"
+            } else {
+                ""
+            })
+            .run()
+            .json();
+        // The dry run's own keys stay at the top level, beside the envelope's sections.
+        assert_eq!(doc["run"]["status"], "dry_run", "{form}: {doc}");
+        assert_eq!(doc["sessions"].as_array().unwrap().len(), 5, "{form}");
+        assert!(doc["prompt"].as_str().unwrap().contains("1. Orient"), "{form}");
+        assert_eq!(doc["gate"]["due"], true, "{form}");
+        assert_eq!(doc["lock"]["acquired"], true, "{form}");
+        if form == "pipeline" {
+            assert_eq!(doc["lock"]["released"], true, "{doc}");
+            assert_eq!(doc["lock"]["outcome"], "dry_run", "{doc}");
+        }
+        assert!(d.api.requests().is_empty(), "{form}");
+        assert_eq!(
+            d.lock_ms(),
+            before,
+            "{form}: the last-consolidated time moved"
+        );
+        assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"", "{form}");
+        d.tool("dream-gate")
+            .args(["--min-hours", "1", "--min-sessions", "1"])
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+            .stderr_empty()
+            .run();
+    }
 }
 
 #[test]

@@ -137,6 +137,24 @@ struct DryRun {
     interrupted: Option<super::recover::Interrupted>,
 }
 
+/// `--dry-run`'s document: its own keys at the top level (what README and docs read with jq),
+/// beside the envelope's sections and `run: {status: "dry_run"}`, so a release downstream
+/// finds the lease and rolls it back.
+fn dry_run_document(mut envelope: Envelope, document: &DryRun) -> Result<Envelope, Failure> {
+    envelope.set(
+        "run",
+        serde_json::json!({"status": RunStatus::DryRun.as_str()}),
+    );
+    let own = serde_json::to_value(document)
+        .map_err(|e| Failure::environment(format!("cannot serialise the dry run: {e}")))?;
+    if let Value::Object(own) = own {
+        for (key, value) in own {
+            envelope.set(&key, value);
+        }
+    }
+    Ok(envelope)
+}
+
 /// The `run` section.
 #[derive(Debug, Clone, Serialize)]
 struct RunSection {
@@ -345,7 +363,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
             unreadable_sessions: unreadable,
             interrupted: super::recover::report(&project, diag),
         };
-        return Ok(Outcome::new(Exit::Yes, &document));
+        // Nothing was consolidated: `dream-lock exec` (through the outcome file) and
+        // `release` (through run.status) roll the lock back.
+        crate::lock::outcome::report(&env, diag, RunStatus::DryRun);
+        return Ok(Outcome::new(Exit::Yes, &dry_run_document(envelope, &document)?));
     }
     // Nothing to review: no model request, and the downstream release rolls the time back.
     if session_ids.is_empty() {
