@@ -452,7 +452,7 @@ impl Backend for FileBackend {
             return Ok(None);
         }
         let mut guard = self.guard(false)?;
-        Ok(Self::read_claim(&mut guard).filter(|c| c.token == token && c.alive()))
+        Ok(Self::read_claim(&mut guard).filter(|c| c.token == token))
     }
 
     fn pin(&self, lease: &Lease) -> Result<Option<File>, Failure> {

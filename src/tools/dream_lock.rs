@@ -695,20 +695,34 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
             Err(failure) => return failed(envelope, lock, failure),
         }
     }
-    // One runner per lock: while the run that claimed this hold still runs, only its own
-    // envelope releases it (a second run handed the same envelope must not free the lock
-    // under the first).
+    // One runner per lock: once a dream-run claimed this hold, only the envelope of that run
+    // (its run.task_id) releases it. Another run handed the same envelope lost the claim and
+    // holds nothing; its release must not roll back the winner's consolidation, even after the
+    // winner ended and before its own release ran, so liveness cannot decide this. By hand
+    // (no run in the envelope), only a claimant that still runs is protected: the claim of a
+    // run that ended is what a person frees by hand.
     let run_task = envelope
         .get("run")
         .and_then(|r| r.get("task_id"))
         .and_then(Value::as_str);
     match ctx.backend.claimant(&token) {
-        Ok(Some(claimant)) if run_task != Some(claimant.task_id.as_str()) && !args.force => {
-            let note = format!(
-                "not released: dream-run task {} (PID {}) claimed this lock and still runs; its own envelope releases it (or pass --force)",
-                claimant.task_id, claimant.pid
-            );
-            return Ok(refused(lock, envelope, "claimed", Some(claimant.pid), note));
+        Ok(Some(claimant))
+            if run_task != Some(claimant.task_id.as_str())
+                && !args.force
+                && (!by_hand || envelope.get("run").is_some() || claimant.alive()) =>
+        {
+            let note = if claimant.alive() {
+                format!(
+                    "not released: dream-run task {} (PID {}) claimed this lock and still runs; its own envelope releases it (or pass --force)",
+                    claimant.task_id, claimant.pid
+                )
+            } else {
+                format!(
+                    "not released: the lock is held for dream-run task {}, not for this envelope's run; that run's own envelope releases it (or pass --force); nothing was changed",
+                    claimant.task_id
+                )
+            };
+            return Ok(refused(lock, envelope, "not_holder", Some(claimant.pid), note));
         }
         Ok(_) => {}
         Err(failure) => return failed(envelope, lock, failure),
@@ -1200,10 +1214,12 @@ the loser of a claim) and dry_run (dream-run --dry-run) are no consolidation and
 reported as that outcome. Both add released, outcome \
 and last_consolidated_at to lock.
 
-One runner per lock: while the dream-run that claimed this hold still runs, only an envelope \
-whose run.task_id is that run's releases it; any other (a second run handed the same \
-envelope) is refused with exit 1, reason \"claimed\", and the lock is left to the first \
-(--force overrides).
+One runner per lock: once a dream-run claimed this hold, only an envelope whose run.task_id \
+is that run's releases it; any other (the loser of two runs handed the same envelope, whose \
+run.status is skipped, reason lock_claimed) is refused with exit 1, reason \"not_holder\", and \
+nothing is changed, also after the first run ended and before its own release: the lock is left \
+to the first (--force overrides). By hand (--token or status output, no run section), only a \
+claimant that still runs is protected.
 
 The lease comes from the envelope's lock section (acquire's output), or from status's output \
 on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
@@ -1227,9 +1243,9 @@ is created or changed, not even the guard file.",
         "0 freed (completed) or rolled back (failed, aborted, or no outcome); with --dry-run, \
 would be.
 
-1 not ours any more (another process holds or changed the lock; nothing changed), a live \
-holder released by hand without --force, a hold claimed by another dream-run that still runs, \
-or an envelope from a stage that said no, passed through.
+1 not ours any more (another process holds or changed the lock, or another dream-run claimed \
+this hold; nothing changed), a live holder released by hand without --force, or an envelope \
+from a stage that said no, passed through.
 
 2 usage error or bad input: no lease to release, an unknown outcome, or a lease taken on \
 another backend.

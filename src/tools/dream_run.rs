@@ -316,9 +316,10 @@ counts the others.
 One runner per lock: before its first model request the run claims the lock's hold by its \
 task id (in the sidecar .consolidate-lock.dreamkit; on etcd in a claim key bound to the holder's \
 lease). A second dream-run handed the same envelope, while the first runs or after it \
-finished, exits 1 with run.error lock_claimed and asks nothing; only the claim of a run that \
-crashed is taken over. `dream-lock release` of that second envelope is refused while the first \
-runs.
+finished, asks nothing and exits 1 holding nothing: run.status skipped, reason lock_claimed, \
+claimed_by the first run's task id; only the claim of a run that crashed is taken over. \
+`dream-lock release` of that second envelope changes nothing (exit 1, reason not_holder: its \
+run.task_id is not the claim's), even after the first run ended and before its own release.
 
 It builds a digest of each session under <state_dir>/digests/ (real user turns, assistant \
 text and tool calls named with their key argument; rebuilt only when a transcript's size or \
@@ -360,7 +361,7 @@ symlink.",
         "RESULT",
         "run = {status: completed|proposed|no_changes|skipped|dry_run|failed|aborted, task_id (null \
 when no task started), mode: apply|propose, error, reason (skipped: no_sessions, \
-no_readable_sessions), message, sessions_reviewed, files_touched, diff: {created, modified, \
+no_readable_sessions, lock_claimed), message, sessions_reviewed, files_touched, diff: {created, modified, \
 deleted}, diff_text (when proposing), warnings, summary, turns (every assistant turn), \
 tool_calls, usage, landlock, recovered (an interrupted apply or undo rolled back first), \
 unreadable_sessions, claimed_by, health}. files_touched and diff name what differs from \
@@ -376,7 +377,7 @@ holds only the .md files) after any recovery and again after the run (after a re
 one was done). The problems found before, at most 50, are listed in the prompt as work for \
 the prune-and-index phase. The task record keeps health too. A memory dir that cannot be \
 checked leaves health out, and the run goes on. error is one of max_turns, deadline, max_tokens, truncated, \
-lock_lost, lock_claimed, model (with the model error kind in message), environment, \
+lock_lost, model (with the model error kind in message), environment, \
 interrupted.
 
 A completed run that changed files appends {source: \"dream\", task_id, files_touched, at} to \
@@ -389,8 +390,9 @@ model request. The record follows the transcript's last record at the moment of 
 again); it is never appended after an incomplete last line: after a short wait the record is \
 skipped with the warning notify_transcript_skipped. One O_APPEND write, undone if short.
 
-Exit codes: 0 completed, proposed or no_changes; 1 skipped, the run did not complete for a \
-limit (max_turns, deadline, max_tokens, truncated), lost or found its lock claimed, or an \
+Exit codes: 0 completed, proposed, no_changes or dry_run; 1 skipped (a claimed lock \
+included), the run did not complete for a limit (max_turns, deadline, max_tokens, truncated), \
+lost its lock, or an \
 upstream stage said no (the envelope passes through); 2 bad input, a project mismatch or no \
 lock; 3 local failure; 4 model failure after retries; 130/143 SIGINT/SIGTERM (the run is \
 recorded aborted and restored).",

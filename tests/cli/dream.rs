@@ -886,6 +886,76 @@ fn a_dry_run_under_the_lock_rolls_it_back() {
     }
 }
 
+/// Two runs fed one envelope: the loser holds nothing (skipped, lock_claimed), and its
+/// release, run after the winner's run but before the winner's release, changes nothing: the
+/// winner's consolidation is not rolled back, and the winner's own release completes it.
+#[test]
+fn the_losers_release_never_releases_the_winner() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Consolidating.",
+            &[
+                ("read_file", json!({"path": "MEMORY.md"})),
+                ("read_file", json!({"path": "stale.md"})),
+                (
+                    "write_file",
+                    json!({"path": "MEMORY.md", "content": "# Memory\n- [Build](topics/build.md): how to build\n"}),
+                ),
+                ("delete_file", json!({"path": "stale.md"})),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let winner = d
+        .dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
+    let task = winner.json()["run"]["task_id"].as_str().unwrap().to_string();
+    let loser = d
+        .dream_run(&envelope, &[])
+        .code(1)
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["status"], "skipped", "{doc}");
+            assert_eq!(run["reason"], "lock_claimed", "{doc}");
+            assert_eq!(run["task_id"], Value::Null, "{doc}");
+            assert_eq!(run["claimed_by"], task.as_str(), "{doc}");
+        })
+        .stderr_is(format!(
+            "dream-run: run skipped: task {task} already ran under this lock: take the lock anew \
+             (dream-lock acquire) for another run\n"
+        ))
+        .run();
+    let lock_before = std::fs::read(d.home.lock_file()).unwrap();
+    let ms_before = d.lock_ms();
+    d.tool("dream-lock")
+        .arg("release")
+        .stdin(loser.stdout)
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["released"], false, "{doc}");
+            assert_eq!(doc["lock"]["reason"], "not_holder", "{doc}");
+        })
+        .stderr_is(format!(
+            "dream-lock: not released: the lock is held for dream-run task {task}, not for this \
+             envelope's run; that run's own envelope releases it (or pass --force); nothing was \
+             changed\n"
+        ))
+        .run();
+    // Nothing changed: the lock still names its holder at the same time, the work stays.
+    assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), lock_before);
+    assert_eq!(lock_before, holder.pid().to_string().as_bytes());
+    assert_eq!(d.lock_ms(), ms_before);
+    assert!(!d.mem().join("stale.md").exists());
+    d.release(&winner.stdout, "completed");
+    assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");
+    assert!(d.lock_ms() >= ms_before);
+}
+
 #[test]
 fn no_lock_is_refused_and_a_declined_envelope_passes_through() {
     let d = Dream::new();

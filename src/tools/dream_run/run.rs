@@ -163,7 +163,7 @@ struct RunSection {
     task_id: Option<String>,
     mode: &'static str,
     error: Option<&'static str>,
-    /// Why a run was skipped (`no_sessions`, `no_readable_sessions`).
+    /// Why a run was skipped (`no_sessions`, `no_readable_sessions`, `lock_claimed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'static str>,
     message: Option<String>,
@@ -419,8 +419,12 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         match claimed {
             Claimed::Ours => {}
             Claimed::ByOther(other) => {
-                let mut section = RunSection::early("failed", mode);
-                section.error = Some("lock_claimed");
+                // The loser holds nothing: skipped, so that nobody reads its envelope as a
+                // run to release (its release compares run.task_id with the claim's and
+                // changes nothing), and no word to exec's outcome file, which is the
+                // winner's.
+                let mut section = RunSection::early("skipped", mode);
+                section.reason = Some("lock_claimed");
                 let message = if other.alive() {
                     format!(
                         "another dream-run (task {}, PID {}) already runs under this lock",
@@ -435,7 +439,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                 section.message = Some(message.clone());
                 section.claimed_by = Some(other.task_id);
                 return Ok(Outcome::new(Exit::No, &envelope.with("run", &section))
-                    .with_note(format!("run failed: {message}")));
+                    .with_note(format!("run skipped: {message}")));
             }
             Claimed::NotHeld => {
                 let mut section = RunSection::early("failed", mode);
@@ -449,8 +453,18 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     }
     // A lease-based lock (etcd) is renewed for the whole run: nobody else does in the
     // `acquire | dream-run | release` form. (The file lock has no lease: `None`.)
+    // From here on a failure names this run's task, as every later outcome does: the release
+    // downstream lets only the claim's own task release its hold.
+    macro_rules! or_fail {
+        ($result:expr) => {
+            match $result {
+                Ok(value) => value,
+                Err(failure) => return Ok(failed_after_claim(&envelope, &task_id, &failure, diag)),
+            }
+        };
+    }
     let keep_alive = match &claim.token {
-        Some(token) => backend.keep_alive(token)?,
+        Some(token) => or_fail!(backend.keep_alive(token)),
         None => None,
     };
     // From here on, SIGINT/SIGTERM stop the run instead of the process, so it is recorded as
@@ -458,18 +472,18 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     // shell tool while it waits).
     let hold = signals::hold();
     // An apply or undo killed midway is rolled back first, under this run's lock.
-    let recovered = super::recover::under_lock(&project, None, diag)?;
+    let recovered = or_fail!(super::recover::under_lock(&project, None, diag));
     // Nothing is written in the memory dir when proposing, not even the dir itself.
     let base = match mode {
         Mode::Apply => {
-            std::fs::create_dir_all(&project.memory_dir)
-                .map_err(|e| Failure::io("create", &project.memory_dir, &e))?;
+            or_fail!(std::fs::create_dir_all(&project.memory_dir)
+                .map_err(|e| Failure::io("create", &project.memory_dir, &e)));
             BTreeMap::new()
         }
-        Mode::Propose => staging::stage_copy(&project.memory_dir, &work_dir).map_err(|e| {
+        Mode::Propose => or_fail!(staging::stage_copy(&project.memory_dir, &work_dir).map_err(|e| {
             let _ = std::fs::remove_dir_all(staging::proposal_dir(&project.state_dir, &task_id));
             Failure::io("copy the memory dir to", &work_dir, &e)
-        })?,
+        })),
     };
 
     // Checked where the run works (a proposal's copy keeps the files' mtimes), after any
@@ -488,14 +502,14 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         shell_timeout: args.shell_timeout,
         ..Limits::default()
     };
-    let mut sandbox = Sandbox::new(&work_dir, &roots, limits).map_err(|e| {
+    let mut sandbox = or_fail!(Sandbox::new(&work_dir, &roots, limits).map_err(|e| {
         if e.kind() == std::io::ErrorKind::InvalidInput {
             // A root the agent must never read (`/`, a parent of home): the caller asked.
             Failure::bad_input(e.to_string())
         } else {
             Failure::io("set up the sandbox for", &work_dir, &e)
         }
-    })?;
+    }));
     if mode == Mode::Propose {
         sandbox = sandbox.with_alias(&project.memory_dir);
     }
@@ -516,9 +530,9 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         claim.token.clone(),
     );
     record.mode = mode.as_str().into();
-    store
+    or_fail!(store
         .save(&record)
-        .map_err(|e| Failure::io("write the task record in", &project.state_dir, &e))?;
+        .map_err(|e| Failure::io("write the task record in", &project.state_dir, &e)));
     diag.info(&format!(
         "task {task_id}: {} sessions, {} digests, model {}",
         session_ids.len(),
@@ -586,6 +600,17 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         ));
     }
     Ok(outcome)
+}
+
+/// A failure after the claim: the envelope with `run` failed as every stage's failure prints
+/// it (see [`crate::cli::envelope::failed`]), naming this run's task.
+fn failed_after_claim(envelope: &Envelope, task_id: &str, failure: &Failure, diag: &Diag) -> Outcome {
+    diag.warn(&failure.to_string());
+    let mut document = crate::cli::envelope::failed(envelope.clone(), "run", failure);
+    if let Some(run) = document.get_mut("run").and_then(Value::as_object_mut) {
+        run.insert("task_id".into(), Value::String(task_id.to_string()));
+    }
+    Outcome::new(failure.exit(), &document)
 }
 
 /// `20261203T131500Z-1a2b3c4d`: sorts by time, unique, safe as a file name.
