@@ -706,6 +706,8 @@ struct Fence<'g> {
     seen: &'g HashMap<String, String>,
     touched: &'g HashSet<String>,
     max_files: usize,
+    /// The per-file size cap: a file over it was never tracked in `seen`.
+    max_file_bytes: u64,
     /// Why, and the message, when the run must stop.
     stop: Option<(Stop, String)>,
 }
@@ -755,9 +757,18 @@ impl Fence<'_> {
             .unwrap_or(path)
             .to_string_lossy()
             .into_owned();
-        let now = match crate::files::read_regular(path) {
-            Ok(bytes) => snapshot::sha256_hex(&bytes),
+        let seen = self.seen.get(&rel);
+        // Untracked (never read, or over the cap): only its absence lets the write through,
+        // and that needs no read of it.
+        let now = match seen {
+            Some(_) => crate::files::sha256_regular(path, self.max_file_bytes),
+            None => std::fs::symlink_metadata(path).map(|_| String::new()),
+        };
+        let now = match now {
+            Ok(hash) => hash,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // Grown past the cap since it was read: changed.
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => String::new(),
             Err(e) => {
                 return Err(GuardRefusal {
                     message: format!("cannot read {rel} to check it: {e}"),
@@ -765,7 +776,7 @@ impl Fence<'_> {
                 })
             }
         };
-        if self.seen.get(&rel) == Some(&now) {
+        if seen == Some(&now) {
             return Ok(());
         }
         Err(GuardRefusal {
@@ -1080,6 +1091,7 @@ keep it short, and use the tools for changes.",
             seen: &self.seen,
             touched: &self.touched_set,
             max_files: self.args.max_files as usize,
+            max_file_bytes: self.sandbox.limits().max_file_bytes as u64,
             stop: None,
         };
         self.progress.tool_started(name, input);
@@ -1108,14 +1120,7 @@ keep it short, and use the tools for changes.",
             if self.touched_set.insert(rel.clone()) {
                 self.touched.push(rel.clone());
             }
-            match crate::files::read_regular(path) {
-                Ok(bytes) => {
-                    self.seen.insert(rel.clone(), snapshot::sha256_hex(&bytes));
-                }
-                Err(_) => {
-                    self.seen.remove(&rel);
-                }
-            }
+            self.track(path, &rel);
             // What the guard recorded is what landed, unless the write failed midway.
             if let Some(snapshot) = self.snapshot.as_mut() {
                 if let Err(e) = snapshot.record_written(&memory_dir, &rel) {
@@ -1142,12 +1147,20 @@ keep it short, and use the tools for changes.",
             return;
         };
         let rel = rel.to_string_lossy().into_owned();
-        match crate::files::read_regular(read) {
-            Ok(bytes) => {
-                self.seen.insert(rel, snapshot::sha256_hex(&bytes));
+        self.track(read, &rel);
+    }
+
+    /// Records what a memory file holds now, hashed in blocks. A file over the per-file cap
+    /// is not tracked (the tools cannot write one that size, so no write over it can be
+    /// allowed): reading it costs neither its size in memory nor a hash of all of it.
+    fn track(&mut self, path: &Path, rel: &str) {
+        let cap = self.sandbox.limits().max_file_bytes as u64;
+        match crate::files::sha256_regular(path, cap) {
+            Ok(hash) => {
+                self.seen.insert(rel.to_string(), hash);
             }
             Err(_) => {
-                self.seen.remove(&rel);
+                self.seen.remove(rel);
             }
         }
     }
