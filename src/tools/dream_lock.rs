@@ -722,7 +722,13 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
                     claimant.task_id
                 )
             };
-            return Ok(refused(lock, envelope, "not_holder", Some(claimant.pid), note));
+            return Ok(refused(
+                lock,
+                envelope,
+                "not_holder",
+                Some(claimant.pid),
+                note,
+            ));
         }
         Ok(_) => {}
         Err(failure) => return failed(envelope, lock, failure),

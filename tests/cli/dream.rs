@@ -863,7 +863,10 @@ fn a_dry_run_under_the_lock_rolls_it_back() {
         // The dry run's own keys stay at the top level, beside the envelope's sections.
         assert_eq!(doc["run"]["status"], "dry_run", "{form}: {doc}");
         assert_eq!(doc["sessions"].as_array().unwrap().len(), 5, "{form}");
-        assert!(doc["prompt"].as_str().unwrap().contains("1. Orient"), "{form}");
+        assert!(
+            doc["prompt"].as_str().unwrap().contains("1. Orient"),
+            "{form}"
+        );
         assert_eq!(doc["gate"]["due"], true, "{form}");
         assert_eq!(doc["lock"]["acquired"], true, "{form}");
         if form == "pipeline" {
@@ -914,7 +917,10 @@ fn the_losers_release_never_releases_the_winner() {
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run();
-    let task = winner.json()["run"]["task_id"].as_str().unwrap().to_string();
+    let task = winner.json()["run"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let loser = d
         .dream_run(&envelope, &[])
         .code(1)

@@ -1126,7 +1126,10 @@ fn two_dream_runs_on_one_etcd_token_cannot_both_write() {
     assert!(status["last_consolidated_at"].is_string(), "{status}");
     let released = lock(&home, &url, &["release"], &first.stdout, 0);
     assert_eq!(released["lock"]["outcome"], "completed");
-    assert!(released["lock"]["last_consolidated_at"].is_string(), "{released}");
+    assert!(
+        released["lock"]["last_consolidated_at"].is_string(),
+        "{released}"
+    );
     // A new hold has no claim: a run under it goes ahead (on a session newer than the
     // consolidation just released).
     let fresh = home.add_session(&crate::support::session_id(2), Duration::ZERO);

@@ -67,10 +67,11 @@ pub fn build_all(
         create_private_dir(&dir)?;
     }
     let index_path = dir.join(INDEX_FILE);
-    let index: BTreeMap<String, Source> = crate::files::read_regular_capped(&index_path, MAX_INDEX_BYTES)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
+    let index: BTreeMap<String, Source> =
+        crate::files::read_regular_capped(&index_path, MAX_INDEX_BYTES)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
     let results: Vec<Result<(Digest, Option<Source>), Unreadable>> =
         crate::parallel::map(sessions, |(id, transcript)| {
             build_one(&dir, &index, id, transcript, write).map_err(|problem| Unreadable {

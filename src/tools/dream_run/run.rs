@@ -366,7 +366,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         // Nothing was consolidated: `dream-lock exec` (through the outcome file) and
         // `release` (through run.status) roll the lock back.
         crate::lock::outcome::report(&env, diag, RunStatus::DryRun);
-        return Ok(Outcome::new(Exit::Yes, &dry_run_document(envelope, &document)?));
+        return Ok(Outcome::new(
+            Exit::Yes,
+            &dry_run_document(envelope, &document)?,
+        ));
     }
     // Nothing to review: no model request, and the downstream release rolls the time back.
     if session_ids.is_empty() {
@@ -476,14 +479,22 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     // Nothing is written in the memory dir when proposing, not even the dir itself.
     let base = match mode {
         Mode::Apply => {
-            or_fail!(std::fs::create_dir_all(&project.memory_dir)
-                .map_err(|e| Failure::io("create", &project.memory_dir, &e)));
+            or_fail!(
+                std::fs::create_dir_all(&project.memory_dir).map_err(|e| Failure::io(
+                    "create",
+                    &project.memory_dir,
+                    &e
+                ))
+            );
             BTreeMap::new()
         }
-        Mode::Propose => or_fail!(staging::stage_copy(&project.memory_dir, &work_dir).map_err(|e| {
-            let _ = std::fs::remove_dir_all(staging::proposal_dir(&project.state_dir, &task_id));
-            Failure::io("copy the memory dir to", &work_dir, &e)
-        })),
+        Mode::Propose => or_fail!(staging::stage_copy(&project.memory_dir, &work_dir).map_err(
+            |e| {
+                let _ =
+                    std::fs::remove_dir_all(staging::proposal_dir(&project.state_dir, &task_id));
+                Failure::io("copy the memory dir to", &work_dir, &e)
+            }
+        )),
     };
 
     // Checked where the run works (a proposal's copy keeps the files' mtimes), after any
@@ -530,9 +541,11 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         claim.token.clone(),
     );
     record.mode = mode.as_str().into();
-    or_fail!(store
-        .save(&record)
-        .map_err(|e| Failure::io("write the task record in", &project.state_dir, &e)));
+    or_fail!(store.save(&record).map_err(|e| Failure::io(
+        "write the task record in",
+        &project.state_dir,
+        &e
+    )));
     diag.info(&format!(
         "task {task_id}: {} sessions, {} digests, model {}",
         session_ids.len(),
@@ -604,7 +617,12 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
 
 /// A failure after the claim: the envelope with `run` failed as every stage's failure prints
 /// it (see [`crate::cli::envelope::failed`]), naming this run's task.
-fn failed_after_claim(envelope: &Envelope, task_id: &str, failure: &Failure, diag: &Diag) -> Outcome {
+fn failed_after_claim(
+    envelope: &Envelope,
+    task_id: &str,
+    failure: &Failure,
+    diag: &Diag,
+) -> Outcome {
     diag.warn(&failure.to_string());
     let mut document = crate::cli::envelope::failed(envelope.clone(), "run", failure);
     if let Some(run) = document.get_mut("run").and_then(Value::as_object_mut) {
