@@ -330,7 +330,8 @@ a FIFO, device or socket as an argument is refused; Landlock-confined where the 
 it, see -v; never / or a folder above the home directory, which is exit 2), read_file, \
 write_file, edit_file and delete_file (.md files strictly inside the memory dir, no symlinks, \
 no protected folders such as .git or agents, atomic writes; a write of the bytes a file \
-already holds writes nothing). A refused tool call is an error the model sees; the run goes \
+already holds writes nothing). read_file returns a bounded window of lines and refuses (a tool \
+error) a window holding a NUL byte: binary or sparse files never reach the model. A refused tool call is an error the model sees; the run goes \
 on. A command the shell runs is killed with the run, even by kill -9.
 
 Limits inside a turn: --deadline is checked before every tool call, and --shell-timeout never \
@@ -343,7 +344,9 @@ continue, then the run fails (error truncated). --max-tokens is the whole run's 
 Changed since read: write_file over an existing file, edit_file and delete_file are refused \
 (a tool error: read it again) when the file's content differs from what this run last read or \
 wrote there, or the run never read it, so a Claude Code session writing memory meanwhile never \
-loses its write. Files the run created itself stay writable.
+loses its write. Files the run created itself stay writable. Files are hashed in blocks, never \
+held whole; a file over the 256 KiB per-file cap is not tracked (the tools cannot write one \
+that size), so a write over it is refused.
 
 Before every write the lock token is checked with the backend; a lost lock stops the run \
 (status failed, error lock_lost) without restoring, since a restore would itself be an \
@@ -404,7 +407,9 @@ goes: {task_id, type, status, phase, sessions_reviewing, files_touched, turns (t
 prior_mtime, lock_token, pid, started_at, ended_at, usage, error, snapshot}. `dream-run tasks` \
 lists them newest first and reports a running record whose process is gone as failed with \
 error orphaned (a run killed with kill -9). Every file under the state dir is mode 0600, every \
-folder 0700.
+folder 0700, and is read with a size cap, never whole past it: a task record over 16 MiB is \
+listed as unreadable, pending-updates.jsonl over 64 MiB is an error naming the cap (exit 3), \
+and a digest index over 64 MiB is ignored (the digests are rebuilt).
 
 `dream-run undo [TASK_ID]` puts the files a run touched back as they were before it. Without \
 TASK_ID it takes the newest run that left changes behind: a completed run, or a failed, \
