@@ -199,8 +199,7 @@ fn acquire_status_release_and_the_gate_on_one_node() {
     assert_eq!(status["held"], false);
     assert_eq!(status["backend"], "etcd");
     assert_eq!(status["key"], "/team/repo/holder");
-    // Not rolled back: the time acquire set is still there (a roll-back deletes it).
-    assert!(status["last_consolidated_at"].is_string(), "{status}");
+    assert_eq!(status["last_consolidated_at"], Value::Null);
 
     let before = epoch_ms(SystemTime::now());
     let acquired = acquire(&home, &url, holder.pid(), 0);
