@@ -173,6 +173,112 @@ pub fn read_regular_to_string(path: &Path) -> io::Result<String> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// A file over the size cap its reader gives it (kind `FileTooLarge`; the message names the
+/// cap). Nothing of it was kept in memory.
+pub fn too_large(max: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("larger than its size cap of {max} bytes"),
+    )
+}
+
+/// The whole content of a regular file of at most `max` bytes; a larger one is
+/// [`too_large`], found from its `fstat` or, when it grew since, after `max + 1` bytes.
+pub fn read_regular_capped(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let (mut file, meta) = open_regular_with(path, 0)?;
+    if meta.len() > max {
+        return Err(too_large(max));
+    }
+    let bytes = read_sized(&mut file, meta.len(), max)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(max));
+    }
+    Ok(bytes)
+}
+
+/// [`read_regular_capped`] as UTF-8 text.
+pub fn read_regular_capped_to_string(path: &Path, max: u64) -> io::Result<String> {
+    String::from_utf8(read_regular_capped(path, max)?)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// The sha256 (lowercase hex) of a regular file of at most `max` bytes, read in blocks: a
+/// file's size never becomes memory. Over `max` it is [`too_large`].
+pub fn sha256_regular(path: &Path, max: u64) -> io::Result<String> {
+    use sha2::Digest;
+    let (file, meta) = open_regular_with(path, 0)?;
+    if meta.len() > max {
+        return Err(too_large(max));
+    }
+    let mut hasher = sha2::Sha256::new();
+    let mut block = vec![0u8; 64 * 1024];
+    let mut reader = file.take(max.saturating_add(1));
+    let mut total = 0u64;
+    loop {
+        let got = match reader.read(&mut block) {
+            Ok(0) => break,
+            Ok(got) => got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        total += got as u64;
+        if total > max {
+            return Err(too_large(max));
+        }
+        hasher.update(&block[..got]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+#[cfg(test)]
+mod capped_tests {
+    use super::*;
+
+    #[test]
+    fn capped_reads_and_hashes_refuse_what_is_over_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"abc").unwrap();
+        assert_eq!(read_regular_capped(&path, 3).unwrap(), b"abc");
+        let err = read_regular_capped(&path, 2).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
+        assert_eq!(err.to_string(), "larger than its size cap of 2 bytes");
+        assert_eq!(
+            sha256_regular(&path, 3).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            sha256_regular(&path, 2).unwrap_err().kind(),
+            io::ErrorKind::FileTooLarge
+        );
+        // Hashed in blocks: more than one block gives the hash of the whole.
+        let big = vec![7u8; 200_000];
+        std::fs::write(&path, &big).unwrap();
+        use sha2::Digest;
+        let whole: String = sha2::Sha256::digest(&big)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(sha256_regular(&path, u64::MAX).unwrap(), whole);
+        // A FIFO is refused, never waited on.
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(is_not_regular(&sha256_regular(&fifo, 10).unwrap_err()));
+        assert!(is_not_regular(&read_regular_capped(&fifo, 10).unwrap_err()));
+    }
+}
+
 /// What happened to the bytes of a short append.
 #[derive(Debug)]
 pub enum Undo {

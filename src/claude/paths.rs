@@ -432,10 +432,14 @@ pub fn git_root(dir: &Path) -> Option<PathBuf> {
 
 /// `.git` file `gitdir: <dir>`; `<dir>/commondir` names the main `.git` of a worktree.
 fn worktree_main_root(top: &Path, dot_git: &Path) -> Option<PathBuf> {
+    // One path each: a larger file is no worktree link, and is not read whole.
+    const MAX_LINK_BYTES: u64 = 64 * 1024;
     // Regular files only: a FIFO named `.git` must not hang the gate.
-    let text = crate::files::read_regular_to_string(dot_git).ok()?;
+    let text = crate::files::read_regular_capped_to_string(dot_git, MAX_LINK_BYTES).ok()?;
     let gitdir = top.join(text.trim().strip_prefix("gitdir:")?.trim());
-    let common = crate::files::read_regular_to_string(&gitdir.join("commondir")).ok()?;
+    let common =
+        crate::files::read_regular_capped_to_string(&gitdir.join("commondir"), MAX_LINK_BYTES)
+            .ok()?;
     let common = normalize(&gitdir.join(common.trim()));
     if common.file_name()? == ".git" {
         common.parent().map(Path::to_path_buf)

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::Env;
 use crate::cli::Failure;
-use crate::files::read_regular;
+use crate::files::read_regular_capped;
 
 /// `feedbackDrafts`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -111,11 +111,15 @@ impl Settings {
     }
 }
 
+/// Claude Code's settings files are a few KiB; a larger one is an error naming this cap, never
+/// read whole.
+const MAX_SETTINGS_BYTES: u64 = 16 * 1024 * 1024;
+
 /// A missing file is an empty layer; an unreadable or invalid one, or one that is not a
 /// regular file (a FIFO would block, `/dev/zero` never ends), is an environment failure,
 /// because silently ignoring it could ignore the user's `autoDreamEnabled: false`.
 fn read_file(path: &Path) -> Result<Settings, Failure> {
-    let bytes = match read_regular(path) {
+    let bytes = match read_regular_capped(path, MAX_SETTINGS_BYTES) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(Settings::default()),

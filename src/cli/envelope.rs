@@ -32,6 +32,8 @@ pub enum RunStatus {
     Skipped,
     /// The run changed nothing: no consolidation, rolled back.
     NoChanges,
+    /// `dream-run --dry-run`: nothing was asked or written, so a release rolls back.
+    DryRun,
 }
 
 impl RunStatus {
@@ -43,17 +45,19 @@ impl RunStatus {
             RunStatus::Proposed => "proposed",
             RunStatus::Skipped => "skipped",
             RunStatus::NoChanges => "no_changes",
+            RunStatus::DryRun => "dry_run",
         }
     }
 
     /// The statuses a run reports, as `run.status` spells them.
-    pub const ALL: [RunStatus; 6] = [
+    pub const ALL: [RunStatus; 7] = [
         RunStatus::Completed,
         RunStatus::Failed,
         RunStatus::Aborted,
         RunStatus::Proposed,
         RunStatus::Skipped,
         RunStatus::NoChanges,
+        RunStatus::DryRun,
     ];
 
     /// Whether a release rolls the lock back although the run did not fail: the run was
@@ -61,7 +65,7 @@ impl RunStatus {
     pub fn is_no_consolidation(self) -> bool {
         matches!(
             self,
-            RunStatus::Proposed | RunStatus::Skipped | RunStatus::NoChanges
+            RunStatus::Proposed | RunStatus::Skipped | RunStatus::NoChanges | RunStatus::DryRun
         )
     }
 }
@@ -445,6 +449,12 @@ mod tests {
                 .run_status()
                 .unwrap(),
             Some(RunStatus::NoChanges)
+        );
+        assert_eq!(
+            env(json!({"run": {"status": "dry_run"}}))
+                .run_status()
+                .unwrap(),
+            Some(RunStatus::DryRun)
         );
         for bad in [
             json!({"run": {"status": "running"}}),

@@ -855,7 +855,7 @@ impl Backend for EtcdBackend {
             .map_err(|e| e.into_failure("read the lock's claim"))?;
         Ok(kv
             .and_then(|kv| serde_json::from_slice::<Claimant>(&kv.value).ok())
-            .filter(|c| c.token == token.trim() && c.alive()))
+            .filter(|c| c.token == token.trim()))
     }
 
     fn keep_alive(&self, token: &str) -> Result<Option<KeepAlive>, Failure> {

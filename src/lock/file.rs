@@ -574,7 +574,7 @@ impl Backend for FileBackend {
         let mut guard = self.guard(false)?;
         Ok(Self::read_state(&mut guard)
             .claim
-            .filter(|c| c.token == token && c.alive()))
+            .filter(|c| c.token == token))
     }
 
     fn pin(&self, lease: &Lease) -> Result<Option<File>, Failure> {

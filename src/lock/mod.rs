@@ -179,7 +179,8 @@ pub trait Backend {
     /// taken over. The claim goes with the hold.
     fn claim(&self, token: &str, task_id: &str, replace: Option<&str>) -> Result<Claimed, Failure>;
 
-    /// The live runner that claimed the hold of `token`, if any.
+    /// The runner that claimed the hold of `token`, if any, alive or not: a run that finished
+    /// and has not released yet is no longer alive, yet the hold is still its own.
     fn claimant(&self, token: &str) -> Result<Option<Claimant>, Failure>;
 
     /// Whether the lock shows a hold whose holder died (or outlived the hold window) without

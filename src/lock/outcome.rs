@@ -1,6 +1,6 @@
 //! The hand-off between a run and the release of its lock: `dream-lock exec` cannot read its
-//! command's JSON, so a run that was no consolidation (`proposed`, `no_changes`, `skipped`)
-//! says so in a file exec made and named in [`OUTCOME_FILE_ENV`]; the release then rolls back.
+//! command's JSON, so a run that was no consolidation (`proposed`, `no_changes`, `skipped`,
+//! `dry_run`) says so in a file exec made and named in [`OUTCOME_FILE_ENV`]; the release then rolls back.
 
 use std::io::Write;
 
@@ -10,7 +10,10 @@ use crate::cli::{Diag, RunStatus};
 /// Set by `dream-lock exec` for its command.
 pub const OUTCOME_FILE_ENV: &str = "DREAMKIT_LOCK_OUTCOME_FILE";
 
-/// Tells `dream-lock exec` that this run was no consolidation (`proposed`, `no_changes`), so
+/// The file holds one status word: anything longer is not a run's word.
+const MAX_OUTCOME_BYTES: u64 = 64;
+
+/// Tells `dream-lock exec` that this run was no consolidation (`proposed`, `no_changes`, ...), so
 /// its release must roll back. Only a file exec made is written: nothing is created at a path
 /// from the environment.
 pub fn report(env: &Env, diag: &Diag, outcome: RunStatus) {
@@ -44,7 +47,7 @@ impl NonBlocking for std::fs::OpenOptions {
 
 /// What the command wrote in the outcome file, when its run was no consolidation.
 pub fn read(path: &std::path::Path) -> Option<RunStatus> {
-    let bytes = crate::files::read_regular(path).ok()?;
+    let bytes = crate::files::read_regular_capped(path, MAX_OUTCOME_BYTES).ok()?;
     RunStatus::ALL
         .into_iter()
         .filter(|s| s.is_no_consolidation())

@@ -14,8 +14,12 @@ pub const FILE_NAME: &str = "response-formats.json";
 /// At most this many servers are remembered (the newest write wins a place).
 const MAX_SERVERS: usize = 64;
 
+/// 64 servers' URLs and forms take a few KiB: a larger file is not ours and is ignored (it
+/// costs a detection), never read whole.
+const MAX_FILE_BYTES: u64 = 256 * 1024;
+
 fn read(path: &Path) -> BTreeMap<String, ResponseFormat> {
-    crate::files::read_regular(path)
+    crate::files::read_regular_capped(path, MAX_FILE_BYTES)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()

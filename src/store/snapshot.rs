@@ -258,8 +258,14 @@ pub fn current(memory_dir: &Path, rel: &str) -> std::io::Result<Option<Vec<u8>>>
     }
 }
 
+/// The hash of a memory file now, read in blocks (a big file is never held whole); `None`
+/// when it does not exist.
 pub fn current_hash(memory_dir: &Path, rel: &str) -> std::io::Result<Option<String>> {
-    Ok(current(memory_dir, rel)?.map(|bytes| sha256_hex(&bytes)))
+    match crate::files::sha256_regular(&target(memory_dir, rel)?, u64::MAX) {
+        Ok(hash) => Ok(Some(hash)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 impl Snapshot {

@@ -17,6 +17,12 @@ pub const TASKS_DIR: &str = "tasks";
 pub const PENDING_FILE: &str = "pending-updates.jsonl";
 /// A record keeps the last this many assistant turns.
 pub const KEEP_TURNS: usize = 30;
+/// A task record (30 turns of 500 characters, at most 500 files with their provenance) is
+/// well under this; a larger file is refused (listed as unreadable), never read whole.
+pub const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+/// `pending-updates.jsonl` grows by one line per completed run until a session reads it
+/// (`pending --hook` clears it); past this it is an error naming the cap, never read whole.
+pub const MAX_PENDING_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One assistant turn as the record shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,7 +202,7 @@ impl TaskStore {
     }
 
     pub fn load(&self, task_id: &str) -> std::io::Result<TaskRecord> {
-        let bytes = crate::files::read_regular(&self.path_of(task_id))?;
+        let bytes = crate::files::read_regular_capped(&self.path_of(task_id), MAX_RECORD_BYTES)?;
         serde_json::from_slice(&bytes).map_err(std::io::Error::other)
     }
 
@@ -249,7 +255,8 @@ pub fn pending_path(state_dir: &Path) -> PathBuf {
 
 /// The pending updates, oldest first; lines that do not parse are skipped.
 pub fn read_pending(state_dir: &Path) -> std::io::Result<Vec<PendingUpdate>> {
-    let bytes = match crate::files::read_regular(&pending_path(state_dir)) {
+    let bytes = match crate::files::read_regular_capped(&pending_path(state_dir), MAX_PENDING_BYTES)
+    {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),

@@ -18,6 +18,8 @@ use crate::lock::{Backend, BackendArgs};
 
 /// Name of the scan stamp in the project's state dir.
 pub const SCAN_STAMP_FILE: &str = "last-scan";
+/// The stamp is one number of epoch milliseconds; a larger file is ignored with a warning.
+const MAX_SCAN_STAMP_BYTES: u64 = 64;
 
 /// Decide whether memory consolidation is due for a project.
 #[derive(Debug, Clone, Parser)]
@@ -277,7 +279,7 @@ fn tenths_down(hours: f64) -> String {
 /// The stamp is a cache: one we cannot read only costs a scan.
 fn read_scan_stamp(path: &std::path::Path, diag: &Diag) -> Option<SystemTime> {
     // A FIFO in its place is refused, not waited on.
-    match crate::files::read_regular_to_string(path) {
+    match crate::files::read_regular_capped_to_string(path, MAX_SCAN_STAMP_BYTES) {
         Ok(text) => match text.trim().parse::<i64>() {
             Ok(ms) => Some(from_epoch_ms(ms)),
             Err(_) => {

@@ -728,20 +728,40 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
             Err(failure) => return failed(envelope, lock, failure),
         }
     }
-    // One runner per lock: while the run that claimed this hold still runs, only its own
-    // envelope releases it (a second run handed the same envelope must not free the lock
-    // under the first).
+    // One runner per lock: once a dream-run claimed this hold, only the envelope of that run
+    // (its run.task_id) releases it. Another run handed the same envelope lost the claim and
+    // holds nothing; its release must not roll back the winner's consolidation, even after the
+    // winner ended and before its own release ran, so liveness cannot decide this. By hand
+    // (no run in the envelope), only a claimant that still runs is protected: the claim of a
+    // run that ended is what a person frees by hand.
     let run_task = envelope
         .get("run")
         .and_then(|r| r.get("task_id"))
         .and_then(Value::as_str);
     match ctx.backend.claimant(&token) {
-        Ok(Some(claimant)) if run_task != Some(claimant.task_id.as_str()) && !args.force => {
-            let note = format!(
-                "not released: dream-run task {} (PID {}) claimed this lock and still runs; its own envelope releases it (or pass --force)",
-                claimant.task_id, claimant.pid
-            );
-            return Ok(refused(lock, envelope, "claimed", Some(claimant.pid), note));
+        Ok(Some(claimant))
+            if run_task != Some(claimant.task_id.as_str())
+                && !args.force
+                && (!by_hand || envelope.get("run").is_some() || claimant.alive()) =>
+        {
+            let note = if claimant.alive() {
+                format!(
+                    "not released: dream-run task {} (PID {}) claimed this lock and still runs; its own envelope releases it (or pass --force)",
+                    claimant.task_id, claimant.pid
+                )
+            } else {
+                format!(
+                    "not released: the lock is held for dream-run task {}, not for this envelope's run; that run's own envelope releases it (or pass --force); nothing was changed",
+                    claimant.task_id
+                )
+            };
+            return Ok(refused(
+                lock,
+                envelope,
+                "not_holder",
+                Some(claimant.pid),
+                note,
+            ));
         }
         Ok(_) => {}
         Err(failure) => return failed(envelope, lock, failure),
@@ -1170,7 +1190,7 @@ write (dream-run) and by release.",
         "Every subcommand but status reads the envelope on stdin and copies its other keys \
 through. A stage proceeds only on an explicit yes of the right JSON type: gate.due and \
 lock.acquired must be true or false, and run.status one of \"completed\", \"failed\", \
-\"aborted\", \"proposed\", \"skipped\", \"no_changes\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
+\"aborted\", \"proposed\", \"skipped\", \"no_changes\", \"dry_run\"; any other value there (\"false\", 0, null, a missing field, a section that is not \
 an object) is bad input: exit 2, nothing changed. An envelope from a stage that said no \
 (gate.due false, lock.acquired false, or a top-level error) is passed through untouched with \
 exit 1 and one line on stderr saying why, so a pipeline never consolidates by accident. The one \
@@ -1228,14 +1248,17 @@ back: delete the file when prior_mtime is 0 or unknown (a release by hand withou
 retry. With no outcome at all, release rolls back as \
 failed, with a warning on stderr and lock.warning in the JSON: a pass-through stage such as \
 cat never leaves the lock held nor moves the last-consolidated time. run.status proposed \
-(dream-run --propose), no_changes (the run changed nothing) and skipped (nothing to review) \
-are no consolidation and roll back too, reported as that outcome. Both add released, outcome \
+(dream-run --propose), no_changes (the run changed nothing), skipped (nothing to review, or \
+the loser of a claim) and dry_run (dream-run --dry-run) are no consolidation and roll back too, \
+reported as that outcome. Both add released, outcome \
 and last_consolidated_at to lock.
 
-One runner per lock: while the dream-run that claimed this hold still runs, only an envelope \
-whose run.task_id is that run's releases it; any other (a second run handed the same \
-envelope) is refused with exit 1, reason \"claimed\", and the lock is left to the first \
-(--force overrides).
+One runner per lock: once a dream-run claimed this hold, only an envelope whose run.task_id \
+is that run's releases it; any other (the loser of two runs handed the same envelope, whose \
+run.status is skipped, reason lock_claimed) is refused with exit 1, reason \"not_holder\", and \
+nothing is changed, also after the first run ended and before its own release: the lock is left \
+to the first (--force overrides). By hand (--token or status output, no run section), only a \
+claimant that still runs is protected.
 
 The lease comes from the envelope's lock section (acquire's output), or from status's output \
 on stdin, or from --token alone, to release by hand. Releasing a lock that is no longer ours \
@@ -1259,9 +1282,9 @@ is created or changed, not even the guard file.",
         "0 freed (completed) or rolled back (failed, aborted, or no outcome); with --dry-run, \
 would be.
 
-1 not ours any more (another process holds or changed the lock; nothing changed), a live \
-holder released by hand without --force, a hold claimed by another dream-run that still runs, \
-or an envelope from a stage that said no, passed through.
+1 not ours any more (another process holds or changed the lock, or another dream-run claimed \
+this hold; nothing changed), a live holder released by hand without --force, or an envelope \
+from a stage that said no, passed through.
 
 2 usage error or bad input: no lease to release, an unknown outcome, or a lease taken on \
 another backend.
@@ -1294,7 +1317,7 @@ holder (a killed exec) is gone but its command still runs. It reads no envelope.
         "exec acquires with its own PID, runs CMD with the envelope (with lock) on its stdin and \
 DREAMKIT_LOCK_TOKEN set, forwards SIGINT and SIGTERM to it (CMD runs in its own process \
 group, so a terminal's Ctrl-C reaches it once), then releases: completed when CMD exits 0, \
-rolled back when CMD exits 0 but wrote proposed, no_changes or skipped to the file \
+rolled back when CMD exits 0 but wrote proposed, no_changes, skipped or dry_run to the file \
 DREAMKIT_LOCK_OUTCOME_FILE names (a private temporary file exec makes; dream-run does this when \
 its run was no consolidation), failed on another exit, aborted when CMD dies of a signal or exec was signalled. CMD cannot \
 outlive exec: it gets SIGKILL when exec dies, even of SIGKILL (Linux parent-death signal), and \
@@ -1305,8 +1328,8 @@ after CMD are reported on stderr.",
     ),
     (
         "exec/EXIT STATUS",
-        "0 CMD exited 0; the lock was released as completed (rolled back if CMD said proposed or \
-no_changes).
+        "0 CMD exited 0; the lock was released as completed (rolled back if CMD said proposed, \
+no_changes, skipped or dry_run).
 
 1-125 CMD's own exit code, after the lock was rolled back. exec's own answers share this \
 range: 1 when CMD was not run because the lock is busy or the envelope said no (the envelope \

@@ -315,9 +315,10 @@ counts the others.
 One runner per lock: before its first model request the run claims the lock's hold by its \
 task id (in the sidecar .consolidate-lock.dreamkit; on etcd in a claim key bound to the holder's \
 lease). A second dream-run handed the same envelope, while the first runs or after it \
-finished, exits 1 with run.error lock_claimed and asks nothing; only the claim of a run that \
-crashed is taken over. `dream-lock release` of that second envelope is refused while the first \
-runs.
+finished, asks nothing and exits 1 holding nothing: run.status skipped, reason lock_claimed, \
+claimed_by the first run's task id; only the claim of a run that crashed is taken over. \
+`dream-lock release` of that second envelope changes nothing (exit 1, reason not_holder: its \
+run.task_id is not the claim's), even after the first run ended and before its own release.
 
 It builds a digest of each session under <state_dir>/digests/ (real user turns, assistant \
 text and tool calls named with their key argument; rebuilt only when a transcript's size or \
@@ -328,7 +329,8 @@ a FIFO, device or socket as an argument is refused; Landlock-confined where the 
 it, see -v; never / or a folder above the home directory, which is exit 2), read_file, \
 write_file, edit_file and delete_file (.md files strictly inside the memory dir, no symlinks, \
 no protected folders such as .git or agents, atomic writes; a write of the bytes a file \
-already holds writes nothing). A refused tool call is an error the model sees; the run goes \
+already holds writes nothing). read_file returns a bounded window of lines and refuses (a tool \
+error) a window holding a NUL byte: binary or sparse files never reach the model. A refused tool call is an error the model sees; the run goes \
 on. A command the shell runs is killed with the run, even by kill -9.
 
 Limits inside a turn: --deadline is checked before every tool call, and --shell-timeout never \
@@ -341,7 +343,9 @@ continue, then the run fails (error truncated). --max-tokens is the whole run's 
 Changed since read: write_file over an existing file, edit_file and delete_file are refused \
 (a tool error: read it again) when the file's content differs from what this run last read or \
 wrote there, or the run never read it, so a Claude Code session writing memory meanwhile never \
-loses its write. Files the run created itself stay writable.
+loses its write. Files the run created itself stay writable. Files are hashed in blocks, never \
+held whole; a file over the 256 KiB per-file cap is not tracked (the tools cannot write one \
+that size), so a write over it is refused.
 
 Before every write the lock token is checked with the backend; a lost lock stops the run \
 (status failed, error lock_lost) without restoring, since a restore would itself be an \
@@ -357,9 +361,9 @@ symlink.",
     ),
     (
         "RESULT",
-        "run = {status: completed|proposed|no_changes|skipped|failed|aborted, task_id (null \
+        "run = {status: completed|proposed|no_changes|skipped|dry_run|failed|aborted, task_id (null \
 when no task started), mode: apply|propose, error, reason (skipped: no_sessions, \
-no_readable_sessions), message, sessions_reviewed, files_touched, diff: {created, modified, \
+no_readable_sessions, lock_claimed), message, sessions_reviewed, files_touched, diff: {created, modified, \
 deleted}, diff_text (when proposing), warnings, summary, turns (every assistant turn), \
 tool_calls, usage, landlock, recovered (an interrupted apply or undo rolled back first), \
 unreadable_sessions, claimed_by, health}. files_touched and diff name what differs from \
@@ -375,7 +379,7 @@ holds only the .md files) after any recovery and again after the run (after a re
 one was done). The problems found before, at most 50, are listed in the prompt as work for \
 the prune-and-index phase. The task record keeps health too. A memory dir that cannot be \
 checked leaves health out, and the run goes on. error is one of max_turns, deadline, max_tokens, truncated, \
-lock_lost, lock_claimed, model (with the model error kind in message), environment, \
+lock_lost, model (with the model error kind in message), environment, \
 interrupted.
 
 A completed run that changed files appends {source: \"dream\", task_id, files_touched, at} to \
@@ -388,8 +392,9 @@ model request. The record follows the transcript's last record at the moment of 
 again); it is never appended after an incomplete last line: after a short wait the record is \
 skipped with the warning notify_transcript_skipped. One O_APPEND write, undone if short.
 
-Exit codes: 0 completed, proposed or no_changes; 1 skipped, the run did not complete for a \
-limit (max_turns, deadline, max_tokens, truncated), lost or found its lock claimed, or an \
+Exit codes: 0 completed, proposed, no_changes or dry_run; 1 skipped (a claimed lock \
+included), the run did not complete for a limit (max_turns, deadline, max_tokens, truncated), \
+lost its lock, or an \
 upstream stage said no (the envelope passes through); 2 bad input, a project mismatch or no \
 lock; 3 local failure; 4 model failure after retries; 130/143 SIGINT/SIGTERM (the run is \
 recorded aborted and restored).",
@@ -401,7 +406,9 @@ goes: {task_id, type, status, phase, sessions_reviewing, files_touched, turns (t
 prior_mtime, lock_token, pid, started_at, ended_at, usage, error, snapshot}. `dream-run tasks` \
 lists them newest first and reports a running record whose process is gone as failed with \
 error orphaned (a run killed with kill -9). Every file under the state dir is mode 0600, every \
-folder 0700.
+folder 0700, and is read with a size cap, never whole past it: a task record over 16 MiB is \
+listed as unreadable, pending-updates.jsonl over 64 MiB is an error naming the cap (exit 3), \
+and a digest index over 64 MiB is ignored (the digests are rebuilt).
 
 `dream-run undo [TASK_ID]` puts the files a run touched back as they were before it. Without \
 TASK_ID it takes the newest run that left changes behind: a completed run, or a failed, \
@@ -434,8 +441,10 @@ since is left alone and named. Read-only commands (tasks, show, pending without 
 --dry-run) report it (interrupted: {command, task_id, started_at, files, journal}) and leave \
 it.
 
---dry-run on a run prints {prompt, tools, sessions, digests} and writes nothing, not even the \
-digests; on undo, apply, discard, pending --clear and recover it prints what would be done and \
+--dry-run on a run prints {prompt, tools, sessions, digests} at the top level, beside the \
+envelope's sections and run = {status: \"dry_run\"}, and writes nothing, not even the digests; \
+a release downstream (dream-lock release, or exec through its outcome file) rolls the lock back \
+as for proposed, so a dry run under the lock never moves the last-consolidated time; on undo, apply, discard, pending --clear and recover it prints what would be done and \
 changes nothing.",
     ),
     (

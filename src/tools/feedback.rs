@@ -664,7 +664,9 @@ impl QueueCounts {
     }
 
     fn load(&self) -> Result<serde_json::Map<String, Value>, Failure> {
-        match crate::files::read_regular(&self.path) {
+        // One count per session: a larger file is not ours (an error naming the cap).
+        const MAX_QUEUE_COUNTS_BYTES: u64 = 4 * 1024 * 1024;
+        match crate::files::read_regular_capped(&self.path, MAX_QUEUE_COUNTS_BYTES) {
             Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_default()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
             Err(e) => Err(Failure::io("read", &self.path, &e)),

@@ -1323,9 +1323,9 @@ fn held_a_claim_of_an_older_hold_does_not_block_a_new_hold() {
     let task = out.json()["run"]["task_id"].as_str().unwrap().to_string();
     d.dream_run(&envelope, &[])
         .code(1)
-        .stdout_json(|doc| assert_eq!(doc["run"]["error"], "lock_claimed"))
+        .stdout_json(|doc| assert_eq!(doc["run"]["reason"], "lock_claimed"))
         .stderr_is(format!(
-            "dream-run: run failed: task {task} already ran under this lock: take the lock anew \
+            "dream-run: run skipped: task {task} already ran under this lock: take the lock anew \
              (dream-lock acquire) for another run\n"
         ))
         .run();

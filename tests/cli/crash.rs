@@ -1360,11 +1360,11 @@ fn two_runs_on_one_token_cannot_both_write() {
         .code(1)
         .stdout_json(|doc| {
             let run = &doc["run"];
-            assert_eq!(run["status"], "failed");
-            assert_eq!(run["error"], "lock_claimed");
+            assert_eq!(run["status"], "skipped");
+            assert_eq!(run["reason"], "lock_claimed");
         })
         .stderr_is(format!(
-            "dream-run: run failed: another dream-run (task {task}, PID {pid}) already runs \
+            "dream-run: run skipped: another dream-run (task {task}, PID {pid}) already runs \
              under this lock\n"
         ))
         .run();
@@ -1374,7 +1374,7 @@ fn two_runs_on_one_token_cannot_both_write() {
         .arg("release")
         .stdin(second.stdout)
         .code(1)
-        .stdout_json(|doc| assert_eq!(doc["lock"]["reason"], "claimed"))
+        .stdout_json(|doc| assert_eq!(doc["lock"]["reason"], "not_holder"))
         .stderr_is(format!(
             "dream-lock: not released: dream-run task {task} (PID {pid}) claimed this lock and \
              still runs; its own envelope releases it (or pass --force)\n"
@@ -1386,9 +1386,9 @@ fn two_runs_on_one_token_cannot_both_write() {
     // After the first finished, a replay of its envelope is refused too.
     d.dream_run(&envelope, &[])
         .code(1)
-        .stdout_json(|doc| assert_eq!(doc["run"]["error"], "lock_claimed"))
+        .stdout_json(|doc| assert_eq!(doc["run"]["reason"], "lock_claimed"))
         .stderr_is(format!(
-            "dream-run: run failed: task {task} already ran under this lock: take the lock anew \
+            "dream-run: run skipped: task {task} already ran under this lock: take the lock anew \
              (dream-lock acquire) for another run\n"
         ))
         .run();

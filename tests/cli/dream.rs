@@ -836,6 +836,7 @@ fn dry_run_needs_no_credentials_and_sends_nothing() {
     assert!(prompt.contains("Sessions since last consolidation (5):"));
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 5);
     assert_eq!(doc["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(doc["run"], json!({"status": "dry_run"}));
     assert!(d.api.requests().is_empty());
     assert!(
         !d.home.state_dir().join("tasks").exists(),
@@ -843,6 +844,134 @@ fn dry_run_needs_no_credentials_and_sends_nothing() {
     );
     // Nothing at all: not even the session digests a real run keeps.
     assert!(!d.home.state_home.exists(), "a dry run wrote state");
+}
+
+/// `dream-gate | dream-lock exec -- dream-run --dry-run` (dream-run(1)'s "nothing written"
+/// example) and `acquire | dream-run --dry-run | release` consolidate nothing: the lock is
+/// rolled back to the time it had, and the gate is still due afterwards.
+#[test]
+fn a_dry_run_under_the_lock_rolls_it_back() {
+    for form in ["exec", "pipeline"] {
+        let d = Dream::new();
+        // The lock keeps milliseconds.
+        let before = d.lock_ms();
+        let line = match form {
+            "exec" => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock exec -- dream-run --dry-run",
+            _ => "dream-gate --min-hours 1 --min-sessions 1 | dream-lock acquire | dream-run --dry-run | dream-lock release",
+        };
+        let doc = Run::command(d.process(Path::new("sh")), "sh")
+            .args(["-c", line])
+            .stdin_from(Stdio::null())
+            .env_remove("ANTHROPIC_API_KEY")
+            .success()
+            .stdout_json(|_| {})
+            .stderr_is(if form == "exec" {
+                "dream-lock: rolled the lock back (dry_run): the consolidation time is as it was\n"
+            } else {
+                ""
+            })
+            .run()
+            .json();
+        // The dry run's own keys stay at the top level, beside the envelope's sections.
+        assert_eq!(doc["run"]["status"], "dry_run", "{form}: {doc}");
+        assert_eq!(doc["sessions"].as_array().unwrap().len(), 5, "{form}");
+        assert!(
+            doc["prompt"].as_str().unwrap().contains("1. Orient"),
+            "{form}"
+        );
+        assert_eq!(doc["gate"]["due"], true, "{form}");
+        assert_eq!(doc["lock"]["acquired"], true, "{form}");
+        if form == "pipeline" {
+            assert_eq!(doc["lock"]["released"], true, "{doc}");
+            assert_eq!(doc["lock"]["outcome"], "dry_run", "{doc}");
+        }
+        assert!(d.api.requests().is_empty(), "{form}");
+        assert_eq!(
+            d.lock_ms(),
+            before,
+            "{form}: the last-consolidated time moved"
+        );
+        assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"", "{form}");
+        d.tool("dream-gate")
+            .args(["--min-hours", "1", "--min-sessions", "1"])
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+            .stderr_empty()
+            .run();
+    }
+}
+
+/// Two runs fed one envelope: the loser holds nothing (skipped, lock_claimed), and its
+/// release, run after the winner's run but before the winner's release, changes nothing: the
+/// winner's consolidation is not rolled back, and the winner's own release completes it.
+#[test]
+fn the_losers_release_never_releases_the_winner() {
+    let d = Dream::new();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Consolidating.",
+            &[
+                ("read_file", json!({"path": "MEMORY.md"})),
+                ("read_file", json!({"path": "stale.md"})),
+                (
+                    "write_file",
+                    json!({"path": "MEMORY.md", "content": "# Memory\n- [Build](topics/build.md): how to build\n"}),
+                ),
+                ("delete_file", json!({"path": "stale.md"})),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let winner = d
+        .dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
+    let task = winner.json()["run"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let loser = d
+        .dream_run(&envelope, &[])
+        .code(1)
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["status"], "skipped", "{doc}");
+            assert_eq!(run["reason"], "lock_claimed", "{doc}");
+            assert_eq!(run["task_id"], Value::Null, "{doc}");
+            assert_eq!(run["claimed_by"], task.as_str(), "{doc}");
+        })
+        .stderr_is(format!(
+            "dream-run: run skipped: task {task} already ran under this lock: take the lock anew \
+             (dream-lock acquire) for another run\n"
+        ))
+        .run();
+    let lock_before = std::fs::read(d.home.lock_file()).unwrap();
+    let ms_before = d.lock_ms();
+    d.tool("dream-lock")
+        .arg("release")
+        .stdin(loser.stdout)
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["released"], false, "{doc}");
+            assert_eq!(doc["lock"]["reason"], "not_holder", "{doc}");
+        })
+        .stderr_is(format!(
+            "dream-lock: not released: the lock is held for dream-run task {task}, not for this \
+             envelope's run; that run's own envelope releases it (or pass --force); nothing was \
+             changed\n"
+        ))
+        .run();
+    // Nothing changed: the lock still names its holder at the same time, the work stays.
+    assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), lock_before);
+    assert_eq!(lock_before, holder.pid().to_string().as_bytes());
+    assert_eq!(d.lock_ms(), ms_before);
+    assert!(!d.mem().join("stale.md").exists());
+    d.release(&winner.stdout, "completed");
+    assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");
+    assert!(d.lock_ms() >= ms_before);
 }
 
 #[test]

@@ -1064,9 +1064,13 @@ fn two_dream_runs_on_one_etcd_token_cannot_both_write() {
     // A second run handed the envelope the first one runs under is refused.
     let claimed = |run: Run<'_>, why: &dyn Fn(&str)| {
         run.code(1)
-            .stdout_json(|doc| assert_eq!(doc["run"]["error"], "lock_claimed"))
+            .stdout_json(|doc| {
+                assert_eq!(doc["run"]["status"], "skipped", "{doc}");
+                assert_eq!(doc["run"]["reason"], "lock_claimed", "{doc}");
+            })
             .stderr_with(why)
-            .run();
+            .run()
+            .stdout
     };
     let first = run(&home)
         .success()
@@ -1078,7 +1082,7 @@ fn two_dream_runs_on_one_etcd_token_cannot_both_write() {
     let first_pid = first.pid();
     claimed(run(&home), &|err| {
         assert!(
-            err.starts_with("dream-run: run failed: another dream-run (task ")
+            err.starts_with("dream-run: run skipped: another dream-run (task ")
                 && err.ends_with(&format!(
                     ", PID {first_pid}) already runs under this lock\n"
                 )),
@@ -1092,16 +1096,39 @@ fn two_dream_runs_on_one_etcd_token_cannot_both_write() {
     let first = first.finish();
     // Replayed after it finished: refused too.
     let task = first.json()["run"]["task_id"].as_str().unwrap().to_string();
-    claimed(run(&home), &|err| {
+    let loser = claimed(run(&home), &|err| {
         assert_eq!(
             err,
             format!(
-                "dream-run: run failed: task {task} already ran under this lock: take the lock \
+                "dream-run: run skipped: task {task} already ran under this lock: take the lock \
                  anew (dream-lock acquire) for another run\n"
             )
         );
     });
-    lock(&home, &url, &["release"], &first.stdout, 0);
+    // The loser's release, after the first run ended and before its release: the first's
+    // consolidation is not rolled back, the hold is left untouched.
+    lock_run(&home, &url, &[], &["release"], &loser)
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["released"], false, "{doc}");
+            assert_eq!(doc["lock"]["reason"], "not_holder", "{doc}");
+        })
+        .stderr_is(format!(
+            "dream-lock: not released: the lock is held for dream-run task {task}, not for this \
+             envelope's run; that run's own envelope releases it (or pass --force); nothing was \
+             changed\n"
+        ))
+        .run();
+    let status = lock(&home, &url, &["status"], "", 1);
+    assert_eq!(status["token"], token.as_str());
+    // Not rolled back: the time acquire set is still there (a roll-back deletes it).
+    assert!(status["last_consolidated_at"].is_string(), "{status}");
+    let released = lock(&home, &url, &["release"], &first.stdout, 0);
+    assert_eq!(released["lock"]["outcome"], "completed");
+    assert!(
+        released["lock"]["last_consolidated_at"].is_string(),
+        "{released}"
+    );
     // A new hold has no claim: a run under it goes ahead (on a session newer than the
     // consolidation just released).
     let fresh = home.add_session(&crate::support::session_id(2), Duration::ZERO);

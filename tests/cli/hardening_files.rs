@@ -714,3 +714,101 @@ fn exec_asked_twice_kills_a_command_that_ignores_sigterm_and_rolls_back() {
     assert_eq!(std::fs::read(home.lock_file()).expect("read"), b"");
     assert_eq!(epoch_ms(mtime(&home.lock_file())), prior, "not rolled back");
 }
+
+/// A 1 GiB file with no data blocks: reading it whole would show as 1 GiB of RSS.
+fn sparse_gib(path: &Path) {
+    std::fs::File::create(path)
+        .and_then(|f| f.set_len(1024 * 1024 * 1024))
+        .unwrap();
+}
+
+/// `read_file` of a 1 GiB sparse `.md` in the memory dir: the model gets a tool error (its
+/// window holds NUL bytes, never sent), the file is not hashed whole (over the per-file cap it
+/// is not tracked), and the run's peak RSS stays small.
+#[test]
+fn read_file_of_a_sparse_gib_memory_file_is_refused_with_bounded_memory() {
+    let d = crate::dream::Dream::new();
+    sparse_gib(&d.mem().join("big.md"));
+    d.api
+        .push(Reply::anthropic_tools(
+            "Reading.",
+            &[("read_file", json!({"path": "big.md"}))],
+        ))
+        .push(Reply::anthropic_text("Nothing to change."));
+    let mut cmd = d.process(&bin_path("dream-run"));
+    cmd.args(["--unlocked", "-n"]);
+    // Not through Run: under ptrace (see net::run_measuring_peak_rss); the three streams are
+    // checked here.
+    let (out, peak_kib) = crate::net::run_measuring_peak_rss(cmd);
+    let doc = run::one_json_line(std::str::from_utf8(&out.stdout).unwrap());
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    // Nothing written: completed with no file touched.
+    assert_eq!(doc["run"]["status"], "completed", "{doc}");
+    assert_eq!(doc["run"]["files_touched"], json!([]), "{doc}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{doc}");
+    let requests = d.api.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        crate::dream::tool_results(&requests[1]),
+        vec![(
+            "big.md: line 1 holds a NUL byte: not a text file, nothing of it is shown".to_string(),
+            true
+        )]
+    );
+    assert!(
+        peak_kib < 64 * 1024,
+        "peak RSS {} MiB reading a 1 GiB memory file",
+        peak_kib / 1024
+    );
+}
+
+/// A 1 GiB `response-formats.json` (sparse) is over its cap: ignored, as a corrupt one is
+/// (the form is detected again), never read whole, and replaced by the small file it should be.
+#[test]
+fn a_gib_response_formats_file_is_ignored_with_bounded_memory() {
+    let home = ClaudeHome::new();
+    let api = FakeApi::start();
+    let formats = home.state_home.join("dreamkit/response-formats.json");
+    std::fs::create_dir_all(formats.parent().unwrap()).unwrap();
+    sparse_gib(&formats);
+    api.push(Reply::openai_text(
+        &json!({"state": "done", "detail": "pushed the fix", "tempo": "idle", "needs": "", "result": "pushed"})
+            .to_string(),
+    ));
+    let base = format!("{}/v1", api.url());
+    // The run under ptrace gets no stdin: the turn comes from a transcript.
+    let transcript = home.root.join(format!("{SESSION}.jsonl"));
+    std::fs::write(
+        &transcript,
+        format!(
+            "{}\n",
+            json!({"type": "assistant", "sessionId": SESSION, "uuid": "a1",
+                   "timestamp": "2026-12-01T10:00:05.000Z",
+                   "message": {"id": "msg1", "role": "assistant",
+                               "content": [{"type": "text", "text": "All tests pass. I pushed the fix."}]}})
+        ),
+    )
+    .unwrap();
+    let mut cmd = home.process(bin_path("turn-status"));
+    cmd.args(["--engine", "llm", "--transcript"])
+        .arg(&transcript)
+        .env("DREAMKIT_PROVIDER", "openai")
+        .env("OPENAI_BASE_URL", &base)
+        .env("OPENAI_API_KEY", "")
+        .env("OPENAI_MODEL", "small-model")
+        .env("DREAMKIT_RETRY_BASE_MS", "1");
+    let (out, peak_kib) = crate::net::run_measuring_peak_rss(cmd);
+    let doc = run::one_json_line(std::str::from_utf8(&out.stdout).unwrap());
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["status_category"], "completed", "{doc}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{doc}");
+    assert_eq!(api.requests().len(), 1);
+    assert!(
+        peak_kib < 64 * 1024,
+        "peak RSS {} MiB with a 1 GiB response-formats.json",
+        peak_kib / 1024
+    );
+    // Replaced by the one server's form, written atomically.
+    let remembered: Value = serde_json::from_slice(&std::fs::read(&formats).unwrap()).unwrap();
+    assert_eq!(remembered, json!({ base: "json_schema" }));
+}

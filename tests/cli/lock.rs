@@ -448,7 +448,7 @@ fn the_outcome_flag_wins_and_release_needs_a_lease() {
         .code(2)
         .stdout_json(|out| assert_eq!(out["error"]["kind"], "bad_input"))
         .stderr_is(
-            "dream-lock: envelope field `run.status` must be one of \"completed\", \"failed\", \"aborted\", \"proposed\", \"skipped\", \"no_changes\", not \"running\" (a string)\n",
+            "dream-lock: envelope field `run.status` must be one of \"completed\", \"failed\", \"aborted\", \"proposed\", \"skipped\", \"no_changes\", \"dry_run\", not \"running\" (a string)\n",
         )
         .run();
     assert_eq!(

@@ -19,6 +19,9 @@ pub const MESSAGE_CHARS: usize = 1200;
 /// The directory under the project's state dir.
 pub const DIGESTS_DIR: &str = "digests";
 const INDEX_FILE: &str = "index.json";
+/// The index names each session's transcript size and mtime: a few hundred bytes a session.
+/// A larger file is ignored like a corrupt one (the digests are rebuilt), never read whole.
+const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// What a digest was built from; equal values mean the digest is current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,10 +67,11 @@ pub fn build_all(
         create_private_dir(&dir)?;
     }
     let index_path = dir.join(INDEX_FILE);
-    let index: BTreeMap<String, Source> = crate::files::read_regular(&index_path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
+    let index: BTreeMap<String, Source> =
+        crate::files::read_regular_capped(&index_path, MAX_INDEX_BYTES)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
     let results: Vec<Result<(Digest, Option<Source>), Unreadable>> =
         crate::parallel::map(sessions, |(id, transcript)| {
             build_one(&dir, &index, id, transcript, write).map_err(|problem| Unreadable {

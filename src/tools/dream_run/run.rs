@@ -137,6 +137,24 @@ struct DryRun {
     interrupted: Option<super::recover::Interrupted>,
 }
 
+/// `--dry-run`'s document: its own keys at the top level (what README and docs read with jq),
+/// beside the envelope's sections and `run: {status: "dry_run"}`, so a release downstream
+/// finds the lease and rolls it back.
+fn dry_run_document(mut envelope: Envelope, document: &DryRun) -> Result<Envelope, Failure> {
+    envelope.set(
+        "run",
+        serde_json::json!({"status": RunStatus::DryRun.as_str()}),
+    );
+    let own = serde_json::to_value(document)
+        .map_err(|e| Failure::environment(format!("cannot serialise the dry run: {e}")))?;
+    if let Value::Object(own) = own {
+        for (key, value) in own {
+            envelope.set(&key, value);
+        }
+    }
+    Ok(envelope)
+}
+
 /// The `run` section.
 #[derive(Debug, Clone, Serialize)]
 struct RunSection {
@@ -145,7 +163,7 @@ struct RunSection {
     task_id: Option<String>,
     mode: &'static str,
     error: Option<&'static str>,
-    /// Why a run was skipped (`no_sessions`, `no_readable_sessions`).
+    /// Why a run was skipped (`no_sessions`, `no_readable_sessions`, `lock_claimed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'static str>,
     message: Option<String>,
@@ -346,7 +364,13 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
             unreadable_sessions: unreadable,
             interrupted: super::recover::report(&project, diag),
         };
-        return Ok(Outcome::new(Exit::Yes, &document));
+        // Nothing was consolidated: `dream-lock exec` (through the outcome file) and
+        // `release` (through run.status) roll the lock back.
+        crate::lock::outcome::report(&env, diag, RunStatus::DryRun);
+        return Ok(Outcome::new(
+            Exit::Yes,
+            &dry_run_document(envelope, &document)?,
+        ));
     }
     // Nothing to review: no model request, and the downstream release rolls the time back.
     if session_ids.is_empty() {
@@ -399,8 +423,12 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         match claimed {
             Claimed::Ours => {}
             Claimed::ByOther(other) => {
-                let mut section = RunSection::early("failed", mode);
-                section.error = Some("lock_claimed");
+                // The loser holds nothing: skipped, so that nobody reads its envelope as a
+                // run to release (its release compares run.task_id with the claim's and
+                // changes nothing), and no word to exec's outcome file, which is the
+                // winner's.
+                let mut section = RunSection::early("skipped", mode);
+                section.reason = Some("lock_claimed");
                 let message = if other.alive() {
                     format!(
                         "another dream-run (task {}, PID {}) already runs under this lock",
@@ -415,7 +443,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                 section.message = Some(message.clone());
                 section.claimed_by = Some(other.task_id);
                 return Ok(Outcome::new(Exit::No, &envelope.with("run", &section))
-                    .with_note(format!("run failed: {message}")));
+                    .with_note(format!("run skipped: {message}")));
             }
             Claimed::NotHeld => {
                 let mut section = RunSection::early("failed", mode);
@@ -429,8 +457,18 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     }
     // A lease-based lock (etcd) is renewed for the whole run: nobody else does in the
     // `acquire | dream-run | release` form. (The file lock has no lease: `None`.)
+    // From here on a failure names this run's task, as every later outcome does: the release
+    // downstream lets only the claim's own task release its hold.
+    macro_rules! or_fail {
+        ($result:expr) => {
+            match $result {
+                Ok(value) => value,
+                Err(failure) => return Ok(failed_after_claim(&envelope, &task_id, &failure, diag)),
+            }
+        };
+    }
     let keep_alive = match &claim.token {
-        Some(token) => backend.keep_alive(token)?,
+        Some(token) => or_fail!(backend.keep_alive(token)),
         None => None,
     };
     // From here on, SIGINT/SIGTERM stop the run instead of the process, so it is recorded as
@@ -438,18 +476,26 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     // shell tool while it waits).
     let hold = signals::hold();
     // An apply or undo killed midway is rolled back first, under this run's lock.
-    let recovered = super::recover::under_lock(&project, None, diag)?;
+    let recovered = or_fail!(super::recover::under_lock(&project, None, diag));
     // Nothing is written in the memory dir when proposing, not even the dir itself.
     let base = match mode {
         Mode::Apply => {
-            std::fs::create_dir_all(&project.memory_dir)
-                .map_err(|e| Failure::io("create", &project.memory_dir, &e))?;
+            or_fail!(
+                std::fs::create_dir_all(&project.memory_dir).map_err(|e| Failure::io(
+                    "create",
+                    &project.memory_dir,
+                    &e
+                ))
+            );
             BTreeMap::new()
         }
-        Mode::Propose => staging::stage_copy(&project.memory_dir, &work_dir).map_err(|e| {
-            let _ = std::fs::remove_dir_all(staging::proposal_dir(&project.state_dir, &task_id));
-            Failure::io("copy the memory dir to", &work_dir, &e)
-        })?,
+        Mode::Propose => or_fail!(staging::stage_copy(&project.memory_dir, &work_dir).map_err(
+            |e| {
+                let _ =
+                    std::fs::remove_dir_all(staging::proposal_dir(&project.state_dir, &task_id));
+                Failure::io("copy the memory dir to", &work_dir, &e)
+            }
+        )),
     };
 
     // Checked where the run works (a proposal's copy keeps the files' mtimes), after any
@@ -468,14 +514,14 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         shell_timeout: args.shell_timeout,
         ..Limits::default()
     };
-    let mut sandbox = Sandbox::new(&work_dir, &roots, limits).map_err(|e| {
+    let mut sandbox = or_fail!(Sandbox::new(&work_dir, &roots, limits).map_err(|e| {
         if e.kind() == std::io::ErrorKind::InvalidInput {
             // A root the agent must never read (`/`, a parent of home): the caller asked.
             Failure::bad_input(e.to_string())
         } else {
             Failure::io("set up the sandbox for", &work_dir, &e)
         }
-    })?;
+    }));
     if mode == Mode::Propose {
         sandbox = sandbox.with_alias(&project.memory_dir);
     }
@@ -496,9 +542,11 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         claim.token.clone(),
     );
     record.mode = mode.as_str().into();
-    store
-        .save(&record)
-        .map_err(|e| Failure::io("write the task record in", &project.state_dir, &e))?;
+    or_fail!(store.save(&record).map_err(|e| Failure::io(
+        "write the task record in",
+        &project.state_dir,
+        &e
+    )));
     diag.info(&format!(
         "task {task_id}: {} sessions, {} digests, model {}",
         session_ids.len(),
@@ -567,6 +615,22 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         ));
     }
     Ok(outcome)
+}
+
+/// A failure after the claim: the envelope with `run` failed as every stage's failure prints
+/// it (see [`crate::cli::envelope::failed`]), naming this run's task.
+fn failed_after_claim(
+    envelope: &Envelope,
+    task_id: &str,
+    failure: &Failure,
+    diag: &Diag,
+) -> Outcome {
+    diag.warn(&failure.to_string());
+    let mut document = crate::cli::envelope::failed(envelope.clone(), "run", failure);
+    if let Some(run) = document.get_mut("run").and_then(Value::as_object_mut) {
+        run.insert("task_id".into(), Value::String(task_id.to_string()));
+    }
+    Outcome::new(failure.exit(), &document)
 }
 
 /// `20261203T131500Z-1a2b3c4d`: sorts by time, unique, safe as a file name.
@@ -665,6 +729,8 @@ struct Fence<'g> {
     seen: &'g HashMap<String, String>,
     touched: &'g HashSet<String>,
     max_files: usize,
+    /// The per-file size cap: a file over it was never tracked in `seen`.
+    max_file_bytes: u64,
     /// Why, and the message, when the run must stop.
     stop: Option<(Stop, String)>,
 }
@@ -714,9 +780,18 @@ impl Fence<'_> {
             .unwrap_or(path)
             .to_string_lossy()
             .into_owned();
-        let now = match crate::files::read_regular(path) {
-            Ok(bytes) => snapshot::sha256_hex(&bytes),
+        let seen = self.seen.get(&rel);
+        // Untracked (never read, or over the cap): only its absence lets the write through,
+        // and that needs no read of it.
+        let now = match seen {
+            Some(_) => crate::files::sha256_regular(path, self.max_file_bytes),
+            None => std::fs::symlink_metadata(path).map(|_| String::new()),
+        };
+        let now = match now {
+            Ok(hash) => hash,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // Grown past the cap since it was read: changed.
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => String::new(),
             Err(e) => {
                 return Err(GuardRefusal {
                     message: format!("cannot read {rel} to check it: {e}"),
@@ -724,7 +799,7 @@ impl Fence<'_> {
                 })
             }
         };
-        if self.seen.get(&rel) == Some(&now) {
+        if seen == Some(&now) {
             return Ok(());
         }
         Err(GuardRefusal {
@@ -1047,6 +1122,7 @@ keep it short, and use the tools for changes.",
             seen: &self.seen,
             touched: &self.touched_set,
             max_files: self.args.max_files as usize,
+            max_file_bytes: self.sandbox.limits().max_file_bytes as u64,
             stop: None,
         };
         self.progress.tool_started(name, input);
@@ -1079,14 +1155,7 @@ keep it short, and use the tools for changes.",
             if self.touched_set.insert(rel.clone()) {
                 self.touched.push(rel.clone());
             }
-            match crate::files::read_regular(path) {
-                Ok(bytes) => {
-                    self.seen.insert(rel.clone(), snapshot::sha256_hex(&bytes));
-                }
-                Err(_) => {
-                    self.seen.remove(&rel);
-                }
-            }
+            self.track(path, &rel);
             // What the guard recorded is what landed, unless the write failed midway.
             if let Some(snapshot) = self.snapshot.as_mut() {
                 if let Err(e) = snapshot.record_written(&memory_dir, &rel) {
@@ -1113,12 +1182,20 @@ keep it short, and use the tools for changes.",
             return;
         };
         let rel = rel.to_string_lossy().into_owned();
-        match crate::files::read_regular(read) {
-            Ok(bytes) => {
-                self.seen.insert(rel, snapshot::sha256_hex(&bytes));
+        self.track(read, &rel);
+    }
+
+    /// Records what a memory file holds now, hashed in blocks. A file over the per-file cap
+    /// is not tracked (the tools cannot write one that size, so no write over it can be
+    /// allowed): reading it costs neither its size in memory nor a hash of all of it.
+    fn track(&mut self, path: &Path, rel: &str) {
+        let cap = self.sandbox.limits().max_file_bytes as u64;
+        match crate::files::sha256_regular(path, cap) {
+            Ok(hash) => {
+                self.seen.insert(rel.to_string(), hash);
             }
             Err(_) => {
-                self.seen.remove(&rel);
+                self.seen.remove(rel);
             }
         }
     }

@@ -27,13 +27,20 @@ fn count_field(input: &Map<String, Value>, key: &str) -> Result<Option<usize>, S
 /// base64; only the first [`MAX_LINE_CHARS`] characters are shown anyway).
 const MAX_LINE_BYTES: usize = 4 * MAX_LINE_CHARS;
 
+/// What `read_file` says of a window holding a NUL byte (a binary or sparse file): the
+/// model gets a tool error, never the NULs.
+struct NulByte;
+
 /// Reads one line (up to and including `\n`) keeping at most `max` bytes of it in `line`
-/// and skipping the rest. Returns the bytes consumed (0 at end of file).
+/// and skipping the rest. Returns the bytes consumed (0 at end of file). With `refuse_nul`,
+/// a NUL byte among the kept bytes ends the read at once (`Ok(Err(NulByte))`), so a sparse
+/// file of zeros is not read to its end.
 fn read_line_capped(
     reader: &mut impl BufRead,
     line: &mut Vec<u8>,
     max: usize,
-) -> std::io::Result<usize> {
+    refuse_nul: bool,
+) -> std::io::Result<Result<usize, NulByte>> {
     let mut consumed = 0;
     loop {
         let chunk = match reader.fill_buf() {
@@ -42,18 +49,22 @@ fn read_line_capped(
             Err(e) => return Err(e),
         };
         if chunk.is_empty() {
-            return Ok(consumed);
+            return Ok(Ok(consumed));
         }
         let (take, done) = match memchr::memchr(b'\n', chunk) {
             Some(at) => (at + 1, true),
             None => (chunk.len(), false),
         };
         let room = max.saturating_sub(line.len());
-        line.extend_from_slice(&chunk[..take.min(room)]);
+        let kept = &chunk[..take.min(room)];
+        if refuse_nul && memchr::memchr(0, kept).is_some() {
+            return Ok(Err(NulByte));
+        }
+        line.extend_from_slice(kept);
         reader.consume(take);
         consumed += take;
         if done {
-            return Ok(consumed);
+            return Ok(Ok(consumed));
         }
     }
 }
@@ -111,9 +122,17 @@ pub(super) fn read_file(sandbox: &Sandbox, input: &Map<String, Value>) -> ToolRe
     let mut note = None;
     loop {
         line.clear();
-        let cut_bytes = match read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES) {
-            Ok(0) => break,
-            Ok(consumed) => consumed > line.len(),
+        // Only the lines shown are checked: the window is what the model would get.
+        let in_window = number + 1 >= offset && shown < limit;
+        let cut_bytes = match read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES, in_window) {
+            Ok(Ok(0)) => break,
+            Ok(Ok(consumed)) => consumed > line.len(),
+            Ok(Err(NulByte)) => {
+                return ToolResult::error(format!(
+                    "{raw}: line {} holds a NUL byte: not a text file, nothing of it is shown",
+                    number + 1
+                ))
+            }
             Err(e) => return ToolResult::error(format!("{raw}: read error: {e}")),
         };
         number += 1;

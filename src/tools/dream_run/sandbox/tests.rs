@@ -857,6 +857,38 @@ fn read_file_numbers_lines_and_pages() {
 }
 
 #[test]
+fn read_file_refuses_a_window_holding_a_nul_byte() {
+    let f = fixture();
+    let mut sb = sandbox(&f, Limits::default());
+    std::fs::write(f.mem.join("bin.md"), b"text\nha\0lf\nmore\n").unwrap();
+    let refused = sb.call("read_file", &json!({"path": "bin.md"}), &mut AllowAll);
+    assert!(refused.is_error);
+    assert_eq!(
+        refused.content,
+        "bin.md: line 2 holds a NUL byte: not a text file, nothing of it is shown"
+    );
+    assert_eq!(refused.read_path, None);
+    // A window without it is shown: the line before, the line after.
+    let before = sb.call(
+        "read_file",
+        &json!({"path": "bin.md", "limit": 1}),
+        &mut AllowAll,
+    );
+    assert!(!before.is_error, "{}", before.content);
+    assert_eq!(
+        before.content,
+        "     1\ttext\n[more lines follow; continue with offset=2]\n"
+    );
+    let after = sb.call(
+        "read_file",
+        &json!({"path": "bin.md", "offset": 3}),
+        &mut AllowAll,
+    );
+    assert!(!after.is_error, "{}", after.content);
+    assert_eq!(after.content, "     3\tmore\n");
+}
+
+#[test]
 fn write_edit_delete_land_atomically_with_modes() {
     let f = fixture();
     let mut sb = sandbox(&f, Limits::default());
