@@ -21,7 +21,7 @@ use serde::ser::SerializeMap;
 use serde::Serialize;
 
 use super::journal::{self, Intent, Journal};
-use super::snapshot::{self, sha256_hex, Snapshot};
+use super::snapshot::{self, Snapshot};
 use super::sweep::{self, Swept};
 use super::tasks::{TaskRecord, TaskStore};
 use crate::claude::Project;
@@ -376,9 +376,9 @@ fn move_aside(project: &Project, why: &str, diag: &Diag) -> Result<CorruptJourna
     let files = journal::backing_copies(&to)
         .into_iter()
         .map(|(rel, backup)| {
-            let memory_now = match snapshot::current(&project.memory_dir, &rel) {
-                Ok(Some(now)) => match crate::files::read_regular(&backup) {
-                    Ok(copy) if sha256_hex(&copy) == sha256_hex(&now) => "same_as_backup",
+            let memory_now = match snapshot::current_hash(&project.memory_dir, &rel) {
+                Ok(Some(now)) => match crate::files::sha256_regular(&backup, u64::MAX) {
+                    Ok(copy) if copy == now => "same_as_backup",
                     _ => "differs",
                 },
                 _ => "missing",

@@ -26,6 +26,9 @@ const MANIFEST: &str = "manifest.json";
 /// of a write does not grow with the number of files written before it.
 const LOG: &str = "manifest.jsonl";
 const FILES: &str = "files";
+/// A manifest names each file a run touched in a line or two (a few hundred bytes); a run
+/// touches at most `--max-files` files.
+const MAX_MANIFEST: u64 = 64 * 1024 * 1024;
 
 /// A file's content hash, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -286,10 +289,10 @@ impl Snapshot {
     /// Reads a snapshot (its log, or the one-document manifest of an older snapshot),
     /// refusing a manifest that names anything but memory files.
     pub fn load(dir: &Path) -> std::io::Result<Snapshot> {
-        let manifest = match read_regular(&dir.join(LOG)) {
+        let manifest = match crate::files::read_regular_capped(&dir.join(LOG), MAX_MANIFEST) {
             Ok(bytes) => replay(&bytes)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let bytes = read_regular(&dir.join(MANIFEST))?;
+                let bytes = crate::files::read_regular_capped(&dir.join(MANIFEST), MAX_MANIFEST)?;
                 serde_json::from_slice(&bytes)
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?
             }

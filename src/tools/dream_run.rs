@@ -59,8 +59,8 @@ pub enum Subcommand {
     Tasks(TasksArgs),
     /// Memory updates not yet announced to a session (`--clear` empties the list)
     Pending(PendingArgs),
-    /// Put the memory dir back as it was before a run that changed it (completed, or killed
-    /// or failed without a restore)
+    /// Put the memory dir back as it was before a run that changed it (completed, or one
+    /// whose snapshot was kept)
     Undo(UndoArgs),
     /// A proposal's changes as JSON, or with --diff as a unified diff [default: the latest]
     Show(ShowArgs),
@@ -68,8 +68,8 @@ pub enum Subcommand {
     Apply(ApplyArgs),
     /// Drop a proposal (its staged copy); the task becomes discarded
     Discard(DiscardArgs),
-    /// Roll back an apply or undo that was killed midway (every state-changing command
-    /// does this first by itself)
+    /// Put back what killed commands left: an apply or undo midway, a run that died, their
+    /// temporary files (every state-changing command does this first by itself)
     Recover(RecoverArgs),
     /// The memory's health without a model: the index as Claude Code cuts it, dangling
     /// links, orphans, duplicates, relative dates, vanished paths, secrets (reads only)
@@ -412,10 +412,11 @@ and a digest index over 64 MiB is ignored (the digests are rebuilt).
 
 `dream-run undo [TASK_ID]` puts the files a run touched back as they were before it. Without \
 TASK_ID it takes the newest run that left changes behind: a completed run, or a failed, \
-aborted or orphaned one whose snapshot was not restored (so `dream-run undo` after a crash \
-repairs the crash). It takes the lock like a run and releases it rolled back (undo is no \
-consolidation; undoing a killed run also gives back the time that run's lock had moved, while \
-the lock still shows it). When a file the run touched has changed since, it refuses with exit \
+aborted or killed one whose snapshot was kept (--keep-partial, or orphan_kept below). It takes \
+the lock like a run and releases it rolled back (undo is no consolidation). Undoing the newest \
+consolidation also puts the last-consolidated time back to that run's prior_mtime, so its \
+sessions are due again, and says so (last_consolidated_at in its JSON); undoing an older one \
+leaves the time alone. When a file the run touched has changed since, it refuses with exit \
 1 and names the files. The undone task becomes undone, its pending-updates line is withdrawn \
 when no session was told yet, and `pending` no longer lists it. The snapshots of the last 10 \
 completed runs are kept. `dream-run pending [--clear]` prints {updates: [...]} and, with \
@@ -439,7 +440,30 @@ the journal and roll it back first, under the lock, saying so on stderr and in t
 (recovered: {command, task_id, restored, skipped, lock_rolled_back}); a file someone changed \
 since is left alone and named. Read-only commands (tasks, show, pending without --clear, any \
 --dry-run) report it (interrupted: {command, task_id, started_at, files, journal}) and leave \
-it.
+it. A journal that cannot be used (truncated, hand-edited, naming a path outside the memory \
+dir, a file or link in its place) is moved aside to <state_dir>/journal.corrupt-<time> with its \
+backing copies, and reported (journal_corrupt: {moved_to, error, files: [{path, backup, \
+memory_now}]}); the command goes on. Only permission bits are ever restored (mode & 0o777), \
+and backing copies are opened without following a link.
+
+A run killed while it ran (kill -9, a power cut: its record still says running, its process \
+is gone) is an incomplete transaction. The next command that changes state (a run's acquire, \
+dream-lock acquire and exec, apply, undo, discard, recover) restores its snapshot first, \
+under the lock, and marks it failed, error orphaned, with rolled_back_at (orphans: [{task_id, \
+started_at, outcome: \"rolled_back\", files}]). When a file it touched changed since it last \
+wrote it, nothing of it is restored: outcome orphan_kept names the files, its snapshot stays, \
+and `dream-run undo TASK_ID` is the way back. A proposing run that died never touched the \
+memory dir: its staging copy is removed (outcome proposal_dropped), and `dream-run discard \
+TASK_ID` of it answers discarded. Nor does a crash postpone the next dream: a hold its holder \
+never released (the lock file still names a dead PID) moved no time; dream-gate, status and \
+the next acquire see the time from before it, and the next command that changes state puts \
+that time back on the lock file, which Claude Code reads too.
+
+Temporary files are named .dreamkit-<pid>-<random>.tmp beside the file they replace. Those a \
+killed process left (its PID is dead, or the file is over 10 minutes old) are removed by every \
+command that changes state, in the memory and state dirs (swept: {removed: [...], proposals: \
+[...]}), with the staging copies of proposals whose run ended without proposing; `dream-run \
+check` reports any it finds (stray_temp).
 
 --dry-run on a run prints {prompt, tools, sessions, digests} at the top level, beside the \
 envelope's sections and run = {status: \"dry_run\"}, and writes nothing, not even the digests; \
