@@ -1622,3 +1622,201 @@ fn kill_9_of_a_run_at_random_moments_is_rolled_back_by_the_next_acquire() {
 fn nothing_left_behind_but_the_killed_write(d: &Dream) {
     assert!(!d.journal().exists(), "a run keeps no journal");
 }
+
+/// A command killed while it holds the lock (before any journal of its own) moved no time:
+/// the gate sees the time from before it, and the next command that changes state writes
+/// that time back on the lock file (which Claude Code reads too).
+#[test]
+fn a_hold_killed_before_its_journal_moves_no_time() {
+    let d = Dream::new();
+    let prior = d.lock_ms();
+    let holder = LiveProcess::start();
+    let _envelope = d.acquired_envelope(&holder);
+    assert_ne!(d.lock_ms(), prior);
+    holder.kill();
+    d.tool("dream-gate")
+        .args([
+            "--min-hours",
+            "24",
+            "--min-sessions",
+            "1",
+            "--scan-interval",
+            "0",
+        ])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+        .stderr_empty()
+        .run();
+    d.tool("dream-lock")
+        .arg("status")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["held"], false, "{doc}");
+            assert_eq!(doc["stale"], true, "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    d.tool("dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
+        .stderr_empty()
+        .run();
+    assert_eq!(d.lock_ms(), prior, "the time is back on the lock file");
+    assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");
+}
+
+/// A `--propose` run killed midway: its staging copy is swept by the next command, and
+/// `discard` of it answers discarded (it never touched the memory dir).
+#[test]
+fn a_killed_proposal_is_swept_and_can_be_discarded() {
+    let d = Dream::new();
+    let before = d.md_tree();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Proposing.",
+            &[
+                ("read_file", json!({"path": "stale.md"})),
+                (
+                    "write_file",
+                    json!({"path": "stale.md", "content": "blue-green\n"}),
+                ),
+            ],
+        ))
+        .push(Reply::Hang(Duration::from_secs(120)));
+    let proposing = d
+        .dream_run(&envelope, &["--propose"])
+        .timeout(LONG_RUN)
+        .killed_by(libc::SIGKILL)
+        .stdout_empty()
+        .stderr_empty()
+        .spawn();
+    crate::support::wait::busy_until("the second request", || d.api.requests().len() == 2);
+    proposing.signal(libc::SIGKILL);
+    proposing.finish();
+    drop(holder);
+    let proposals = d.home.state_dir().join("proposals");
+    let id = std::fs::read_dir(&proposals)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    assert!(proposals.join(&id).join("memory/stale.md").exists());
+    d.tool("dream-run")
+        .args(["discard", &id])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["discarded"], true, "{doc}");
+            assert_eq!(doc["task_id"], id.as_str());
+            assert_eq!(doc["orphans"][0]["outcome"], "proposal_dropped", "{doc}");
+        })
+        .stderr_is(format!(
+            "dream-run: task {id} (proposing) died without an end: its staging copy was removed\n"
+        ))
+        .run();
+    assert!(!proposals.join(&id).exists());
+    assert_eq!(d.task(&id)["status"], "discarded");
+    assert_eq!(d.md_tree(), before);
+}
+
+/// Undoing a consolidation that a later one followed leaves the last-consolidated time.
+#[test]
+fn undo_of_an_older_consolidation_leaves_the_time() {
+    let d = Dream::new();
+    let mut ids = Vec::new();
+    for topic in ["a", "b"] {
+        d.touch_sessions();
+        let holder = LiveProcess::start();
+        let envelope = d.acquired_envelope(&holder);
+        d.api
+            .push(Reply::anthropic_tools(
+                "Noting.",
+                &[(
+                    "write_file",
+                    json!({"path": format!("topics/{topic}.md"), "content": format!("{topic}\n")}),
+                )],
+            ))
+            .push(Reply::anthropic_text("Done."));
+        let out = d
+            .dream_run(&envelope, &[])
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+            .stderr_any("the health warning depends on the round")
+            .run();
+        ids.push(out.json()["run"]["task_id"].as_str().unwrap().to_string());
+        d.release(&out.stdout, "completed");
+    }
+    let lock = d.lock_ms();
+    d.tool("dream-run")
+        .args(["undo", &ids[0]])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["undone"], true, "{doc}");
+            assert_eq!(doc.get("last_consolidated_at"), None, "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    assert!(!d.mem().join("topics/a.md").exists());
+    assert!(d.mem().join("topics/b.md").exists());
+    assert_eq!(d.lock_ms(), lock, "a later consolidation still stands");
+}
+
+/// A hand-edited journal: a set-id mode is never restored (permission bits only), and a
+/// backing copy swapped for a link is never followed (the journal is moved aside instead).
+#[test]
+fn a_journal_restores_permission_bits_only_and_follows_no_link() {
+    for case in ["setid", "link"] {
+        let d = Dream::new();
+        let _id = d.propose_many(300);
+        let outside = d.home.root.join("outside.md");
+        std::fs::write(&outside, "secret of another user\n").unwrap();
+        let apply = d.apply_stopped_midway(
+            d.tool("dream-run")
+                .arg("apply")
+                .killed_by(libc::SIGKILL)
+                .stdout_empty()
+                .stderr_empty(),
+        );
+        apply.signal(libc::SIGKILL);
+        apply.finish();
+        let intent_path = d.journal().join("intent.json");
+        let mut intent: Value =
+            serde_json::from_slice(&std::fs::read(&intent_path).unwrap()).unwrap();
+        let copy = d.journal().join("files/MEMORY.md");
+        if case == "setid" {
+            intent["files"]["MEMORY.md"]["before"]["mode"] = json!(0o6777);
+            std::fs::write(&intent_path, intent.to_string()).unwrap();
+        } else {
+            std::fs::remove_file(&copy).unwrap();
+            std::os::unix::fs::symlink(&outside, &copy).unwrap();
+        }
+        let out = d
+            .tool("dream-run")
+            .arg("recover")
+            .success()
+            .stdout_any("checked below")
+            .stderr_any("checked below")
+            .run();
+        let doc = out.json();
+        assert!(!d.read("MEMORY.md").contains("secret"), "{case}");
+        if case == "setid" {
+            assert_eq!(doc["recovered"]["command"], "apply", "{doc}");
+            let meta = std::fs::metadata(d.mem().join("MEMORY.md")).unwrap();
+            assert_eq!(mode(&meta), 0o777, "no set-id bit");
+        } else {
+            assert!(
+                doc["journal_corrupt"]["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the journal's copy of MEMORY.md cannot be read"),
+                "{doc}"
+            );
+            assert!(!d.journal().exists());
+        }
+    }
+}
