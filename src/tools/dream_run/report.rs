@@ -37,6 +37,8 @@ pub enum Report {
     Tasks {
         tasks: Vec<TaskRecord>,
         unreadable: Vec<String>,
+        /// `unreadable_task_records` when some are left out.
+        warnings: Vec<&'static str>,
         interrupted: Option<Interrupted>,
     },
     /// `pending [--clear] [--dry-run]`.
@@ -369,10 +371,18 @@ impl Serialize for Report {
             Report::Tasks {
                 tasks,
                 unreadable,
+                warnings,
                 interrupted,
             } => {
-                map.serialize_entry("tasks", tasks)?;
+                // The records quote the model (turns, summary, errors) and the memory (the
+                // diff): shown as any such text is shown to a person.
+                let tasks = serde_json::to_value(tasks).map_err(serde::ser::Error::custom)?;
+                map.serialize_entry(
+                    "tasks",
+                    &crate::cli::text::map_strings(tasks, &super::check::for_a_person),
+                )?;
                 map.serialize_entry("unreadable", unreadable)?;
+                map.serialize_entry("warnings", warnings)?;
                 some(&mut map, "interrupted", interrupted)?;
             }
             Report::Pending {

@@ -76,7 +76,9 @@ pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Report, Failure> {
         Ok(record) => record,
         Err(refusal) => return Ok(refusal),
     };
-    let Some(diff_text) = record.diff_text.clone() else {
+    // Shown as any memory text is (a record written before the diff was made safe may hold
+    // a secret line or a terminal escape).
+    let Some(diff_text) = record.diff_text.as_deref().map(super::check::for_a_person) else {
         return Ok(Report::refused(
             None,
             "no_changes_recorded",
@@ -88,9 +90,12 @@ pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Report, Failure> {
     if args.diff {
         // The one exception to one JSON object: the diff itself, for a person. The model
         // wrote its lines: no control character of theirs reaches the terminal.
-        let safe = crate::cli::text::sanitize(&diff_text).into_owned();
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        let text = if color { colorize(&safe) } else { safe };
+        let text = if color {
+            colorize(&diff_text)
+        } else {
+            diff_text
+        };
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes())
             .and_then(|_| out.flush())
