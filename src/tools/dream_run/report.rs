@@ -514,6 +514,7 @@ impl Serialize for Report {
                 map.serialize_entry("index", &health.index)?;
                 map.serialize_entry("problems", &health.problems)?;
                 map.serialize_entry("counts", &health.counts)?;
+                map.serialize_entry("notes", &health.notes)?;
             }
             Report::Recover {
                 recovered,

@@ -580,8 +580,24 @@ mod tests {
             "--- a/a/b.md\n+++ b/a/b.md\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n"
         );
         assert_eq!(unified_diff("x.md", Some(b"same\n"), Some(b"same\n")), "");
-        let created = unified_diff("n.md", None, Some(b"new\n"));
-        assert!(created.ends_with("+new\n"), "{created}");
+        // As git writes them: the side that does not exist is /dev/null.
+        assert_eq!(
+            unified_diff("n.md", None, Some(b"new\n")),
+            "--- /dev/null\n+++ b/n.md\n@@ -0,0 +1 @@\n+new\n"
+        );
+        assert_eq!(
+            unified_diff("g.md", Some(b"old\nx"), None),
+            "--- a/g.md\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-old\n-x\n\\ No newline at end of file\n"
+        );
+        // A secret line, and a key block (its body judged by where it stands, on either
+        // side), never in the diff; control and bidi characters neither.
+        let before = b"keep\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMx\n-----END RSA PRIVATE KEY-----\n";
+        let after = b"keep\naws AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nti\x1b]0;x\x07tle \xe2\x80\xaeevil\n";
+        let s = crate::tools::dream_run::check::SECRET_LINE;
+        assert_eq!(
+            unified_diff("k.md", Some(before), Some(after)),
+            format!("--- a/k.md\n+++ b/k.md\n@@ -1,4 +1,3 @@\n keep\n-{s}\n-{s}\n-{s}\n+{s}\n+title evil\n")
+        );
         assert_eq!(
             colorize(&text),
             "\x1b[36m--- a/a/b.md\x1b[0m\n\x1b[36m+++ b/a/b.md\x1b[0m\n\x1b[36m@@ -1,2 +1,2 @@\x1b[0m\n one\n\x1b[31m-two\x1b[0m\n\x1b[32m+three\x1b[0m\n"
