@@ -32,4 +32,5 @@ mod recap;
 mod review;
 mod status;
 mod suggest;
+mod terminal_text;
 mod support;
