@@ -89,12 +89,9 @@ pub fn map_strings(value: serde_json::Value, clean: &dyn Fn(&str) -> String) -> 
     use serde_json::Value;
     match value {
         Value::String(text) => Value::String(clean(&text)),
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|v| map_strings(v, clean))
-                .collect(),
-        ),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| map_strings(v, clean)).collect())
+        }
         Value::Object(map) => Value::Object(
             map.into_iter()
                 .map(|(key, v)| (clean(&key), map_strings(v, clean)))
@@ -140,6 +137,9 @@ mod tests {
     fn every_string_of_a_document_keys_included() {
         let doc = serde_json::json!({"a\u{202e}": ["x\u{1b}[2Jy", 1, {"k": "\u{7}z"}], "n": null});
         let clean = map_strings(doc, &|t| sanitize(t).into_owned());
-        assert_eq!(clean, serde_json::json!({"a": ["xy", 1, {"k": "z"}], "n": null}));
+        assert_eq!(
+            clean,
+            serde_json::json!({"a": ["xy", 1, {"k": "z"}], "n": null})
+        );
     }
 }

@@ -554,7 +554,10 @@ fn secret_lines_past_the_cut_are_never_printed_and_the_cut_is_bounded() {
     );
     let long = cut[5]["text"].as_str().unwrap();
     assert_eq!(long.chars().count(), 200, "at most 200 characters");
-    assert!(long.starts_with("- long éé") && long.ends_with("é…"), "{long}");
+    assert!(
+        long.starts_with("- long éé") && long.ends_with("é…"),
+        "{long}"
+    );
     assert_eq!(cut[999], json!({"line": 1200, "text": "- entry 1200"}));
     // The problems name the key once, where it opens, and the AWS line; no detail quotes them.
     assert_eq!(

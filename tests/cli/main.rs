@@ -32,5 +32,5 @@ mod recap;
 mod review;
 mod status;
 mod suggest;
-mod terminal_text;
 mod support;
+mod terminal_text;

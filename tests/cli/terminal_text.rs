@@ -169,7 +169,10 @@ fn tasks_shows_records_clean_and_warns_of_one_it_leaves_out() {
         ))
         .run()
         .json();
-    assert_eq!(doc["unreadable"], json!(["task-20260101T000000Z-0123456789abcdef"]));
+    assert_eq!(
+        doc["unreadable"],
+        json!(["task-20260101T000000Z-0123456789abcdef"])
+    );
     assert_eq!(doc["warnings"], json!(["unreadable_task_records"]));
     let tasks = doc["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 1);

@@ -242,7 +242,13 @@ pub(crate) fn redact_lines(text: &str) -> Cow<'_, str> {
     let lines: Vec<&str> = text
         .split('\n')
         .enumerate()
-        .map(|(at, line)| if secret.contains(at) { SECRET_LINE } else { line })
+        .map(|(at, line)| {
+            if secret.contains(at) {
+                SECRET_LINE
+            } else {
+                line
+            }
+        })
         .collect();
     Cow::Owned(lines.join("\n"))
 }
