@@ -1,11 +1,20 @@
 //! Text made safe for a person's terminal: no control character from a model, a transcript or
-//! a payload reaches it (an ESC could retitle the window, clear the screen or fake output).
+//! a payload reaches it (an ESC could retitle the window, clear the screen or fake output; a
+//! bidi override could show `rm -rf /` as something else).
 
 use std::borrow::Cow;
 
-/// Whether `c` is removed: C0 controls but newline and tab, DEL, and the C1 controls.
+/// Whether `c` is removed: C0 controls but newline and tab, DEL, the C1 controls, and the
+/// bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which reorder
+/// what a person reads without being seen.
 fn removed(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
+    (c.is_control() && c != '\n' && c != '\t')
+        || ('\u{80}'..='\u{9f}').contains(&c)
+        || is_bidi_control(c)
+}
+
+fn is_bidi_control(c: char) -> bool {
+    ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 /// `text` without control characters (newline and tab stay). A terminal escape sequence goes
@@ -74,6 +83,24 @@ pub fn for_terminal(text: &str, max_chars: usize) -> String {
     cut
 }
 
+/// `value` with every string in it, keys included, passed through `clean`: a JSON document
+/// whose texts a reader prints raw (`jq -r`).
+pub fn map_strings(value: serde_json::Value, clean: &dyn Fn(&str) -> String) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => Value::String(clean(&text)),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| map_strings(v, clean)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(key, v)| (clean(&key), map_strings(v, clean)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,7 +122,24 @@ mod tests {
         assert_eq!(sanitize("x\u{9b}31my\u{7f}"), "x31my");
         assert_eq!(sanitize("bell\u{7} and nul\u{0}"), "bell and nul");
         assert!(matches!(sanitize("plain"), Cow::Borrowed(_)));
+        assert_eq!(
+            sanitize("a\u{202e}txt.exe\u{202c} \u{2066}b\u{2069}\u{202a}\u{2067}\u{2068}c\u{202b}\u{202d}"),
+            "atxt.exe bc"
+        );
+        // Marks that only hint a direction, and right-to-left text itself, stay.
+        assert_eq!(sanitize("\u{200f}שלום \u{2065}"), "\u{200f}שלום \u{2065}");
+        assert_eq!(sanitize("x\u{1b}[2J\u{202e}y"), "xy");
         assert_eq!(for_terminal("grep\n -rn\u{1b}[2J   x", 80), "grep -rn x");
         assert_eq!(for_terminal("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn every_string_of_a_document_keys_included() {
+        let doc = serde_json::json!({"a\u{202e}": ["x\u{1b}[2Jy", 1, {"k": "\u{7}z"}], "n": null});
+        let clean = map_strings(doc, &|t| sanitize(t).into_owned());
+        assert_eq!(
+            clean,
+            serde_json::json!({"a": ["xy", 1, {"k": "z"}], "n": null})
+        );
     }
 }

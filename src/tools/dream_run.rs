@@ -404,11 +404,15 @@ recorded aborted and restored).",
         "Task records are <state_dir>/tasks/<task_id>.json, rewritten atomically as the run \
 goes: {task_id, type, status, phase, sessions_reviewing, files_touched, turns (the last 30), \
 prior_mtime, lock_token, pid, started_at, ended_at, usage, error, snapshot}. `dream-run tasks` \
-lists them newest first and reports a running record whose process is gone as failed with \
-error orphaned (a run killed with kill -9). Every file under the state dir is mode 0600, every \
-folder 0700, and is read with a size cap, never whole past it: a task record over 16 MiB is \
-listed as unreadable, pending-updates.jsonl over 64 MiB is an error naming the cap (exit 3), \
-and a digest index over 64 MiB is ignored (the digests are rebuilt).
+lists them newest first, {tasks, unreadable, warnings}, and reports a running record whose \
+process is gone as failed with error orphaned (a run killed with kill -9); a record that \
+cannot be read is left out, its id in unreadable, the warning unreadable_task_records in \
+warnings and one line on stderr. The texts of the records it prints (turns, summary, errors, \
+the diff) carry no control or bidi character and no memory line holding a secret. Every file \
+under the state dir is mode 0600, every folder 0700, and is read with a size cap, never whole \
+past it: a task record over 16 MiB is listed as unreadable, pending-updates.jsonl over 64 MiB \
+is an error naming the cap (exit 3), and a digest index over 64 MiB is ignored (the digests \
+are rebuilt).
 
 `dream-run undo [TASK_ID]` puts the files a run touched back as they were before it. Without \
 TASK_ID it takes the newest run that left changes behind: a completed run, or a failed, \
@@ -478,9 +482,15 @@ write: no state dir is created, no interrupted apply is rolled back. It reads ev
 under the memory dir (not following symbolic links, leaving out dot files and dot folders such \
 as the lock files and .git; at most 16 MiB each) and prints {memory_dir, project_root, files, \
 index: {path, exists, lines, chars, max_lines: 200, max_chars: 25000, cut_at_load: [{line, \
-text}]}, problems: [{kind, file, line, detail}], counts: {kind: n}}. file is relative to the \
-memory dir, line is 1-based (absent for a whole file), counts names every kind, zeros included, \
-in the order below. Problems are sorted by file, then line.
+text}], cut_at_load_total}, problems: [{kind, file, line, detail}], counts: {kind: n}, notes}. \
+file is relative to the memory dir, line is 1-based (absent for a whole file), counts names \
+every kind, zeros included, in the order below. Problems are sorted by file, then line. \
+cut_at_load lists at most 1,000 lines, each cut to 200 characters (… marks a cut), with no \
+control or bidi character; cut_at_load_total counts every line cut. A line holding a \
+credential, and every line of a private key block (BEGIN to END), is shown whole as \
+[secret: line not shown]: here, in show and the diff of task records, and in --events. notes \
+holds no_memory_dir when the project has no memory dir yet (as before its first \
+consolidation): exit 0, files 0, nothing else to say.
 
 The project (for missing_path and the session half of stale_index) is --cwd, the hook \
 payload's or envelope's cwd, else the current directory; project_root is its git root (the \
@@ -529,7 +539,8 @@ secret: a credential: sk-ant-, sk-, ghp_, github_pat_, AKIA, xoxb-/xoxp-/xoxa-/x
 at a token boundary followed by a long key-shaped run (letters and digits mixed; AKIA and 16 \
 capitals or digits), or a PEM private key header. Memory is sent to a model every session. \
 The detail names the kind of credential only; the value is never printed, and cut_at_load \
-shows it as [secret].
+shows the whole line as [secret: line not shown] (an AWS secret key beside its AKIA id, a key \
+block's body).
 
 not_markdown: a file that is not .md (Claude Code's memory is Markdown). unreadable: a file \
 that cannot be read, is not UTF-8, is over 16 MiB, is a FIFO, socket or device (never \
@@ -543,8 +554,10 @@ opened), or is a symbolic link (not followed); a folder that cannot be listed.",
 
 2 usage error or bad input (a bad --min-hours, a bad payload).
 
-3 the memory dir cannot be read (missing, not a directory, no permission): nothing to check; \
-error.reason says which (not_found, permission_denied, ...).",
+0 too when the project has no memory dir yet (notes: [no_memory_dir]).
+
+3 the memory dir cannot be read (not a directory, no permission, or a --memory-dir that does \
+not exist): nothing to check; error.reason says which (not_found, permission, not_a_file).",
     ),
     (
         "check/EXAMPLES",
@@ -567,7 +580,8 @@ symlinks): nothing is written in the memory dir. The model is told the real memo
 sees one memory dir: its reads and writes of the real paths go to the copy, and the copy's \
 paths are shown as the real ones, so a proposal is exactly what an apply-mode run would have \
 done. The run ends with status proposed, run.diff (paths as the real memory files) and \
-run.diff_text (a unified diff, --- a/<rel> / +++ b/<rel>); the task record has status proposed, \
+run.diff_text (a unified diff, --- a/<rel> / +++ b/<rel>, /dev/null for the side of a created \
+or deleted file, as git writes it); the task record has status proposed, \
 the same diff, and a proposal manifest (each file it changes with the sha256 it had in the \
 memory dir when the proposal was made, or null). A proposal whose diff is empty is not kept: \
 status no_changes, the staging copy removed, nothing to show. No pending-updates line and no \

@@ -188,6 +188,7 @@ fn a_healthy_memory_exits_0_with_every_count_zero() {
             "max_lines": 200,
             "max_chars": 25000,
             "cut_at_load": [],
+            "cut_at_load_total": 0,
         })
     );
 }
@@ -485,7 +486,7 @@ fn secrets_are_named_by_kind_and_never_printed() {
     let cut = doc["index"]["cut_at_load"].as_array().unwrap();
     assert_eq!(
         cut.last().unwrap(),
-        &json!({"line": 206, "text": "- leaked [secret] here"})
+        &json!({"line": 206, "text": "[secret: line not shown]"})
     );
     assert!(doc["problems"]
         .as_array()
@@ -495,6 +496,96 @@ fn secrets_are_named_by_kind_and_never_printed() {
             .as_str()
             .unwrap()
             .starts_with("looks like an Anthropic API key (sk-ant-)")));
+}
+
+#[test]
+fn secret_lines_past_the_cut_are_never_printed_and_the_cut_is_bounded() {
+    // An index of 5,000 lines: a private key whose block opens before the cut and ends after
+    // it, an AWS secret key beside its AKIA id, and long lines past the cut.
+    const AWS_ID: &str = "AKIAFAKEFAKE0123EXAM";
+    const AWS_SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYFAKEKEY0123";
+    const PEM_BODY: [&str; 2] = [
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+        "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK",
+    ];
+    let home = home_with("healthy");
+    let mut index = String::from("# Memory\n");
+    for i in 2..=198 {
+        index.push_str(&format!("- plain entry {i}\n"));
+    }
+    index.push_str("- deploy key below\n"); // 199
+    index.push_str("-----BEGIN RSA PRIVATE KEY-----\n"); // 200: loaded
+    index.push_str(&format!("{}\n{}\n", PEM_BODY[0], PEM_BODY[1])); // 201, 202: cut
+    index.push_str("-----END RSA PRIVATE KEY-----\n"); // 203
+    index.push_str(&format!("aws {AWS_ID} {AWS_SECRET}\n")); // 204
+    index.push_str("- after the secrets\n"); // 205
+    index.push_str(&format!("- long {}\n", "é".repeat(500))); // 206
+    for i in 207..=5000 {
+        index.push_str(&format!("- entry {i}\n"));
+    }
+    std::fs::write(home.memory_dir().join("MEMORY.md"), &index).unwrap();
+    let out = check(&home, &[])
+        .code(1)
+        .stdout_json(|_| {})
+        .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{err}"))
+        .run();
+    for secret in [AWS_ID, AWS_SECRET, PEM_BODY[0], PEM_BODY[1], "PRIVATE KEY"] {
+        assert!(!out.stdout.contains(secret), "{secret} printed");
+        assert!(!out.stderr.contains(secret), "{secret} on stderr");
+    }
+    let doc = out.json();
+    let cut = doc["index"]["cut_at_load"].as_array().unwrap();
+    assert_eq!(doc["index"]["cut_at_load_total"], 4800);
+    assert_eq!(cut.len(), 1000, "at most 1,000 lines");
+    let hidden = json!("[secret: line not shown]");
+    let lines: Vec<(u64, &Value)> = cut
+        .iter()
+        .map(|c| (c["line"].as_u64().unwrap(), &c["text"]))
+        .collect();
+    assert_eq!(
+        lines[..5],
+        [
+            (201, &hidden),
+            (202, &hidden),
+            (203, &hidden),
+            (204, &hidden),
+            (205, &json!("- after the secrets")),
+        ]
+    );
+    let long = cut[5]["text"].as_str().unwrap();
+    assert_eq!(long.chars().count(), 200, "at most 200 characters");
+    assert!(
+        long.starts_with("- long éé") && long.ends_with("é…"),
+        "{long}"
+    );
+    assert_eq!(cut[999], json!({"line": 1200, "text": "- entry 1200"}));
+    // The problems name the key once, where it opens, and the AWS line; no detail quotes them.
+    assert_eq!(
+        problems(&doc)
+            .into_iter()
+            .filter(|(k, _, _)| k == "secret")
+            .collect::<Vec<_>>(),
+        [
+            p("secret", "MEMORY.md", Some(200)),
+            p("secret", "MEMORY.md", Some(204))
+        ]
+    );
+    // A few lines over the limit: every one is listed, as it was.
+    let mut short = String::new();
+    for i in 1..=203 {
+        short.push_str(&format!("- entry {i}\n"));
+    }
+    std::fs::write(home.memory_dir().join("MEMORY.md"), &short).unwrap();
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(doc["index"]["cut_at_load_total"], 3);
+    assert_eq!(
+        doc["index"]["cut_at_load"],
+        json!([
+            {"line": 201, "text": "- entry 201"},
+            {"line": 202, "text": "- entry 202"},
+            {"line": 203, "text": "- entry 203"},
+        ])
+    );
 }
 
 #[test]
@@ -550,35 +641,76 @@ fn the_check_reads_only() {
 }
 
 #[test]
+fn no_memory_dir_yet_is_healthy_with_a_note() {
+    // Normal before the first consolidation: nothing to check, nothing wrong, nothing made.
+    let home = ClaudeHome::new();
+    let before = tree(&home.root);
+    let doc = healthy(&home, &[]);
+    assert_eq!(doc["files"], 0);
+    assert_eq!(doc["notes"], json!(["no_memory_dir"]));
+    assert_eq!(doc["problems"], json!([]));
+    assert_eq!(counts(&doc), []);
+    assert_eq!(doc["index"]["exists"], false);
+    assert_eq!(doc["index"]["cut_at_load_total"], 0);
+    assert_eq!(
+        doc["memory_dir"],
+        json!(home.memory_dir().display().to_string())
+    );
+    assert_eq!(tree(&home.root), before);
+    assert!(!home.memory_dir().exists());
+    // A memory dir that exists has no note.
+    assert_eq!(healthy(&home_with("healthy"), &[])["notes"], json!([]));
+}
+
+#[test]
 fn a_memory_dir_that_cannot_be_read_is_exit_3() {
     let home = ClaudeHome::new();
-    let ran = check(&home, &[])
+    // One named by --memory-dir that is not there: a typo, not a project before its first
+    // consolidation.
+    let missing = home.root.join("no-such-memory");
+    let ran = check(&home, &["--memory-dir", missing.to_str().unwrap()])
         .code(3)
         .stdout_json(|doc| {
             assert_eq!(doc["error"]["kind"], "environment");
             assert_eq!(doc["error"]["reason"], "not_found");
         })
-        .stderr_with(|err| {
-            assert_eq!(err.lines().count(), 1, "{err}");
-        })
+        .stderr_is(format!(
+            "dream-run: cannot read the memory dir {}: No such file or directory (os error 2)\n",
+            missing.display()
+        ))
         .run();
     says_error(&ran);
-    let missing = format!(
-        "dream-run: cannot read the memory dir {}: No such file or directory (os error 2)\n",
-        home.memory_dir().display()
-    );
-    assert_eq!(ran.stderr, missing);
     // A file where the dir should be.
     std::fs::create_dir_all(home.transcripts_dir()).unwrap();
     std::fs::write(home.memory_dir(), "not a dir").unwrap();
     check(&home, &[])
         .code(3)
-        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment"))
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "environment");
+            assert_eq!(doc["error"]["reason"], "not_a_file");
+        })
         .stderr_is(format!(
             "dream-run: cannot read the memory dir {}: Not a directory (os error 20)\n",
             home.memory_dir().display()
         ))
         .run();
+    // One that may not be listed: reason permission, as dream-run-check(1) says.
+    let home = home_with("healthy");
+    crate::support::chmod(&home.memory_dir(), 0o000);
+    let run = Run::unprivileged(&home, "dream-run")
+        .arg("check")
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "environment");
+            assert_eq!(doc["error"]["reason"], "permission");
+        })
+        .stderr_is(format!(
+            "dream-run: cannot read the memory dir {}: Permission denied (os error 13)\n",
+            home.memory_dir().display()
+        ));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run()));
+    crate::support::chmod(&home.memory_dir(), 0o755);
+    result.unwrap_or_else(|p| std::panic::resume_unwind(p));
 }
 
 #[test]
@@ -605,22 +737,23 @@ fn as_a_session_start_hook() {
         .stdout_empty()
         .stderr_empty()
         .run();
-    // No memory dir: still exit 0, the reason on stderr, nothing on stdout.
+    // No memory dir yet: nothing wrong, so nothing at all.
     let none = ClaudeHome::new();
     check(&none, &["--hook"])
         .success()
         .stdout_empty()
-        .stderr_with(|err| {
-            assert_eq!(err.lines().count(), 1, "{err}");
-            assert_eq!(
-                err,
-                format!(
-                    "dream-run: cannot read the memory dir {}: No such file or directory (os \
-                     error 2)\n",
-                    none.memory_dir().display()
-                )
-            );
-        })
+        .stderr_empty()
+        .run();
+    // One that cannot be read: still exit 0, the reason on stderr, nothing on stdout.
+    std::fs::create_dir_all(none.transcripts_dir()).unwrap();
+    std::fs::write(none.memory_dir(), "not a dir").unwrap();
+    check(&none, &["--hook"])
+        .success()
+        .stdout_empty()
+        .stderr_is(format!(
+            "dream-run: cannot read the memory dir {}: Not a directory (os error 20)\n",
+            none.memory_dir().display()
+        ))
         .run();
 }
 

@@ -33,3 +33,4 @@ mod review;
 mod status;
 mod suggest;
 mod support;
+mod terminal_text;

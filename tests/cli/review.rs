@@ -69,9 +69,10 @@ fn check_proposal(d: &Dream, run: &Value) {
         "--- a/MEMORY.md\n+++ b/MEMORY.md\n",
         "-- [Stale](stale.md): old notes\n",
         "+- [Deploy](topics/deploy.md): blue-green deploys\n",
-        "--- a/stale.md\n+++ b/stale.md\n",
+        // As git writes a deleted and a created file: /dev/null on the side that is not.
+        "--- a/stale.md\n+++ /dev/null\n",
         "-The deploy uses FTP.\n",
-        "--- a/topics/deploy.md\n+++ b/topics/deploy.md\n",
+        "--- /dev/null\n+++ b/topics/deploy.md\n@@ -0,0 +1 @@\n",
         "+Deploys are blue-green (since 2026-12-01).\n",
     ] {
         assert!(text.contains(line), "{line:?} not in\n{text}");

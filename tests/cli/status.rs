@@ -211,6 +211,39 @@ fn details_come_from_the_deciding_line() {
 }
 
 #[test]
+fn no_escape_or_bidi_control_reaches_the_detail() {
+    // The model's text may retitle a terminal, clear it, or reorder what a person reads.
+    let home = ClaudeHome::new();
+    let evil = "Blocked: run \u{1b}]0;PWNED\u{7}\u{1b}[2Jthe \u{202e}gnp.exe\u{202c} \
+                \u{2066}migration\u{2069}\u{202a}\u{202b}\u{202d}\u{2067}\u{2068} first";
+    let r = ok(status(&home, &[], &stop(evil)));
+    assert_eq!(r["status_category"], "blocked");
+    assert_eq!(r["status_detail"], "run the gnp.exe migration first");
+    assert_eq!(r["needs_action"], "run the gnp.exe migration first");
+    let r = ok(status(&home, &["--surface", "repl"], &stop(evil)));
+    assert_eq!(r["headline"], "Blocked: run the gnp.exe migration first");
+    // The LLM engine's answer is cleaned the same way.
+    let s = Llm::new();
+    s.api.push(Reply::anthropic_text(
+        &json!({"state": "blocked", "detail": evil, "tempo": "blocked", "needs": "\u{202e}yes\u{1b}[0m", "result": ""})
+            .to_string(),
+    ));
+    let r = s
+        .status(&[], &stop("x"))
+        .success()
+        .stdout_json(|_| {})
+        .stderr_empty()
+        .run()
+        .json();
+    let detail = r["status_detail"].as_str().unwrap();
+    assert!(
+        !detail.contains(['\u{1b}', '\u{7}', '\u{202e}', '\u{2066}']) && !detail.contains("PWNED"),
+        "{detail:?}"
+    );
+    assert_eq!(r["needs_action"], "yes");
+}
+
+#[test]
 fn real_stop_payload_gives_claude_codes_record() {
     let r = ok(status(
         &ClaudeHome::new(),

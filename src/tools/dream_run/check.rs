@@ -27,6 +27,13 @@ use crate::cli::{Diag, Failure, Input};
 use crate::files::file_kind;
 
 pub use self::index::{MAX_CHARS as INDEX_MAX_CHARS, MAX_LINES as INDEX_MAX_LINES};
+pub(crate) use self::patterns::{redact_lines, SecretLines, SECRET_LINE};
+
+/// Text that may quote memory (a model's words, a tool call, a diff), as it is shown to a
+/// person: no line holding a secret, no control or bidi character.
+pub(crate) fn for_a_person(text: &str) -> String {
+    crate::cli::text::sanitize(&redact_lines(text)).into_owned()
+}
 
 /// A memory file larger than this is not read (and reported unreadable): memory is loaded
 /// into a model's context, so nothing that size is memory.
@@ -39,6 +46,11 @@ const STALE_SLACK: Duration = Duration::from_secs(2);
 const MAX_PROJECT_ENTRIES: usize = 200_000;
 /// The prompt lists at most this many problems.
 pub const PROMPT_PROBLEMS: usize = 50;
+/// `cut_at_load` lists at most this many lines (`cut_at_load_total` counts them all): an
+/// index of megabytes would otherwise be printed back whole.
+pub const CUT_LINES: usize = 1_000;
+/// Each `cut_at_load` line is cut to this many characters (`…` included).
+pub const CUT_LINE_CHARS: usize = 200;
 
 /// What is wrong, in the order reports list the kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -191,7 +203,26 @@ pub struct IndexHealth {
     pub chars: usize,
     pub max_lines: usize,
     pub max_chars: usize,
+    /// The first [`CUT_LINES`] lines the client drops.
     pub cut_at_load: Vec<CutLine>,
+    /// How many lines the client drops.
+    pub cut_at_load_total: usize,
+}
+
+impl IndexHealth {
+    /// The index of the memory dir `dir` before anything is known of it.
+    fn empty(dir: &Path) -> IndexHealth {
+        IndexHealth {
+            path: dir.join(INDEX_FILE),
+            exists: false,
+            lines: 0,
+            chars: 0,
+            max_lines: INDEX_MAX_LINES,
+            max_chars: INDEX_MAX_CHARS,
+            cut_at_load: Vec::new(),
+            cut_at_load_total: 0,
+        }
+    }
 }
 
 /// `dream-run check`'s answer.
@@ -207,6 +238,9 @@ pub struct Health {
     pub index: IndexHealth,
     pub problems: Vec<Problem>,
     pub counts: Counts,
+    /// What a person should know that is no problem: `no_memory_dir` (nothing written yet,
+    /// as before the first consolidation).
+    pub notes: Vec<&'static str>,
 }
 
 fn option_path<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
@@ -217,6 +251,19 @@ fn option_path<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::
 }
 
 impl Health {
+    /// The answer for a memory dir that does not exist yet.
+    fn no_memory_dir(dir: &Path, scope: &Scope<'_>) -> Health {
+        Health {
+            memory_dir: dir.to_path_buf(),
+            project_root: scope.project_root.map(Path::to_path_buf),
+            files: 0,
+            index: IndexHealth::empty(dir),
+            problems: Vec::new(),
+            counts: Counts::default(),
+            notes: vec!["no_memory_dir"],
+        }
+    }
+
     pub fn is_healthy(&self) -> bool {
         self.problems.is_empty()
     }
@@ -370,8 +417,19 @@ pub(super) fn check(args: &CheckArgs, _diag: &Diag) -> Result<Report, Failure> {
     let with_project = hints.cwd.is_some() || args.location.memory_dir.is_none();
     let project = Project::resolve(&hints, &Env::from_process())?.0;
     let scope = ProjectScope::new(&project, with_project, args.min_hours);
-    let health = run_check(&project.memory_dir, &scope.scope())
-        .map_err(|e| Failure::io("read the memory dir", &project.memory_dir, &e))?;
+    let health = match run_check(&project.memory_dir, &scope.scope()) {
+        Ok(health) => health,
+        // Normal before the first consolidation: nothing to check, nothing wrong. A dir
+        // named by --memory-dir is another matter: missing, it is most likely a typo.
+        Err(e)
+            if e.kind() == io::ErrorKind::NotFound
+                && args.location.memory_dir.is_none()
+                && std::fs::symlink_metadata(&project.memory_dir).is_err() =>
+        {
+            Health::no_memory_dir(&project.memory_dir, &scope.scope())
+        }
+        Err(e) => return Err(Failure::io("read the memory dir", &project.memory_dir, &e)),
+    };
     Ok(Report::Check(Box::new(health)))
 }
 
@@ -420,15 +478,9 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
         .map(|(i, f)| (f.relative.as_str(), i))
         .collect();
     let index_at = by_name.get(INDEX_FILE).copied();
-    let index_path = dir.join(INDEX_FILE);
     let mut index = IndexHealth {
-        path: index_path.clone(),
         exists: entries.contains(INDEX_FILE),
-        lines: 0,
-        chars: 0,
-        max_lines: INDEX_MAX_LINES,
-        max_chars: INDEX_MAX_CHARS,
-        cut_at_load: Vec::new(),
+        ..IndexHealth::empty(dir)
     };
 
     if let (Some(at), Some(lines)) = (index_at, &index_lines) {
@@ -452,6 +504,7 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
         index,
         problems,
         counts,
+        notes: Vec::new(),
     })
 }
 
@@ -749,12 +802,24 @@ fn check_index(
     index.lines = load.lines;
     index.chars = load.chars;
     if let Some(cut) = &load.cut {
+        // A line is judged in its file (a key block may open before the cut), then shown as
+        // any memory text is: never a secret, never a control character, never at length.
+        let secret = SecretLines::of(&file.text);
+        index.cut_at_load_total = cut.dropped.len();
         index.cut_at_load = cut
             .dropped
             .iter()
+            .take(CUT_LINES)
             .map(|(line, text)| CutLine {
                 line: *line,
-                text: patterns::mask_secrets(text).into_owned(),
+                text: if secret.contains(line.saturating_sub(1)) {
+                    SECRET_LINE.to_string()
+                } else {
+                    crate::claude::transcript::cut_chars(
+                        &crate::cli::text::sanitize(&patterns::mask_secrets(text)),
+                        CUT_LINE_CHARS - 1,
+                    )
+                },
             })
             .collect();
         let over = match (load.over_lines, load.over_chars) {
@@ -1016,6 +1081,11 @@ fn scan_text(
 ) {
     // Most files hold no credential prefix at all: one pass over the whole text decides.
     let may_hold_secrets = patterns::may_hold_secrets(&file.text);
+    let secret = if may_hold_secrets {
+        SecretLines::of(&file.text)
+    } else {
+        SecretLines::default()
+    };
     for line in lines {
         if let Some(found) = may_hold_secrets
             .then(|| patterns::secrets(line.text))
@@ -1031,7 +1101,9 @@ fn scan_text(
                 ),
             ));
         }
-        if line.code {
+        // The other checks quote what they find: nothing of a secret line (a key block's body
+        // has slashes enough to pass for a path).
+        if line.code || secret.contains(line.number.saturating_sub(1)) {
             continue;
         }
         let spans = markdown::code_spans(line.text);

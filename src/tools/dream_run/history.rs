@@ -37,9 +37,23 @@ pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Report, Failure> {
             r
         })
         .collect();
+    // A record left out is said, not only listed: it may be the run the user looks for.
+    let mut warnings = Vec::new();
+    if !unreadable.is_empty() {
+        warnings.push("unreadable_task_records");
+        let more = match unreadable.len() {
+            1 => String::new(),
+            n => format!(" and {} more (unreadable lists them)", n - 1),
+        };
+        diag.warn(&format!(
+            "a task record that cannot be read is left out: {}{more}",
+            store.path_of(&unreadable[0]).display()
+        ));
+    }
     Ok(Report::Tasks {
         tasks,
         unreadable,
+        warnings,
         interrupted: super::recover::report(&project, diag),
     })
 }

@@ -38,6 +38,8 @@ pub enum Report {
     Tasks {
         tasks: Vec<TaskRecord>,
         unreadable: Vec<String>,
+        /// `unreadable_task_records` when some are left out.
+        warnings: Vec<&'static str>,
         interrupted: Option<Interrupted>,
     },
     /// `pending [--clear] [--dry-run]`.
@@ -373,10 +375,18 @@ impl Serialize for Report {
             Report::Tasks {
                 tasks,
                 unreadable,
+                warnings,
                 interrupted,
             } => {
-                map.serialize_entry("tasks", tasks)?;
+                // The records quote the model (turns, summary, errors) and the memory (the
+                // diff): shown as any such text is shown to a person.
+                let tasks = serde_json::to_value(tasks).map_err(serde::ser::Error::custom)?;
+                map.serialize_entry(
+                    "tasks",
+                    &crate::cli::text::map_strings(tasks, &super::check::for_a_person),
+                )?;
                 map.serialize_entry("unreadable", unreadable)?;
+                map.serialize_entry("warnings", warnings)?;
                 some(&mut map, "interrupted", interrupted)?;
             }
             Report::Pending {
@@ -510,6 +520,7 @@ impl Serialize for Report {
                 map.serialize_entry("index", &health.index)?;
                 map.serialize_entry("problems", &health.problems)?;
                 map.serialize_entry("counts", &health.counts)?;
+                map.serialize_entry("notes", &health.notes)?;
             }
             Report::Recover {
                 recovered,

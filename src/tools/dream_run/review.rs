@@ -76,7 +76,9 @@ pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Report, Failure> {
         Ok(record) => record,
         Err(refusal) => return Ok(refusal),
     };
-    let Some(diff_text) = record.diff_text.clone() else {
+    // Shown as any memory text is (a record written before the diff was made safe may hold
+    // a secret line or a terminal escape).
+    let Some(diff_text) = record.diff_text.as_deref().map(super::check::for_a_person) else {
         return Ok(Report::refused(
             None,
             "no_changes_recorded",
@@ -88,9 +90,12 @@ pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Report, Failure> {
     if args.diff {
         // The one exception to one JSON object: the diff itself, for a person. The model
         // wrote its lines: no control character of theirs reaches the terminal.
-        let safe = crate::cli::text::sanitize(&diff_text).into_owned();
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        let text = if color { colorize(&safe) } else { safe };
+        let text = if color {
+            colorize(&diff_text)
+        } else {
+            diff_text
+        };
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes())
             .and_then(|_| out.flush())
@@ -587,8 +592,24 @@ mod tests {
             "--- a/a/b.md\n+++ b/a/b.md\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n"
         );
         assert_eq!(unified_diff("x.md", Some(b"same\n"), Some(b"same\n")), "");
-        let created = unified_diff("n.md", None, Some(b"new\n"));
-        assert!(created.ends_with("+new\n"), "{created}");
+        // As git writes them: the side that does not exist is /dev/null.
+        assert_eq!(
+            unified_diff("n.md", None, Some(b"new\n")),
+            "--- /dev/null\n+++ b/n.md\n@@ -0,0 +1 @@\n+new\n"
+        );
+        assert_eq!(
+            unified_diff("g.md", Some(b"old\nx"), None),
+            "--- a/g.md\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-old\n-x\n\\ No newline at end of file\n"
+        );
+        // A secret line, and a key block (its body judged by where it stands, on either
+        // side), never in the diff; control and bidi characters neither.
+        let before = b"keep\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMx\n-----END RSA PRIVATE KEY-----\n";
+        let after = b"keep\naws AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nti\x1b]0;x\x07tle \xe2\x80\xaeevil\n";
+        let s = crate::tools::dream_run::check::SECRET_LINE;
+        assert_eq!(
+            unified_diff("k.md", Some(before), Some(after)),
+            format!("--- a/k.md\n+++ b/k.md\n@@ -1,4 +1,3 @@\n keep\n-{s}\n-{s}\n-{s}\n+{s}\n+title evil\n")
+        );
         assert_eq!(
             colorize(&text),
             "\x1b[36m--- a/a/b.md\x1b[0m\n\x1b[36m+++ b/a/b.md\x1b[0m\n\x1b[36m@@ -1,2 +1,2 @@\x1b[0m\n one\n\x1b[31m-two\x1b[0m\n\x1b[32m+three\x1b[0m\n"

@@ -1721,10 +1721,15 @@ impl Progress {
 
     fn event(&self, event: &Event) {
         if self.events {
-            let Ok(text) = serde_json::to_string(event) else {
+            // Events quote the model, its tool calls and the memory: every text in them is
+            // made fit for a person (a reader's `jq -r` prints it raw), no line holding a
+            // secret kept, and no known secret either.
+            let Ok(text) = serde_json::to_value(event)
+                .map(for_a_person)
+                .and_then(|value| serde_json::to_string(&value))
+            else {
                 return;
             };
-            // Events quote the model and the tools: no known secret goes out with them.
             let line = format!("{}\n", crate::cli::redact::redact(&text));
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
@@ -1741,7 +1746,7 @@ impl Progress {
             line.set_message(format!(
                 "turn {} · {tokens} tokens · {}",
                 self.turn.get(),
-                crate::cli::text::for_terminal(doing, 60)
+                crate::cli::text::for_terminal(&super::check::redact_lines(doing), 60)
             ));
         }
     }
@@ -1794,4 +1799,10 @@ impl Progress {
             files_touched: files,
         });
     }
+}
+
+/// Every string of an event's JSON (keys too) as a person may read it: memory lines holding
+/// a secret replaced whole, control and bidi characters gone.
+fn for_a_person(value: Value) -> Value {
+    crate::cli::text::map_strings(value, &super::check::for_a_person)
 }

@@ -168,17 +168,89 @@ pub(super) fn secrets(line: &str) -> Vec<SecretMatch> {
             }
         }
     }
-    if let Some(begin) = line.find("-----BEGIN ") {
-        let rest = &line[begin..];
-        if let Some(end) = rest.find("PRIVATE KEY-----") {
-            found.push(SecretMatch {
-                what: "a PEM private key",
-                range: begin..begin + end + "PRIVATE KEY-----".len(),
-            });
-        }
+    if let Some(range) = pem_private_key_header(line) {
+        found.push(SecretMatch {
+            what: "a PEM private key",
+            range,
+        });
     }
     found.sort_by_key(|m| m.range.start);
     found
+}
+
+/// Where `line` opens a private key block: `-----BEGIN RSA PRIVATE KEY-----`,
+/// `-----BEGIN PGP PRIVATE KEY BLOCK-----` (certificates and public keys are not secret).
+fn pem_private_key_header(line: &str) -> Option<Range<usize>> {
+    let begin = line.find("-----BEGIN ")?;
+    let label = begin + "-----BEGIN ".len();
+    let private = label + line[label..].find("PRIVATE KEY")?;
+    let after = private + "PRIVATE KEY".len();
+    let end = line[after..]
+        .find("-----")
+        .map_or(after, |at| after + at + "-----".len());
+    Some(begin..end)
+}
+
+/// What a memory line that must not be echoed is shown as, whole.
+pub(crate) const SECRET_LINE: &str = "[secret: line not shown]";
+
+/// The lines of a text (split at `\n`, numbered from 0) that are never echoed: each line that
+/// holds a credential, and every line of a private key block, from its BEGIN line to its END
+/// line (to the end of the text when it has none): the base64 body matches no key shape, and
+/// an AWS secret key beside its `AKIA` id matches none either, so the line goes whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SecretLines(Vec<usize>);
+
+impl SecretLines {
+    pub(crate) fn of(text: &str) -> SecretLines {
+        let mut lines = Vec::new();
+        if !may_hold_secrets(text) {
+            return SecretLines(lines);
+        }
+        let mut in_block = false;
+        for (at, line) in text.split('\n').enumerate() {
+            if in_block {
+                lines.push(at);
+                in_block = !line.contains("-----END ");
+            } else if let Some(header) = pem_private_key_header(line) {
+                lines.push(at);
+                in_block = !line[header.end..].contains("-----END ");
+            } else if !secrets(line).is_empty() {
+                lines.push(at);
+            }
+        }
+        SecretLines(lines)
+    }
+
+    /// Whether line `at` (from 0) is one never echoed.
+    pub(crate) fn contains(&self, at: usize) -> bool {
+        self.0.binary_search(&at).is_ok()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// `text` with every line [`SecretLines`] names replaced by [`SECRET_LINE`], whole: what is
+/// echoed of memory text anywhere (a diff, a model's words quoting memory, a tool call).
+pub(crate) fn redact_lines(text: &str) -> Cow<'_, str> {
+    let secret = SecretLines::of(text);
+    if secret.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let lines: Vec<&str> = text
+        .split('\n')
+        .enumerate()
+        .map(|(at, line)| {
+            if secret.contains(at) {
+                SECRET_LINE
+            } else {
+                line
+            }
+        })
+        .collect();
+    Cow::Owned(lines.join("\n"))
 }
 
 /// `text` with every credential replaced by `[secret]`: what the check prints of a line.
@@ -512,6 +584,32 @@ mod tests {
         ] {
             assert!(whats(clean).is_empty(), "{clean}");
         }
+    }
+
+    #[test]
+    fn lines_with_a_secret_and_whole_key_blocks_go_whole() {
+        let text = "# Env\n\
+                    aws AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n\
+                    deploy key:\n\
+                    -----BEGIN RSA PRIVATE KEY-----\n\
+                    MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n\
+                    VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n\
+                    -----END RSA PRIVATE KEY-----\n\
+                    after the block\n\
+                    -----BEGIN PGP PRIVATE KEY BLOCK-----\n\
+                    lQOYBF0\n\
+                    never ended";
+        let s = SECRET_LINE;
+        assert_eq!(
+            redact_lines(text),
+            format!("# Env\n{s}\ndeploy key:\n{s}\n{s}\n{s}\n{s}\nafter the block\n{s}\n{s}\n{s}")
+        );
+        assert_eq!(
+            SecretLines::of("a\n-----BEGIN EC PRIVATE KEY----- x -----END EC PRIVATE KEY-----\nb"),
+            SecretLines(vec![1])
+        );
+        let plain = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+        assert!(matches!(redact_lines(plain), Cow::Borrowed(_)));
     }
 
     #[test]
