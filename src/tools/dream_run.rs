@@ -2,6 +2,7 @@
 //! `undo`). The agent's tools and their policy live in `sandbox`, attackable on their own.
 
 pub mod check;
+pub mod diff;
 pub mod digest;
 mod history;
 pub mod prompt;

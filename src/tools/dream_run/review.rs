@@ -582,7 +582,7 @@ fn write_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::dream_run::snapshot::unified_diff;
+    use crate::tools::dream_run::diff::unified_diff;
 
     #[test]
     fn a_unified_diff_names_both_sides_and_colours_only_its_marks() {

@@ -1226,7 +1226,7 @@ keep it short, and use the tools for changes.",
         snapshot
             .diff(dir)
             .and_then(|d| {
-                let text = snapshot::diff_text(snapshot, dir, &d)?;
+                let text = super::diff::diff_text(snapshot, dir, &d)?;
                 Ok((d, text))
             })
             .map_err(|e| e.to_string())
