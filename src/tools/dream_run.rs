@@ -545,7 +545,9 @@ block's body).
 
 not_markdown: a file that is not .md (Claude Code's memory is Markdown). unreadable: a file \
 that cannot be read, is not UTF-8, is over 16 MiB, is a FIFO, socket or device (never \
-opened), or is a symbolic link (not followed); a folder that cannot be listed.",
+opened), or is a symbolic link (not followed); a folder that cannot be listed. stray_temp: a \
+temporary file (.dreamkit-<pid>-<random>.tmp) that a killed dreamkit process left (its PID is \
+gone, or it is over 10 minutes old); the next command that changes state removes it.",
     ),
     (
         "check/EXIT STATUS",

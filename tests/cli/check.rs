@@ -10,7 +10,7 @@ use crate::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::{bin_path, hours, set_age, tree, ClaudeHome, LiveProcess, Run};
 
-const KINDS: [&str; 11] = [
+const KINDS: [&str; 12] = [
     "index_over_limit",
     "dangling_link",
     "orphan_file",
@@ -22,6 +22,7 @@ const KINDS: [&str; 11] = [
     "secret",
     "not_markdown",
     "unreadable",
+    "stray_temp",
 ];
 
 fn cases() -> PathBuf {
@@ -834,4 +835,47 @@ fn a_proposal_is_checked_in_its_copy() {
     // The memory dir itself is unchanged: the orphan is still one there.
     let now = unhealthy(&d.home, &[]);
     assert_eq!(now["counts"]["orphan_file"], 1);
+}
+
+/// A temporary file a killed dreamkit process left is reported (`stray_temp`), a live
+/// writer's is not, and the next command that changes state removes it.
+#[test]
+fn a_stray_temporary_file_is_reported_and_swept() {
+    let home = ClaudeHome::new();
+    let mem = home.memory_dir();
+    std::fs::create_dir_all(mem.join("topics")).unwrap();
+    std::fs::write(mem.join("MEMORY.md"), "# Memory\n").unwrap();
+    let stray = mem.join("topics/.dreamkit-4194303-AbC123.tmp");
+    std::fs::write(&stray, "half a file").unwrap();
+    let live = mem.join(format!(".dreamkit-{}-XyZ789.tmp", std::process::id()));
+    std::fs::write(&live, "being written").unwrap();
+    Run::new(&home, "dream-run")
+        .arg("check")
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["problems"],
+                json!([{
+                    "kind": "stray_temp",
+                    "file": "topics/.dreamkit-4194303-AbC123.tmp",
+                    "detail": "a temporary file a killed dreamkit process (PID 4194303) left: the next command that changes state (or `dream-run recover`) removes it",
+                }]),
+                "{doc}"
+            );
+        })
+        .stderr_is(format!("dream-run: 1 problem in {}: 1 stray_temp\n", mem.display()))
+        .run();
+    Run::new(&home, "dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc,
+                &json!({"recovered": null, "swept": {"removed": [stray.to_string_lossy()]}})
+            );
+        })
+        .stderr_empty()
+        .run();
+    assert!(!stray.exists());
+    assert!(live.exists(), "a live writer's file is left alone");
 }

@@ -67,10 +67,11 @@ pub enum Kind {
     Secret,
     NotMarkdown,
     Unreadable,
+    StrayTemp,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::IndexOverLimit,
         Kind::DanglingLink,
         Kind::OrphanFile,
@@ -82,6 +83,7 @@ impl Kind {
         Kind::Secret,
         Kind::NotMarkdown,
         Kind::Unreadable,
+        Kind::StrayTemp,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -97,6 +99,7 @@ impl Kind {
             Kind::Secret => "secret",
             Kind::NotMarkdown => "not_markdown",
             Kind::Unreadable => "unreadable",
+            Kind::StrayTemp => "stray_temp",
         }
     }
 }
@@ -508,6 +511,24 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
     })
 }
 
+/// A `.dreamkit-<pid>-*.tmp` whose writer is gone (or over 10 minutes old), as a problem.
+fn stray_temp(entry: &std::fs::DirEntry, name: &str, prefix: &str) -> Option<Problem> {
+    let writer = crate::files::temp_file_writer(name)?;
+    let meta = entry.metadata().ok()?;
+    if !crate::store::sweep::is_stray(name, &meta, std::time::SystemTime::now()) {
+        return None;
+    }
+    let by = writer.map_or_else(String::new, |pid| format!(" (PID {pid})"));
+    Some(Problem::new(
+        Kind::StrayTemp,
+        &format!("{prefix}{name}"),
+        None,
+        format!(
+            "a temporary file a killed dreamkit process{by} left: the next command that changes state (or `dream-run recover`) removes it"
+        ),
+    ))
+}
+
 /// Every `.md` file under `dir` (not following symlinks, leaving out dot files and folders:
 /// the lock files, `.git`), read; every other entry is a problem of its own.
 fn walk(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Found> {
@@ -551,6 +572,11 @@ fn walk(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Found> {
                 continue;
             };
             if name.starts_with('.') {
+                // Dot files are not memory; but a temporary file a killed dreamkit process
+                // left is reported (the next command that changes state removes it).
+                if let Some(problem) = stray_temp(&entry, name, &prefix) {
+                    problems.push(problem);
+                }
                 continue;
             }
             let relative = format!("{prefix}{name}");
