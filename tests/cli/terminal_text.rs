@@ -78,7 +78,12 @@ fn evil_proposal(d: &Dream) -> String {
     let ran = d
         .dream_run(&envelope, &["--propose", "--events", "-v"])
         .success()
-        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "proposed", "{doc}");
+            // What `jq -r .run.summary` prints raw.
+            assert_eq!(doc["run"]["summary"], SHOWN, "{doc}");
+            assert_fit_json("the run section", &doc["run"]);
+        })
         .stderr_with(|err| {
             for line in err.lines() {
                 assert_fit("stderr", line);

@@ -948,8 +948,11 @@ impl Agent<'_> {
             self.tool_calls += calls.len();
             let text = response.text();
             self.record.push_turn(Turn {
-                text: crate::cli::redact::redact(&cut_chars(text.trim(), TURN_TEXT_CHARS))
-                    .into_owned(),
+                // For a person (tasks, show): no terminal control, no secret line.
+                text: check::for_a_person(&crate::cli::redact::redact(&cut_chars(
+                    text.trim(),
+                    TURN_TEXT_CHARS,
+                ))),
                 tool_use_count: calls.len(),
             });
             self.progress
@@ -963,7 +966,7 @@ impl Agent<'_> {
                 let cut = response.stop_reason.as_deref() == Some("max_tokens");
                 if !cut {
                     return End::Completed {
-                        summary: cut_chars(text.trim(), SUMMARY_CHARS),
+                        summary: check::for_a_person(&cut_chars(text.trim(), SUMMARY_CHARS)),
                     };
                 }
                 // A reply cut at the output limit is not an end: asked once to go on.
