@@ -234,6 +234,48 @@ pub fn sha256_regular(path: &Path, max: u64) -> io::Result<String> {
         .collect())
 }
 
+/// Copies the regular file `from` over `to` atomically (see [`write_atomic_with_mtime`]),
+/// in blocks: the file's size never becomes memory. Returns the sha256 of what was copied.
+pub fn copy_regular_atomic(
+    from: &Path,
+    to: &Path,
+    mode: u32,
+    mtime: Option<SystemTime>,
+) -> io::Result<String> {
+    use sha2::Digest;
+    let (mut file, _) = open_regular_with(from, 0)?;
+    let dir = to
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let _hold = signals::hold();
+    let mut tmp = temp_file_in(dir).map_err(without_temp_path)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    let mut hasher = sha2::Sha256::new();
+    let mut block = vec![0u8; 64 * 1024];
+    loop {
+        let got = match file.read(&mut block) {
+            Ok(0) => break,
+            Ok(got) => got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&block[..got]);
+        tmp.as_file_mut().write_all(&block[..got])?;
+    }
+    if let Some(mtime) = mtime {
+        tmp.as_file().set_modified(mtime)?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(to).map_err(|e| e.error)?;
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
 #[cfg(test)]
 mod capped_tests {
     use super::*;

@@ -8,7 +8,7 @@ use super::snapshot::{self, Diff};
 use super::tasks::TaskRecord;
 use crate::claude::Env;
 use crate::cli::Failure;
-use crate::files::{create_private_dir, read_regular, write_atomic_with_mtime};
+use crate::files::{copy_regular_atomic, create_private_dir};
 
 /// Under the state dir: one folder per proposal, holding the staged `memory` copy.
 pub use crate::store::recovery::{proposal_dir, PROPOSALS_DIR};
@@ -85,15 +85,12 @@ fn copy_tree(
             create_private_dir(&to.join(&child))?;
             copy_tree(from, to, &child, base)?;
         } else if kind.is_file() && child.extension().is_some_and(|e| e == "md") {
-            let bytes = read_regular(&from.join(&child))?;
             // Under the state dir every file is private; apply keeps the memory file's mode.
             // The mtime is kept so the health check sees the copy as it sees the memory.
+            // Copied in blocks: a huge memory file never becomes memory of ours.
             let mtime = entry.metadata()?.modified().ok();
-            write_atomic_with_mtime(&to.join(&child), &bytes, 0o600, mtime)?;
-            base.insert(
-                child.to_string_lossy().into_owned(),
-                snapshot::sha256_hex(&bytes),
-            );
+            let sha256 = copy_regular_atomic(&from.join(&child), &to.join(&child), 0o600, mtime)?;
+            base.insert(child.to_string_lossy().into_owned(), sha256);
         }
     }
     Ok(())
