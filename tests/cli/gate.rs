@@ -306,6 +306,8 @@ fn too_few_sessions_writes_the_scan_stamp_and_then_throttles() {
 #[test]
 fn scan_interval_zero_never_writes_a_stamp_and_a_corrupt_stamp_is_ignored() {
     let home = ClaudeHome::new();
+    // An empty transcripts dir: zero sessions, but a project Claude Code has run in.
+    std::fs::create_dir_all(home.transcripts_dir()).unwrap();
     let never = not_due("too_few_sessions: 0 of 5 sessions (never consolidated)");
     gate(&home, &["--scan-interval", "0ms"])
         .code(1)
@@ -636,6 +638,42 @@ fn a_project_path_that_is_not_utf8_is_refused_not_printed_lossily() {
 }
 
 /// The one line a not-due run prints on stderr, without the tool's prefix.
+/// A project Claude Code never ran in: the reason stays, `detail` says why, and no scan stamp
+/// is written, so the first sessions are counted at once (not after the throttle).
+#[test]
+fn no_transcripts_dir_is_its_detail_and_writes_no_stamp() {
+    let home = ClaudeHome::new();
+    for _ in 0..2 {
+        gate(&home, &[])
+            .code(1)
+            .stdout_json(|out| {
+                assert_eq!(out["gate"]["reason"], "too_few_sessions");
+                assert_eq!(out["gate"]["detail"], "no_transcripts_dir");
+                assert_eq!(out["gate"]["session_count"], 0);
+                assert_eq!(out["gate"]["last_scan_at"], Value::Null);
+            })
+            .stderr_is(not_due(
+                "too_few_sessions: 0 of 5 sessions (never consolidated)",
+            ))
+            .run();
+    }
+    assert!(!home.state_dir().join("last-scan").exists());
+    // Once the dir exists, even empty, it is an ordinary scan: no detail, a stamp.
+    std::fs::create_dir_all(home.transcripts_dir()).unwrap();
+    gate(&home, &[])
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(out["gate"]["reason"], "too_few_sessions");
+            assert_eq!(out["gate"]["detail"], Value::Null);
+            assert!(out["gate"]["last_scan_at"].is_string());
+        })
+        .stderr_is(not_due(
+            "too_few_sessions: 0 of 5 sessions (never consolidated)",
+        ))
+        .run();
+    assert!(home.state_dir().join("last-scan").is_file());
+}
+
 fn note(err: &str) -> &str {
     assert_eq!(err.lines().count(), 1, "{err:?}");
     err.trim_end()
