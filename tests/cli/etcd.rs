@@ -660,16 +660,13 @@ fn malformed_etcd_urls_are_usage_errors() {
             .code(2)
             .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage", "{bad}"))
             .stderr_contains(format!(
-                "error: invalid value '{bad}' for '--backend <URL>': "
+                "dream-lock: invalid value '{bad}' for '--backend <URL>': "
             ))
             .run();
-        // clap's own form: the message, then where to read more.
+        // The usage error's one line: the message, then where to read more.
         assert_eq!(
             ran.stderr,
-            format!(
-                "error: {}\n\nFor more information, try '--help'.\n",
-                ran.json()["error"]["message"].as_str().unwrap()
-            )
+            usage_stderr("dream-lock", ran.json()["error"]["message"].as_str().unwrap())
         );
         let ran = Run::new(&home, "dream-gate")
             .env("DREAMKIT_LOCK_URL", bad)
@@ -678,14 +675,11 @@ fn malformed_etcd_urls_are_usage_errors() {
                 let message = doc["error"]["message"].to_string();
                 assert!(message.contains("DREAMKIT_LOCK_URL"), "{message}");
             })
-            .stderr_contains(format!("error: DREAMKIT_LOCK_URL=\"{bad}\": "))
+            .stderr_contains(format!("dream-gate: DREAMKIT_LOCK_URL=\"{bad}\": "))
             .run();
         assert_eq!(
             ran.stderr,
-            format!(
-                "error: {}\n",
-                ran.json()["error"]["message"].as_str().unwrap()
-            )
+            usage_stderr("dream-gate", ran.json()["error"]["message"].as_str().unwrap())
         );
     }
     // With a user and password in the URL, both streams say it redacted.
@@ -704,8 +698,9 @@ fn malformed_etcd_urls_are_usage_errors() {
                 json!({"kind": "usage", "message": format!("invalid value '{shown}' for '--backend <URL>': {refusal}")})
             );
         })
-        .stderr_is(format!(
-            "error: invalid value '{shown}' for '--backend <URL>': {refusal}\n\nFor more information, try '--help'.\n"
+        .stderr_is(usage_stderr(
+            "dream-lock",
+            &format!("invalid value '{shown}' for '--backend <URL>': {refusal}"),
         ))
         .run();
     Run::new(&home, "dream-gate")
@@ -718,7 +713,10 @@ fn malformed_etcd_urls_are_usage_errors() {
                 json!({"kind": "usage", "message": format!("DREAMKIT_LOCK_URL=\"{shown}\": {refusal}")})
             );
         })
-        .stderr_is(format!("error: DREAMKIT_LOCK_URL=\"{shown}\": {refusal}\n"))
+        .stderr_is(usage_stderr(
+            "dream-gate",
+            &format!("DREAMKIT_LOCK_URL=\"{shown}\": {refusal}"),
+        ))
         .run();
     Run::new(&home, "dream-lock")
         .args(["status", "--backend", "etcd://127.0.0.1:1"])

@@ -451,8 +451,10 @@ fn every_surface_maps_to_its_sink() {
             assert_eq!(out["error"]["kind"], "usage");
             assert_eq!(out["error"]["message"], clap);
         })
-        .stderr_is(format!(
-            "error: {clap}\n\nFor more information, try '--help'.\n"
+        .stderr_is(usage_stderr(
+            "turn-status",
+            "invalid value 'tty' for '--surface <SURFACE>' \
+             [possible values: cli, ccr, bridge, desktop, bg, watched, repl]",
         ))
         .run();
 }
@@ -672,7 +674,7 @@ fn the_heuristic_never_reads_the_model_settings() {
                 .unwrap()
                 .contains("DREAMKIT_TURN_STATUS_ENGINE"));
         })
-        .stderr_is(format!("error: {message}\n"))
+        .stderr_is(usage_stderr("turn-status", message))
         .run();
 }
 
