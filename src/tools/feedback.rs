@@ -1133,8 +1133,8 @@ List the drafts' ids and titles:
     ),
     (
         "*/ENVIRONMENT",
-        "CLAUDE_CONFIG_DIR, HOME: the drafts are under $CLAUDE_CONFIG_DIR/feedback-drafts, as \
-Claude Code keeps them. XDG_STATE_HOME: the per-session queue counts \
+        "CLAUDE_CONFIG_DIR, HOME: the drafts are under $CLAUDE_CONFIG_DIR/feedback/drafts \
+(default ~/.claude/feedback/drafts), as Claude Code keeps them. XDG_STATE_HOME: the per-session queue counts \
 ($XDG_STATE_HOME/dreamkit/feedback-queues.json). send: GITHUB_TOKEN (for --to github:...; \
 never printed) and GITHUB_API_URL (default https://api.github.com).",
     ),
