@@ -106,7 +106,29 @@ fn bash_completion_completes_subcommands_flags_and_values() {
         bash_complete("recap --transcript some"),
         ["somedir", "somefile"]
     );
+    // Fixed-value flags offer their values.
+    for (line, values) in FIXED_VALUES {
+        assert_eq!(bash_complete(line), *values, "{line}");
+    }
 }
+
+/// Flags that take one of a fixed set of values, and what completing them offers (sorted).
+const FIXED_VALUES: &[(&str, &[&str])] = &[
+    (
+        "feedback queue --type ",
+        &["bug", "idea", "missing_capability"],
+    ),
+    (
+        "feedback queue --trigger ",
+        &[
+            "exit_nudge",
+            "missing_capability",
+            "model_judgment",
+            "tool_error",
+            "user_frustration",
+        ],
+    ),
+];
 
 /// `Some(path)` of a shell, or None with a note (CI installs them: see .ci/run).
 fn shell(name: &str) -> Option<String> {
@@ -141,6 +163,60 @@ fn zsh_completions_load_without_errors() {
             .stdout_empty()
             .stderr_empty()
             .run();
+    }
+}
+
+/// What zsh offers for `line`: an interactive zsh under zpty loads the committed script with
+/// compinit, and a `compadd` wrapped around the builtin prints each match the completion adds
+/// (between markers) when a Tab is typed after `line`.
+fn zsh_complete(zsh: &str, line: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = completion_dir();
+    let script = format!(
+        r#"zmodload zsh/zpty || exit 90
+zpty -b z {zsh} -f -i || exit 91
+zpty -w z 'PS1=; PS2=; unsetopt zle_bracketed_paste 2>/dev/null; fpath=({completions} $fpath); autoload -U compinit; compinit -u -D'
+zpty -w z 'compadd() {{ local -a __hits; builtin compadd -O __hits "$@"; (( $#__hits )) && print -r -- "<hit>${{(j:</hit><hit>:)__hits}}</hit>" >/dev/tty; builtin compadd "$@"; }}'
+zpty -w z 'print -r -- "<ready>"'
+zpty -r z out '*<ready>*' || exit 92
+zpty -w -n z $'{line}	'
+zpty -w -n z $'\C-u'
+zpty -w z 'print -r -- "<done>"'
+zpty -r z out '*<done>*<done>*' || exit 93
+print -r -- "$out"
+zpty -d z
+"#,
+        completions = root.join("completions").display(),
+    );
+    let out = Run::command(
+        std::process::Command::new(zsh),
+        &format!("zsh completion of {line:?}"),
+    )
+    .args(["-f", "-c", &script])
+    .env("HOME", dir.path())
+    .current_dir(dir.path())
+    .success()
+    .stdout_any("the terminal's echo around the matches; the callers check the matches")
+    .stderr_empty()
+    .timeout(std::time::Duration::from_secs(30))
+    .run();
+    let mut candidates: Vec<String> = out
+        .stdout
+        .split("<hit>")
+        .skip(1)
+        .filter_map(|hit| hit.split("</hit>").next())
+        .map(str::to_string)
+        .collect();
+    candidates.sort();
+    candidates.dedup();
+    candidates
+}
+
+#[test]
+fn zsh_completes_fixed_values() {
+    let Some(zsh) = shell("zsh") else { return };
+    for (line, values) in FIXED_VALUES {
+        assert_eq!(zsh_complete(&zsh, line), *values, "{line}");
     }
 }
 
@@ -183,6 +259,9 @@ fn fish_completions_load_and_complete() {
     );
     assert!(fish_complete(&fish, "feedback send --").contains(&"--endpoint".to_string()));
     assert_eq!(fish_complete(&fish, "dream-gate --cwd some"), ["somedir/"]);
+    for (line, values) in FIXED_VALUES {
+        assert_eq!(fish_complete(&fish, line), *values, "{line}");
+    }
     for bin in ["dream-gate", "recap"] {
         assert!(!fish_complete(&fish, &format!("{bin} --")).is_empty());
     }
