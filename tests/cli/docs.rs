@@ -270,13 +270,14 @@ fn fish_completions_load_and_complete() {
 /// `sudo make install` must not compile as root: install uses what `make` built, and says so
 /// when it is missing instead of running cargo.
 /// The files `make install` reads, copied into a temporary tree (no `target/` yet).
-fn install_tree() -> tempfile::TempDir {
+pub(crate) fn install_tree() -> tempfile::TempDir {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let tree = tempfile::tempdir().unwrap();
     std::fs::copy(root.join("Makefile"), tree.path().join("Makefile")).unwrap();
     for dir in [
         "man",
         "completions",
+        ".claude-plugin",
         "plugin",
         "plugin/.claude-plugin",
         "plugin/hooks",
@@ -297,7 +298,7 @@ fn install_tree() -> tempfile::TempDir {
 /// `make install PREFIX=prefix` in `tree`, as a user runs it from a shell: not as a sub-make
 /// of a `make test` that may be running these tests (with its MAKELEVEL, make would print
 /// "Entering directory" lines and name itself `make[2]`).
-fn make_install<'a>(tree: &Path, prefix: &Path) -> Run<'a> {
+pub(crate) fn make_install<'a>(tree: &Path, prefix: &Path) -> Run<'a> {
     let mut make = std::process::Command::new("make");
     make.current_dir(tree)
         .env_remove("MAKELEVEL")
@@ -382,6 +383,28 @@ fn make_install_installs_what_was_built_and_never_builds() {
     assert!(plugin.join("commands/dream-show.md").is_file());
     let hook = std::fs::metadata(plugin.join("scripts/stop.sh")).unwrap();
     assert_eq!(mode(&hook), 0o755);
+    // Its marketplace beside it, naming it: `claude plugin marketplace add PREFIX/share/dreamkit`
+    // installs this copy, which outlives the clone.
+    let marketplace: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(prefix.join("share/dreamkit/.claude-plugin/marketplace.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marketplace["plugins"][0]["source"], "./plugin");
+    // uninstall takes all of it away.
+    let mut make = std::process::Command::new("make");
+    make.current_dir(tree.path())
+        .env_remove("MAKELEVEL")
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS");
+    Run::command(make, "make uninstall")
+        .arg("uninstall")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .success()
+        .stdout_any("the commands make echoes")
+        .stderr_empty()
+        .run();
+    assert!(!prefix.join("share/dreamkit").exists());
+    assert!(!prefix.join("bin/dream-lock").exists());
 }
 
 /// What a reader of the generated man pages relies on.
