@@ -460,6 +460,27 @@ fn marketplace_add_and_install_work_offline_and_the_hooks_fire() {
     cc.path = format!("{}:{}", prefix.join("bin").display(), system_path());
     let repo_arg = prefix.join("share/dreamkit").to_string_lossy().into_owned();
 
+    // The installed plugin validates, and declares what it reaches (`network.hosts`).
+    let plugin_arg = prefix
+        .join("share/dreamkit/plugin")
+        .to_string_lossy()
+        .into_owned();
+    cc.claude(
+        &home,
+        &home.project,
+        &json!([]),
+        &["plugin", "validate", &plugin_arg],
+    )
+    .stdout_with(|out| {
+        assert!(
+            out.contains("Hosts: api.anthropic.com (declared), api.openai.com (declared)"),
+            "{out}"
+        );
+        assert!(!out.contains("Hosts not declared"), "{out}");
+        assert!(out.contains("Validation passed"), "{out}");
+    })
+    .run();
+
     cc.claude(
         &home,
         &home.project,
