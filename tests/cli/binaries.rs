@@ -48,7 +48,10 @@ fn help_version_and_usage_errors() {
                 assert_eq!(doc["error"]["kind"], "usage");
             })
             // One line, as every other diagnostic: the Usage line and tips are in the JSON.
-            .stderr_is(usage_stderr(bin, "unexpected argument '--no-such-flg' found"))
+            .stderr_is(usage_stderr(
+                bin,
+                "unexpected argument '--no-such-flg' found",
+            ))
             .run();
         assert_eq!(ran.stderr, clap_stderr(bin, &ran.json()), "{bin}");
         // -q silences stderr even when the flags do not parse.

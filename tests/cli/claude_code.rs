@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::claude_code::{
     client, git_repo, git_worktree, hook_responses, message_texts, on_path, plugin_dir, records,
-    repo_root, stream_result, system_path, Offline, CLIENT_VERSION,
+    stream_result, system_path, Offline, CLIENT_VERSION,
 };
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::{slug_of, ClaudeHome, Run};

@@ -666,7 +666,10 @@ fn malformed_etcd_urls_are_usage_errors() {
         // The usage error's one line: the message, then where to read more.
         assert_eq!(
             ran.stderr,
-            usage_stderr("dream-lock", ran.json()["error"]["message"].as_str().unwrap())
+            usage_stderr(
+                "dream-lock",
+                ran.json()["error"]["message"].as_str().unwrap()
+            )
         );
         let ran = Run::new(&home, "dream-gate")
             .env("DREAMKIT_LOCK_URL", bad)
@@ -679,7 +682,10 @@ fn malformed_etcd_urls_are_usage_errors() {
             .run();
         assert_eq!(
             ran.stderr,
-            usage_stderr("dream-gate", ran.json()["error"]["message"].as_str().unwrap())
+            usage_stderr(
+                "dream-gate",
+                ran.json()["error"]["message"].as_str().unwrap()
+            )
         );
     }
     // With a user and password in the URL, both streams say it redacted.

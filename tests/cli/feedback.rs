@@ -170,11 +170,15 @@ fn queue_merges_draft_fields_given_with_a_hook_payload() {
     });
     let id = Rc::new(RefCell::new(String::new()));
     let seen = Rc::clone(&id);
-    fb(&home, &["queue", "--area", "dream-gate"], &payload.to_string())
-        .success()
-        .stdout_json(move |out| *seen.borrow_mut() = out["draft_id"].as_str().unwrap().into())
-        .stderr_any("the notify line, checked by queue_writes_a_private_pretty_draft")
-        .run();
+    fb(
+        &home,
+        &["queue", "--area", "dream-gate"],
+        &payload.to_string(),
+    )
+    .success()
+    .stdout_json(move |out| *seen.borrow_mut() = out["draft_id"].as_str().unwrap().into())
+    .stderr_any("the notify line, checked by queue_writes_a_private_pretty_draft")
+    .run();
     let id = id.borrow().clone();
     fb(&home, &["show", &id], "")
         .success()
@@ -196,11 +200,7 @@ fn queue_merges_draft_fields_given_with_a_hook_payload() {
     // A draft field of the wrong type beside a payload is bad input, and writes nothing.
     let before = draft_files(&home);
     let bad = json!({"hook_event_name": "Stop", "session_id": "s-hook", "type": 5, "title": "t", "details": "d"});
-    refused(
-        fb(&home, &["queue"], &bad.to_string()),
-        2,
-        "",
-    );
+    refused(fb(&home, &["queue"], &bad.to_string()), 2, "");
     assert_eq!(draft_files(&home), before);
 }
 

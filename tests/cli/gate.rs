@@ -953,7 +953,11 @@ fn plugin_stop_hook<'a>(home: &ClaudeHome) -> Run<'a> {
     let mut cmd = home.process("sh");
     cmd.arg(script).env(
         "PATH",
-        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+        format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
     );
     let payload = json!({
         "hook_event_name": "Stop",

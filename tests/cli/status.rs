@@ -926,14 +926,18 @@ fn the_heuristic_starts_no_async_runtime() {
 
 /// The plugin's turn-status hook in `home`, the built binaries first on PATH, reading `stdin`.
 fn plugin_hook<'a>(home: &ClaudeHome, stdin: &str) -> Run<'a> {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("plugin/scripts/turn-status.sh");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin/scripts/turn-status.sh");
     let bin = bin_path("turn-status").parent().unwrap().to_path_buf();
     let mut cmd = home.process("sh");
     cmd.arg(script)
         .env(
             "PATH",
-            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
         )
         .env("XDG_CACHE_HOME", home.root.join("cache"))
         .env("CLAUDE_CODE_SESSION_ID", "s-hook")
@@ -965,7 +969,10 @@ fn the_plugin_hook_with_the_llm_engine_and_an_endless_server_falls_back() {
     let file = home.root.join("cache/dreamkit/status-s-hook.json");
     let status: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(status["status_category"], "completed", "{status}");
-    assert_eq!(status["status_detail"], "Pushed the fix to main.", "{status}");
+    assert_eq!(
+        status["status_detail"], "Pushed the fix to main.",
+        "{status}"
+    );
     assert_eq!(mode(&std::fs::metadata(&file).unwrap()), 0o600);
 
     // Without a credential the model is not asked at all: the rule table, at once.
