@@ -167,8 +167,10 @@ fn zsh_completions_load_without_errors() {
 }
 
 /// What zsh offers for `line`: an interactive zsh under zpty loads the committed script with
-/// compinit, and a `compadd` wrapped around the builtin prints each match the completion adds
-/// (between markers) when a Tab is typed after `line`.
+/// compinit, and a `compadd` wrapped around the builtin prints the matches the completion
+/// adds (between markers) when a Tab is typed after `line`. The Tab is the last thing typed (zle
+/// may skip a completion while more input waits); a completion that adds nothing leaves the
+/// read waiting, and the run's timeout ends it as a failure.
 fn zsh_complete(zsh: &str, line: &str) -> Vec<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = completion_dir();
@@ -176,13 +178,11 @@ fn zsh_complete(zsh: &str, line: &str) -> Vec<String> {
         r#"zmodload zsh/zpty || exit 90
 zpty -b z {zsh} -f -i || exit 91
 zpty -w z 'PS1=; PS2=; unsetopt zle_bracketed_paste 2>/dev/null; fpath=({completions} $fpath); autoload -U compinit; compinit -u -D'
-zpty -w z 'compadd() {{ local -a __hits; builtin compadd -O __hits "$@"; (( $#__hits )) && print -r -- "<hit>${{(j:</hit><hit>:)__hits}}</hit>" >/dev/tty; builtin compadd "$@"; }}'
+zpty -w z 'compadd() {{ local -a __hits; builtin compadd -O __hits "$@"; (( $#__hits )) && print -r -- "<hits>${{(j: :)__hits}}</hits>" >/dev/tty; builtin compadd "$@"; }}'
 zpty -w z 'print -r -- "<ready>"'
 zpty -r z out '*<ready>*' || exit 92
 zpty -w -n z $'{line}	'
-zpty -w -n z $'\C-u'
-zpty -w z 'print -r -- "<done>"'
-zpty -r z out '*<done>*<done>*' || exit 93
+zpty -r z out '*</hits>*' || exit 93
 print -r -- "$out"
 zpty -d z
 "#,
@@ -202,9 +202,10 @@ zpty -d z
     .run();
     let mut candidates: Vec<String> = out
         .stdout
-        .split("<hit>")
+        .split("<hits>")
         .skip(1)
-        .filter_map(|hit| hit.split("</hit>").next())
+        .filter_map(|hits| hits.split("</hits>").next())
+        .flat_map(str::split_whitespace)
         .map(str::to_string)
         .collect();
     candidates.sort();
