@@ -11,7 +11,8 @@ MANDIR   := $(DESTDIR)$(PREFIX)/share/man/man1
 BASHDIR  := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR   := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-PLUGINDIR := $(DESTDIR)$(PREFIX)/share/dreamkit/plugin
+SHAREDIR := $(DESTDIR)$(PREFIX)/share/dreamkit
+PLUGINDIR := $(SHAREDIR)/plugin
 
 .PHONY: all build test test-local-model test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
 
@@ -74,16 +75,19 @@ install:
 		install -m 0644 completions/_$$b $(ZSHDIR)/_$$b && \
 		install -m 0644 completions/$$b.fish $(FISHDIR)/$$b.fish || exit 1; \
 	done
-	@# The Claude Code plugin (claude --plugin-dir $(PREFIX)/share/dreamkit/plugin); a tree
-	@# without plugin/ (a partial copy) installs the rest and says so.
+	@# The Claude Code plugin and its marketplace, one installed copy that outlives the clone:
+	@# claude plugin marketplace add $(PREFIX)/share/dreamkit. A tree without plugin/ (a
+	@# partial copy) installs the rest and says so.
 	@if [ -d plugin ]; then \
 		set -e; \
-		install -d $(PLUGINDIR)/.claude-plugin $(PLUGINDIR)/hooks $(PLUGINDIR)/scripts $(PLUGINDIR)/commands; \
+		install -d $(SHAREDIR)/.claude-plugin $(PLUGINDIR)/.claude-plugin $(PLUGINDIR)/hooks $(PLUGINDIR)/scripts $(PLUGINDIR)/commands; \
+		install -m 0644 .claude-plugin/marketplace.json $(SHAREDIR)/.claude-plugin/marketplace.json; \
 		install -m 0644 plugin/.claude-plugin/plugin.json $(PLUGINDIR)/.claude-plugin/plugin.json; \
 		install -m 0644 plugin/hooks/hooks.json $(PLUGINDIR)/hooks/hooks.json; \
 		install -m 0755 plugin/scripts/*.sh $(PLUGINDIR)/scripts/; \
 		install -m 0644 plugin/commands/*.md $(PLUGINDIR)/commands/; \
 		echo "installed the Claude Code plugin in $(PLUGINDIR)"; \
+		echo "add it once: claude plugin marketplace add $(PREFIX)/share/dreamkit && claude plugin install dreamkit@dreamkit"; \
 	else \
 		echo "make install: no plugin/ here: the Claude Code plugin is not installed" >&2; \
 	fi
@@ -99,8 +103,8 @@ uninstall:
 	for b in $(BINS); do \
 		rm -f $(BINDIR)/$$b $(MANDIR)/$$b.1 $(MANDIR)/$$b-*.1 $(BASHDIR)/$$b $(ZSHDIR)/_$$b $(FISHDIR)/$$b.fish; \
 	done
-	rm -rf $(PLUGINDIR)
-	-rmdir $(DESTDIR)$(PREFIX)/share/dreamkit 2>/dev/null
+	rm -rf $(PLUGINDIR) $(SHAREDIR)/.claude-plugin
+	-rmdir $(SHAREDIR) 2>/dev/null
 
 clean:
 	$(CARGO) clean

@@ -206,7 +206,7 @@ _feedback() {
             fi
             case "${prev}" in
                 --type)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "bug idea missing_capability" -- "${cur}"))
                     return 0
                     ;;
                 --title)
@@ -222,7 +222,7 @@ _feedback() {
                     return 0
                     ;;
                 --trigger)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "tool_error user_frustration missing_capability model_judgment exit_nudge" -- "${cur}"))
                     return 0
                     ;;
                 --session)

@@ -37,11 +37,17 @@ complete -c feedback -n "__fish_feedback_needs_command" -f -a "show" -d 'Print o
 complete -c feedback -n "__fish_feedback_needs_command" -f -a "send" -d 'Send a draft to an endpoint or as a GitHub issue, after consent'
 complete -c feedback -n "__fish_feedback_needs_command" -f -a "discard" -d 'Delete a draft'
 complete -c feedback -n "__fish_feedback_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c feedback -n "__fish_feedback_using_subcommand queue" -l type -d 'bug, idea or missing_capability' -r
+complete -c feedback -n "__fish_feedback_using_subcommand queue" -l type -d 'The draft\'s type' -r -f -a "bug\t''
+idea\t''
+missing_capability\t''"
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l title -d 'One line, at most 200 characters' -r
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l details -d 'Facts, the user\'s own words, a minimal reproduction (at most 10,240 characters)' -r
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l area -d 'Part of the product (at most 64 characters)' -r
-complete -c feedback -n "__fish_feedback_using_subcommand queue" -l trigger -d 'tool_error, user_frustration, missing_capability, model_judgment or exit_nudge' -r
+complete -c feedback -n "__fish_feedback_using_subcommand queue" -l trigger -d 'What prompted the draft' -r -f -a "tool_error\t''
+user_frustration\t''
+missing_capability\t''
+model_judgment\t''
+exit_nudge\t''"
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l session -d 'Source session id [default: the hook payload\'s session_id]' -r
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l model -d 'Model in use (at most 64 characters)' -r
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'

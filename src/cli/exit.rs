@@ -54,13 +54,14 @@ pub const EXIT_CODE_TABLE: &[(u8, &str)] = &[
     ),
     (
         2,
-        "usage error or bad input, a path given on the command line that does not exist \
-(--cwd /nope) included; stdout holds {\"error\":{\"kind\",\"reason\"?,\"message\"}}",
+        "usage error or bad input, a --cwd that does not exist included; stdout holds \
+{\"error\":{\"kind\",\"reason\"?,\"message\"}}",
     ),
     (
         3,
         "local environment failure: I/O, permissions, a file or directory the tool needs (a \
-config dir, a transcript) that is missing or not a regular file",
+config dir, a transcript) that is missing or not a regular file, named on the command line \
+or not (recap --transcript /nope is 3)",
     ),
     (4, "model, network or remote-store failure (after retries)"),
     (130, "interrupted by SIGINT"),

@@ -115,7 +115,7 @@ pub fn main<T: Tool>() -> ExitCode {
     }
     let args = match parse::<T>() {
         Ok(args) => args,
-        Err(err) => return clap_exit(err, T::ENVELOPE_SECTION),
+        Err(err) => return clap_exit(&name, err, T::ENVELOPE_SECTION),
     };
     let common = args.common().clone();
     // First: nothing printed from here on may show a credential.
@@ -196,10 +196,10 @@ fn parse<T: Tool>() -> Result<T, clap::Error> {
 }
 
 /// `--help` and `--version` (and `help SUBCOMMAND`) print as usual; every other clap error is a
-/// usage error: clap's whole message on stderr (the missing argument, the "did you mean" tip,
-/// the `Usage:` line), and the same text, plain, in our JSON on stdout (in the envelope, for a
-/// pipeline stage whose stdin held one).
-fn clap_exit(err: clap::Error, section: Option<&str>) -> ExitCode {
+/// usage error: one line on stderr (see [`usage_line`]), and clap's whole text, plain (the
+/// missing argument, the "did you mean" tip, the `Usage:` line), in our JSON on stdout (in
+/// the envelope, for a pipeline stage whose stdin held one).
+fn clap_exit(tool: &str, err: clap::Error, section: Option<&str>) -> ExitCode {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = err.print();
@@ -210,7 +210,7 @@ fn clap_exit(err: clap::Error, section: Option<&str>) -> ExitCode {
             // The flags did not parse, but a `-q` (or `-n`) among them is still honoured.
             let quiet = asks_flag(std::env::args_os().skip(1), "quiet", 'q');
             if !quiet {
-                print_redacted(&err);
+                print_usage_line(tool, &err);
             }
             if section.is_some() {
                 super::input::set_null_input(asks_flag(
@@ -228,21 +228,28 @@ fn clap_exit(err: clap::Error, section: Option<&str>) -> ExitCode {
     }
 }
 
-/// clap's message on stderr as clap renders it (coloured on a terminal unless `NO_COLOR`), with
-/// what a user put in a URL's userinfo or query redacted: `--backend etcd://u:password@h`
-/// that does not parse must not print the password. A lost stderr cannot be reported.
-fn print_redacted(err: &clap::Error) {
-    use std::io::{IsTerminal, Write};
-    let styled = err.render();
-    let coloured = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let text = if coloured {
-        styled.ansi().to_string()
-    } else {
-        styled.to_string()
-    };
+/// The usage error's one line on stderr, as every other diagnostic of the tool:
+/// `recap: unexpected argument '--foo' found (try --help)`, with what a user put in a URL's
+/// userinfo or query redacted (`--backend etcd://u:password@h` that does not parse must not
+/// print the password). A lost stderr cannot be reported.
+fn print_usage_line(tool: &str, err: &clap::Error) {
+    use std::io::Write;
+    let line = format!("{}\n", usage_line(tool, &plain_message(err)));
     let _ = std::io::stderr()
         .lock()
-        .write_all(super::redact::redact(&text).as_bytes());
+        .write_all(super::redact::redact(&line).as_bytes());
+}
+
+/// clap's first line, with the indented lines right below it that finish it (the names of
+/// the missing arguments, the list of subcommands); the tips and `Usage:` stay in the JSON.
+fn usage_line(tool: &str, message: &str) -> String {
+    let mut lines = message.lines();
+    let mut line = lines.next().unwrap_or_default().trim().to_string();
+    for more in lines.take_while(|l| l.starts_with(' ') && !l.trim().is_empty()) {
+        line.push(' ');
+        line.push_str(more.trim());
+    }
+    format!("{tool}: {line} (try --help)")
 }
 
 /// Whether the command line holds `--<long>`, `-<short>` or a cluster such as `-qn`, before
@@ -300,6 +307,20 @@ mod tests {
         assert!(!quiet(&["--bad"]));
         assert!(!quiet(&["--pid", "x", "--", "grep", "-q"]));
         assert!(!quiet(&["--quietly"]));
+    }
+
+    #[test]
+    fn the_usage_line_is_clap_first_line_with_what_finishes_it() {
+        let missing = usage_line("tool", &plain_message(&error_for(&["tool"])));
+        assert_eq!(
+            missing,
+            "tool: the following required arguments were not provided: --name <name> (try --help)"
+        );
+        let unknown = usage_line("tool", &plain_message(&error_for(&["tool", "--nme", "x"])));
+        assert_eq!(
+            unknown,
+            "tool: unexpected argument '--nme' found (try --help)"
+        );
     }
 
     #[test]

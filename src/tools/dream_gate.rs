@@ -251,8 +251,18 @@ pub fn decide(
         }
     );
     let too_few = sessions.len() < policy.min_sessions as usize;
+    // A project Claude Code never ran in has no transcripts dir: say so, and write no stamp,
+    // so that its first sessions are counted at once rather than after the throttle.
+    let no_dir = too_few
+        && sessions.is_empty()
+        && std::fs::metadata(&project.transcripts_dir)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
     decision.sessions = Some(sessions);
-    if too_few {
+    if no_dir {
+        decision.reason = Some(Reason::TooFewSessions);
+        decision.detail = Some("no_transcripts_dir");
+        decision.note = Some(format!("not due: too_few_sessions: {found}"));
+    } else if too_few {
         decision.reason = Some(Reason::TooFewSessions);
         decision.note = Some(format!("not due: too_few_sessions: {found}"));
         if policy.scan_interval > Duration::ZERO {
@@ -405,8 +415,9 @@ gate.last_scan_at shows it. A stamp in the future does not throttle.
 too_few_sessions: fewer than --min-sessions transcripts <uuid>.jsonl directly in the \
 transcripts dir changed after the last consolidation, not counting the current session \
 (--session, else the hook payload's session_id). Decided from directory entries and \
-stat alone; no transcript is opened. A missing transcripts dir holds no sessions; an \
-unreadable one is exit 3.",
+stat alone; no transcript is opened. A missing transcripts dir holds no sessions: \
+gate.detail is no_transcripts_dir and no scan stamp is written (the project's first sessions \
+count at once); an unreadable one is exit 3.",
     ),
     (
         "OUTPUT",

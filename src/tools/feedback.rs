@@ -67,8 +67,12 @@ pub enum Subcommand {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct QueueArgs {
-    /// bug, idea or missing_capability
-    #[arg(long = "type", value_name = "TYPE")]
+    /// The draft's type
+    #[arg(
+        long = "type",
+        value_name = "TYPE",
+        value_parser = clap::builder::PossibleValuesParser::new(store::TYPES.to_vec())
+    )]
     pub kind: Option<String>,
     /// One line, at most 200 characters
     #[arg(long)]
@@ -79,8 +83,11 @@ pub struct QueueArgs {
     /// Part of the product (at most 64 characters)
     #[arg(long)]
     pub area: Option<String>,
-    /// tool_error, user_frustration, missing_capability, model_judgment or exit_nudge
-    #[arg(long)]
+    /// What prompted the draft
+    #[arg(
+        long,
+        value_parser = clap::builder::PossibleValuesParser::new(store::TRIGGERS.to_vec())
+    )]
     pub trigger: Option<String>,
     /// Source session id [default: the hook payload's session_id]
     #[arg(long, value_name = "ID")]
@@ -486,15 +493,29 @@ fn queue(
                 }
                 None => None,
             };
-            NewDraft {
-                source_session_id: hook.session_id,
-                cwd,
-                transcript_ref: session_file.map(|file| TranscriptRef {
+            // Draft fields beside the payload's own (a hook that adds type, title, details)
+            // are the draft's; the payload's session, cwd and transcript fill what they leave.
+            let fields: serde_json::Map<String, Value> = hook
+                .other
+                .iter()
+                .filter(|(key, _)| store::NEW_DRAFT_FIELDS.contains(&key.as_str()))
+                // Some payloads (a statusLine's) describe the model as an object: not a draft's.
+                .filter(|(key, value)| *key != "model" || value.is_string())
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            let mut new: NewDraft = serde_json::from_value(Value::Object(fields))
+                .map_err(|e| Failure::bad_input(format!("draft fields on stdin: {e}")))?;
+            if new.source_session_id.is_none() {
+                new.source_session_id = hook.session_id;
+            }
+            new.cwd = new.cwd.or(cwd);
+            if new.transcript_ref.is_none() {
+                new.transcript_ref = session_file.map(|file| TranscriptRef {
                     session_file: Some(file),
                     ..TranscriptRef::default()
-                }),
-                ..NewDraft::default()
+                });
             }
+            new
         }
     };
     let flag = |f: &Option<String>, v: &mut Option<String>| {
@@ -1035,8 +1056,9 @@ warning: the client lists only drafts that do. feedback list reads drafts the cl
     (
         "QUEUE, LIST, SHOW, DISCARD",
         "queue: the draft fields as one JSON object on stdin (unknown fields are refused), or \
-flags, which win; with a hook payload on stdin, its session_id, cwd and transcript_path fill \
-source_session_id, cwd and transcript_ref. type, title and details are required; os defaults \
+flags, which win; with a hook payload on stdin, the draft fields beside its own are taken \
+(others are ignored), and its session_id, cwd and transcript_path fill source_session_id, cwd \
+and transcript_ref where those are not given. type, title and details are required; os defaults \
 to this platform. The tool fills draft_id (a UUID), created_at and status. Every field and \
 limit is checked (exit 2, reason invalid_draft); a draft over 32,768 bytes is refused (exit 2, \
 reason too_large) and nothing is written. After writing, at most 10 drafts are kept: the \
@@ -1135,8 +1157,8 @@ List the drafts' ids and titles:
     ),
     (
         "*/ENVIRONMENT",
-        "CLAUDE_CONFIG_DIR, HOME: the drafts are under $CLAUDE_CONFIG_DIR/feedback-drafts, as \
-Claude Code keeps them. XDG_STATE_HOME: the per-session queue counts \
+        "CLAUDE_CONFIG_DIR, HOME: the drafts are under $CLAUDE_CONFIG_DIR/feedback/drafts \
+(default ~/.claude/feedback/drafts), as Claude Code keeps them. XDG_STATE_HOME: the per-session queue counts \
 ($XDG_STATE_HOME/dreamkit/feedback-queues.json). send: GITHUB_TOKEN (for --to github:...; \
 never printed) and GITHUB_API_URL (default https://api.github.com).",
     ),

@@ -435,10 +435,11 @@ fn a_stale_index_against_its_topics_and_the_newest_session() {
                 json!({"kind": "usage", "message": "invalid value 'soon' for '--min-hours <HOURS>': \"soon\" is not a number of hours (examples: 24, 0.5, 24h, 90m)"})
             );
         })
-        .stderr_is(
-            "error: invalid value 'soon' for '--min-hours <HOURS>': \"soon\" is not a number of \
-             hours (examples: 24, 0.5, 24h, 90m)\n\nFor more information, try '--help'.\n",
-        )
+        .stderr_is(crate::support::usage_stderr(
+            "dream-run",
+            "invalid value 'soon' for '--min-hours <HOURS>': \"soon\" is not a number of \
+             hours (examples: 24, 0.5, 24h, 90m)",
+        ))
         .run();
 }
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::claude_code::{
     client, git_repo, git_worktree, hook_responses, message_texts, on_path, plugin_dir, records,
-    repo_root, stream_result, system_path, Offline, CLIENT_VERSION,
+    stream_result, system_path, Offline, CLIENT_VERSION,
 };
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::{slug_of, ClaudeHome, Run};
@@ -438,18 +438,48 @@ fn the_slash_commands_run_our_binaries_in_the_session() {
 fn marketplace_add_and_install_work_offline_and_the_hooks_fire() {
     let claude = claude_or_skip!("marketplace_add_and_install_work_offline_and_the_hooks_fire");
     let home = ClaudeHome::new();
-    let cc = Offline::new(claude, &home);
-    // A copy of the repository's marketplace and plugin, as a clone would have them.
-    let repo = home.root.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    let copy = std::process::Command::new("cp")
-        .arg("-R")
-        .arg(repo_root().join(".claude-plugin"))
-        .arg(repo_root().join("plugin"))
-        .arg(&repo)
-        .status();
-    assert!(copy.unwrap().success());
-    let repo_arg = repo.to_string_lossy().into_owned();
+    // What `make install` puts under PREFIX, from a clone (a copy of what it reads, with the
+    // built binaries), then the clone goes away: the installed copy is all the client has.
+    let clone = crate::docs::install_tree();
+    let release = clone.path().join("target/release");
+    std::fs::create_dir_all(&release).unwrap();
+    for bin in crate::support::BINARIES {
+        std::fs::copy(crate::support::bin_path(bin), release.join(bin)).unwrap();
+    }
+    let prefix = home.root.join("prefix");
+    crate::docs::make_install(clone.path(), &prefix)
+        .success()
+        .stdout_contains(format!(
+            "add it once: claude plugin marketplace add {}/share/dreamkit",
+            prefix.display()
+        ))
+        .stderr_empty()
+        .run();
+    drop(clone);
+    let mut cc = Offline::new(claude, &home);
+    cc.path = format!("{}:{}", prefix.join("bin").display(), system_path());
+    let repo_arg = prefix.join("share/dreamkit").to_string_lossy().into_owned();
+
+    // The installed plugin validates, and declares what it reaches (`network.hosts`).
+    let plugin_arg = prefix
+        .join("share/dreamkit/plugin")
+        .to_string_lossy()
+        .into_owned();
+    cc.claude(
+        &home,
+        &home.project,
+        &json!([]),
+        &["plugin", "validate", &plugin_arg],
+    )
+    .stdout_with(|out| {
+        assert!(
+            out.contains("Hosts: api.anthropic.com (declared), api.openai.com (declared)"),
+            "{out}"
+        );
+        assert!(!out.contains("Hosts not declared"), "{out}");
+        assert!(out.contains("Validation passed"), "{out}");
+    })
+    .run();
 
     cc.claude(
         &home,

@@ -149,9 +149,10 @@ fn every_failure_prints_one_error_shape() {
         "usage",
         None,
         "a missing argument",
-        "error: the following required arguments were not provided:\n  <ID>\n\n\
-         Usage: feedback show <ID>\n\nFor more information, try '--help'.\n"
-            .to_string(),
+        usage_stderr(
+            "feedback",
+            "the following required arguments were not provided: <ID>",
+        ),
     );
     assert_failure(
         fb(
@@ -163,10 +164,10 @@ fn every_failure_prints_one_error_shape() {
         "usage",
         None,
         "--transcript without --with-transcript",
-        "error: the following required arguments were not provided:\n  --with-transcript\n\n\
-         Usage: feedback send --with-transcript --endpoint <URL> --transcript <PATH> <ID>\n\n\
-         For more information, try '--help'.\n"
-            .to_string(),
+        usage_stderr(
+            "feedback",
+            "the following required arguments were not provided: --with-transcript",
+        ),
     );
     assert_failure(
         fb(

@@ -37,16 +37,15 @@ fn lock_state(d: &Dream) -> (Value, i64) {
     (status, epoch_ms(mtime(&d.home.lock_file())))
 }
 
-/// What clap prints on stderr for a usage error whose message is `message`.
-fn clap_error(message: &str) -> String {
-    format!("error: {message}\n\nFor more information, try '--help'.\n")
+/// What dream-run prints on stderr for a usage error whose one line is `line`.
+fn clap_error(line: &str) -> String {
+    crate::support::usage_stderr("dream-run", line)
 }
 
 #[test]
 fn a_stage_that_fails_before_its_agent_starts_never_strands_the_lock() {
     // The stage's one failure is all that is said on stderr (release rolls back quietly).
-    let misplaced = "the argument '--max-turns' cannot be used with the subcommand 'tasks'\n\n\
-                     Usage: dream-run [OPTIONS] [COMMAND]";
+    let misplaced = "the argument '--max-turns' cannot be used with the subcommand 'tasks'";
     let cases: &[(&str, &str, &str, String)] = &[
         (
             "no credential",
@@ -68,9 +67,7 @@ fn a_stage_that_fails_before_its_agent_starts_never_strands_the_lock() {
             "a usage error",
             "dream-run --bogus",
             "usage",
-            clap_error(
-                "unexpected argument '--bogus' found\n\nUsage: dream-run [OPTIONS] [COMMAND]",
-            ),
+            clap_error("unexpected argument '--bogus' found"),
         ),
         (
             "a bad --deadline",
@@ -213,8 +210,7 @@ fn the_shared_flags_go_before_or_after_a_subcommand_in_every_tool() {
         .run();
     // A tool's own flag before a subcommand it does not belong to is a usage error, not
     // ignored.
-    let misplaced = "the argument '--max-turns' cannot be used with the subcommand 'tasks'\n\n\
-                     Usage: dream-run [OPTIONS] [COMMAND]";
+    let misplaced = "the argument '--max-turns' cannot be used with the subcommand 'tasks'";
     tool(&d, "dream-run")
         .args(["--max-turns", "3", "tasks"])
         .code(2)

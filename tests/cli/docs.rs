@@ -106,7 +106,29 @@ fn bash_completion_completes_subcommands_flags_and_values() {
         bash_complete("recap --transcript some"),
         ["somedir", "somefile"]
     );
+    // Fixed-value flags offer their values.
+    for (line, values) in FIXED_VALUES {
+        assert_eq!(bash_complete(line), *values, "{line}");
+    }
 }
+
+/// Flags that take one of a fixed set of values, and what completing them offers (sorted).
+const FIXED_VALUES: &[(&str, &[&str])] = &[
+    (
+        "feedback queue --type ",
+        &["bug", "idea", "missing_capability"],
+    ),
+    (
+        "feedback queue --trigger ",
+        &[
+            "exit_nudge",
+            "missing_capability",
+            "model_judgment",
+            "tool_error",
+            "user_frustration",
+        ],
+    ),
+];
 
 /// `Some(path)` of a shell, or None with a note (CI installs them: see .ci/run).
 fn shell(name: &str) -> Option<String> {
@@ -141,6 +163,61 @@ fn zsh_completions_load_without_errors() {
             .stdout_empty()
             .stderr_empty()
             .run();
+    }
+}
+
+/// What zsh offers for `line`: an interactive zsh under zpty loads the committed script with
+/// compinit, and a `compadd` wrapped around the builtin prints the matches the completion
+/// adds (between markers) when a Tab is typed after `line`. The Tab is the last thing typed (zle
+/// may skip a completion while more input waits); a completion that adds nothing leaves the
+/// read waiting, and the run's timeout ends it as a failure.
+fn zsh_complete(zsh: &str, line: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = completion_dir();
+    let script = format!(
+        r#"zmodload zsh/zpty || exit 90
+zpty -b z {zsh} -f -i || exit 91
+zpty -w z 'PS1=; PS2=; unsetopt zle_bracketed_paste 2>/dev/null; fpath=({completions} $fpath); autoload -U compinit; compinit -u -D'
+zpty -w z 'compadd() {{ local -a __hits; builtin compadd -O __hits "$@"; (( $#__hits )) && print -r -- "<hits>${{(j: :)__hits}}</hits>" >/dev/tty; builtin compadd "$@"; }}'
+zpty -w z 'print -r -- "<ready>"'
+zpty -r z out '*<ready>*' || exit 92
+zpty -w -n z $'{line}	'
+zpty -r z out '*</hits>*' || exit 93
+print -r -- "$out"
+zpty -d z
+"#,
+        completions = root.join("completions").display(),
+    );
+    let out = Run::command(
+        std::process::Command::new(zsh),
+        &format!("zsh completion of {line:?}"),
+    )
+    .args(["-f", "-c", &script])
+    .env("HOME", dir.path())
+    .current_dir(dir.path())
+    .success()
+    .stdout_any("the terminal's echo around the matches; the callers check the matches")
+    .stderr_empty()
+    .timeout(std::time::Duration::from_secs(30))
+    .run();
+    let mut candidates: Vec<String> = out
+        .stdout
+        .split("<hits>")
+        .skip(1)
+        .filter_map(|hits| hits.split("</hits>").next())
+        .flat_map(str::split_whitespace)
+        .map(str::to_string)
+        .collect();
+    candidates.sort();
+    candidates.dedup();
+    candidates
+}
+
+#[test]
+fn zsh_completes_fixed_values() {
+    let Some(zsh) = shell("zsh") else { return };
+    for (line, values) in FIXED_VALUES {
+        assert_eq!(zsh_complete(&zsh, line), *values, "{line}");
     }
 }
 
@@ -183,6 +260,9 @@ fn fish_completions_load_and_complete() {
     );
     assert!(fish_complete(&fish, "feedback send --").contains(&"--endpoint".to_string()));
     assert_eq!(fish_complete(&fish, "dream-gate --cwd some"), ["somedir/"]);
+    for (line, values) in FIXED_VALUES {
+        assert_eq!(fish_complete(&fish, line), *values, "{line}");
+    }
     for bin in ["dream-gate", "recap"] {
         assert!(!fish_complete(&fish, &format!("{bin} --")).is_empty());
     }
@@ -191,13 +271,14 @@ fn fish_completions_load_and_complete() {
 /// `sudo make install` must not compile as root: install uses what `make` built, and says so
 /// when it is missing instead of running cargo.
 /// The files `make install` reads, copied into a temporary tree (no `target/` yet).
-fn install_tree() -> tempfile::TempDir {
+pub(crate) fn install_tree() -> tempfile::TempDir {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let tree = tempfile::tempdir().unwrap();
     std::fs::copy(root.join("Makefile"), tree.path().join("Makefile")).unwrap();
     for dir in [
         "man",
         "completions",
+        ".claude-plugin",
         "plugin",
         "plugin/.claude-plugin",
         "plugin/hooks",
@@ -218,7 +299,7 @@ fn install_tree() -> tempfile::TempDir {
 /// `make install PREFIX=prefix` in `tree`, as a user runs it from a shell: not as a sub-make
 /// of a `make test` that may be running these tests (with its MAKELEVEL, make would print
 /// "Entering directory" lines and name itself `make[2]`).
-fn make_install<'a>(tree: &Path, prefix: &Path) -> Run<'a> {
+pub(crate) fn make_install<'a>(tree: &Path, prefix: &Path) -> Run<'a> {
     let mut make = std::process::Command::new("make");
     make.current_dir(tree)
         .env_remove("MAKELEVEL")
@@ -303,6 +384,28 @@ fn make_install_installs_what_was_built_and_never_builds() {
     assert!(plugin.join("commands/dream-show.md").is_file());
     let hook = std::fs::metadata(plugin.join("scripts/stop.sh")).unwrap();
     assert_eq!(mode(&hook), 0o755);
+    // Its marketplace beside it, naming it: `claude plugin marketplace add PREFIX/share/dreamkit`
+    // installs this copy, which outlives the clone.
+    let marketplace: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(prefix.join("share/dreamkit/.claude-plugin/marketplace.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marketplace["plugins"][0]["source"], "./plugin");
+    // uninstall takes all of it away.
+    let mut make = std::process::Command::new("make");
+    make.current_dir(tree.path())
+        .env_remove("MAKELEVEL")
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS");
+    Run::command(make, "make uninstall")
+        .arg("uninstall")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .success()
+        .stdout_any("the commands make echoes")
+        .stderr_empty()
+        .run();
+    assert!(!prefix.join("share/dreamkit").exists());
+    assert!(!prefix.join("bin/dream-lock").exists());
 }
 
 /// What a reader of the generated man pages relies on.

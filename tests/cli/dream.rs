@@ -1465,8 +1465,9 @@ fn useless_limits_are_usage_errors() {
             .arg("-n")
             .code(2)
             .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage", "{args:?}"))
-            .stderr_is(format!(
-                "error: invalid value '0' for {why}\n\nFor more information, try '--help'.\n"
+            .stderr_is(crate::support::usage_stderr(
+                "dream-run",
+                &format!("invalid value '0' for {why}"),
             ))
             .run();
     }

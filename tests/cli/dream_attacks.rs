@@ -981,9 +981,7 @@ fn undo_refuses_odd_task_ids_with_exit_2() {
             .code(2)
             .stdout_json(|_| {})
             .stderr_is(if id == "-rf" {
-                "error: unexpected argument '-r' found\n\n  tip: to pass '-r' as a value, use '-- -r'\n\n\
-                 Usage: dream-run undo [OPTIONS] [TASK_ID]\n\nFor more information, try '--help'.\n"
-                    .to_string()
+                crate::support::usage_stderr("dream-run", "unexpected argument '-r' found")
             } else {
                 format!("dream-run: {id:?} is not a task id\n")
             })

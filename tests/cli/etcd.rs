@@ -660,14 +660,14 @@ fn malformed_etcd_urls_are_usage_errors() {
             .code(2)
             .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage", "{bad}"))
             .stderr_contains(format!(
-                "error: invalid value '{bad}' for '--backend <URL>': "
+                "dream-lock: invalid value '{bad}' for '--backend <URL>': "
             ))
             .run();
-        // clap's own form: the message, then where to read more.
+        // The usage error's one line: the message, then where to read more.
         assert_eq!(
             ran.stderr,
-            format!(
-                "error: {}\n\nFor more information, try '--help'.\n",
+            usage_stderr(
+                "dream-lock",
                 ran.json()["error"]["message"].as_str().unwrap()
             )
         );
@@ -678,12 +678,12 @@ fn malformed_etcd_urls_are_usage_errors() {
                 let message = doc["error"]["message"].to_string();
                 assert!(message.contains("DREAMKIT_LOCK_URL"), "{message}");
             })
-            .stderr_contains(format!("error: DREAMKIT_LOCK_URL=\"{bad}\": "))
+            .stderr_contains(format!("dream-gate: DREAMKIT_LOCK_URL=\"{bad}\": "))
             .run();
         assert_eq!(
             ran.stderr,
-            format!(
-                "error: {}\n",
+            usage_stderr(
+                "dream-gate",
                 ran.json()["error"]["message"].as_str().unwrap()
             )
         );
@@ -704,8 +704,9 @@ fn malformed_etcd_urls_are_usage_errors() {
                 json!({"kind": "usage", "message": format!("invalid value '{shown}' for '--backend <URL>': {refusal}")})
             );
         })
-        .stderr_is(format!(
-            "error: invalid value '{shown}' for '--backend <URL>': {refusal}\n\nFor more information, try '--help'.\n"
+        .stderr_is(usage_stderr(
+            "dream-lock",
+            &format!("invalid value '{shown}' for '--backend <URL>': {refusal}"),
         ))
         .run();
     Run::new(&home, "dream-gate")
@@ -718,7 +719,10 @@ fn malformed_etcd_urls_are_usage_errors() {
                 json!({"kind": "usage", "message": format!("DREAMKIT_LOCK_URL=\"{shown}\": {refusal}")})
             );
         })
-        .stderr_is(format!("error: DREAMKIT_LOCK_URL=\"{shown}\": {refusal}\n"))
+        .stderr_is(usage_stderr(
+            "dream-gate",
+            &format!("DREAMKIT_LOCK_URL=\"{shown}\": {refusal}"),
+        ))
         .run();
     Run::new(&home, "dream-lock")
         .args(["status", "--backend", "etcd://127.0.0.1:1"])

@@ -150,6 +150,60 @@ fn queue_writes_a_private_pretty_draft() {
         .run();
 }
 
+/// A hook that adds the draft's fields to its payload: the draft takes them, and the payload's
+/// session, cwd and transcript fill the rest (flags still win).
+#[test]
+fn queue_merges_draft_fields_given_with_a_hook_payload() {
+    let home = ClaudeHome::new();
+    home.add_session("s-hook", hours(1));
+    let transcript = home.transcripts_dir().join("s-hook.jsonl");
+    let payload = json!({
+        "hook_event_name": "Stop",
+        "session_id": "s-hook",
+        "cwd": home.project,
+        "transcript_path": transcript,
+        "last_assistant_message": "Done.",
+        "type": "bug",
+        "title": "gate crashes on a FIFO",
+        "details": "Steps: mkfifo.",
+        "trigger": "tool_error",
+    });
+    let id = Rc::new(RefCell::new(String::new()));
+    let seen = Rc::clone(&id);
+    fb(
+        &home,
+        &["queue", "--area", "dream-gate"],
+        &payload.to_string(),
+    )
+    .success()
+    .stdout_json(move |out| *seen.borrow_mut() = out["draft_id"].as_str().unwrap().into())
+    .stderr_any("the notify line, checked by queue_writes_a_private_pretty_draft")
+    .run();
+    let id = id.borrow().clone();
+    fb(&home, &["show", &id], "")
+        .success()
+        .stdout_json(|draft| {
+            assert_eq!(draft["type"], "bug");
+            assert_eq!(draft["title"], "gate crashes on a FIFO");
+            assert_eq!(draft["details"], "Steps: mkfifo.");
+            assert_eq!(draft["trigger"], "tool_error");
+            assert_eq!(draft["area"], "dream-gate");
+            assert_eq!(draft["source_session_id"], "s-hook");
+            assert_eq!(draft["cwd"], home.project.display().to_string());
+            assert_eq!(
+                draft["transcript_ref"]["session_file"],
+                transcript.display().to_string()
+            );
+        })
+        .stderr_empty()
+        .run();
+    // A draft field of the wrong type beside a payload is bad input, and writes nothing.
+    let before = draft_files(&home);
+    let bad = json!({"hook_event_name": "Stop", "session_id": "s-hook", "type": 5, "title": "t", "details": "d"});
+    refused(fb(&home, &["queue"], &bad.to_string()), 2, "");
+    assert_eq!(draft_files(&home), before);
+}
+
 #[test]
 fn invalid_or_oversized_drafts_write_nothing() {
     let home = ClaudeHome::new();

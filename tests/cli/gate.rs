@@ -306,6 +306,8 @@ fn too_few_sessions_writes_the_scan_stamp_and_then_throttles() {
 #[test]
 fn scan_interval_zero_never_writes_a_stamp_and_a_corrupt_stamp_is_ignored() {
     let home = ClaudeHome::new();
+    // An empty transcripts dir: zero sessions, but a project Claude Code has run in.
+    std::fs::create_dir_all(home.transcripts_dir()).unwrap();
     let never = not_due("too_few_sessions: 0 of 5 sessions (never consolidated)");
     gate(&home, &["--scan-interval", "0ms"])
         .code(1)
@@ -481,14 +483,11 @@ fn usage_errors_are_json_too() {
         gate(&home, args)
             .code(2)
             .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage", "{args:?}"))
-            // clap's whole message: what is wrong, then the Usage line (issue 9 item 4).
+            // One line saying what is wrong; the Usage line is in the JSON.
             .stderr_with(|err| {
-                assert!(err.starts_with("error: "), "{args:?}: {err}");
-                assert!(
-                    err.contains("\nUsage: dream-gate ")
-                        || err.ends_with("\n\nFor more information, try '--help'.\n"),
-                    "{args:?}: {err}"
-                );
+                assert!(err.starts_with("dream-gate: "), "{args:?}: {err}");
+                assert!(err.ends_with(" (try --help)\n"), "{args:?}: {err}");
+                assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
             })
             .run();
     }
@@ -636,6 +635,42 @@ fn a_project_path_that_is_not_utf8_is_refused_not_printed_lossily() {
 }
 
 /// The one line a not-due run prints on stderr, without the tool's prefix.
+/// A project Claude Code never ran in: the reason stays, `detail` says why, and no scan stamp
+/// is written, so the first sessions are counted at once (not after the throttle).
+#[test]
+fn no_transcripts_dir_is_its_detail_and_writes_no_stamp() {
+    let home = ClaudeHome::new();
+    for _ in 0..2 {
+        gate(&home, &[])
+            .code(1)
+            .stdout_json(|out| {
+                assert_eq!(out["gate"]["reason"], "too_few_sessions");
+                assert_eq!(out["gate"]["detail"], "no_transcripts_dir");
+                assert_eq!(out["gate"]["session_count"], 0);
+                assert_eq!(out["gate"]["last_scan_at"], Value::Null);
+            })
+            .stderr_is(not_due(
+                "too_few_sessions: 0 of 5 sessions (never consolidated)",
+            ))
+            .run();
+    }
+    assert!(!home.state_dir().join("last-scan").exists());
+    // Once the dir exists, even empty, it is an ordinary scan: no detail, a stamp.
+    std::fs::create_dir_all(home.transcripts_dir()).unwrap();
+    gate(&home, &[])
+        .code(1)
+        .stdout_json(|out| {
+            assert_eq!(out["gate"]["reason"], "too_few_sessions");
+            assert_eq!(out["gate"]["detail"], Value::Null);
+            assert!(out["gate"]["last_scan_at"].is_string());
+        })
+        .stderr_is(not_due(
+            "too_few_sessions: 0 of 5 sessions (never consolidated)",
+        ))
+        .run();
+    assert!(home.state_dir().join("last-scan").is_file());
+}
+
 fn note(err: &str) -> &str {
     assert_eq!(err.lines().count(), 1, "{err:?}");
     err.trim_end()
@@ -908,4 +943,107 @@ fn non_session_files_are_ignored() {
         .stdout_json(|out| assert_eq!(out["gate"]["session_count"], 6))
         .stderr_empty()
         .run();
+}
+
+/// The plugin's Stop hook (plugin/scripts/stop.sh) in `home`, the built binaries first on
+/// PATH, with no model credential unless the caller sets one.
+fn plugin_stop_hook<'a>(home: &ClaudeHome) -> Run<'a> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin/scripts/stop.sh");
+    let bin = bin_path("dream-gate").parent().unwrap().to_path_buf();
+    let mut cmd = home.process("sh");
+    cmd.arg(script).env(
+        "PATH",
+        format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    );
+    let payload = json!({
+        "hook_event_name": "Stop",
+        "session_id": session_id(99),
+        "cwd": home.project,
+    });
+    Run::command(cmd, "plugin/scripts/stop.sh").stdin(payload.to_string())
+}
+
+/// Without a model credential the plugin's Stop hook starts no consolidation (it would fail on
+/// every turn), and says why in dream.log once a day: a dated stamp keeps the day it said so.
+#[test]
+fn the_plugin_stop_hook_without_a_credential_runs_nothing_and_says_so_once_a_day() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    let dir = home.state_home.join("dreamkit");
+    let log = dir.join("dream.log");
+    for _ in 0..3 {
+        plugin_stop_hook(&home)
+            .code(0)
+            .stdout_empty()
+            .stderr_empty()
+            .run();
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains(
+            "dreamkit: no model credential (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is not set \
+             in the hooks' environment): no consolidation runs"
+        ),
+        "{text}"
+    );
+    // Nothing ran: no gate (no scan stamp), no lock taken.
+    assert!(!home.state_dir().exists());
+    assert!(!home.lock_file().exists());
+    let stamp = dir.join("no-credential");
+    let today = std::fs::read_to_string(&stamp).unwrap();
+    assert_eq!(today.len(), "2026-12-04\n".len(), "{today:?}");
+    // Another day: one more line.
+    std::fs::write(&stamp, "2000-01-01\n").unwrap();
+    plugin_stop_hook(&home)
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 2);
+    assert_eq!(std::fs::read_to_string(&stamp).unwrap(), today);
+
+    // For an OpenAI-compatible server it is OPENAI_API_KEY (empty: a server that needs none),
+    // and with it the gate runs.
+    let home = ClaudeHome::new();
+    plugin_stop_hook(&home)
+        .env("DREAMKIT_PROVIDER", "openai")
+        .env("ANTHROPIC_API_KEY", "not the one openai reads")
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    let log = home.state_home.join("dreamkit/dream.log");
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("(OPENAI_API_KEY is not set"));
+    std::fs::create_dir_all(home.transcripts_dir()).unwrap();
+    plugin_stop_hook(&home)
+        .env("DREAMKIT_PROVIDER", "openai")
+        .env("OPENAI_API_KEY", "")
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    // The gate ran (its scan stamp: not due), and the log has nothing more to say.
+    assert!(home.state_dir().join("last-scan").is_file());
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
+
+    // DREAMKIT_PLUGIN_DREAM=0 turns the consolidation off (the commands stay): nothing runs,
+    // nothing is written, credential or not.
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    for key in [None, Some("sk-test")] {
+        let mut run = plugin_stop_hook(&home).env("DREAMKIT_PLUGIN_DREAM", "0");
+        if let Some(key) = key {
+            run = run.env("ANTHROPIC_API_KEY", key);
+        }
+        run.code(0).stdout_empty().stderr_empty().run();
+    }
+    assert!(!home.state_home.exists());
+    assert!(!home.lock_file().exists());
 }

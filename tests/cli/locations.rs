@@ -44,9 +44,9 @@ fn tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
 const TOO_FEW: &str =
     "dream-gate: not due: too_few_sessions: 0 of 5 sessions (never consolidated)\n";
 
-/// What clap prints on stderr for a usage error whose message is `message`.
-fn clap_error(message: &str) -> String {
-    format!("error: {message}\n\nFor more information, try '--help'.\n")
+/// What `tool` prints on stderr for a usage error whose one line is `line`.
+fn clap_error(tool: &str, line: &str) -> String {
+    usage_stderr(tool, line)
 }
 
 /// The refusal every case here expects: exit 2, `bad_input`, one line on stderr, and the
@@ -445,12 +445,12 @@ fn a_bad_environment_variable_is_named_as_itself() {
             })
             .stderr_with(|err| {
                 assert!(err.contains(var), "{err}");
-                assert!(err.starts_with(&format!("error: {var}=")), "{err}");
+                assert!(err.starts_with(&format!("{tool}: {var}=")), "{err}");
             })
             .run();
-        // clap's form, the message and nothing more.
+        // The usage error's one line: the message and where to read more.
         let message = ran.json()["error"]["message"].as_str().unwrap().to_string();
-        assert_eq!(ran.stderr, format!("error: {message}\n"), "{var}");
+        assert_eq!(ran.stderr, usage_stderr(tool, &message), "{var}");
     }
     // The wrapped parsers still list their values for help and completions.
     Run::new(&home, "recap")
@@ -507,6 +507,7 @@ fn min_hours_takes_hours_or_a_duration() {
         .code(2)
         .stdout_json(|doc| assert_eq!(doc["error"]["kind"].as_str(), Some("usage")))
         .stderr_is(clap_error(
+            "dream-gate",
             "invalid value '2d' for '--min-hours <HOURS>': \"2d\" is not a number of hours \
              (examples: 24, 0.5, 24h, 90m)",
         ))
@@ -595,10 +596,10 @@ fn recap_durations_take_units_beside_the_millisecond_flags() {
         r.run(&pair)
             .code(2)
             .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage", "{pair:?}"))
-            .stderr_is(clap_error(&format!(
-                "the argument '{long} {value}' cannot be used with '{ms} <MS>'\n\n\
-                 Usage: recap --transcript <PATH> {long} {value}"
-            )))
+            .stderr_is(clap_error(
+                "recap",
+                &format!("the argument '{long} {value}' cannot be used with '{ms} <MS>'"),
+            ))
             .run();
     }
     // Last: a summary that is written ends the away-summary gates' interest.

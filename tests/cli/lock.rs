@@ -756,17 +756,19 @@ fn other_backends_are_refused_not_replaced() {
             assert_eq!(out["error"]["kind"], "usage");
             assert!(out["error"]["message"].as_str().unwrap().contains("etcd"));
         })
-        .stderr_contains(
-            "error: invalid value 'etcd://127.0.0.1' for '--backend <URL>': lock backend \"etcd://127.0.0.1\": member \"127.0.0.1\": expected host:port",
-        )
+        .stderr_is(usage_stderr(
+            "dream-lock",
+            "invalid value 'etcd://127.0.0.1' for '--backend <URL>': lock backend \"etcd://127.0.0.1\": member \"127.0.0.1\": expected host:port (etcd's client port, e.g. 2379)",
+        ))
         .run();
     Run::new(&home, "dream-gate")
         .env("DREAMKIT_LOCK_URL", "redis://x")
         .code(2)
         .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage"))
-        .stderr_is(
-            "error: DREAMKIT_LOCK_URL=\"redis://x\": unknown lock backend \"redis://x\" (expected `file` or etcd://host:port[,host:port...][/prefix])\n",
-        )
+        .stderr_is(usage_stderr(
+            "dream-gate",
+            "DREAMKIT_LOCK_URL=\"redis://x\": unknown lock backend \"redis://x\" (expected `file` or etcd://host:port[,host:port...][/prefix])",
+        ))
         .run();
     lock(&home, &["status", "--backend", "file"], "")
         .success()
@@ -790,11 +792,9 @@ fn usage_errors() {
             .code(2)
             .stdout_json(|out| assert_eq!(out["error"]["kind"], "usage", "{args:?}"))
             .stderr_with(|err| {
-                assert!(err.starts_with("error: "), "{args:?}: {err}");
-                assert!(
-                    err.ends_with("\n\nFor more information, try '--help'.\n"),
-                    "{args:?}: {err}"
-                );
+                assert!(err.starts_with("dream-lock: "), "{args:?}: {err}");
+                assert!(err.ends_with(" (try --help)\n"), "{args:?}: {err}");
+                assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
             })
             .run();
     }

@@ -941,11 +941,11 @@ fn missing_transcripts_and_usage_errors() {
                  (use a number of seconds, or a number with ms, s, m or h)"
             );
         })
-        .stderr_is(
-            "error: invalid value 'soon' for '--timeout <DURATION>': unknown unit \"soon\" in \"soon\" \
-             (use a number of seconds, or a number with ms, s, m or h)\n\n\
-             For more information, try '--help'.\n",
-        )
+        .stderr_is(usage_stderr(
+            "recap",
+            "invalid value 'soon' for '--timeout <DURATION>': unknown unit \"soon\" in \"soon\" \
+             (use a number of seconds, or a number with ms, s, m or h)",
+        ))
         .run();
     assert!(s.api.requests().is_empty());
 }

@@ -484,8 +484,10 @@ fn every_surface_maps_to_its_sink() {
             assert_eq!(out["error"]["kind"], "usage");
             assert_eq!(out["error"]["message"], clap);
         })
-        .stderr_is(format!(
-            "error: {clap}\n\nFor more information, try '--help'.\n"
+        .stderr_is(usage_stderr(
+            "turn-status",
+            "invalid value 'tty' for '--surface <SURFACE>' \
+             [possible values: cli, ccr, bridge, desktop, bg, watched, repl]",
         ))
         .run();
 }
@@ -705,7 +707,7 @@ fn the_heuristic_never_reads_the_model_settings() {
                 .unwrap()
                 .contains("DREAMKIT_TURN_STATUS_ENGINE"));
         })
-        .stderr_is(format!("error: {message}\n"))
+        .stderr_is(usage_stderr("turn-status", message))
         .run();
 }
 
@@ -951,4 +953,74 @@ fn the_heuristic_starts_no_async_runtime() {
     assert!(llm.contains("epoll_create"), "{llm}");
     let heuristic = epoll_calls(&home, &[], &env, "completed").expect("strace ran before");
     assert!(!heuristic.contains("epoll_create"), "{heuristic}");
+}
+
+// The plugin's Stop hook (plugin/scripts/turn-status.sh), as Claude Code runs it.
+
+/// The plugin's turn-status hook in `home`, the built binaries first on PATH, reading `stdin`.
+fn plugin_hook<'a>(home: &ClaudeHome, stdin: &str) -> Run<'a> {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin/scripts/turn-status.sh");
+    let bin = bin_path("turn-status").parent().unwrap().to_path_buf();
+    let mut cmd = home.process("sh");
+    cmd.arg(script)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("XDG_CACHE_HOME", home.root.join("cache"))
+        .env("CLAUDE_CODE_SESSION_ID", "s-hook")
+        .env("DREAMKIT_PLUGIN_TURN_STATUS", "1");
+    Run::command(cmd, "plugin/scripts/turn-status.sh").stdin(stdin)
+}
+
+/// With the llm engine and a server that accepts and never answers, the Stop hook does not
+/// hold the turn: the model gets its few seconds, then the rule table classifies, and the
+/// status file holds that. (The run's own timeout, far below the 3 minutes a model request
+/// may take by default, kills a hook that waits on.)
+#[test]
+fn the_plugin_hook_with_the_llm_engine_and_an_endless_server_falls_back() {
+    let home = ClaudeHome::new();
+    let api = FakeApi::start();
+    for _ in 0..4 {
+        api.push(Reply::Hang(Duration::from_secs(600)));
+    }
+    plugin_hook(&home, &stop("Pushed the fix to main."))
+        .env("DREAMKIT_TURN_STATUS_ENGINE", "llm")
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", KEY)
+        .timeout(Duration::from_secs(60))
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    assert_eq!(api.requests().len(), 1, "the model was asked once");
+    let file = home.root.join("cache/dreamkit/status-s-hook.json");
+    let status: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(status["status_category"], "completed", "{status}");
+    assert_eq!(
+        status["status_detail"], "Pushed the fix to main.",
+        "{status}"
+    );
+    assert_eq!(mode(&std::fs::metadata(&file).unwrap()), 0o600);
+
+    // Without a credential the model is not asked at all: the rule table, at once.
+    let home = ClaudeHome::new();
+    plugin_hook(&home, &stop("Blocked: needs your approval to push."))
+        .env("DREAMKIT_TURN_STATUS_ENGINE", "llm")
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    assert_eq!(api.requests().len(), 1, "no second request");
+    let status: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.root.join("cache/dreamkit/status-s-hook.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(status["status_category"], "blocked", "{status}");
 }

@@ -798,10 +798,10 @@ fn transcript_problems() {
                  Usage: suggest [OPTIONS] [COMMAND]"
             );
         })
-        .stderr_is(
-            "error: the argument '--transcript' cannot be used with the subcommand 'check'\n\n\
-             Usage: suggest [OPTIONS] [COMMAND]\n\nFor more information, try '--help'.\n",
-        )
+        .stderr_is(usage_stderr(
+            "suggest",
+            "the argument '--transcript' cannot be used with the subcommand 'check'",
+        ))
         .run();
     assert!(s.api.requests().is_empty());
 }
@@ -1006,17 +1006,13 @@ fn help_names_the_subcommand_and_its_text() {
                     "{out}"
                 );
             })
-            .stderr_with(|stderr| assert!(stderr.starts_with("error: "), "{stderr}"))
-            .stderr_is(match args[0] {
-                "--no-such-flg" => {
-                    "error: unexpected argument '--no-such-flg' found\n\n\
-                     Usage: suggest [OPTIONS] [COMMAND]\n\nFor more information, try '--help'.\n"
-                }
-                _ => {
-                    "error: unexpected argument 'b' found\n\n\
-                     Usage: suggest check [OPTIONS] [TEXT]\n\nFor more information, try '--help'.\n"
-                }
-            })
+            .stderr_is(usage_stderr(
+                "suggest",
+                match args[0] {
+                    "--no-such-flg" => "unexpected argument '--no-such-flg' found",
+                    _ => "unexpected argument 'b' found",
+                },
+            ))
             .run();
     }
     Run::new(&home, "suggest")

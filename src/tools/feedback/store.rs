@@ -158,6 +158,31 @@ pub fn for_display(value: &Value) -> Value {
     }
 }
 
+/// The keys of [`NewDraft`], as JSON spells them: what `queue` takes from beside a hook
+/// payload's own fields.
+pub const NEW_DRAFT_FIELDS: &[&str] = &[
+    "source_session_id",
+    "cwd",
+    "model",
+    "cli_version",
+    "os",
+    "request_ids",
+    "type",
+    "title",
+    "details",
+    "area",
+    "trigger",
+    "transcript_ref",
+    "failure_mode",
+    "task_category",
+    "effort",
+    "thinking_type",
+    "thinking_budget",
+    "message_count",
+    "assistant_turn_count",
+    "subagent_count",
+];
+
 /// What `queue` accepts: the draft's own fields, the tool fills the rest.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -547,6 +572,18 @@ fn created(listed: &Listed) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_listed_draft_field_is_a_new_draft_key() {
+        for field in NEW_DRAFT_FIELDS {
+            let one = serde_json::json!({ *field: null });
+            assert!(
+                serde_json::from_value::<NewDraft>(one).is_ok(),
+                "{field} is not a NewDraft key"
+            );
+        }
+        assert!(serde_json::from_value::<NewDraft>(serde_json::json!({"nope": null})).is_err());
+    }
 
     fn new(title: &str) -> NewDraft {
         NewDraft {

@@ -187,6 +187,12 @@ pub(crate) const BINARIES: &[&str] = &[
     "feedback",
 ];
 
+/// What a tool prints on stderr for a usage error (clap's), one line: `line` is clap's
+/// message without its `error: ` label, finished by the indented lines right below it.
+pub(crate) fn usage_stderr(tool: &str, line: &str) -> String {
+    format!("{tool}: {line} (try --help)\n")
+}
+
 pub(crate) fn bin_path(bin: &str) -> PathBuf {
     match bin {
         "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
