@@ -10,8 +10,24 @@ use crate::cli::props::config;
 
 /// Names a journal may hold: memory files, and every way out of the memory dir.
 const NAMES: &[&str] = &[
-    "a.md", "sub/b.md", "sub", "é ü.md", "../x.md", "sub/../../x.md", "/etc/passwd", "/", "",
-    ".", "./a.md", "..", "a//b.md", "sub/", "a\u{0}b.md", "~/x.md", "C:\\x.md", "\\\\server\\x",
+    "a.md",
+    "sub/b.md",
+    "sub",
+    "é ü.md",
+    "../x.md",
+    "sub/../../x.md",
+    "/etc/passwd",
+    "/",
+    "",
+    ".",
+    "./a.md",
+    "..",
+    "a//b.md",
+    "sub/",
+    "a\u{0}b.md",
+    "~/x.md",
+    "C:\\x.md",
+    "\\\\server\\x",
 ];
 
 fn name() -> impl Strategy<Value = String> {
