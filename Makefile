@@ -14,7 +14,7 @@ FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 SHAREDIR := $(DESTDIR)$(PREFIX)/share/dreamkit
 PLUGINDIR := $(SHAREDIR)/plugin
 
-.PHONY: all build test test-local-model test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
+.PHONY: all build test fuzz test-local-model test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
 
 all: build
 
@@ -23,6 +23,13 @@ build:
 
 test:
 	$(CARGO) test --locked -j $(JOBS) -- --test-threads=4
+
+# Not part of `make test` nor CI: every property test (the `props` modules) for 100,000 cases
+# (`make test` runs each at its own modest count), printing the detectors' throughput on
+# pathological inputs. PROPTEST_CASES=N make fuzz for another count.
+PROPTEST_CASES ?= 100000
+fuzz:
+	PROPTEST_CASES=$(PROPTEST_CASES) $(CARGO) test --locked -j $(JOBS) --lib props:: -- --test-threads=$(JOBS) --nocapture
 
 # The real small model behind llama-cpp-python's OpenAI-compatible server (the first run
 # builds it: about 20 minutes on 2 cores; then cached under ~/.cache/dreamkit-test).

@@ -6,6 +6,8 @@
 pub mod env;
 pub mod hook;
 pub mod paths;
+#[cfg(test)]
+mod props;
 pub mod records;
 pub mod sessions;
 pub mod settings;

@@ -11,6 +11,8 @@ pub mod failure;
 pub mod input;
 pub mod json;
 pub mod output;
+#[cfg(test)]
+pub(crate) mod props;
 pub mod redact;
 pub mod run;
 pub mod signals;

@@ -23,35 +23,48 @@ static TERM_LINE: Message = Message::empty();
 static INT_DOC: Message = Message::empty();
 static TERM_DOC: Message = Message::empty();
 
+/// One published text. A single pointer to an immutable, leaked record holding both the
+/// address and the length: the handler loads it once, so it can never pair one text's
+/// address with another's length (two separate atomics could, and write(2) would then print
+/// whatever heap bytes follow, a key among them).
 struct Message {
-    ptr: AtomicPtr<u8>,
-    len: AtomicUsize,
+    record: AtomicPtr<&'static [u8]>,
 }
 
 impl Message {
     const fn empty() -> Self {
         Message {
-            ptr: AtomicPtr::new(std::ptr::null_mut()),
-            len: AtomicUsize::new(0),
+            record: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
+    /// Leaks the text and its record; a replaced record is leaked too, because a handler
+    /// may be reading it at that very moment (a few of these per process).
     fn set(&self, text: String) {
-        let bytes: &'static mut [u8] = Box::leak(text.into_bytes().into_boxed_slice());
-        self.len.store(bytes.len(), Ordering::SeqCst);
-        self.ptr.store(bytes.as_mut_ptr(), Ordering::SeqCst);
+        let bytes: &'static [u8] = Box::leak(text.into_bytes().into_boxed_slice());
+        self.record
+            .store(Box::into_raw(Box::new(bytes)), Ordering::SeqCst);
     }
 
-    /// Async-signal-safe: two atomic loads and one write(2).
+    /// The text published last, if any.
+    fn get(&self) -> Option<&'static [u8]> {
+        let record = self.record.load(Ordering::SeqCst);
+        // SAFETY: a non-null record came from Box::into_raw in `set` and is never freed
+        // nor written again.
+        #[allow(unsafe_code)]
+        unsafe {
+            record.as_ref().copied()
+        }
+    }
+
+    /// Async-signal-safe: one atomic load and one write(2).
     fn write_to(&self, fd: libc::c_int) {
-        let ptr = self.ptr.load(Ordering::SeqCst);
-        let len = self.len.load(Ordering::SeqCst);
-        if !ptr.is_null() {
-            // SAFETY: write(2) has no safe async-signal-safe form here; ptr/len describe a
-            // leaked, never-freed, immutable allocation.
+        if let Some(bytes) = self.get() {
+            // SAFETY: write(2) has no safe async-signal-safe form here; the slice is leaked,
+            // never freed and immutable.
             #[allow(unsafe_code)]
             unsafe {
-                libc::write(fd, ptr.cast::<libc::c_void>(), len);
+                libc::write(fd, bytes.as_ptr().cast::<libc::c_void>(), bytes.len());
             }
         }
     }
@@ -293,5 +306,43 @@ pub fn die_with_parent(command: &mut std::process::Command) {
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Message;
+
+    #[test]
+    fn a_message_read_while_it_is_replaced_is_always_one_whole_text() {
+        // Texts of different lengths: a torn read (one text's address, another's length)
+        // would return bytes that equal neither.
+        static MESSAGE: Message = Message::empty();
+        let short = "interrupted\n".to_owned();
+        let long = format!("{{\"error\":\"{}\"}}\n", "x".repeat(4096));
+        assert_eq!(MESSAGE.get(), None);
+        MESSAGE.set(short.clone());
+        let reader = {
+            let (short, long) = (short.clone(), long.clone());
+            std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    let seen = MESSAGE.get().expect("published before the reader started");
+                    assert!(
+                        seen == short.as_bytes() || seen == long.as_bytes(),
+                        "a torn message of {} bytes",
+                        seen.len()
+                    );
+                }
+            })
+        };
+        for round in 0..2_000 {
+            MESSAGE.set(if round % 2 == 0 {
+                long.clone()
+            } else {
+                short.clone()
+            });
+        }
+        reader.join().expect("the reader saw only whole texts");
+        assert_eq!(MESSAGE.get(), Some(short.as_bytes()));
     }
 }

@@ -6,6 +6,8 @@ pub mod diff;
 pub mod digest;
 mod history;
 pub mod prompt;
+#[cfg(test)]
+mod props;
 mod recover;
 mod report;
 pub mod review;

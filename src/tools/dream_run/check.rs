@@ -5,6 +5,8 @@
 mod index;
 mod markdown;
 mod patterns;
+#[cfg(test)]
+mod props;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io;

@@ -15,6 +15,8 @@
 mod confine;
 mod files;
 mod paths;
+#[cfg(test)]
+mod props;
 mod shell;
 #[cfg(test)]
 #[allow(unsafe_code)] // the tests make FIFOs with mkfifo(3)

@@ -24,6 +24,8 @@
 //!   followed) inside a readable root. `-` (stdin) is allowed where it means stdin.
 
 mod options;
+#[cfg(test)]
+mod props;
 mod tokenize;
 
 use std::collections::BTreeMap;
