@@ -211,27 +211,11 @@ pub fn sha256_regular(path: &Path, max: u64) -> io::Result<String> {
         return Err(too_large(max));
     }
     let mut hasher = sha2::Sha256::new();
-    let mut block = vec![0u8; 64 * 1024];
-    let mut reader = file.take(max.saturating_add(1));
-    let mut total = 0u64;
-    loop {
-        let got = match reader.read(&mut block) {
-            Ok(0) => break,
-            Ok(got) => got,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        total += got as u64;
-        if total > max {
-            return Err(too_large(max));
-        }
-        hasher.update(&block[..got]);
-    }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    in_blocks(file.take(max.saturating_add(1)), max, |block| {
+        hasher.update(block);
+        Ok(())
+    })?;
+    Ok(hex(&hasher.finalize()))
 }
 
 /// Copies the regular file `from` over `to` atomically (see [`write_atomic_with_mtime`]),
@@ -243,7 +227,7 @@ pub fn copy_regular_atomic(
     mtime: Option<SystemTime>,
 ) -> io::Result<String> {
     use sha2::Digest;
-    let (mut file, _) = open_regular_with(from, 0)?;
+    let (file, _) = open_regular_with(from, 0)?;
     let dir = to
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -253,27 +237,45 @@ pub fn copy_regular_atomic(
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     let mut hasher = sha2::Sha256::new();
-    let mut block = vec![0u8; 64 * 1024];
-    loop {
-        let got = match file.read(&mut block) {
-            Ok(0) => break,
-            Ok(got) => got,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&block[..got]);
-        tmp.as_file_mut().write_all(&block[..got])?;
-    }
+    in_blocks(file, u64::MAX, |block| {
+        hasher.update(block);
+        tmp.as_file_mut().write_all(block)
+    })?;
     if let Some(mtime) = mtime {
         tmp.as_file().set_modified(mtime)?;
     }
     tmp.as_file().sync_all()?;
     tmp.persist(to).map_err(|e| e.error)?;
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Reads `reader` to its end in 64 KiB blocks, handing each to `each`; more than `max` bytes
+/// in all is [`too_large`].
+fn in_blocks(
+    mut reader: impl Read,
+    max: u64,
+    mut each: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut block = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let got = match reader.read(&mut block) {
+            Ok(0) => return Ok(()),
+            Ok(got) => got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        total += got as u64;
+        if total > max {
+            return Err(too_large(max));
+        }
+        each(&block[..got])?;
+    }
+}
+
+/// Bytes as lowercase hex (how every hash is written).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -507,7 +507,8 @@ impl Backend for FileBackend {
             });
         }
         self.unpin()?;
-        self.write_state(&mut guard, &GuardState::default())?;
+        // The lock file first, the hold's record after: a release killed between the two
+        // leaves a released lock (no PID in it), never a moved time without its record.
         let last_consolidated = match outcome {
             RunOutcome::Completed => {
                 self.write(b"", observed.mode, None)?;
@@ -526,6 +527,7 @@ impl Backend for FileBackend {
                 Some(prior)
             }
         };
+        self.write_state(&mut guard, &GuardState::default())?;
         Ok(Released::Yes { last_consolidated })
     }
 

@@ -32,8 +32,7 @@ const MAX_MANIFEST: u64 = 64 * 1024 * 1024;
 
 /// A file's content hash, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let hash = sha2::Sha256::digest(bytes);
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+    crate::files::hex(&sha2::Sha256::digest(bytes))
 }
 
 /// A file as it was before the run's first write to it.

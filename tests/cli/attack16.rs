@@ -8,7 +8,6 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -677,33 +676,16 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
     drop(holder);
     // A proposing run, killed while it waits for its second answer.
     d.touch_sessions();
-    let holder = LiveProcess::start();
-    let envelope = d.acquired_envelope(&holder);
-    d.api
-        .push(Reply::anthropic_tools(
-            "Proposing.",
-            &[
-                ("read_file", json!({"path": "stale.md"})),
-                (
-                    "write_file",
-                    json!({"path": "stale.md", "content": "blue-green\n"}),
-                ),
-            ],
-        ))
-        .push(Reply::Hang(Duration::from_secs(120)));
-    let proposing = d
-        .dream_run(&envelope, &["--propose"])
-        .timeout(LONG_RUN)
-        .killed_by(libc::SIGKILL)
-        .stdout_empty()
-        .stderr_empty()
-        .spawn();
-    crate::support::wait::busy_until("the proposal's second request", || {
-        d.api.requests().len() == 4
-    });
-    proposing.signal(libc::SIGKILL);
-    proposing.finish();
-    drop(holder);
+    d.run_killed_midway(
+        &[
+            ("read_file", json!({"path": "stale.md"})),
+            (
+                "write_file",
+                json!({"path": "stale.md", "content": "blue-green\n"}),
+            ),
+        ],
+        &["--propose"],
+    );
     assert_eq!(
         d.read("stale.md"),
         "The deploy uses FTP.\n",

@@ -244,53 +244,24 @@ fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
     let d = Dream::new();
     let before = d.md_tree();
     let prior = d.lock_ms();
-    let holder = LiveProcess::start();
-    let envelope = d.acquired_envelope(&holder);
-    d.api
-        .push(Reply::anthropic_tools(
-            "Rewriting.",
-            &[
-                ("read_file", json!({"path": "MEMORY.md"})),
-                ("read_file", json!({"path": "stale.md"})),
-                (
-                    "write_file",
-                    json!({"path": "MEMORY.md", "content": "half\n"}),
-                ),
-                ("delete_file", json!({"path": "stale.md"})),
-                ("write_file", json!({"path": "new/n.md", "content": "n\n"})),
-            ],
-        ))
-        .push(Reply::Hang(Duration::from_secs(120)));
-    let run = d
-        .dream_run(&envelope, &[])
-        .timeout(LONG_RUN)
-        .killed_by(libc::SIGKILL)
-        .stdout_empty()
-        .stderr_empty()
-        .spawn();
-    // The second request is in flight: the memory dir is partly rewritten.
-    crate::support::wait::busy_until("the second request", || d.api.requests().len() == 2);
-    run.signal(libc::SIGKILL);
-    run.finish();
-    // The pipeline's shell goes too: nobody releases the lock.
-    drop(holder);
+    d.run_killed_midway(
+        &[
+            ("read_file", json!({"path": "MEMORY.md"})),
+            ("read_file", json!({"path": "stale.md"})),
+            (
+                "write_file",
+                json!({"path": "MEMORY.md", "content": "half\n"}),
+            ),
+            ("delete_file", json!({"path": "stale.md"})),
+            ("write_file", json!({"path": "new/n.md", "content": "n\n"})),
+        ],
+        &[],
+    );
     assert_eq!(d.read("MEMORY.md"), "half\n");
     assert_ne!(d.lock_ms(), prior, "the acquire wrote its time");
 
     // The crash postpones nothing: the gate sees the time from before the killed run.
-    d.tool("dream-gate")
-        .args([
-            "--min-hours",
-            "24",
-            "--min-sessions",
-            "1",
-            "--scan-interval",
-            "0",
-        ])
-        .success()
-        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
-        .stderr_empty()
-        .run();
+    d.gate_is_due();
     // Read-only: reported, left alone.
     let tasks = d
         .tool("dream-run")
@@ -360,32 +331,17 @@ fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
 #[test]
 fn a_killed_run_whose_file_changed_since_is_kept_and_named() {
     let d = Dream::new();
-    let holder = LiveProcess::start();
-    let envelope = d.acquired_envelope(&holder);
-    d.api
-        .push(Reply::anthropic_tools(
-            "Rewriting.",
-            &[
-                ("read_file", json!({"path": "MEMORY.md"})),
-                (
-                    "write_file",
-                    json!({"path": "MEMORY.md", "content": "half\n"}),
-                ),
-                ("write_file", json!({"path": "new/n.md", "content": "n\n"})),
-            ],
-        ))
-        .push(Reply::Hang(Duration::from_secs(120)));
-    let run = d
-        .dream_run(&envelope, &[])
-        .timeout(LONG_RUN)
-        .killed_by(libc::SIGKILL)
-        .stdout_empty()
-        .stderr_empty()
-        .spawn();
-    crate::support::wait::busy_until("the second request", || d.api.requests().len() == 2);
-    run.signal(libc::SIGKILL);
-    run.finish();
-    drop(holder);
+    d.run_killed_midway(
+        &[
+            ("read_file", json!({"path": "MEMORY.md"})),
+            (
+                "write_file",
+                json!({"path": "MEMORY.md", "content": "half\n"}),
+            ),
+            ("write_file", json!({"path": "new/n.md", "content": "n\n"})),
+        ],
+        &[],
+    );
     // A session writes a note into the index meanwhile.
     std::fs::write(d.mem().join("MEMORY.md"), "half\n- a note of the user's\n").unwrap();
     let after = d.md_tree();
@@ -1634,19 +1590,7 @@ fn a_hold_killed_before_its_journal_moves_no_time() {
     let _envelope = d.acquired_envelope(&holder);
     assert_ne!(d.lock_ms(), prior);
     holder.kill();
-    d.tool("dream-gate")
-        .args([
-            "--min-hours",
-            "24",
-            "--min-sessions",
-            "1",
-            "--scan-interval",
-            "0",
-        ])
-        .success()
-        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
-        .stderr_empty()
-        .run();
+    d.gate_is_due();
     d.tool("dream-lock")
         .arg("status")
         .success()
@@ -1672,31 +1616,16 @@ fn a_hold_killed_before_its_journal_moves_no_time() {
 fn a_killed_proposal_is_swept_and_can_be_discarded() {
     let d = Dream::new();
     let before = d.md_tree();
-    let holder = LiveProcess::start();
-    let envelope = d.acquired_envelope(&holder);
-    d.api
-        .push(Reply::anthropic_tools(
-            "Proposing.",
-            &[
-                ("read_file", json!({"path": "stale.md"})),
-                (
-                    "write_file",
-                    json!({"path": "stale.md", "content": "blue-green\n"}),
-                ),
-            ],
-        ))
-        .push(Reply::Hang(Duration::from_secs(120)));
-    let proposing = d
-        .dream_run(&envelope, &["--propose"])
-        .timeout(LONG_RUN)
-        .killed_by(libc::SIGKILL)
-        .stdout_empty()
-        .stderr_empty()
-        .spawn();
-    crate::support::wait::busy_until("the second request", || d.api.requests().len() == 2);
-    proposing.signal(libc::SIGKILL);
-    proposing.finish();
-    drop(holder);
+    d.run_killed_midway(
+        &[
+            ("read_file", json!({"path": "stale.md"})),
+            (
+                "write_file",
+                json!({"path": "stale.md", "content": "blue-green\n"}),
+            ),
+        ],
+        &["--propose"],
+    );
     let proposals = d.home.state_dir().join("proposals");
     let id = std::fs::read_dir(&proposals)
         .unwrap()

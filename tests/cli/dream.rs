@@ -216,6 +216,49 @@ impl Dream {
         self.home.state_dir().join("journal")
     }
 
+    /// A run (`dream-run ARGS` under a lock whose holder dies with it, as a hook's shell
+    /// would) that makes the first answer's tool `calls` and is killed with SIGKILL while it
+    /// waits for its second answer: nobody records its end or releases the lock.
+    pub(crate) fn run_killed_midway(&self, calls: &[(&str, Value)], args: &[&str]) {
+        let holder = LiveProcess::start();
+        let envelope = self.acquired_envelope(&holder);
+        let asked = self.api.requests().len();
+        self.api
+            .push(Reply::anthropic_tools("Writing.", calls))
+            .push(Reply::Hang(std::time::Duration::from_secs(120)));
+        let run = self
+            .dream_run(&envelope, args)
+            .timeout(LONG_RUN)
+            .killed_by(libc::SIGKILL)
+            .stdout_empty()
+            .stderr_empty()
+            .spawn();
+        crate::support::wait::busy_until("the run's second request", || {
+            self.api.requests().len() == asked + 2
+        });
+        run.signal(libc::SIGKILL);
+        run.finish();
+        holder.kill();
+    }
+
+    /// `dream-gate` with a day's interval and one session: due (the sessions since the last
+    /// consolidation are there, and nothing postponed it).
+    pub(crate) fn gate_is_due(&self) {
+        self.tool("dream-gate")
+            .args([
+                "--min-hours",
+                "24",
+                "--min-sessions",
+                "1",
+                "--scan-interval",
+                "0",
+            ])
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+            .stderr_empty()
+            .run();
+    }
+
     /// `dream-run ARGS` reading `envelope` on stdin, as a checked run.
     pub(crate) fn dream_run<'a>(&self, envelope: &str, args: &[&str]) -> Run<'a> {
         self.tool("dream-run").args(args).stdin(envelope)
@@ -788,19 +831,7 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
         // millisecond, and its sessions are due again.
         assert_eq!(d.lock_ms(), time_before_run, "{doc}");
         assert!(doc["last_consolidated_at"].is_string(), "{doc}");
-        d.tool("dream-gate")
-            .args([
-                "--min-hours",
-                "24",
-                "--min-sessions",
-                "1",
-                "--scan-interval",
-                "0",
-            ])
-            .success()
-            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
-            .stderr_empty()
-            .run();
+        d.gate_is_due();
         assert!(d.task(&task_id)["undone_at"].is_string());
         // Undoing twice is refused.
         d.tool("dream-run")
