@@ -1749,3 +1749,75 @@ fn a_journal_restores_permission_bits_only_and_follows_no_link() {
         }
     }
 }
+
+/// kill -9 of the lock's own writes at random moments (`dream-lock acquire`, then `release`
+/// as completed or failed), then the next command: the lock's time is the one from before
+/// unless a release of a completed consolidation ran to its end, and nothing is left behind.
+#[test]
+fn kill_9_of_lock_writes_at_random_moments_moves_no_time() {
+    let mut rng = kill_seed("kill_9_of_lock_writes_at_random_moments_moves_no_time");
+    let d = Dream::new();
+    for round in 0..12 {
+        let prior = d.lock_ms();
+        let holder = LiveProcess::start();
+        let gate = d
+            .tool("dream-gate")
+            .args([
+                "--min-hours",
+                "0",
+                "--min-sessions",
+                "0",
+                "--scan-interval",
+                "0",
+            ])
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true))
+            .stderr_empty()
+            .run();
+        let acquired = kill_at_random(
+            d.tool("dream-lock")
+                .args(["acquire", "--pid", &holder.pid().to_string()])
+                .stdin(gate.stdout),
+            &mut rng,
+            25,
+        );
+        let outcome = if rng.bool() { "completed" } else { "failed" };
+        let mut completed = false;
+        if acquired.code == Some(0) {
+            let released = kill_at_random(
+                d.tool("dream-lock")
+                    .args(["release", "--outcome", outcome])
+                    .stdin(acquired.stdout.clone()),
+                &mut rng,
+                25,
+            );
+            completed = released.code == Some(0) && outcome == "completed";
+        }
+        holder.kill();
+        let what = format!("round {round}: acquire, release {outcome}");
+        d.tool("dream-run")
+            .arg("recover")
+            .success()
+            .stdout_any("what it put back depends on the moment")
+            .stderr_empty()
+            .run();
+        nothing_left_behind(&d, &what);
+        if completed {
+            assert!(
+                d.lock_ms() > prior,
+                "{what}: a completed release stamps the time"
+            );
+        } else if d.lock_ms() != prior {
+            // Killed after the release's lock write: the time it wrote is the release's
+            // (completed: now; failed: the prior time).
+            assert_eq!(outcome, "completed", "{what}: the time moved");
+            assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"", "{what}");
+        }
+        d.tool("dream-lock")
+            .arg("status")
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["held"], false, "{what}: {doc}"))
+            .stderr_empty()
+            .run();
+    }
+}
