@@ -401,10 +401,59 @@ fn write_scaling(f: &Fixture, state: &Path, api: &fake_api::FakeApi) {
         );
         per_write.push(ours[1].as_secs_f64() / n as f64);
     }
+    deadline_with_restore(f, state, api);
     let growth = per_write[1] / per_write[0];
     println!(
         "dream-run cost per write, 1,000 writes against 100: {growth:.2}x (target <= 1.5x: linear, {})",
         if growth <= 1.5 { "met" } else { "MISSED" }
+    );
+}
+
+/// `--deadline` bounds the whole run, restore included: 3,000 writes in one turn, then a
+/// model that never answers, under `--deadline 3s`; the run's wall time against the deadline.
+fn deadline_with_restore(f: &Fixture, state: &Path, api: &fake_api::FakeApi) {
+    let n = 3000usize;
+    let body = "A fact worth keeping.\n".repeat(20);
+    let calls: Vec<(&str, serde_json::Value)> = (0..n)
+        .map(|i| {
+            (
+                "write_file",
+                serde_json::json!({"path": format!("late/{i:04}.md"), "content": body}),
+            )
+        })
+        .collect();
+    let limit = n.to_string();
+    let deadline = Duration::from_secs(3);
+    let mut walls = Vec::new();
+    for _ in 0..3 {
+        api.push(fake_api::Reply::anthropic_tools("Writing.", &calls))
+            .push(fake_api::Reply::Hang(Duration::from_secs(60)));
+        let mut cmd = Command::new(DREAM_RUN);
+        cmd.args(["--unlocked", "-n", "--cwd"])
+            .arg(&f.project)
+            .args(["--max-calls-per-turn", &limit, "--max-files", &limit])
+            .args(["--deadline", "3s"])
+            .env_clear()
+            .env("HOME", &f.home)
+            .env("CLAUDE_CONFIG_DIR", &f.config)
+            .env("XDG_STATE_HOME", state)
+            .env("ANTHROPIC_BASE_URL", api.url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-bench");
+        let start = Instant::now();
+        assert_eq!(exit_code(cmd), 1, "the run did not stop at its deadline");
+        walls.push(start.elapsed());
+        assert!(
+            !f.transcripts.join("memory/late").exists(),
+            "the run's writes were not restored"
+        );
+    }
+    walls.sort();
+    report(
+        "dream-run --deadline 3s, 3,000 writes then a silent model (restore included)",
+        walls[1],
+        deadline,
+        "its --deadline",
+        Some(1.1),
     );
 }
 
