@@ -14,7 +14,7 @@
 //! carries the time from before it forward, see `lock::file`), and a rolled-back journal
 //! gives the caller's release the time from before the command it rolls back.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::ser::SerializeMap;
@@ -204,15 +204,30 @@ pub fn find_journal(project: &Project) -> Result<Found, Failure> {
     Ok(Found::Interrupted(journal))
 }
 
+/// `<state_dir>/<name>` when it is a folder of its own. A link in its place (to anywhere) is
+/// never entered: what recovery removes or rewrites there would be outside the state dir.
+fn own_subdir(state_dir: &Path, name: &str) -> Option<PathBuf> {
+    let dir = state_dir.join(name);
+    std::fs::symlink_metadata(&dir)
+        .is_ok_and(|meta| meta.is_dir())
+        .then_some(dir)
+}
+
 /// Runs whose record says `running` and whose process is gone (oldest first).
 pub fn orphaned_runs(state_dir: &Path) -> Vec<TaskRecord> {
+    if own_subdir(state_dir, super::tasks::TASKS_DIR).is_none() {
+        return Vec::new();
+    }
     let store = TaskStore::new(state_dir);
     let Ok((records, _)) = store.list() else {
         return Vec::new();
     };
+    // A record is acted on only as the file of its own id holds it: a copy saved under
+    // another name (hand-made, restored from a backup) would roll back another task's run.
+    let own = |r: &TaskRecord| store.load(&r.task_id).is_ok_and(|own| own == *r);
     let mut orphans: Vec<TaskRecord> = records
         .into_iter()
-        .filter(|r| super::tasks::is_task_id(&r.task_id) && r.is_orphaned())
+        .filter(|r| super::tasks::is_task_id(&r.task_id) && r.is_orphaned() && own(r))
         .collect();
     orphans.reverse();
     orphans
@@ -424,9 +439,13 @@ fn mark_orphan(project: &Project, record: &mut TaskRecord, snapshot_kept: bool) 
 
 /// A proposing run that died: its staging copy goes, its record says so.
 fn drop_proposal(project: &Project, mut record: TaskRecord, diag: &Diag) -> OrphanRun {
-    let dir = proposal_dir(&project.state_dir, &record.task_id);
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(snapshot::dir_of(&project.state_dir, &record.task_id));
+    let state_dir = &project.state_dir;
+    if let Some(proposals) = own_subdir(state_dir, PROPOSALS_DIR) {
+        let _ = std::fs::remove_dir_all(proposals.join(&record.task_id));
+    }
+    if let Some(snapshots) = own_subdir(state_dir, snapshot::SNAPSHOTS_DIR) {
+        let _ = std::fs::remove_dir_all(snapshots.join(&record.task_id));
+    }
     mark_orphan(project, &mut record, false);
     diag.warn(&format!(
         "task {} (proposing) died without an end: its staging copy was removed",
@@ -466,6 +485,13 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
             why: Some(why),
         }
     };
+    let linked = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|meta| !meta.is_dir());
+    if linked(&project.state_dir.join(snapshot::SNAPSHOTS_DIR)) || linked(&dir) {
+        // Not the snapshot this run wrote: never read, restored from or removed.
+        mark_orphan(project, &mut record, true);
+        let why = format!("{} is not a snapshot folder: not followed", dir.display());
+        return kept(record, Vec::new(), why);
+    }
     if std::fs::symlink_metadata(&dir).is_err() {
         // It died before its first write: nothing to put back.
         mark_orphan(project, &mut record, false);
@@ -550,7 +576,9 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
 /// Staging copies no live proposal owns: of a run that ended without proposing (failed,
 /// aborted, no changes, discarded, applied), or with no record at all past the stale age.
 fn sweep_dead_proposals(project: &Project, swept: &mut Swept) {
-    let root = project.state_dir.join(PROPOSALS_DIR);
+    let Some(root) = own_subdir(&project.state_dir, PROPOSALS_DIR) else {
+        return;
+    };
     let Ok(entries) = std::fs::read_dir(&root) else {
         return;
     };

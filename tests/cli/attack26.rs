@@ -1,0 +1,223 @@
+//! Issue 26, attacked: the recovery every state-changing command runs first (the sweep of
+//! stray temporary files, the journal, the orphaned runs) and the guard file's record of each
+//! hold, driven with real files, links, processes and signals.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::dream::Dream;
+use crate::support::fake_api::Reply;
+use crate::support::{LiveProcess, Run};
+
+/// What [`completed_run`] writes in `stale.md`.
+const NOTE: &str = "The deploy is blue-green.\n";
+
+/// A PID that certainly names no process: a child that exited and was reaped.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// One applying run that rewrites `stale.md` and completes (lock released); its task id.
+fn completed_run(d: &Dream) -> String {
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Noting.",
+            &[
+                ("read_file", json!({"path": "stale.md"})),
+                ("write_file", json!({"path": "stale.md", "content": NOTE})),
+            ],
+        ))
+        .push(Reply::anthropic_text("Done."));
+    let out = d
+        .dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
+    d.release(&out.stdout, "completed");
+    out.json()["run"]["task_id"].as_str().unwrap().to_string()
+}
+
+fn tasks_dir(d: &Dream) -> PathBuf {
+    d.home.state_dir().join("tasks")
+}
+
+/// The record of `id` rewritten as a run that died while `running` (its PID dead), saved as
+/// `file_id`.json.
+fn forge_running(d: &Dream, id: &str, file_id: &str, edit: impl FnOnce(&mut Value)) {
+    let mut record = d.task(id);
+    record["status"] = json!("running");
+    record["phase"] = json!("updating");
+    record["pid"] = json!(dead_pid());
+    record["ended_at"] = Value::Null;
+    edit(&mut record);
+    std::fs::write(
+        tasks_dir(d).join(format!("{file_id}.json")),
+        serde_json::to_vec_pretty(&record).unwrap(),
+    )
+    .unwrap();
+}
+
+/// Every file and folder under `root` (links not followed), with file contents.
+fn listing(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut all = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(path);
+                all.push((rel + "/", None));
+            } else if kind.is_file() {
+                all.push((rel, Some(std::fs::read(&path).unwrap())));
+            } else {
+                all.push((rel, None));
+            }
+        }
+    }
+    all.sort();
+    all
+}
+
+/// A folder's mtime set two hours back.
+fn age_dir(dir: &Path) {
+    std::fs::File::open(dir)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - crate::support::hours(2))
+        .unwrap();
+}
+
+fn recover(d: &Dream) -> Run<'static> {
+    d.tool("dream-run").arg("recover")
+}
+
+/// A folder outside the project with a file in it, named like a task's folder.
+fn outside_with_task_folder(d: &Dream, id: &str) -> PathBuf {
+    let outside = d.home.root.join("outside");
+    std::fs::create_dir_all(outside.join(id)).unwrap();
+    std::fs::write(outside.join(id).join("keep.md"), "not dreamkit's\n").unwrap();
+    // Older than any stale age: a sweep that looked there would take it for a dead proposal.
+    age_dir(&outside.join(id));
+    outside
+}
+
+/// Attack: `proposals/` is a link to a folder elsewhere holding a folder named like a task id
+/// with no record (what a sweep takes for a dead proposal). Nothing outside may go.
+#[test]
+fn a_link_in_place_of_proposals_leads_the_sweep_nowhere() {
+    let d = Dream::new();
+    let id = "20200101T000000Z-deadbeef";
+    let outside = outside_with_task_folder(&d, id);
+    std::fs::create_dir_all(d.home.state_dir()).unwrap();
+    symlink(&outside, d.home.state_dir().join("proposals")).unwrap();
+    let before = listing(&outside);
+    recover(&d)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
+        .stderr_empty()
+        .run();
+    assert_eq!(listing(&outside), before);
+}
+
+/// Attack: a run recorded `running` whose PID is dead, with `snapshots/` (then its own
+/// `snapshots/<id>`) a link to a copy of its snapshot elsewhere. The copy is never restored
+/// from nor removed; the run is kept for `undo`, the memory dir untouched.
+#[test]
+fn a_link_in_place_of_a_snapshot_is_never_restored_from_nor_removed() {
+    for link_whole_folder in [true, false] {
+        let d = Dream::new();
+        let id = completed_run(&d);
+        let snapshots = d.home.state_dir().join("snapshots");
+        let outside = d.home.root.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        if link_whole_folder {
+            std::fs::rename(&snapshots, outside.join("snapshots")).unwrap();
+            symlink(outside.join("snapshots"), &snapshots).unwrap();
+        } else {
+            std::fs::rename(snapshots.join(&id), outside.join(&id)).unwrap();
+            symlink(outside.join(&id), snapshots.join(&id)).unwrap();
+        }
+        forge_running(&d, &id, &id, |_| {});
+        let before = listing(&outside);
+        let memory = d.md_tree();
+        recover(&d)
+            .success()
+            .stdout_json(|doc| {
+                let orphan = &doc["orphans"][0];
+                assert_eq!(orphan["task_id"], id.as_str(), "{doc}");
+                assert_eq!(orphan["outcome"], "orphan_kept", "{doc}");
+                assert!(
+                    orphan["why"]
+                        .as_str()
+                        .unwrap()
+                        .ends_with("is not a snapshot folder: not followed"),
+                    "{doc}"
+                );
+            })
+            .stderr_contains("died without an end and was left alone")
+            .run();
+        assert_eq!(
+            listing(&outside),
+            before,
+            "linked folder: {link_whole_folder}"
+        );
+        assert_eq!(d.md_tree(), memory);
+        assert_eq!(d.task(&id)["error"], "orphaned");
+    }
+}
+
+/// Attack: a copy of a completed run's record, made `running` with a dead PID, saved under
+/// another task's file name. Recovery must not roll back the completed run it names.
+#[test]
+fn a_record_under_another_name_rolls_back_nothing() {
+    let d = Dream::new();
+    let id = completed_run(&d);
+    let forged = "20200101T000000Z-0000000a";
+    forge_running(&d, &id, forged, |_| {});
+    let memory = d.md_tree();
+    let real = d.task(&id);
+    recover(&d)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
+        .stderr_empty()
+        .run();
+    assert_eq!(d.md_tree(), memory);
+    assert_eq!(d.read("stale.md"), NOTE);
+    assert_eq!(d.task(&id), real);
+}
+
+/// Attack: `tasks/` is a link to a folder elsewhere holding a `running` record of a dead PID.
+/// Recovery neither rewrites the record there nor rolls anything back.
+#[test]
+fn a_link_in_place_of_tasks_is_never_written_through() {
+    let d = Dream::new();
+    let id = completed_run(&d);
+    forge_running(&d, &id, &id, |_| {});
+    let outside = d.home.root.join("outside");
+    std::fs::rename(tasks_dir(&d), &outside).unwrap();
+    symlink(&outside, tasks_dir(&d)).unwrap();
+    let before = listing(&outside);
+    let memory = d.md_tree();
+    recover(&d)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
+        .stderr_empty()
+        .run();
+    assert_eq!(listing(&outside), before);
+    assert_eq!(d.md_tree(), memory);
+}
