@@ -221,3 +221,89 @@ fn a_link_in_place_of_tasks_is_never_written_through() {
     assert_eq!(listing(&outside), before);
     assert_eq!(d.md_tree(), memory);
 }
+
+/// The gate's `hours_since` (the age of the last consolidation it sees).
+fn hours_since(d: &Dream) -> f64 {
+    let out = d
+        .tool("dream-gate")
+        .args([
+            "--min-hours",
+            "0",
+            "--min-sessions",
+            "0",
+            "--scan-interval",
+            "0",
+        ])
+        .success()
+        .stdout_json(|doc| assert!(doc["gate"]["hours_since"].is_number(), "{doc}"))
+        .stderr_empty()
+        .run();
+    out.json()["gate"]["hours_since"].as_f64().unwrap()
+}
+
+/// Attack: a hold its holder never released (kill -9), then its record in the guard file
+/// forged: a prior time after the hold itself (years ahead, the largest and the smallest
+/// time), content far over any record, content that is not JSON. None is taken as the
+/// time from before the hold: the gate and `recover` keep the lock's own time (48 hours),
+/// nothing panics.
+#[test]
+fn a_forged_hold_never_moves_the_last_consolidated_time() {
+    let year_2100 = 4_102_444_800_000_i64;
+    let forgeries: Vec<Box<dyn Fn(u32, i64) -> Vec<u8>>> = vec![
+        Box::new(move |pid, since| {
+            json!({"hold": {"pid": pid, "prior_mtime_ms": year_2100, "since_ms": since}})
+                .to_string()
+                .into_bytes()
+        }),
+        Box::new(|pid, since| {
+            json!({"hold": {"pid": pid, "prior_mtime_ms": i64::MAX, "since_ms": since}})
+                .to_string()
+                .into_bytes()
+        }),
+        Box::new(|pid, since| {
+            json!({"hold": {"pid": pid, "prior_mtime_ms": i64::MIN, "since_ms": since}})
+                .to_string()
+                .into_bytes()
+        }),
+        Box::new(|pid, since| {
+            let mut text =
+                json!({"hold": {"pid": pid, "prior_mtime_ms": 1, "since_ms": since}}).to_string();
+            text.push_str(&" ".repeat(10 << 20));
+            text.into_bytes()
+        }),
+        Box::new(|pid, _| format!("{{\"hold\": {{\"pid\": {pid}, \"prior_mt").into_bytes()),
+    ];
+    for (n, forge) in forgeries.iter().enumerate() {
+        let d = Dream::new();
+        let holder = LiveProcess::start();
+        d.acquired_envelope(&holder);
+        let pid = holder.pid();
+        holder.kill();
+        // The hold as if taken 48 hours ago: the lock's mtime and the record agree.
+        let lock = d.home.lock_file();
+        let taken = std::time::SystemTime::now() - crate::support::hours(48);
+        std::fs::write(
+            d.mem().join(".consolidate-lock.dreamkit"),
+            forge(pid, crate::support::epoch_ms(taken)),
+        )
+        .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&lock)
+            .unwrap()
+            .set_modified(taken)
+            .unwrap();
+        assert!(hours_since(&d) > 47.9, "forgery {n}");
+        recover(&d)
+            .success()
+            .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
+            .stderr_empty()
+            .run();
+        assert_eq!(
+            d.lock_ms(),
+            crate::support::epoch_ms(taken),
+            "forgery {n}: the lock's time"
+        );
+        assert!(hours_since(&d) > 47.9, "forgery {n}");
+    }
+}
