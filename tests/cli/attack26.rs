@@ -307,3 +307,100 @@ fn a_forged_hold_never_moves_the_last_consolidated_time() {
         assert!(hours_since(&d) > 47.9, "forgery {n}");
     }
 }
+
+/// Attack: things named like a dead writer's temporary file that are not its file: a link (to
+/// a real stray outside the project), a FIFO, a socket, a folder with a file in it; beside a
+/// real stray with a name that is not UTF-8, in the memory dir and the state dir. Only the
+/// real strays go; nothing is opened (the FIFO would block), nothing outside is touched.
+#[test]
+fn only_regular_temporary_files_of_dead_writers_are_swept() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = Dream::new();
+    let dead = dead_pid();
+    let name = |what: &str| format!(".dreamkit-{dead}-{what}.tmp");
+    let outside = d.home.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join(name("theirs")), "not dreamkit's\n").unwrap();
+    let state = d.home.state_dir();
+    std::fs::create_dir_all(&state).unwrap();
+    let mut strays = Vec::new();
+    for dir in [d.mem(), state.clone()] {
+        symlink(outside.join(name("theirs")), dir.join(name("link"))).unwrap();
+        symlink(&outside, dir.join(name("dirlink"))).unwrap();
+        crate::support::mkfifo(&dir.join(name("fifo")));
+        std::fs::create_dir_all(dir.join(name("dir"))).unwrap();
+        std::fs::write(dir.join(name("dir")).join("inside.md"), "kept\n").unwrap();
+        let mut raw = format!(".dreamkit-{dead}-").into_bytes();
+        raw.extend(b"\xff\xfe.tmp");
+        let stray = dir.join(std::ffi::OsStr::from_bytes(&raw));
+        std::fs::write(&stray, "half a write").unwrap();
+        strays.push(stray);
+    }
+    let _socket = std::os::unix::net::UnixListener::bind(state.join(name("s"))).unwrap();
+    let before_outside = listing(&outside);
+    recover(&d)
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["swept"]["removed"].as_array().unwrap().len(),
+                2,
+                "{doc}"
+            );
+            assert_eq!(doc["swept"].get("failed"), None, "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    for stray in &strays {
+        assert!(std::fs::symlink_metadata(stray).is_err(), "{stray:?}");
+    }
+    for dir in [d.mem(), state.clone()] {
+        for what in ["link", "dirlink", "fifo", "dir"] {
+            assert!(
+                std::fs::symlink_metadata(dir.join(name(what))).is_ok(),
+                "{what}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.join(name("dir")).join("inside.md")).unwrap(),
+            "kept\n"
+        );
+    }
+    assert!(std::fs::symlink_metadata(state.join(name("s"))).is_ok());
+    assert_eq!(listing(&outside), before_outside);
+}
+
+/// Attack: a memory dir of 20,000 files, a chain of 1,000 nested folders and a link back to
+/// its own root (a loop for anyone who follows links). The sweep still ends, removes the one
+/// stray at the bottom of the chain and no file of the user's.
+#[test]
+fn a_sweep_of_a_huge_deep_memory_dir_ends_and_takes_only_the_stray() {
+    let d = Dream::new();
+    let many = d.mem().join("many");
+    std::fs::create_dir_all(&many).unwrap();
+    for n in 0..20_000 {
+        std::fs::write(many.join(format!("{n:05}.md")), "x\n").unwrap();
+    }
+    let mut deep = d.mem().join("deep");
+    for _ in 0..1_000 {
+        deep.push("d");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let stray = deep.join(format!(".dreamkit-{}-x.tmp", dead_pid()));
+    std::fs::write(&stray, "half a write").unwrap();
+    symlink(d.mem(), d.mem().join("loop")).unwrap();
+    let files = crate::support::tree(&d.mem()).len();
+    recover(&d)
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["swept"]["removed"],
+                json!([stray.to_string_lossy()]),
+                "{doc}"
+            );
+        })
+        .stderr_empty()
+        .timeout(crate::dream::LONG_RUN)
+        .run();
+    assert!(!stray.exists());
+    assert_eq!(crate::support::tree(&d.mem()).len(), files - 1);
+}
