@@ -297,7 +297,9 @@ pub fn under_lock(
     }
     for record in orphaned_runs(&project.state_dir) {
         if record.mode != "propose" {
-            recovery.orphans.push(restore_orphan(project, record, diag));
+            recovery
+                .orphans
+                .push(restore_orphan(project, record, diag)?);
         }
     }
     Ok(recovery)
@@ -461,9 +463,28 @@ fn drop_proposal(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orph
     }
 }
 
+/// Whether a restore failed for the machine's sake (a full disk, a read-only or unwritable
+/// memory dir): then the run is left `running` for the next command to finish, as a kill
+/// midway would leave it, rather than given up to `undo`.
+fn machine_failure(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::StorageFull
+            | K::FileTooLarge
+            | K::QuotaExceeded
+            | K::ReadOnlyFilesystem
+            | K::PermissionDenied
+    ) || e.raw_os_error() == Some(libc::EIO)
+}
+
 /// An applying run that died: its snapshot restored, or (a file changed since it wrote
-/// it) left alone for `undo`.
-fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> OrphanRun {
+/// it) left alone for `undo`. A restore the machine stops is an error, the run untouched.
+fn restore_orphan(
+    project: &Project,
+    mut record: TaskRecord,
+    diag: &Diag,
+) -> Result<OrphanRun, Failure> {
     let memory_dir = &project.memory_dir;
     let dir = snapshot::dir_of(&project.state_dir, &record.task_id);
     let absolute = |rels: &[String]| -> Vec<String> {
@@ -490,7 +511,7 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
         // Not the snapshot this run wrote: never read, restored from or removed.
         mark_orphan(project, &mut record, true);
         let why = format!("{} is not a snapshot folder: not followed", dir.display());
-        return kept(record, Vec::new(), why);
+        return Ok(kept(record, Vec::new(), why));
     }
     if std::fs::symlink_metadata(&dir).is_err() {
         // It died before its first write: nothing to put back.
@@ -499,36 +520,36 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
             "task {} died without an end before it wrote anything",
             record.task_id
         ));
-        return OrphanRun {
+        return Ok(OrphanRun {
             task_id: record.task_id,
             started_at: record.started_at,
             outcome: "rolled_back",
             files: Vec::new(),
             snapshot: None,
             why: None,
-        };
+        });
     }
     let snapshot = match Snapshot::load(&dir) {
         Ok(snapshot) => snapshot,
         Err(e) => {
             mark_orphan(project, &mut record, true);
-            return kept(
+            return Ok(kept(
                 record,
                 Vec::new(),
                 format!("its snapshot cannot be read: {e}"),
-            );
+            ));
         }
     };
     match snapshot.changed_since(memory_dir) {
         Ok(changed) if !changed.is_empty() => {
             mark_orphan(project, &mut record, true);
             let why = "changed since the run wrote them".to_string();
-            return kept(record, absolute(&changed), why);
+            return Ok(kept(record, absolute(&changed), why));
         }
         Ok(_) => {}
         Err(e) => {
             mark_orphan(project, &mut record, true);
-            return kept(record, Vec::new(), format!("cannot compare: {e}"));
+            return Ok(kept(record, Vec::new(), format!("cannot compare: {e}")));
         }
     }
     let put_back = snapshot.diff(memory_dir).unwrap_or_default();
@@ -548,11 +569,14 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
             let why = skipped
                 .first()
                 .map_or_else(String::new, |(_, why)| why.clone());
-            return kept(record, absolute(&names), why);
+            return Ok(kept(record, absolute(&names), why));
+        }
+        Err(e) if machine_failure(&e) => {
+            return Err(Failure::io("restore the snapshot of", &dir, &e));
         }
         Err(e) => {
             mark_orphan(project, &mut record, true);
-            return kept(record, Vec::new(), format!("the restore failed: {e}"));
+            return Ok(kept(record, Vec::new(), format!("the restore failed: {e}")));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -563,14 +587,14 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
         files.len(),
         if files.len() == 1 { "" } else { "s" }
     ));
-    OrphanRun {
+    Ok(OrphanRun {
         task_id: record.task_id,
         started_at: record.started_at,
         outcome: "rolled_back",
         files: absolute(&files),
         snapshot: None,
         why: None,
-    }
+    })
 }
 
 /// Staging copies no live proposal owns: of a run that ended without proposing (failed,

@@ -24,6 +24,11 @@ fn dead_pid() -> u32 {
 
 /// One applying run that rewrites `stale.md` and completes (lock released); its task id.
 fn completed_run(d: &Dream) -> String {
+    completed_run_of(d, "stale.md")
+}
+
+/// One applying run that rewrites `rel` with [`NOTE`] and completes; its task id.
+fn completed_run_of(d: &Dream, rel: &str) -> String {
     d.touch_sessions();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
@@ -31,8 +36,8 @@ fn completed_run(d: &Dream) -> String {
         .push(Reply::anthropic_tools(
             "Noting.",
             &[
-                ("read_file", json!({"path": "stale.md"})),
-                ("write_file", json!({"path": "stale.md", "content": NOTE})),
+                ("read_file", json!({ "path": rel })),
+                ("write_file", json!({"path": rel, "content": NOTE})),
             ],
         ))
         .push(Reply::anthropic_text("Done."));
@@ -403,4 +408,144 @@ fn a_sweep_of_a_huge_deep_memory_dir_ends_and_takes_only_the_stray() {
         .run();
     assert!(!stray.exists());
     assert_eq!(crate::support::tree(&d.mem()).len(), files - 1);
+}
+
+/// `stale.md` made 200 KiB (more than a 64 KiB file-size limit lets a restore write), then a
+/// completed run that rewrote it, recorded as `running` with a dead PID: an orphan whose
+/// restore must write 200 KiB. Returns the task id and the big content.
+fn orphan_with_a_big_restore(d: &Dream) -> (String, String) {
+    let big = "A long line of the deploy's history, kept for reference.\n".repeat(3600);
+    std::fs::write(d.mem().join("stale.md"), &big).unwrap();
+    let id = completed_run(d);
+    forge_running(d, &id, &id, |_| {});
+    (id, big)
+}
+
+/// Attack: the recovery itself killed (SIGXFSZ at the restore's write, as a kill -9 or a power
+/// cut could) and, separately, a full disk during the restore (the write fails). Nothing of
+/// the user's is lost: the killed recovery leaves the run to the next command, which rolls it
+/// back; the full disk is an environment failure (exit 3) that leaves the run to the next
+/// command too, and that command (with room again) rolls it back.
+#[test]
+fn a_recovery_killed_or_out_of_room_midway_is_finished_by_the_next_command() {
+    for full_disk in [false, true] {
+        let d = Dream::new();
+        let (id, big) = orphan_with_a_big_restore(&d);
+        let lock_ms = d.lock_ms();
+        let run = crate::attack16::limited(&d, 64 * 1024, full_disk).arg("recover");
+        if full_disk {
+            run.code(3)
+                .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{doc}"))
+                .stderr_contains("File too large")
+                .run();
+        } else {
+            run.killed_by(libc::SIGXFSZ)
+                .stdout_empty()
+                .stderr_empty()
+                .run();
+        }
+        assert_eq!(d.read("stale.md"), NOTE, "full disk: {full_disk}");
+        assert_eq!(d.task(&id)["status"], "running", "full disk: {full_disk}");
+        recover(&d)
+            .success()
+            .stdout_json(|doc| {
+                assert_eq!(doc["orphans"][0]["outcome"], "rolled_back", "{doc}");
+            })
+            .stderr_contains("died without an end: rolled back, 1 file put back")
+            .run();
+        assert_eq!(d.read("stale.md"), big, "full disk: {full_disk}");
+        assert_eq!(d.lock_ms(), lock_ms);
+        let strays: Vec<_> = crate::support::tree(&d.mem())
+            .into_iter()
+            .filter(|(name, _)| name.contains(".dreamkit-") && name.ends_with(".tmp"))
+            .collect();
+        assert!(strays.is_empty(), "{strays:?}");
+    }
+}
+
+/// Attack: the folder of an orphaned run's file made read-only (the recovering user may not
+/// write there). The restore cannot happen: exit 3, nothing changed, the run left for a
+/// command that can (here the same after the folder is writable again).
+#[test]
+fn a_read_only_folder_stops_the_restore_with_an_environment_error() {
+    let d = Dream::new();
+    let id = completed_run_of(&d, "topics/build.md");
+    forge_running(&d, &id, &id, |_| {});
+    for path in walkdir_all(&d.home.root) {
+        std::os::unix::fs::lchown(&path, Some(65534), Some(65534)).unwrap();
+    }
+    let topics = d.mem().join("topics");
+    crate::support::chmod(&topics, 0o555);
+    let memory = d.md_tree();
+    Run::unprivileged(&d.home, "dream-run")
+        .arg("recover")
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "environment", "{doc}");
+            assert_eq!(doc["error"]["reason"], "permission", "{doc}");
+        })
+        .stderr_contains("Permission denied")
+        .run();
+    assert_eq!(d.md_tree(), memory);
+    assert_eq!(d.task(&id)["status"], "running");
+    crate::support::chmod(&topics, 0o755);
+    Run::unprivileged(&d.home, "dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["orphans"][0]["outcome"], "rolled_back", "{doc}"))
+        .stderr_contains("died without an end: rolled back, 1 file put back")
+        .run();
+    assert_eq!(d.read("topics/build.md"), "Build with make.\n");
+}
+
+/// Every path under `root`, links not followed.
+fn walkdir_all(root: &Path) -> Vec<PathBuf> {
+    let mut all = vec![root.to_path_buf()];
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            }
+            all.push(entry.path());
+        }
+    }
+    all
+}
+
+/// Attack: two `recover`s started at once on one orphaned run, five times over. The run is
+/// rolled back exactly once; the other finds nothing left or the lock busy; the user's file
+/// ends as it was before the run.
+#[test]
+fn two_recoveries_at_once_roll_back_once() {
+    for round in 0..5 {
+        let d = Dream::new();
+        let id = completed_run(&d);
+        forge_running(&d, &id, &id, |_| {});
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                recover(&d)
+                    .code_any("the loser finds the lock busy (1) or nothing left (0)")
+                    .stdout_any("checked below: one rolled back, the other nothing")
+                    .stderr_any("checked below with the exit")
+                    .spawn()
+            })
+            .collect();
+        let outs: Vec<_> = runs.into_iter().map(|r| r.finish()).collect();
+        let rolled: Vec<_> = outs
+            .iter()
+            .filter(|out| out.stdout.contains("\"rolled_back\""))
+            .collect();
+        assert_eq!(rolled.len(), 1, "round {round}: {outs:?}");
+        for out in &outs {
+            let doc = out.json();
+            let rolled_back = doc["orphans"][0]["outcome"] == "rolled_back";
+            let nothing = doc == json!({"recovered": null});
+            let busy = out.code == Some(1) && doc["reason"] == "busy";
+            assert!(rolled_back || nothing || busy, "round {round}: {doc}");
+        }
+        assert_eq!(d.read("stale.md"), "The deploy uses FTP.\n");
+        assert_eq!(d.task(&id)["error"], "orphaned");
+    }
 }
