@@ -549,3 +549,130 @@ fn two_recoveries_at_once_roll_back_once() {
         assert_eq!(d.task(&id)["error"], "orphaned");
     }
 }
+
+/// Attack: an orphaned run's snapshot log given lines naming a file outside the memory dir
+/// (by `../` and by an absolute path) as one the run created (a restore would delete it);
+/// and records whose task id holds `/` or `..`. No file outside is touched; the run is kept
+/// for `undo` with why; the odd records are left alone.
+#[test]
+fn a_forged_snapshot_or_task_id_never_reaches_outside_the_memory_dir() {
+    for victim_named in ["../victim.md", "ABSOLUTE"] {
+        let d = Dream::new();
+        let id = completed_run(&d);
+        let victim = d.mem().parent().unwrap().join("victim.md");
+        std::fs::write(&victim, "the user's\n").unwrap();
+        let named = if victim_named == "ABSOLUTE" {
+            victim.to_string_lossy().into_owned()
+        } else {
+            victim_named.to_string()
+        };
+        let log = d
+            .home
+            .state_dir()
+            .join("snapshots")
+            .join(&id)
+            .join("manifest.jsonl");
+        let mut text = std::fs::read_to_string(&log).unwrap();
+        text.push_str(&format!(
+            "{}\n{}\n",
+            json!({"event": "before", "path": named, "kept": null, "created_dirs": []}),
+            json!({"event": "after", "path": named, "sha256": null}),
+        ));
+        std::fs::write(&log, text).unwrap();
+        forge_running(&d, &id, &id, |_| {});
+        for (file, bad_id) in [("x1", "../../x1"), ("x2", "a/b"), ("x3", "..")] {
+            forge_running(&d, &id, file, |r| r["task_id"] = json!(bad_id));
+        }
+        let memory = d.md_tree();
+        recover(&d)
+            .success()
+            .stdout_json(|doc| {
+                assert_eq!(doc["orphans"].as_array().unwrap().len(), 1, "{doc}");
+                assert_eq!(doc["orphans"][0]["outcome"], "orphan_kept", "{doc}");
+                let why = doc["orphans"][0]["why"].as_str().unwrap();
+                assert!(why.starts_with("its snapshot cannot be read: "), "{why}");
+                assert!(
+                    why.ends_with("which is not inside the memory dir: refused"),
+                    "{why}"
+                );
+            })
+            .stderr_contains("died without an end and was left alone")
+            .run();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's\n");
+        assert_eq!(d.md_tree(), memory);
+        for file in ["x1", "x2", "x3"] {
+            assert_eq!(d.task(file)["status"], "running", "{file}");
+        }
+    }
+}
+
+/// Attack: in the journal's place, a link to a folder elsewhere shaped like a journal (an
+/// intent and a backing copy); then a journal whose intent names `../` paths. Each is moved
+/// aside whole, never read through nor acted on; nothing outside changes.
+#[test]
+fn a_linked_or_forged_journal_is_moved_aside_and_never_followed() {
+    let d = Dream::new();
+    let outside = d.home.root.join("outside");
+    std::fs::create_dir_all(outside.join("files")).unwrap();
+    std::fs::write(outside.join("files/MEMORY.md"), "someone's copy\n").unwrap();
+    std::fs::write(outside.join("intent.json"), "{}").unwrap();
+    std::fs::create_dir_all(d.home.state_dir()).unwrap();
+    symlink(&outside, d.journal()).unwrap();
+    let memory = d.md_tree();
+    let before = listing(&outside);
+    let out = recover(&d)
+        .success()
+        .stdout_json(|doc| {
+            let corrupt = &doc["journal_corrupt"];
+            assert!(
+                corrupt["error"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("is a symbolic link, not a journal folder"),
+                "{doc}"
+            );
+            assert_eq!(corrupt["files"], json!([]), "{doc}");
+        })
+        .stderr_contains("could not be used")
+        .run();
+    let moved = PathBuf::from(out.json()["journal_corrupt"]["moved_to"].as_str().unwrap());
+    assert_eq!(std::fs::read_link(&moved).unwrap(), outside);
+    assert_eq!(listing(&outside), before);
+    assert_eq!(d.md_tree(), memory);
+
+    let victim = d.mem().parent().unwrap().join("victim.md");
+    std::fs::write(&victim, "the user's\n").unwrap();
+    std::fs::create_dir_all(d.journal()).unwrap();
+    let intent = json!({
+        "command": "apply", "task_id": "t", "pid": dead_pid(),
+        "started_at": "2026-01-01T00:00:00.000Z", "memory_dir": d.mem(),
+        "prior_mtime": 0, "lock_time": 0,
+        "files": {"../victim.md": {"before": null, "after": null}},
+    });
+    std::fs::write(d.journal().join("intent.json"), intent.to_string()).unwrap();
+    recover(&d)
+        .success()
+        .stdout_json(|doc| {
+            let error = doc["journal_corrupt"]["error"].as_str().unwrap();
+            assert!(
+                error.ends_with("which is not inside the memory dir: refused"),
+                "{doc}"
+            );
+        })
+        .stderr_contains("could not be used")
+        .run();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's\n");
+    assert_eq!(d.md_tree(), memory);
+    assert!(std::fs::symlink_metadata(d.journal()).is_err());
+
+    // A journal folder of its own whose `files` is a link elsewhere: no copy is listed.
+    std::fs::create_dir_all(d.journal()).unwrap();
+    std::fs::write(d.journal().join("intent.json"), "not json").unwrap();
+    symlink(outside.join("files"), d.journal().join("files")).unwrap();
+    recover(&d)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["journal_corrupt"]["files"], json!([]), "{doc}"))
+        .stderr_contains("could not be used")
+        .run();
+    assert_eq!(listing(&outside), before);
+}
