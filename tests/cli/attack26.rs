@@ -676,3 +676,59 @@ fn a_linked_or_forged_journal_is_moved_aside_and_never_followed() {
         .run();
     assert_eq!(listing(&outside), before);
 }
+
+/// Attack: a journal that cannot be used, in a state dir the user may not write (the move
+/// aside fails). `recover` and `dream-lock acquire` fail as the environment (exit 3), the
+/// journal stays where it is, the lock is given back with its time, no new hold is left.
+#[test]
+fn a_journal_that_cannot_be_moved_aside_is_an_environment_failure() {
+    let d = Dream::new();
+    std::fs::create_dir_all(d.journal()).unwrap();
+    std::fs::write(d.journal().join("intent.json"), "not json").unwrap();
+    for path in walkdir_all(&d.home.root) {
+        std::os::unix::fs::lchown(&path, Some(65534), Some(65534)).unwrap();
+    }
+    let state = d.home.state_dir();
+    std::os::unix::fs::lchown(&state, Some(0), Some(0)).unwrap();
+    crate::support::chmod(&state, 0o755);
+    let lock_ms = d.lock_ms();
+    Run::unprivileged(&d.home, "dream-run")
+        .arg("recover")
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "environment", "{doc}");
+            assert_eq!(doc["error"]["reason"], "permission", "{doc}");
+        })
+        .stderr_contains("cannot move aside the journal")
+        .run();
+    let gate = d
+        .tool("dream-gate")
+        .args([
+            "--min-hours",
+            "0",
+            "--min-sessions",
+            "0",
+            "--scan-interval",
+            "0",
+        ])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+        .stderr_empty()
+        .run();
+    Run::unprivileged(&d.home, "dream-lock")
+        .args(["acquire", "--pid", &std::process::id().to_string()])
+        .stdin(gate.stdout)
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["acquired"], false, "{doc}");
+            assert_eq!(doc["lock"]["error"]["kind"], "environment", "{doc}");
+        })
+        .stderr_contains("cannot move aside the journal")
+        .run();
+    assert_eq!(
+        std::fs::read(d.journal().join("intent.json")).unwrap(),
+        b"not json"
+    );
+    assert_eq!(d.lock_ms(), lock_ms);
+    assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");
+}
