@@ -89,7 +89,14 @@ fn listing(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
                 stack.push(path);
                 all.push((rel + "/", None));
             } else if kind.is_file() {
-                all.push((rel, Some(std::fs::read(&path).unwrap())));
+                // A sparse giant is told by its size, not read.
+                let len = entry.metadata().unwrap().len();
+                let content = if len > 1 << 20 {
+                    format!("{len} bytes").into_bytes()
+                } else {
+                    std::fs::read(&path).unwrap()
+                };
+                all.push((rel, Some(content)));
             } else {
                 all.push((rel, None));
             }
@@ -731,4 +738,77 @@ fn a_journal_that_cannot_be_moved_aside_is_an_environment_failure() {
     );
     assert_eq!(d.lock_ms(), lock_ms);
     assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");
+}
+
+/// Attack: the lock file names a live process that has nothing to do with dreamkit (PID 1,
+/// written now) while an orphaned run waits. It is a holder as far as anyone can tell:
+/// `recover` and `acquire` are refused (exit 1, busy), the run and the lock stay as they are.
+#[test]
+fn a_lock_naming_a_live_unrelated_process_blocks_recovery_and_changes_nothing() {
+    let d = Dream::new();
+    let id = completed_run(&d);
+    forge_running(&d, &id, &id, |_| {});
+    std::fs::write(d.home.lock_file(), "1").unwrap();
+    let lock_ms = d.lock_ms();
+    recover(&d)
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["recovered"], false, "{doc}");
+            assert_eq!(doc["reason"], "busy", "{doc}");
+            assert_eq!(doc["holder_pid"], 1, "{doc}");
+        })
+        .stderr_contains("held by PID 1")
+        .run();
+    d.tool("dream-lock")
+        .args(["acquire", "--pid", &std::process::id().to_string()])
+        .stdin("{}")
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["lock"]["acquired"], false, "{doc}");
+            assert_eq!(doc["lock"]["holder_pid"], 1, "{doc}");
+        })
+        .stderr_any("the busy note")
+        .run();
+    assert_eq!(d.task(&id)["status"], "running");
+    assert_eq!(d.read("stale.md"), NOTE);
+    assert_eq!(d.lock_ms(), lock_ms);
+    assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"1");
+}
+
+/// Attack: under `proposals/`, an old folder whose name is not UTF-8 and one whose record is
+/// a FIFO; under `tasks/`, a record whose name is not UTF-8 and one far over any record's
+/// size. Nothing blocks (the FIFO is never opened for a read that waits), nothing is removed.
+#[test]
+fn odd_names_and_files_among_proposals_and_tasks_are_left_alone() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = Dream::new();
+    let state = d.home.state_dir();
+    let proposals = state.join("proposals");
+    let tasks = tasks_dir(&d);
+    std::fs::create_dir_all(&tasks).unwrap();
+    let odd = proposals.join(std::ffi::OsStr::from_bytes(b"2020\xff-dead"));
+    let fifo_id = "20200101T000000Z-0000fifo";
+    for dir in [odd.clone(), proposals.join(fifo_id)] {
+        std::fs::create_dir_all(dir.join("staging")).unwrap();
+        std::fs::write(dir.join("staging/MEMORY.md"), "staged\n").unwrap();
+        age_dir(&dir);
+    }
+    crate::support::mkfifo(&tasks.join(format!("{fifo_id}.json")));
+    std::fs::write(
+        tasks.join(std::ffi::OsStr::from_bytes(b"\xff.json")),
+        "{\"status\": \"running\"}",
+    )
+    .unwrap();
+    let huge = tasks.join("20200101T000000Z-0000huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let before = listing(&state);
+    recover(&d)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
+        .stderr_empty()
+        .run();
+    assert_eq!(listing(&state), before);
 }
