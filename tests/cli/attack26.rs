@@ -812,3 +812,41 @@ fn odd_names_and_files_among_proposals_and_tasks_are_left_alone() {
         .run();
     assert_eq!(listing(&state), before);
 }
+
+/// Attack: SIGTERM (then SIGINT) to `recover` while it waits for the lock's guard (another
+/// dreamkit process is in the middle of taking the lock), an orphaned run waiting. It stops
+/// as interrupted (143 / 130), having changed nothing; the next `recover` rolls the run back.
+#[test]
+fn a_signal_while_recover_waits_for_the_guard_interrupts_it_changing_nothing() {
+    use std::os::fd::AsRawFd;
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let d = Dream::new();
+        let id = completed_run(&d);
+        forge_running(&d, &id, &id, |_| {});
+        let guard = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(d.mem().join(".consolidate-lock.dreamkit"))
+            .unwrap();
+        assert_eq!(unsafe { libc::flock(guard.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let lock_ms = d.lock_ms();
+        let running = recover(&d)
+            .code(code)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "interrupted", "{doc}"))
+            .stderr_any("the interruption, checked by the exit")
+            .spawn();
+        crate::support::wait::for_syscall(running.pid() as i32, libc::SYS_clock_nanosleep);
+        crate::support::wait::signal_delivered(running.pid() as i32, signal);
+        running.finish();
+        drop(guard);
+        assert_eq!(d.task(&id)["status"], "running");
+        assert_eq!(d.read("stale.md"), NOTE);
+        assert_eq!(d.lock_ms(), lock_ms);
+        recover(&d)
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["orphans"][0]["outcome"], "rolled_back", "{doc}"))
+            .stderr_contains("rolled back, 1 file put back")
+            .run();
+        assert_eq!(d.read("stale.md"), "The deploy uses FTP.\n");
+    }
+}
