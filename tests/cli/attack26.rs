@@ -24,11 +24,11 @@ fn dead_pid() -> u32 {
 
 /// One applying run that rewrites `stale.md` and completes (lock released); its task id.
 fn completed_run(d: &Dream) -> String {
-    completed_run_of(d, "stale.md")
+    completed_run_of(d, "stale.md", NOTE)
 }
 
-/// One applying run that rewrites `rel` with [`NOTE`] and completes; its task id.
-fn completed_run_of(d: &Dream, rel: &str) -> String {
+/// One applying run that rewrites `rel` with `content` and completes; its task id.
+fn completed_run_of(d: &Dream, rel: &str, content: &str) -> String {
     d.touch_sessions();
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
@@ -37,7 +37,7 @@ fn completed_run_of(d: &Dream, rel: &str) -> String {
             "Noting.",
             &[
                 ("read_file", json!({ "path": rel })),
-                ("write_file", json!({"path": rel, "content": NOTE})),
+                ("write_file", json!({"path": rel, "content": content})),
             ],
         ))
         .push(Reply::anthropic_text("Done."));
@@ -476,7 +476,7 @@ fn a_recovery_killed_or_out_of_room_midway_is_finished_by_the_next_command() {
 #[test]
 fn a_read_only_folder_stops_the_restore_with_an_environment_error() {
     let d = Dream::new();
-    let id = completed_run_of(&d, "topics/build.md");
+    let id = completed_run_of(&d, "topics/build.md", "Build with make or cargo.\n");
     forge_running(&d, &id, &id, |_| {});
     for path in walkdir_all(&d.home.root) {
         std::os::unix::fs::lchown(&path, Some(65534), Some(65534)).unwrap();
@@ -849,4 +849,43 @@ fn a_signal_while_recover_waits_for_the_guard_interrupts_it_changing_nothing() {
             .run();
         assert_eq!(d.read("stale.md"), "The deploy uses FTP.\n");
     }
+}
+
+/// Attack: `snapshots/` a link to a folder elsewhere holding folders named like the
+/// snapshots of eleven old completed runs. The next completed run prunes old snapshots: it
+/// removes nothing through the link.
+#[test]
+fn pruning_never_removes_through_a_link_in_place_of_snapshots() {
+    let d = Dream::new();
+    let id = completed_run(&d);
+    let template = d.task(&id);
+    let outside = d.home.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let snapshots = d.home.state_dir().join("snapshots");
+    std::fs::remove_dir_all(&snapshots).unwrap();
+    symlink(&outside, &snapshots).unwrap();
+    for n in 0..11 {
+        let old = format!("20200101T0000{n:02}Z-0000000{n:x}");
+        let mut record = template.clone();
+        record["task_id"] = json!(old);
+        record["started_at"] = json!(format!("2020-01-01T00:00:{:02}.000Z", 20 - n));
+        record["snapshot"] = json!(snapshots.join(&old).to_str().unwrap());
+        std::fs::write(
+            tasks_dir(&d).join(format!("{old}.json")),
+            serde_json::to_vec(&record).unwrap(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(outside.join(&old)).unwrap();
+        std::fs::write(outside.join(&old).join("thesis.md"), "years of work\n").unwrap();
+    }
+    let before: Vec<_> = listing(&outside)
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("2020"))
+        .collect();
+    completed_run_of(&d, "topics/build.md", "Build with make or cargo.\n");
+    let after: Vec<_> = listing(&outside)
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("2020"))
+        .collect();
+    assert_eq!(after, before);
 }
