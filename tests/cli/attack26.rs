@@ -253,6 +253,9 @@ fn hours_since(d: &Dream) -> f64 {
     out.json()["gate"]["hours_since"].as_f64().unwrap()
 }
 
+/// A guard file's content made from the dead holder's PID and the hold's time (epoch ms).
+type Forgery = dyn Fn(u32, i64) -> Vec<u8>;
+
 /// Attack: a hold its holder never released (kill -9), then its record in the guard file
 /// forged: a prior time after the hold itself (years ahead, the largest and the smallest
 /// time), content far over any record, content that is not JSON. None is taken as the
@@ -261,7 +264,7 @@ fn hours_since(d: &Dream) -> f64 {
 #[test]
 fn a_forged_hold_never_moves_the_last_consolidated_time() {
     let year_2100 = 4_102_444_800_000_i64;
-    let forgeries: Vec<Box<dyn Fn(u32, i64) -> Vec<u8>>> = vec![
+    let forgeries: Vec<Box<Forgery>> = vec![
         Box::new(move |pid, since| {
             json!({"hold": {"pid": pid, "prior_mtime_ms": year_2100, "since_ms": since}})
                 .to_string()
@@ -767,7 +770,7 @@ fn a_lock_naming_a_live_unrelated_process_blocks_recovery_and_changes_nothing() 
             assert_eq!(doc["lock"]["acquired"], false, "{doc}");
             assert_eq!(doc["lock"]["holder_pid"], 1, "{doc}");
         })
-        .stderr_any("the busy note")
+        .stderr_contains("dream-lock: busy: the lock is held by PID 1 since ")
         .run();
     assert_eq!(d.task(&id)["status"], "running");
     assert_eq!(d.read("stale.md"), NOTE);
