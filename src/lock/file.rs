@@ -205,7 +205,10 @@ impl FileBackend {
         let since = from_epoch_ms(hold.since_ms);
         let same_hold =
             hold.pid == pid && mtime + START_SLACK >= since && mtime <= since + START_SLACK;
-        if !same_hold || self.holder(observed, now)?.held {
+        // The time before a hold cannot be after it: a record saying so was not written by
+        // an acquire (a hand edit, a torn or forged file) and moves no time.
+        let possible = (0..=hold.since_ms).contains(&hold.prior_mtime_ms);
+        if !same_hold || !possible || self.holder(observed, now)?.held {
             return Ok(None);
         }
         Ok(Some(hold.prior_mtime_ms))

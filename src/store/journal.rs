@@ -355,11 +355,16 @@ pub fn is_corrupt(err: &std::io::Error) -> bool {
 }
 
 /// The backing copies a journal folder holds: each memory file (relative) and its copy.
-/// Symlinks are not followed.
+/// Symlinks are not followed, the journal's own place and its `files` included: a link
+/// there leads to what is not a journal's copy.
 pub fn backing_copies(journal_dir: &Path) -> Vec<(String, PathBuf)> {
+    if !std::fs::symlink_metadata(journal_dir).is_ok_and(|meta| meta.is_dir()) {
+        return Vec::new();
+    }
     let files = journal_dir.join(FILES);
     walkdir::WalkDir::new(&files)
         .follow_links(false)
+        .follow_root_links(false)
         .sort_by_file_name()
         .into_iter()
         .filter_map(Result::ok)

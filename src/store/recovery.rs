@@ -14,7 +14,7 @@
 //! carries the time from before it forward, see `lock::file`), and a rolled-back journal
 //! gives the caller's release the time from before the command it rolls back.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::ser::SerializeMap;
@@ -204,15 +204,30 @@ pub fn find_journal(project: &Project) -> Result<Found, Failure> {
     Ok(Found::Interrupted(journal))
 }
 
+/// `<state_dir>/<name>` when it is a folder of its own. A link in its place (to anywhere) is
+/// never entered: what recovery removes or rewrites there would be outside the state dir.
+fn own_subdir(state_dir: &Path, name: &str) -> Option<PathBuf> {
+    let dir = state_dir.join(name);
+    std::fs::symlink_metadata(&dir)
+        .is_ok_and(|meta| meta.is_dir())
+        .then_some(dir)
+}
+
 /// Runs whose record says `running` and whose process is gone (oldest first).
 pub fn orphaned_runs(state_dir: &Path) -> Vec<TaskRecord> {
+    if own_subdir(state_dir, super::tasks::TASKS_DIR).is_none() {
+        return Vec::new();
+    }
     let store = TaskStore::new(state_dir);
     let Ok((records, _)) = store.list() else {
         return Vec::new();
     };
+    // A record is acted on only as the file of its own id holds it: a copy saved under
+    // another name (hand-made, restored from a backup) would roll back another task's run.
+    let own = |r: &TaskRecord| store.load(&r.task_id).is_ok_and(|own| own == *r);
     let mut orphans: Vec<TaskRecord> = records
         .into_iter()
-        .filter(|r| super::tasks::is_task_id(&r.task_id) && r.is_orphaned())
+        .filter(|r| super::tasks::is_task_id(&r.task_id) && r.is_orphaned() && own(r))
         .collect();
     orphans.reverse();
     orphans
@@ -282,7 +297,9 @@ pub fn under_lock(
     }
     for record in orphaned_runs(&project.state_dir) {
         if record.mode != "propose" {
-            recovery.orphans.push(restore_orphan(project, record, diag));
+            recovery
+                .orphans
+                .push(restore_orphan(project, record, diag)?);
         }
     }
     Ok(recovery)
@@ -424,9 +441,13 @@ fn mark_orphan(project: &Project, record: &mut TaskRecord, snapshot_kept: bool) 
 
 /// A proposing run that died: its staging copy goes, its record says so.
 fn drop_proposal(project: &Project, mut record: TaskRecord, diag: &Diag) -> OrphanRun {
-    let dir = proposal_dir(&project.state_dir, &record.task_id);
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(snapshot::dir_of(&project.state_dir, &record.task_id));
+    let state_dir = &project.state_dir;
+    if let Some(proposals) = own_subdir(state_dir, PROPOSALS_DIR) {
+        let _ = std::fs::remove_dir_all(proposals.join(&record.task_id));
+    }
+    if let Some(snapshots) = own_subdir(state_dir, snapshot::SNAPSHOTS_DIR) {
+        let _ = std::fs::remove_dir_all(snapshots.join(&record.task_id));
+    }
     mark_orphan(project, &mut record, false);
     diag.warn(&format!(
         "task {} (proposing) died without an end: its staging copy was removed",
@@ -442,9 +463,28 @@ fn drop_proposal(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orph
     }
 }
 
+/// Whether a restore failed for the machine's sake (a full disk, a read-only or unwritable
+/// memory dir): then the run is left `running` for the next command to finish, as a kill
+/// midway would leave it, rather than given up to `undo`.
+fn machine_failure(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::StorageFull
+            | K::FileTooLarge
+            | K::QuotaExceeded
+            | K::ReadOnlyFilesystem
+            | K::PermissionDenied
+    ) || e.raw_os_error() == Some(libc::EIO)
+}
+
 /// An applying run that died: its snapshot restored, or (a file changed since it wrote
-/// it) left alone for `undo`.
-fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> OrphanRun {
+/// it) left alone for `undo`. A restore the machine stops is an error, the run untouched.
+fn restore_orphan(
+    project: &Project,
+    mut record: TaskRecord,
+    diag: &Diag,
+) -> Result<OrphanRun, Failure> {
     let memory_dir = &project.memory_dir;
     let dir = snapshot::dir_of(&project.state_dir, &record.task_id);
     let absolute = |rels: &[String]| -> Vec<String> {
@@ -466,6 +506,13 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
             why: Some(why),
         }
     };
+    let linked = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|meta| !meta.is_dir());
+    if linked(&project.state_dir.join(snapshot::SNAPSHOTS_DIR)) || linked(&dir) {
+        // Not the snapshot this run wrote: never read, restored from or removed.
+        mark_orphan(project, &mut record, true);
+        let why = format!("{} is not a snapshot folder: not followed", dir.display());
+        return Ok(kept(record, Vec::new(), why));
+    }
     if std::fs::symlink_metadata(&dir).is_err() {
         // It died before its first write: nothing to put back.
         mark_orphan(project, &mut record, false);
@@ -473,36 +520,36 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
             "task {} died without an end before it wrote anything",
             record.task_id
         ));
-        return OrphanRun {
+        return Ok(OrphanRun {
             task_id: record.task_id,
             started_at: record.started_at,
             outcome: "rolled_back",
             files: Vec::new(),
             snapshot: None,
             why: None,
-        };
+        });
     }
     let snapshot = match Snapshot::load(&dir) {
         Ok(snapshot) => snapshot,
         Err(e) => {
             mark_orphan(project, &mut record, true);
-            return kept(
+            return Ok(kept(
                 record,
                 Vec::new(),
                 format!("its snapshot cannot be read: {e}"),
-            );
+            ));
         }
     };
     match snapshot.changed_since(memory_dir) {
         Ok(changed) if !changed.is_empty() => {
             mark_orphan(project, &mut record, true);
             let why = "changed since the run wrote them".to_string();
-            return kept(record, absolute(&changed), why);
+            return Ok(kept(record, absolute(&changed), why));
         }
         Ok(_) => {}
         Err(e) => {
             mark_orphan(project, &mut record, true);
-            return kept(record, Vec::new(), format!("cannot compare: {e}"));
+            return Ok(kept(record, Vec::new(), format!("cannot compare: {e}")));
         }
     }
     let put_back = snapshot.diff(memory_dir).unwrap_or_default();
@@ -522,11 +569,14 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
             let why = skipped
                 .first()
                 .map_or_else(String::new, |(_, why)| why.clone());
-            return kept(record, absolute(&names), why);
+            return Ok(kept(record, absolute(&names), why));
+        }
+        Err(e) if machine_failure(&e) => {
+            return Err(Failure::io("restore the snapshot of", &dir, &e));
         }
         Err(e) => {
             mark_orphan(project, &mut record, true);
-            return kept(record, Vec::new(), format!("the restore failed: {e}"));
+            return Ok(kept(record, Vec::new(), format!("the restore failed: {e}")));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -537,20 +587,22 @@ fn restore_orphan(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orp
         files.len(),
         if files.len() == 1 { "" } else { "s" }
     ));
-    OrphanRun {
+    Ok(OrphanRun {
         task_id: record.task_id,
         started_at: record.started_at,
         outcome: "rolled_back",
         files: absolute(&files),
         snapshot: None,
         why: None,
-    }
+    })
 }
 
 /// Staging copies no live proposal owns: of a run that ended without proposing (failed,
 /// aborted, no changes, discarded, applied), or with no record at all past the stale age.
 fn sweep_dead_proposals(project: &Project, swept: &mut Swept) {
-    let root = project.state_dir.join(PROPOSALS_DIR);
+    let Some(root) = own_subdir(&project.state_dir, PROPOSALS_DIR) else {
+        return;
+    };
     let Ok(entries) = std::fs::read_dir(&root) else {
         return;
     };

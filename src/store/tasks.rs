@@ -340,6 +340,11 @@ fn rewrite_pending(state_dir: &Path, keep: impl Fn(&PendingUpdate) -> bool) -> s
 
 /// Keeps the snapshots of the newest completed runs, drops the rest.
 pub fn prune_snapshots(store: &TaskStore, diag: &Diag) {
+    // A link in place of `snapshots/` leads out of the state dir: nothing is removed there.
+    let snapshots = store.state_dir().join(super::snapshot::SNAPSHOTS_DIR);
+    if !std::fs::symlink_metadata(&snapshots).is_ok_and(|meta| meta.is_dir()) {
+        return;
+    }
     let Ok((records, _)) = store.list() else {
         return;
     };

@@ -459,12 +459,18 @@ dream-lock acquire and exec, apply, undo, discard, recover) restores its snapsho
 under the lock, and marks it failed, error orphaned, with rolled_back_at (orphans: [{task_id, \
 started_at, outcome: \"rolled_back\", files}]). When a file it touched changed since it last \
 wrote it, nothing of it is restored: outcome orphan_kept names the files, its snapshot stays, \
-and `dream-run undo TASK_ID` is the way back. A proposing run that died never touched the \
+and `dream-run undo TASK_ID` is the way back; so is it when its snapshot is not a folder of \
+its own (a link in its place, or in place of snapshots/, is never followed). A restore the \
+machine stops (a full disk, a folder the user may not write) fails the command (exit 3) and \
+leaves the run as it was, for the next command to finish. A record is acted on only as the \
+file of its own task id holds it; a link in place of tasks/ or proposals/ is never entered. \
+A proposing run that died never touched the \
 memory dir: its staging copy is removed (outcome proposal_dropped), and `dream-run discard \
 TASK_ID` of it answers discarded. Nor does a crash postpone the next dream: a hold its holder \
 never released (the lock file still names a dead PID) moved no time; dream-gate, status and \
 the next acquire see the time from before it, and the next command that changes state puts \
-that time back on the lock file, which Claude Code reads too.
+that time back on the lock file, which Claude Code reads too (a hold record whose time from \
+before is after the hold itself moves none).
 
 Temporary files are named .dreamkit-<pid>-<random>.tmp beside the file they replace. Those a \
 killed process left (its PID is dead, or the file is over 10 minutes old) are removed by every \

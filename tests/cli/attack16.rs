@@ -21,7 +21,7 @@ use crate::support::{bin_path, mkfifo, session_id, sha256_hex, LiveProcess, Run}
 // Helpers.
 
 /// `dream-run` whose file writes are limited to `limit` bytes ([`limit_file_size`]).
-fn limited<'a>(d: &Dream, limit: u64, ignore: bool) -> Run<'a> {
+pub(crate) fn limited<'a>(d: &Dream, limit: u64, ignore: bool) -> Run<'a> {
     let mut cmd = d.process(&bin_path("dream-run"));
     limit_file_size(&mut cmd, limit, ignore);
     Run::command(cmd, "dream-run").timeout(LONG_RUN)

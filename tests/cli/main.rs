@@ -6,6 +6,7 @@
 
 mod attack16;
 mod attack21;
+mod attack26;
 mod binaries;
 mod check;
 mod claude_code;
