@@ -19,6 +19,19 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// Refuses `dir` when it is a symbolic link: a folder of dreamkit's own (a state dir's
+/// `tasks/`, `snapshots/`) is written only where it is, never wherever a link put in its place
+/// leads.
+pub fn refuse_link(dir: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is a symbolic link: not followed", dir.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Why [`open_regular`] refused a path that exists: what it is instead.
 #[derive(Debug)]
 pub struct NotRegular(pub &'static str);

@@ -273,6 +273,11 @@ pub fn current_hash(memory_dir: &Path, rel: &str) -> std::io::Result<Option<Stri
 impl Snapshot {
     /// A new, empty snapshot folder for a run.
     pub fn create(dir: &Path, task_id: &str) -> std::io::Result<Snapshot> {
+        // Never through a link in place of `snapshots/` or of the run's own folder.
+        if let Some(all) = dir.parent() {
+            crate::files::refuse_link(all)?;
+        }
+        crate::files::refuse_link(dir)?;
         create_private_dir(&dir.join(FILES))?;
         let snapshot = Snapshot {
             dir: dir.to_path_buf(),

@@ -196,6 +196,7 @@ impl TaskStore {
     }
 
     pub fn save(&self, record: &TaskRecord) -> std::io::Result<()> {
+        crate::files::refuse_link(&self.dir)?;
         create_private_dir(&self.dir)?;
         let bytes = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
         write_atomic(&self.path_of(&record.task_id), &bytes, 0o600)

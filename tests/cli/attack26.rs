@@ -892,3 +892,44 @@ fn pruning_never_removes_through_a_link_in_place_of_snapshots() {
         .collect();
     assert_eq!(after, before);
 }
+
+/// Attack: a link in place of `tasks/` or `snapshots/` before a run. The run writes neither
+/// its record nor its copies through it: it stops before any memory file changes (exit 3,
+/// the folder behind the link untouched).
+#[test]
+fn a_run_writes_nothing_through_a_link_in_place_of_its_folders() {
+    for folder in ["tasks", "snapshots"] {
+        let d = Dream::new();
+        let outside = d.home.root.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::create_dir_all(d.home.state_dir()).unwrap();
+        symlink(&outside, d.home.state_dir().join(folder)).unwrap();
+        let memory = d.md_tree();
+        let holder = LiveProcess::start();
+        let envelope = d.acquired_envelope(&holder);
+        d.api
+            .push(Reply::anthropic_tools(
+                "Writing.",
+                &[
+                    ("read_file", json!({"path": "MEMORY.md"})),
+                    (
+                        "write_file",
+                        json!({"path": "MEMORY.md", "content": "# Memory\n"}),
+                    ),
+                ],
+            ))
+            .push(Reply::anthropic_text("Done."));
+        d.dream_run(&envelope, &[])
+            .code(3)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{folder}: {doc}"))
+            .stderr_with(|text| {
+                assert!(
+                    text.contains(&format!("{folder} is a symbolic link: not followed")),
+                    "{folder}: {text:?}"
+                );
+            })
+            .run();
+        assert_eq!(listing(&outside), [], "{folder}: written through the link");
+        assert_eq!(d.md_tree(), memory, "{folder}");
+    }
+}
