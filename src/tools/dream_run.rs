@@ -408,7 +408,8 @@ recorded aborted and restored).",
 goes: {task_id, type, status, phase, sessions_reviewing, files_touched, turns (the last 30), \
 prior_mtime, lock_token, pid, started_at, ended_at, usage, error, snapshot}. `dream-run tasks` \
 lists them newest first, {tasks, unreadable, warnings}, and reports a running record whose \
-process is gone as failed with error orphaned (a run killed with kill -9); a record that \
+process is gone as failed with error orphaned (a run killed with kill -9), saying on stderr, \
+when it had begun to write, that `dream-run recover` rolls it back; a record that \
 cannot be read is left out, its id in unreadable, the warning unreadable_task_records in \
 warnings and one line on stderr. The texts of the records it prints (turns, summary, errors, \
 the diff) carry no control or bidi character and no memory line holding a secret. Every file \

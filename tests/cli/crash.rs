@@ -291,22 +291,28 @@ fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
         .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
         .stderr_empty()
         .run();
-    // Read-only: reported, left alone.
-    let tasks = d
-        .tool("dream-run")
+    // Read-only: reported, left alone, and the user told what the killed run left and how
+    // to put it back.
+    let id = std::fs::read_dir(d.home.state_dir().join("tasks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .expect("the killed run's task record");
+    d.tool("dream-run")
         .arg("tasks")
         .success()
         .stdout_json(|doc| {
             let task = &doc["tasks"][0];
+            assert_eq!(task["task_id"], id.as_str(), "{task}");
             assert_eq!(task["status"], "failed", "{task}");
             assert_eq!(task["error"], "orphaned");
         })
-        .stderr_empty()
+        .stderr_is(format!(
+            "dream-run: task {id} died without an end (killed) while it changed the memory \
+             dir: `dream-run recover` rolls it back (so does the next run, apply, undo or \
+             discard)\n"
+        ))
         .run();
-    let id = tasks.json()["tasks"][0]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
     assert_eq!(d.read("MEMORY.md"), "half\n");
 
     // The next command that changes state rolls it back, and the lock's time with it.
