@@ -482,7 +482,8 @@ changes nothing.",
     (
         "check/OUTPUT",
         "Checks the memory dir as Claude Code will load it, without a model, a lock or any \
-write: no state dir is created, no interrupted apply is rolled back. It reads every .md file \
+write: no state dir is created, no interrupted apply is rolled back (one is named on stderr, \
+with the way back, before the problems it explains). It reads every .md file \
 under the memory dir (not following symbolic links, leaving out dot files and dot folders such \
 as the lock files and .git; at most 16 MiB each) and prints {memory_dir, project_root, files, \
 index: {path, exists, lines, chars, max_lines: 200, max_chars: 25000, cut_at_load: [{line, \

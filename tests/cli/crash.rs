@@ -130,8 +130,8 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
             serde_json::from_slice(&std::fs::read(d.journal().join("intent.json")).unwrap())
                 .unwrap();
         let interrupted = format!(
-            "dream-run: an interrupted apply of task {id} (started {}) left 501 files \
-             half-changed: `dream-run recover` (or the next apply, undo, discard or run) rolls \
+            "dream-run: an interrupted apply of task {id} (started {}) stopped partway through \
+             its 501 files: `dream-run recover` (or the next apply, undo, discard or run) rolls \
              it back\n",
             intent["started_at"].as_str().unwrap()
         );
@@ -151,6 +151,15 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
                 .stderr_is(interrupted.as_str())
                 .run();
         }
+        // The check finds the half-applied memory's problems and says where they come from.
+        d.tool("dream-run")
+            .arg("check")
+            .code_any("the problems depend on where the apply stopped")
+            .stdout_json(|doc| assert!(doc["counts"].is_object(), "{doc}"))
+            .stderr_with(|text| {
+                assert!(text.starts_with(interrupted.as_str()), "{text}");
+            })
+            .run();
         d.tool("dream-run")
             .args(["apply", "--dry-run"])
             .success()

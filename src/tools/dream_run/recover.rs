@@ -42,7 +42,7 @@ pub(super) fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
     };
     let intent = &journal.intent;
     diag.warn(&format!(
-        "an interrupted {} of task {} (started {}) left {} files half-changed: `dream-run recover` (or the next apply, undo, discard or run) rolls it back",
+        "an interrupted {} of task {} (started {}) stopped partway through its {} files: `dream-run recover` (or the next apply, undo, discard or run) rolls it back",
         intent.command,
         intent.task_id,
         intent.started_at,
