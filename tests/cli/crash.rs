@@ -101,6 +101,75 @@ fn sigterm_in_the_middle_of_an_apply_rolls_everything_back() {
     assert!(d.read("many/0499.md").starts_with("# 499\n"));
 }
 
+/// A journal cut short by hand after an apply was killed midway cannot be rolled back: it is
+/// moved aside, and the user is told which memory files are no longer as their copies and
+/// where those copies are, to put back by hand.
+#[test]
+fn a_truncated_journal_after_a_killed_apply_says_what_to_put_back_by_hand() {
+    let d = Dream::new();
+    d.propose_many(500);
+    let index_before = d.read("MEMORY.md");
+    let apply = d.apply_stopped_midway(
+        d.tool("dream-run")
+            .arg("apply")
+            .killed_by(libc::SIGKILL)
+            .stdout_empty()
+            .stderr_empty(),
+    );
+    apply.signal(libc::SIGKILL);
+    apply.finish();
+    assert_ne!(
+        d.read("MEMORY.md"),
+        index_before,
+        "the apply wrote the index first"
+    );
+    let jdir = d.journal();
+    let intent = jdir.join("intent.json");
+    let len = std::fs::metadata(&intent).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&intent)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let out = d
+        .tool("dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| {
+            let files = &doc["journal_corrupt"]["files"];
+            assert_eq!(files.as_array().map(Vec::len), Some(1), "{doc}");
+            assert_eq!(
+                files[0]["path"],
+                d.mem().join("MEMORY.md").to_string_lossy().as_ref(),
+                "{doc}"
+            );
+            assert_eq!(files[0]["memory_now"], "differs", "{doc}");
+        })
+        .stderr_any("checked below, with the folder it names")
+        .run();
+    let doc = out.json();
+    let corrupt = &doc["journal_corrupt"];
+    let moved = corrupt["moved_to"].as_str().unwrap();
+    let first = out.stderr.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!(
+            "dream-run: the journal {} could not be used ({}): moved aside to {moved}, its copies \
+             kept; the memory dir is as it is now: 1 memory file is no longer as its copy \
+             (journal_corrupt.files names them); copy back by hand from {moved}/files what \
+             should be undone",
+            jdir.display(),
+            corrupt["error"].as_str().unwrap()
+        )
+    );
+    // The copy named is the index from before the apply.
+    assert_eq!(
+        std::fs::read_to_string(corrupt["files"][0]["backup"].as_str().unwrap()).unwrap(),
+        index_before
+    );
+}
+
 #[test]
 fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
     for next in ["recover", "apply", "undo", "discard", "acquire"] {
