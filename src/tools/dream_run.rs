@@ -244,7 +244,7 @@ pub struct RecoverArgs {
     pub location: LocationArgs,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Report the interrupted command, roll nothing back
+    /// Report the interrupted command or killed run (on stderr), roll nothing back
     #[arg(long)]
     pub dry_run: bool,
 }

@@ -376,6 +376,10 @@ fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
         .map(|e| e.unwrap().path())
         .find_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
         .expect("the killed run's task record");
+    let orphan_said = format!(
+        "dream-run: task {id} died without an end (killed) while it changed the memory dir: \
+         `dream-run recover` rolls it back (so does the next run, apply, undo or discard)\n"
+    );
     d.tool("dream-run")
         .arg("tasks")
         .success()
@@ -385,11 +389,14 @@ fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
             assert_eq!(task["status"], "failed", "{task}");
             assert_eq!(task["error"], "orphaned");
         })
-        .stderr_is(format!(
-            "dream-run: task {id} died without an end (killed) while it changed the memory \
-             dir: `dream-run recover` rolls it back (so does the next run, apply, undo or \
-             discard)\n"
-        ))
+        .stderr_is(orphan_said.as_str())
+        .run();
+    // So does `recover --dry-run`, which changes nothing either.
+    d.tool("dream-run")
+        .args(["recover", "--dry-run"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null, "dry_run": true})))
+        .stderr_is(orphan_said.as_str())
         .run();
     assert_eq!(d.read("MEMORY.md"), "half\n");
 

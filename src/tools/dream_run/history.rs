@@ -31,18 +31,7 @@ pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Report, Failure> {
         .into_iter()
         .map(|mut r| {
             if r.is_orphaned() {
-                // Its writes are still in the memory dir until a command that changes state
-                // rolls them back: say so, and how, as an interrupted apply is said. The
-                // record names its snapshot from its first write on (a proposal writes only
-                // its staging copy).
-                if r.mode != "propose" && r.snapshot.is_some() {
-                    diag.warn(&format!(
-                        "task {} died without an end (killed) while it changed the memory dir: \
-                         `dream-run recover` rolls it back (so does the next run, apply, undo or \
-                         discard)",
-                        r.task_id
-                    ));
-                }
+                super::recover::say_orphaned(&r, diag);
                 r.status = "failed".into();
                 r.error = Some("orphaned".into());
             }
