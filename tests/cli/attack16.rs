@@ -857,7 +857,7 @@ fn journal_moved_aside(d: &Dream, make: impl Fn(), why: &str) {
         (
             &["undo"],
             1,
-            "dream-run: no run left changes to undo (none completed, or failed without a restore, with a snapshot)\n".to_string(),
+            "dream-run: nothing to undo: no completed run, and no failed, aborted or killed run whose changes were kept\n".to_string(),
         ),
         (
             &["discard"],
@@ -984,8 +984,8 @@ fn held_a_journal_of_a_live_process_is_left_alone() {
         let (code, said) = match args[0] {
             "undo" => (
                 1,
-                "dream-run: no run left changes to undo (none completed, or failed without a \
-                 restore, with a snapshot)\n"
+                "dream-run: nothing to undo: no completed run, and no failed, aborted or killed \
+                 run whose changes were kept\n"
                     .to_string(),
             ),
             "apply" => (1, busy(pid)),

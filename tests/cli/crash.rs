@@ -278,8 +278,8 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
         }
         if next == "undo" {
             said.push_str(
-                "dream-run: no run left changes to undo (none completed, or failed without a \
-                 restore, with a snapshot)\n",
+                "dream-run: nothing to undo: no completed run, and no failed, aborted or killed \
+                 run whose changes were kept\n",
             );
         }
         assert_eq!(out.stderr, said, "{next}");

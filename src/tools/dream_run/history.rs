@@ -138,7 +138,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
                 Some(record) => record,
                 None => return Ok(refuse(
                     "nothing_to_undo",
-                    "no run left changes to undo (none completed, or failed without a restore, with a snapshot)".into(),
+                    "nothing to undo: no completed run, and no failed, aborted or killed run whose changes were kept".into(),
                 )),
             }
         }
