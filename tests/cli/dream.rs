@@ -1267,9 +1267,9 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
         .success()
         .stdout_json(|tasks| assert_eq!(tasks["tasks"][0]["error"], "orphaned"))
         .stderr_is(format!(
-            "dream-run: task {} died without an end (killed) while it changed the memory dir: \
-             `dream-run recover` rolls it back (so does the next run, apply, undo or discard)\n",
-            task_id
+            "dream-run: task {task_id} died without an end (killed) while it changed the memory \
+             dir: `dream-run recover` rolls it back (so does the next run, apply, undo or \
+             discard)\n"
         ))
         .run();
 }
