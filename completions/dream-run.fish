@@ -132,7 +132,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l backend 
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
-complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l dry-run -d 'Report the interrupted command, roll nothing back'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l dry-run -d 'Report the interrupted command or killed run (on stderr), roll nothing back'
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'

@@ -214,6 +214,51 @@ impl FileBackend {
         Ok(Some(hold.prior_mtime_ms))
     }
 
+    /// Release, stopping after `upto` (a test stands a kill at that point). The lock file
+    /// changes first and the hold's record is forgotten after: a release killed in between
+    /// leaves a lock that names no holder, whose stale record nothing reads; the other order
+    /// would leave a dead holder's lock with no record of the time before it, and the gate
+    /// would take the hold's time for a consolidation (too_soon for a day).
+    fn release_steps(
+        &self,
+        token: &str,
+        prior_mtime_ms: i64,
+        outcome: RunOutcome,
+        upto: ReleaseStep,
+    ) -> Result<Released, Failure> {
+        let mut guard = self.guard(false)?;
+        let observed = self.observe()?;
+        if !matches_token(&observed, token) {
+            return Ok(Released::NotHolder {
+                holder_pid: observed.pid,
+            });
+        }
+        let last_consolidated = match outcome {
+            RunOutcome::Completed => {
+                self.write(b"", observed.mode, None)?;
+                self.observe()?.mtime
+            }
+            RunOutcome::Failed | RunOutcome::Aborted if prior_mtime_ms == 0 => {
+                match std::fs::remove_file(&self.path) {
+                    Ok(()) => None,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(Failure::io("remove the lock file", &self.path, &e)),
+                }
+            }
+            RunOutcome::Failed | RunOutcome::Aborted => {
+                let prior = from_epoch_ms(prior_mtime_ms);
+                self.write(b"", observed.mode, Some(prior))?;
+                Some(prior)
+            }
+        };
+        if upto == ReleaseStep::LockFile {
+            return Ok(Released::Yes { last_consolidated });
+        }
+        self.unpin()?;
+        self.write_state(&mut guard, &GuardState::default())?;
+        Ok(Released::Yes { last_consolidated })
+    }
+
     fn holder_path(&self) -> PathBuf {
         self.dir.join(HOLDER_FILE_NAME)
     }
@@ -323,6 +368,15 @@ struct Holder {
     alive: Option<bool>,
     /// The PID is gone but the command `exec` ran for it still runs.
     command_running: bool,
+}
+
+/// How far [`FileBackend::release_steps`] goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReleaseStep {
+    /// Only the lock file (what a release killed right after it leaves).
+    #[cfg_attr(not(test), allow(dead_code))]
+    LockFile,
+    All,
 }
 
 /// The guard file's content: the hold in progress, written before the lock file so that a
@@ -502,36 +556,7 @@ impl Backend for FileBackend {
         prior_mtime_ms: i64,
         outcome: RunOutcome,
     ) -> Result<Released, Failure> {
-        let mut guard = self.guard(false)?;
-        let observed = self.observe()?;
-        if !matches_token(&observed, token) {
-            return Ok(Released::NotHolder {
-                holder_pid: observed.pid,
-            });
-        }
-        self.unpin()?;
-        // The lock file first, the hold's record after: a release killed between the two
-        // leaves a released lock (no PID in it), never a moved time without its record.
-        let last_consolidated = match outcome {
-            RunOutcome::Completed => {
-                self.write(b"", observed.mode, None)?;
-                self.observe()?.mtime
-            }
-            RunOutcome::Failed | RunOutcome::Aborted if prior_mtime_ms == 0 => {
-                match std::fs::remove_file(&self.path) {
-                    Ok(()) => None,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                    Err(e) => return Err(Failure::io("remove the lock file", &self.path, &e)),
-                }
-            }
-            RunOutcome::Failed | RunOutcome::Aborted => {
-                let prior = from_epoch_ms(prior_mtime_ms);
-                self.write(b"", observed.mode, Some(prior))?;
-                Some(prior)
-            }
-        };
-        self.write_state(&mut guard, &GuardState::default())?;
-        Ok(Released::Yes { last_consolidated })
+        self.release_steps(token, prior_mtime_ms, outcome, ReleaseStep::All)
     }
 
     fn unreleased_hold(&self) -> Result<bool, Failure> {
@@ -865,6 +890,51 @@ mod tests {
             prior
         );
         assert_eq!(b.last_consolidated().unwrap(), Some(prior));
+    }
+
+    #[test]
+    fn a_release_killed_midway_moves_no_time() {
+        // `exec` killed while it releases (after its command failed): whatever it got to, the
+        // gate must not take the hold's time for a consolidation.
+        let prior = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        for had_prior in [false, true] {
+            let (_tmp, b) = backend();
+            std::fs::create_dir_all(b.path().parent().unwrap()).unwrap();
+            if had_prior {
+                std::fs::write(b.path(), "").unwrap();
+                set_mtime(b.path(), prior);
+            }
+            let expected = had_prior.then_some(prior);
+            let mut holder = std::process::Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .unwrap();
+            let Acquired::Yes(lease) = b.acquire(holder.id(), SystemTime::now()).unwrap() else {
+                panic!("not acquired")
+            };
+            b.release_steps(
+                &lease.token,
+                lease.prior_mtime_ms,
+                RunOutcome::Failed,
+                ReleaseStep::LockFile,
+            )
+            .unwrap();
+            holder.kill().unwrap();
+            holder.wait().unwrap();
+            assert_eq!(b.last_consolidated().unwrap(), expected, "{had_prior}");
+            let status = b.status(SystemTime::now()).unwrap();
+            assert_eq!(status.last_consolidated, expected, "{had_prior}");
+            assert!(!status.held, "{had_prior}");
+            let Acquired::Yes(next) = b.acquire(std::process::id(), SystemTime::now()).unwrap()
+            else {
+                panic!("not acquired")
+            };
+            assert_eq!(
+                next.prior_mtime_ms,
+                expected.map_or(0, epoch_ms),
+                "{had_prior}"
+            );
+        }
     }
 
     #[test]

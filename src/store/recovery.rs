@@ -406,9 +406,25 @@ fn move_aside(project: &Project, why: &str, diag: &Diag) -> Result<CorruptJourna
                 memory_now,
             }
         })
-        .collect();
+        .collect::<Vec<BackedUp>>();
+    // A memory file that is not as its copy may be half of what the interrupted command did:
+    // the user is told how many, and where the copies to put back by hand are.
+    let changed = files
+        .iter()
+        .filter(|f| f.memory_now != "same_as_backup")
+        .count();
+    let advice = match changed {
+        0 => String::new(),
+        n => format!(
+            ": {n} memory file{} no longer as {} copy (journal_corrupt.files names them); \
+             copy back by hand from {} what should be undone",
+            if n == 1 { " is" } else { "s are" },
+            if n == 1 { "its" } else { "their" },
+            to.join("files").display()
+        ),
+    };
     diag.warn(&format!(
-        "the journal {} could not be used ({why}): moved aside to {}, its copies kept; the memory dir is as it is now",
+        "the journal {} could not be used ({why}): moved aside to {}, its copies kept; the memory dir is as it is now{advice}",
         from.display(),
         to.display()
     ));

@@ -244,7 +244,7 @@ pub struct RecoverArgs {
     pub location: LocationArgs,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Report the interrupted command, roll nothing back
+    /// Report the interrupted command or killed run (on stderr), roll nothing back
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -408,7 +408,8 @@ recorded aborted and restored).",
 goes: {task_id, type, status, phase, sessions_reviewing, files_touched, turns (the last 30), \
 prior_mtime, lock_token, pid, started_at, ended_at, usage, error, snapshot}. `dream-run tasks` \
 lists them newest first, {tasks, unreadable, warnings}, and reports a running record whose \
-process is gone as failed with error orphaned (a run killed with kill -9); a record that \
+process is gone as failed with error orphaned (a run killed with kill -9), saying on stderr, \
+when it had begun to write, that `dream-run recover` rolls it back; a record that \
 cannot be read is left out, its id in unreadable, the warning unreadable_task_records in \
 warnings and one line on stderr. The texts of the records it prints (turns, summary, errors, \
 the diff) carry no control or bidi character and no memory line holding a secret. Every file \
@@ -487,7 +488,8 @@ changes nothing.",
     (
         "check/OUTPUT",
         "Checks the memory dir as Claude Code will load it, without a model, a lock or any \
-write: no state dir is created, no interrupted apply is rolled back. It reads every .md file \
+write: no state dir is created, no interrupted apply is rolled back (one is named on stderr, \
+with the way back, before the problems it explains). It reads every .md file \
 under the memory dir (not following symbolic links, leaving out dot files and dot folders such \
 as the lock files and .git; at most 16 MiB each) and prints {memory_dir, project_root, files, \
 index: {path, exists, lines, chars, max_lines: 200, max_chars: 25000, cut_at_load: [{line, \

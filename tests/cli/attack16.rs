@@ -248,15 +248,26 @@ fn a_run_killed_at_its_second_write_to_a_file_is_rolled_back_and_its_temp_file_s
         "the killed write's temporary file: {strays:?}"
     );
     drop(holder);
-    d.tool("dream-run")
+    let tasks = d
+        .tool("dream-run")
         .arg("tasks")
         .success()
         .stdout_json(|doc| {
             let task = &doc["tasks"][0];
             assert_eq!(task["error"], "orphaned", "{task}");
         })
-        .stderr_empty()
+        .stderr_any("names the task id, checked below")
         .run();
+    // The user is told the killed run's write is still there, and how to put it back.
+    let id = tasks.json()["tasks"][0]["task_id"].clone();
+    assert_eq!(
+        tasks.stderr,
+        format!(
+            "dream-run: task {} died without an end (killed) while it changed the memory dir: \
+             `dream-run recover` rolls it back (so does the next run, apply, undo or discard)\n",
+            id.as_str().unwrap()
+        )
+    );
     let memory = d.mem().join("MEMORY.md").to_string_lossy().into_owned();
     let stray = d.mem().join(&strays[0]).to_string_lossy().into_owned();
     d.tool("dream-run")
@@ -828,7 +839,7 @@ fn journal_moved_aside(d: &Dream, make: impl Fn(), why: &str) {
         (
             &["undo"],
             1,
-            "dream-run: no run left changes to undo (none completed, or failed without a restore, with a snapshot)\n".to_string(),
+            "dream-run: nothing to undo: no completed run, and no failed, aborted or killed run whose changes were kept\n".to_string(),
         ),
         (
             &["discard"],
@@ -955,8 +966,8 @@ fn held_a_journal_of_a_live_process_is_left_alone() {
         let (code, said) = match args[0] {
             "undo" => (
                 1,
-                "dream-run: no run left changes to undo (none completed, or failed without a \
-                 restore, with a snapshot)\n"
+                "dream-run: nothing to undo: no completed run, and no failed, aborted or killed \
+                 run whose changes were kept\n"
                     .to_string(),
             ),
             "apply" => (1, busy(pid)),

@@ -101,6 +101,75 @@ fn sigterm_in_the_middle_of_an_apply_rolls_everything_back() {
     assert!(d.read("many/0499.md").starts_with("# 499\n"));
 }
 
+/// A journal cut short by hand after an apply was killed midway cannot be rolled back: it is
+/// moved aside, and the user is told which memory files are no longer as their copies and
+/// where those copies are, to put back by hand.
+#[test]
+fn a_truncated_journal_after_a_killed_apply_says_what_to_put_back_by_hand() {
+    let d = Dream::new();
+    d.propose_many(500);
+    let index_before = d.read("MEMORY.md");
+    let apply = d.apply_stopped_midway(
+        d.tool("dream-run")
+            .arg("apply")
+            .killed_by(libc::SIGKILL)
+            .stdout_empty()
+            .stderr_empty(),
+    );
+    apply.signal(libc::SIGKILL);
+    apply.finish();
+    assert_ne!(
+        d.read("MEMORY.md"),
+        index_before,
+        "the apply wrote the index first"
+    );
+    let jdir = d.journal();
+    let intent = jdir.join("intent.json");
+    let len = std::fs::metadata(&intent).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&intent)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let out = d
+        .tool("dream-run")
+        .arg("recover")
+        .success()
+        .stdout_json(|doc| {
+            let files = &doc["journal_corrupt"]["files"];
+            assert_eq!(files.as_array().map(Vec::len), Some(1), "{doc}");
+            assert_eq!(
+                files[0]["path"],
+                d.mem().join("MEMORY.md").to_string_lossy().as_ref(),
+                "{doc}"
+            );
+            assert_eq!(files[0]["memory_now"], "differs", "{doc}");
+        })
+        .stderr_any("checked below, with the folder it names")
+        .run();
+    let doc = out.json();
+    let corrupt = &doc["journal_corrupt"];
+    let moved = corrupt["moved_to"].as_str().unwrap();
+    let first = out.stderr.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!(
+            "dream-run: the journal {} could not be used ({}): moved aside to {moved}, its copies \
+             kept; the memory dir is as it is now: 1 memory file is no longer as its copy \
+             (journal_corrupt.files names them); copy back by hand from {moved}/files what \
+             should be undone",
+            jdir.display(),
+            corrupt["error"].as_str().unwrap()
+        )
+    );
+    // The copy named is the index from before the apply.
+    assert_eq!(
+        std::fs::read_to_string(corrupt["files"][0]["backup"].as_str().unwrap()).unwrap(),
+        index_before
+    );
+}
+
 #[test]
 fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
     for next in ["recover", "apply", "undo", "discard", "acquire"] {
@@ -130,8 +199,8 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
             serde_json::from_slice(&std::fs::read(d.journal().join("intent.json")).unwrap())
                 .unwrap();
         let interrupted = format!(
-            "dream-run: an interrupted apply of task {id} (started {}) left 501 files \
-             half-changed: `dream-run recover` (or the next apply, undo, discard or run) rolls \
+            "dream-run: an interrupted apply of task {id} (started {}) stopped partway through \
+             its 501 files: `dream-run recover` (or the next apply, undo, discard or run) rolls \
              it back\n",
             intent["started_at"].as_str().unwrap()
         );
@@ -151,6 +220,15 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
                 .stderr_is(interrupted.as_str())
                 .run();
         }
+        // The check finds the half-applied memory's problems and says where they come from.
+        d.tool("dream-run")
+            .arg("check")
+            .code_any("the problems depend on where the apply stopped")
+            .stdout_json(|doc| assert!(doc["counts"].is_object(), "{doc}"))
+            .stderr_with(|text| {
+                assert!(text.starts_with(interrupted.as_str()), "{text}");
+            })
+            .run();
         d.tool("dream-run")
             .args(["apply", "--dry-run"])
             .success()
@@ -200,8 +278,8 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
         }
         if next == "undo" {
             said.push_str(
-                "dream-run: no run left changes to undo (none completed, or failed without a \
-                 restore, with a snapshot)\n",
+                "dream-run: nothing to undo: no completed run, and no failed, aborted or killed \
+                 run whose changes were kept\n",
             );
         }
         assert_eq!(out.stderr, said, "{next}");
@@ -262,22 +340,35 @@ fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
 
     // The crash postpones nothing: the gate sees the time from before the killed run.
     d.gate_is_due();
-    // Read-only: reported, left alone.
-    let tasks = d
-        .tool("dream-run")
+    // Read-only: reported, left alone, and the user told what the killed run left and how
+    // to put it back.
+    let id = std::fs::read_dir(d.home.state_dir().join("tasks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .expect("the killed run's task record");
+    let orphan_said = format!(
+        "dream-run: task {id} died without an end (killed) while it changed the memory dir: \
+         `dream-run recover` rolls it back (so does the next run, apply, undo or discard)\n"
+    );
+    d.tool("dream-run")
         .arg("tasks")
         .success()
         .stdout_json(|doc| {
             let task = &doc["tasks"][0];
+            assert_eq!(task["task_id"], id.as_str(), "{task}");
             assert_eq!(task["status"], "failed", "{task}");
             assert_eq!(task["error"], "orphaned");
         })
-        .stderr_empty()
+        .stderr_is(orphan_said.as_str())
         .run();
-    let id = tasks.json()["tasks"][0]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    // So does `recover --dry-run`, which changes nothing either.
+    d.tool("dream-run")
+        .args(["recover", "--dry-run"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null, "dry_run": true})))
+        .stderr_is(orphan_said.as_str())
+        .run();
     assert_eq!(d.read("MEMORY.md"), "half\n");
 
     // The next command that changes state rolls it back, and the lock's time with it.

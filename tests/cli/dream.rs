@@ -1217,7 +1217,11 @@ fn tasks_pending_and_the_memory_saved_notice() {
         .args(["tasks"])
         .success()
         .stdout_json(|_| {})
-        .stderr_empty()
+        .stderr_is(format!(
+            "dream-run: task {} died without an end (killed) while it changed the memory dir: \
+             `dream-run recover` rolls it back (so does the next run, apply, undo or discard)\n",
+            "20991231T000000Z-deadbeef"
+        ))
         .run()
         .json();
     let tasks = list["tasks"].as_array().unwrap();
@@ -1288,11 +1292,16 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
         })
         .stderr_empty()
         .run();
+    let task_id = tasks["tasks"][0]["task_id"].as_str().unwrap();
     d.tool("dream-run")
         .args(["tasks"])
         .success()
         .stdout_json(|tasks| assert_eq!(tasks["tasks"][0]["error"], "orphaned"))
-        .stderr_empty()
+        .stderr_is(format!(
+            "dream-run: task {task_id} died without an end (killed) while it changed the memory \
+             dir: `dream-run recover` rolls it back (so does the next run, apply, undo or \
+             discard)\n"
+        ))
         .run();
 }
 

@@ -594,3 +594,68 @@ fn readme_status_hook_feeds_the_status_line() {
     hook_runs("Should I tag v1.2?");
     status_line_shows("blocked: Should I tag v1.2?\n");
 }
+
+/// The examples not run (they need the Claude Code client, or install into /usr/local) still
+/// call our tools with flags those tools take, where those flags are: each call, cut before
+/// its `--` or the next shell operator, answers `--help` with exit 0 (a flag given before the
+/// subcommand that takes it is a usage error, exit 2).
+#[test]
+fn skipped_examples_give_our_tools_flags_they_take() {
+    const BINARIES: [&str; 7] = [
+        "dream-gate",
+        "dream-lock",
+        "dream-run",
+        "recap",
+        "turn-status",
+        "suggest",
+        "feedback",
+    ];
+    let mut checked = 0;
+    for file in doc_files() {
+        for block in blocks_of(&file).iter().filter(|b| {
+            (b.lang == "sh" || b.lang == "bash")
+                && b.note.as_deref().is_some_and(|n| n.starts_with("skip"))
+        }) {
+            for command in commands(&block.text) {
+                let words: Vec<&str> = command.split_whitespace().collect();
+                for (at, word) in words.iter().enumerate() {
+                    let Some(tool) = BINARIES.iter().find(|b| *b == word) else {
+                        continue;
+                    };
+                    // A shell variable stands for some directory; quotes are the shell's.
+                    let args: Vec<String> = words[at + 1..]
+                        .iter()
+                        .take_while(|w| {
+                            !["--", "|", "||", "&", "&&", ";"].contains(w)
+                                && !w.starts_with('>')
+                                && !w.starts_with("2>")
+                                && !w.starts_with('#')
+                        })
+                        .map(|w| {
+                            if w.contains('$') {
+                                "/tmp".to_string()
+                            } else {
+                                w.trim_matches(|c| c == '"' || c == '\'').to_string()
+                            }
+                        })
+                        .collect();
+                    Run::command(
+                        {
+                            let mut c = std::process::Command::new(bin_path(tool));
+                            c.args(&args).arg("--help");
+                            c
+                        },
+                        &format!("{file}:{}: {tool} {}", block.line, args.join(" ")),
+                    )
+                    .stdin_from(Stdio::null())
+                    .success()
+                    .stdout_any("the help text")
+                    .stderr_empty()
+                    .run();
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 1, "no skipped example calls one of our tools");
+}

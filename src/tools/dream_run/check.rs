@@ -416,11 +416,14 @@ struct Found {
 }
 
 /// `dream-run check`.
-pub(super) fn check(args: &CheckArgs, _diag: &Diag) -> Result<Report, Failure> {
+pub(super) fn check(args: &CheckArgs, diag: &Diag) -> Result<Report, Failure> {
     let (hints, _hook, _envelope) = ProjectHints::gather(&args.location, Input::from_stdin()?)?;
     // With --memory-dir alone there is no project to check paths against.
     let with_project = hints.cwd.is_some() || args.location.memory_dir.is_none();
     let project = Project::resolve(&hints, &Env::from_process())?.0;
+    // A half-done apply or undo explains what the check is about to find: said first, and
+    // how to roll it back (the check itself changes nothing).
+    super::recover::report(&project, diag);
     let scope = ProjectScope::new(&project, with_project, args.min_hours);
     let health = match run_check(&project.memory_dir, &scope.scope()) {
         Ok(health) => health,

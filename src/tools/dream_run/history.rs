@@ -31,6 +31,7 @@ pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Report, Failure> {
         .into_iter()
         .map(|mut r| {
             if r.is_orphaned() {
+                super::recover::say_orphaned(&r, diag);
                 r.status = "failed".into();
                 r.error = Some("orphaned".into());
             }
@@ -137,7 +138,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
                 Some(record) => record,
                 None => return Ok(refuse(
                     "nothing_to_undo",
-                    "no run left changes to undo (none completed, or failed without a restore, with a snapshot)".into(),
+                    "nothing to undo: no completed run, and no failed, aborted or killed run whose changes were kept".into(),
                 )),
             }
         }

@@ -42,7 +42,7 @@ pub(super) fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
     };
     let intent = &journal.intent;
     diag.warn(&format!(
-        "an interrupted {} of task {} (started {}) left {} files half-changed: `dream-run recover` (or the next apply, undo, discard or run) rolls it back",
+        "an interrupted {} of task {} (started {}) stopped partway through its {} files: `dream-run recover` (or the next apply, undo, discard or run) rolls it back",
         intent.command,
         intent.task_id,
         intent.started_at,
@@ -55,6 +55,20 @@ pub(super) fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
         files: intent.files.len(),
         journal: journal_path.to_string_lossy().into_owned(),
     })
+}
+
+/// For read-only commands: a run killed while it wrote (a `running` record whose process is
+/// gone) is said on stderr with the way back: its writes stay in the memory dir until a
+/// command that changes state rolls them back. Its record names its snapshot from its first
+/// write on; a proposal writes only its staging copy.
+pub(super) fn say_orphaned(record: &crate::store::tasks::TaskRecord, diag: &Diag) {
+    if record.mode != "propose" && record.snapshot.is_some() {
+        diag.warn(&format!(
+            "task {} died without an end (killed) while it changed the memory dir: \
+             `dream-run recover` rolls it back (so does the next run, apply, undo or discard)",
+            record.task_id
+        ));
+    }
 }
 
 /// For a command that holds the lock: puts back what killed commands left, first.
@@ -105,6 +119,9 @@ pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Report, Failure
     let backend = args.backend.open(&project)?;
     let needs_lock = recovery::needs_lock(&project)? || backend.unreleased_hold()?;
     if args.dry_run {
+        for record in recovery::orphaned_runs(&project.state_dir) {
+            say_orphaned(&record, diag);
+        }
         return Ok(Report::Recover {
             recovered: Recovery::default(),
             dry_run: true,
