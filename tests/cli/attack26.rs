@@ -885,7 +885,24 @@ fn pruning_never_removes_through_a_link_in_place_of_snapshots() {
         .into_iter()
         .filter(|(name, _)| name.starts_with("2020"))
         .collect();
-    completed_run_of(&d, "topics/build.md", "Build with make or cargo.\n");
+    // A completed run prunes old snapshots; one that writes nothing (a run that writes is
+    // stopped at its first write: its snapshot would go through the link).
+    d.touch_sessions();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    d.api
+        .push(Reply::anthropic_tools(
+            "Looking.",
+            &[("read_file", json!({"path": "MEMORY.md"}))],
+        ))
+        .push(Reply::anthropic_text("Nothing to change."));
+    let out = d
+        .dream_run(&envelope, &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_empty()
+        .run();
+    d.release(&out.stdout, "completed");
     let after: Vec<_> = listing(&outside)
         .into_iter()
         .filter(|(name, _)| name.starts_with("2020"))
