@@ -159,25 +159,12 @@ fn a_symlinked_lock_guard_never_truncates_the_file_it_points_to() {
     let guard = d.mem().join(".consolidate-lock.dreamkit");
     std::os::unix::fs::symlink(&victim, &guard).unwrap();
     let holder = LiveProcess::start();
-    let gate = d
-        .tool("dream-gate")
-        .args([
-            "--min-hours",
-            "0",
-            "--min-sessions",
-            "0",
-            "--scan-interval",
-            "0",
-        ])
-        .success()
-        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
-        .stderr_empty()
-        .run();
+    let gate = d.gate_now();
     // Refused like a FIFO there (exit 3), so no dream-run gets an envelope to write its claim
     // through the link.
     d.tool("dream-lock")
         .args(["acquire", "--pid", &holder.pid().to_string()])
-        .stdin(gate.stdout)
+        .stdin(gate)
         .code(3)
         .stdout_json(|doc| {
             assert_eq!(doc["lock"]["acquired"], false, "{doc}");

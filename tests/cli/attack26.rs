@@ -711,23 +711,10 @@ fn a_journal_that_cannot_be_moved_aside_is_an_environment_failure() {
         })
         .stderr_contains("cannot move aside the journal")
         .run();
-    let gate = d
-        .tool("dream-gate")
-        .args([
-            "--min-hours",
-            "0",
-            "--min-sessions",
-            "0",
-            "--scan-interval",
-            "0",
-        ])
-        .success()
-        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
-        .stderr_empty()
-        .run();
+    let gate = d.gate_now();
     Run::unprivileged(&d.home, "dream-lock")
         .args(["acquire", "--pid", &std::process::id().to_string()])
-        .stdin(gate.stdout)
+        .stdin(gate)
         .code(3)
         .stdout_json(|doc| {
             assert_eq!(doc["lock"]["acquired"], false, "{doc}");

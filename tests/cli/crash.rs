@@ -1079,20 +1079,7 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
     d.touch_sessions();
     d.api.push(Reply::anthropic_text("Nothing to change."));
     let lock_before = d.lock_ms();
-    let gate = d
-        .tool("dream-gate")
-        .args([
-            "--min-hours",
-            "0",
-            "--min-sessions",
-            "0",
-            "--scan-interval",
-            "0",
-        ])
-        .success()
-        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
-        .stderr_empty()
-        .run();
+    let gate = d.gate_now();
     d.tool("dream-lock")
         .args([
             "exec",
@@ -1100,7 +1087,7 @@ fn a_run_that_changes_nothing_says_so_and_announces_nothing() {
             bin_path("dream-run").to_str().unwrap(),
             "--propose",
         ])
-        .stdin(gate.stdout)
+        .stdin(gate)
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "no_changes"))
         .stderr_is(
@@ -1851,24 +1838,11 @@ fn kill_9_of_lock_writes_at_random_moments_moves_no_time() {
     for round in 0..12 {
         let prior = d.lock_ms();
         let holder = LiveProcess::start();
-        let gate = d
-            .tool("dream-gate")
-            .args([
-                "--min-hours",
-                "0",
-                "--min-sessions",
-                "0",
-                "--scan-interval",
-                "0",
-            ])
-            .success()
-            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true))
-            .stderr_empty()
-            .run();
+        let gate = d.gate_now();
         let acquired = kill_at_random(
             d.tool("dream-lock")
                 .args(["acquire", "--pid", &holder.pid().to_string()])
-                .stdin(gate.stdout),
+                .stdin(gate),
             &mut rng,
             25,
         );

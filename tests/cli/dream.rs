@@ -241,6 +241,24 @@ impl Dream {
         holder.kill();
     }
 
+    /// `dream-gate` told to say yes now (no interval, no session needed): its envelope.
+    pub(crate) fn gate_now(&self) -> String {
+        self.tool("dream-gate")
+            .args([
+                "--min-hours",
+                "0",
+                "--min-sessions",
+                "0",
+                "--scan-interval",
+                "0",
+            ])
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
+            .stderr_empty()
+            .run()
+            .stdout
+    }
+
     /// `dream-gate` with a day's interval and one session: due (the sessions since the last
     /// consolidation are there, and nothing postponed it).
     pub(crate) fn gate_is_due(&self) {
@@ -266,23 +284,10 @@ impl Dream {
 
     /// `dream-gate | dream-lock acquire --pid HOLDER`: the envelope dream-run gets.
     pub(crate) fn acquired_envelope(&self, holder: &LiveProcess) -> String {
-        let gate = self
-            .tool("dream-gate")
-            .args([
-                "--min-hours",
-                "0",
-                "--min-sessions",
-                "0",
-                "--scan-interval",
-                "0",
-            ])
-            .success()
-            .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true))
-            .stderr_empty()
-            .run();
+        let gate = self.gate_now();
         self.tool("dream-lock")
             .args(["acquire", "--pid", &holder.pid().to_string()])
-            .stdin(gate.stdout)
+            .stdin(gate)
             .success()
             .stdout_json(|doc| assert_eq!(doc["lock"]["acquired"], true))
             .stderr_empty()
