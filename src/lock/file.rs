@@ -214,19 +214,18 @@ impl FileBackend {
         Ok(Some(hold.prior_mtime_ms))
     }
 
-    /// Release, stopping after `upto` (a test stands a kill at that point). The lock file
-    /// changes first and the hold's record is forgotten after: a release killed in between
-    /// leaves a lock that names no holder, whose stale record nothing reads; the other order
-    /// would leave a dead holder's lock with no record of the time before it, and the gate
-    /// would take the hold's time for a consolidation (too_soon for a day).
-    fn release_steps(
+    /// A release's first step, under the guard the caller holds: the lock file (emptied
+    /// with the new time, or the prior one, or removed). The hold's record is forgotten only
+    /// after it ([`Backend::release`]): a release killed in between leaves a lock that names
+    /// no holder, whose stale record nothing reads; the other order would leave a dead
+    /// holder's lock with no record of the time before it, and the gate would take the
+    /// hold's time for a consolidation (too_soon for a day).
+    fn release_lock_file(
         &self,
         token: &str,
         prior_mtime_ms: i64,
         outcome: RunOutcome,
-        upto: ReleaseStep,
     ) -> Result<Released, Failure> {
-        let mut guard = self.guard(false)?;
         let observed = self.observe()?;
         if !matches_token(&observed, token) {
             return Ok(Released::NotHolder {
@@ -251,12 +250,41 @@ impl FileBackend {
                 Some(prior)
             }
         };
-        if upto == ReleaseStep::LockFile {
-            return Ok(Released::Yes { last_consolidated });
-        }
-        self.unpin()?;
-        self.write_state(&mut guard, &GuardState::default())?;
         Ok(Released::Yes { last_consolidated })
+    }
+
+    /// What the lock file says of the last consolidation. A released lock (empty) costs one
+    /// `stat` (the hot path of `dream-gate`); a lock naming a holder costs the guard file's
+    /// record too (none for Claude Code's holds), and the lock's content and its holder only
+    /// when that record names a hold.
+    fn consolidated(&self, now: SystemTime) -> Result<Consolidated, Failure> {
+        let meta = match std::fs::metadata(&self.path) {
+            Ok(meta) if !meta.is_file() => {
+                return Err(Failure::io(
+                    "read the lock file",
+                    &self.path,
+                    &not_regular(meta.file_type()),
+                ))
+            }
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Consolidated::Never),
+            Err(e) => return Err(Failure::io("stat the lock file", &self.path, &e)),
+        };
+        let mtime = meta
+            .modified()
+            .map_err(|e| Failure::io("read the mtime of", &self.path, &e))?;
+        if meta.len() == 0 {
+            return Ok(Consolidated::At(mtime));
+        }
+        let state = self.peek_state();
+        if state.hold.is_none() {
+            return Ok(Consolidated::At(mtime));
+        }
+        let observed = self.observe()?;
+        Ok(match self.unreleased_prior(&observed, &state, now)? {
+            Some(prior) => Consolidated::Unreleased(prior),
+            None => observed.mtime.map_or(Consolidated::Never, Consolidated::At),
+        })
     }
 
     fn holder_path(&self) -> PathBuf {
@@ -370,13 +398,25 @@ struct Holder {
     command_running: bool,
 }
 
-/// How far [`FileBackend::release_steps`] goes.
+/// What [`FileBackend::consolidated`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReleaseStep {
-    /// Only the lock file (what a release killed right after it leaves).
-    #[cfg_attr(not(test), allow(dead_code))]
-    LockFile,
-    All,
+enum Consolidated {
+    Never,
+    /// The lock's mtime.
+    At(SystemTime),
+    /// The lock shows a hold nobody released: the time from before it (epoch ms, 0 = never).
+    Unreleased(i64),
+}
+
+impl Consolidated {
+    /// As the last-consolidated time (a future time is taken as now: never a negative age).
+    fn time(self, now: SystemTime) -> Option<SystemTime> {
+        match self {
+            Consolidated::Never => None,
+            Consolidated::At(mtime) => Some(mtime.min(now)),
+            Consolidated::Unreleased(prior) => (prior > 0).then(|| from_epoch_ms(prior).min(now)),
+        }
+    }
 }
 
 /// The guard file's content: the hold in progress, written before the lock file so that a
@@ -440,30 +480,8 @@ impl Backend for FileBackend {
     }
 
     fn last_consolidated(&self) -> Result<Option<SystemTime>, Failure> {
-        // One stat, no open, for a released lock (empty): this is the hot path of
-        // `dream-gate`. Only a lock that names a holder is read further.
         let now = SystemTime::now();
-        match std::fs::metadata(&self.path) {
-            Ok(meta) if !meta.is_file() => Err(Failure::io(
-                "read the lock file",
-                &self.path,
-                &not_regular(meta.file_type()),
-            )),
-            Ok(meta) if meta.len() > 0 => {
-                let observed = self.observe()?;
-                match self.unreleased_prior(&observed, &self.peek_state(), now)? {
-                    Some(prior) => Ok((prior > 0).then(|| from_epoch_ms(prior).min(now))),
-                    None => Ok(observed.mtime.map(|mtime| mtime.min(now))),
-                }
-            }
-            // A future mtime is taken as written now (never a negative age).
-            Ok(meta) => meta
-                .modified()
-                .map(|mtime| Some(mtime.min(now)))
-                .map_err(|e| Failure::io("read the mtime of", &self.path, &e)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Failure::io("stat the lock file", &self.path, &e)),
-        }
+        Ok(self.consolidated(now)?.time(now))
     }
 
     fn status(&self, now: SystemTime) -> Result<Status, Failure> {
@@ -471,7 +489,7 @@ impl Backend for FileBackend {
         let holder = self.holder(&observed, now)?;
         let written = observed.mtime.map(|mtime| mtime.min(now));
         let last_consolidated = match self.unreleased_prior(&observed, &self.peek_state(), now)? {
-            Some(prior) => (prior > 0).then(|| from_epoch_ms(prior).min(now)),
+            Some(prior) => Consolidated::Unreleased(prior).time(now),
             None => written,
         };
         Ok(Status {
@@ -556,20 +574,20 @@ impl Backend for FileBackend {
         prior_mtime_ms: i64,
         outcome: RunOutcome,
     ) -> Result<Released, Failure> {
-        self.release_steps(token, prior_mtime_ms, outcome, ReleaseStep::All)
+        let mut guard = self.guard(false)?;
+        let released = self.release_lock_file(token, prior_mtime_ms, outcome)?;
+        if let Released::Yes { .. } = released {
+            self.unpin()?;
+            self.write_state(&mut guard, &GuardState::default())?;
+        }
+        Ok(released)
     }
 
     fn unreleased_hold(&self) -> Result<bool, Failure> {
-        match std::fs::symlink_metadata(&self.path) {
-            Ok(meta) if meta.is_file() && meta.len() > 0 => {
-                let observed = self.observe()?;
-                let now = SystemTime::now();
-                Ok(self
-                    .unreleased_prior(&observed, &self.peek_state(), now)?
-                    .is_some())
-            }
-            _ => Ok(false),
-        }
+        Ok(matches!(
+            self.consolidated(SystemTime::now())?,
+            Consolidated::Unreleased(_)
+        ))
     }
 
     fn holds(&self, token: &str) -> Result<bool, Failure> {
@@ -912,13 +930,11 @@ mod tests {
             let Acquired::Yes(lease) = b.acquire(holder.id(), SystemTime::now()).unwrap() else {
                 panic!("not acquired")
             };
-            b.release_steps(
-                &lease.token,
-                lease.prior_mtime_ms,
-                RunOutcome::Failed,
-                ReleaseStep::LockFile,
-            )
-            .unwrap();
+            // Killed after the lock file, before the hold's record is forgotten.
+            let guard = b.guard(false).unwrap();
+            b.release_lock_file(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed)
+                .unwrap();
+            drop(guard);
             holder.kill().unwrap();
             holder.wait().unwrap();
             assert_eq!(b.last_consolidated().unwrap(), expected, "{had_prior}");
