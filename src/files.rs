@@ -176,8 +176,7 @@ pub fn read_sized(file: &mut File, len: u64, max: u64) -> io::Result<Vec<u8>> {
 
 /// The whole content of a regular file (see [`open_regular`]).
 pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
-    let (mut file, meta) = open_regular_with(path, 0)?;
-    read_sized(&mut file, meta.len(), u64::MAX)
+    read_regular_capped(path, u64::MAX)
 }
 
 /// [`read_regular`] as UTF-8 text.
@@ -241,24 +240,13 @@ pub fn copy_regular_atomic(
 ) -> io::Result<String> {
     use sha2::Digest;
     let (file, _) = open_regular_with(from, 0)?;
-    let dir = to
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let _hold = signals::hold();
-    let mut tmp = temp_file_in(dir).map_err(without_temp_path)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     let mut hasher = sha2::Sha256::new();
-    in_blocks(file, u64::MAX, |block| {
-        hasher.update(block);
-        tmp.as_file_mut().write_all(block)
+    replace_atomic(to, mode, mtime, |tmp| {
+        in_blocks(file, u64::MAX, |block| {
+            hasher.update(block);
+            tmp.write_all(block)
+        })
     })?;
-    if let Some(mtime) = mtime {
-        tmp.as_file().set_modified(mtime)?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(to).map_err(|e| e.error)?;
     Ok(hex(&hasher.finalize()))
 }
 
@@ -316,10 +304,7 @@ mod capped_tests {
         let big = vec![7u8; 200_000];
         std::fs::write(&path, &big).unwrap();
         use sha2::Digest;
-        let whole: String = sha2::Sha256::digest(&big)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let whole = hex(&sha2::Sha256::digest(&big));
         assert_eq!(sha256_regular(&path, u64::MAX).unwrap(), whole);
         // A FIFO is refused, never waited on.
         let fifo = dir.path().join("fifo");
@@ -475,6 +460,18 @@ pub fn write_atomic_with_mtime(
     mode: u32,
     mtime: Option<SystemTime>,
 ) -> std::io::Result<()> {
+    replace_atomic(path, mode, mtime, |tmp| tmp.write_all(bytes))
+}
+
+/// Replaces `path` with what `fill` writes into a temporary file beside it, given `mode`
+/// (and `mtime`), synced, then renamed over the target: readers see the old or the new
+/// content, never a torn file; on any error the target is untouched.
+fn replace_atomic(
+    path: &Path,
+    mode: u32,
+    mtime: Option<SystemTime>,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -485,7 +482,7 @@ pub fn write_atomic_with_mtime(
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     // Through the file itself: `NamedTempFile`'s own errors name the temporary file.
-    tmp.as_file_mut().write_all(bytes)?;
+    fill(tmp.as_file_mut())?;
     if let Some(mtime) = mtime {
         tmp.as_file().set_modified(mtime)?;
     }

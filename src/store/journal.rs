@@ -394,10 +394,9 @@ fn clear_leftovers(state_dir: &Path) {
             continue;
         }
         let old = || {
-            entry.metadata().and_then(|m| m.modified()).is_ok_and(|at| {
-                at.elapsed()
-                    .is_ok_and(|age| age > super::sweep::STALE_AFTER)
-            })
+            entry
+                .metadata()
+                .is_ok_and(|meta| super::sweep::is_stale(&meta, std::time::SystemTime::now()))
         };
         // `.journal-<pid>-*` is being built by that process: left alone while it lives.
         let builder_gone = || {

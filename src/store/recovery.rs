@@ -32,7 +32,7 @@ use crate::cli::{Diag, Failure};
 pub const PROPOSALS_DIR: &str = "proposals";
 
 /// A proposal's folder (its staging copy is under it).
-pub fn proposal_dir(state_dir: &Path, task_id: &str) -> std::path::PathBuf {
+pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
     state_dir.join(PROPOSALS_DIR).join(task_id)
 }
 
@@ -97,6 +97,19 @@ pub struct OrphanRun {
     pub why: Option<String>,
 }
 
+impl OrphanRun {
+    fn new(record: TaskRecord, outcome: &'static str, files: Vec<String>) -> OrphanRun {
+        OrphanRun {
+            task_id: record.task_id,
+            started_at: record.started_at,
+            outcome,
+            files,
+            snapshot: None,
+            why: None,
+        }
+    }
+}
+
 /// Everything a command put back before its own work.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recovery {
@@ -130,20 +143,6 @@ impl Recovery {
             map.serialize_entry("swept", &self.swept)?;
         }
         Ok(())
-    }
-
-    /// Adds what a second pass found (a command that recovers before and after its lock).
-    pub fn merge(&mut self, other: Recovery) {
-        if other.journal.is_some() {
-            self.journal = other.journal;
-        }
-        if other.journal_corrupt.is_some() {
-            self.journal_corrupt = other.journal_corrupt;
-        }
-        self.orphans.extend(other.orphans);
-        self.swept.removed.extend(other.swept.removed);
-        self.swept.proposals.extend(other.swept.proposals);
-        self.swept.failed.extend(other.swept.failed);
     }
 }
 
@@ -469,14 +468,7 @@ fn drop_proposal(project: &Project, mut record: TaskRecord, diag: &Diag) -> Orph
         "task {} (proposing) died without an end: its staging copy was removed",
         record.task_id
     ));
-    OrphanRun {
-        task_id: record.task_id,
-        started_at: record.started_at,
-        outcome: "proposal_dropped",
-        files: Vec::new(),
-        snapshot: None,
-        why: None,
-    }
+    OrphanRun::new(record, "proposal_dropped", Vec::new())
 }
 
 /// Whether a restore failed for the machine's sake (a full disk, a read-only or unwritable
@@ -508,24 +500,22 @@ fn restore_orphan(
             .map(|rel| snapshot::absolute(memory_dir, rel))
             .collect()
     };
-    let kept = |record: TaskRecord, files: Vec<String>, why: String| {
+    // Left alone for `undo`: its record marked, its snapshot kept.
+    let kept = |mut record: TaskRecord, files: Vec<String>, why: String| {
+        mark_orphan(project, &mut record, true);
         diag.warn(&format!(
             "task {} died without an end and was left alone ({why}): `dream-run undo {}` restores its snapshot",
             record.task_id, record.task_id
         ));
         OrphanRun {
-            task_id: record.task_id,
-            started_at: record.started_at,
-            outcome: "orphan_kept",
-            files,
             snapshot: Some(dir.to_string_lossy().into_owned()),
             why: Some(why),
+            ..OrphanRun::new(record, "orphan_kept", files)
         }
     };
     let linked = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|meta| !meta.is_dir());
     if linked(&project.state_dir.join(snapshot::SNAPSHOTS_DIR)) || linked(&dir) {
         // Not the snapshot this run wrote: never read, restored from or removed.
-        mark_orphan(project, &mut record, true);
         let why = format!("{} is not a snapshot folder: not followed", dir.display());
         return Ok(kept(record, Vec::new(), why));
     }
@@ -536,35 +526,22 @@ fn restore_orphan(
             "task {} died without an end before it wrote anything",
             record.task_id
         ));
-        return Ok(OrphanRun {
-            task_id: record.task_id,
-            started_at: record.started_at,
-            outcome: "rolled_back",
-            files: Vec::new(),
-            snapshot: None,
-            why: None,
-        });
+        return Ok(OrphanRun::new(record, "rolled_back", Vec::new()));
     }
     let snapshot = match Snapshot::load(&dir) {
         Ok(snapshot) => snapshot,
         Err(e) => {
-            mark_orphan(project, &mut record, true);
-            return Ok(kept(
-                record,
-                Vec::new(),
-                format!("its snapshot cannot be read: {e}"),
-            ));
+            let why = format!("its snapshot cannot be read: {e}");
+            return Ok(kept(record, Vec::new(), why));
         }
     };
     match snapshot.changed_since(memory_dir) {
         Ok(changed) if !changed.is_empty() => {
-            mark_orphan(project, &mut record, true);
             let why = "changed since the run wrote them".to_string();
             return Ok(kept(record, absolute(&changed), why));
         }
         Ok(_) => {}
         Err(e) => {
-            mark_orphan(project, &mut record, true);
             return Ok(kept(record, Vec::new(), format!("cannot compare: {e}")));
         }
     }
@@ -580,7 +557,6 @@ fn restore_orphan(
     match snapshot.restore(memory_dir) {
         Ok(skipped) if skipped.is_empty() => {}
         Ok(skipped) => {
-            mark_orphan(project, &mut record, true);
             let names: Vec<String> = skipped.iter().map(|(rel, _)| rel.clone()).collect();
             let why = skipped
                 .first()
@@ -591,7 +567,6 @@ fn restore_orphan(
             return Err(Failure::io("restore the snapshot of", &dir, &e));
         }
         Err(e) => {
-            mark_orphan(project, &mut record, true);
             return Ok(kept(record, Vec::new(), format!("the restore failed: {e}")));
         }
     }
@@ -603,14 +578,7 @@ fn restore_orphan(
         files.len(),
         if files.len() == 1 { "" } else { "s" }
     ));
-    Ok(OrphanRun {
-        task_id: record.task_id,
-        started_at: record.started_at,
-        outcome: "rolled_back",
-        files: absolute(&files),
-        snapshot: None,
-        why: None,
-    })
+    Ok(OrphanRun::new(record, "rolled_back", absolute(&files)))
 }
 
 /// Staging copies no live proposal owns: of a run that ended without proposing (failed,
@@ -631,12 +599,9 @@ fn sweep_dead_proposals(project: &Project, swept: &mut Swept) {
         }
         let dead = match store.load(&name) {
             Ok(record) => record.status != "proposed" && record.status != "running",
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                entry.metadata().and_then(|m| m.modified()).is_ok_and(|at| {
-                    now.duration_since(at)
-                        .is_ok_and(|age| age > sweep::STALE_AFTER)
-                })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => entry
+                .metadata()
+                .is_ok_and(|meta| sweep::is_stale(&meta, now)),
             Err(_) => false,
         };
         if dead {

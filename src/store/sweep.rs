@@ -20,6 +20,12 @@ use crate::lock::process;
 /// A temporary file this old is a stray whoever wrote it (no write takes that long).
 pub const STALE_AFTER: Duration = Duration::from_secs(600);
 
+/// Whether what `meta` describes was last written over [`STALE_AFTER`] ago.
+pub fn is_stale(meta: &Metadata, now: SystemTime) -> bool {
+    meta.modified()
+        .is_ok_and(|at| now.duration_since(at).is_ok_and(|age| age > STALE_AFTER))
+}
+
 /// Whether the file `name` (with its metadata) is a stray temporary file of dreamkit's.
 pub fn is_stray(name: &str, meta: &Metadata, now: SystemTime) -> bool {
     let Some(writer) = temp_file_writer(name) else {
@@ -28,13 +34,10 @@ pub fn is_stray(name: &str, meta: &Metadata, now: SystemTime) -> bool {
     if !meta.is_file() {
         return false;
     }
-    let written = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    if now
-        .duration_since(written)
-        .is_ok_and(|age| age > STALE_AFTER)
-    {
+    if is_stale(meta, now) {
         return true;
     }
+    let written = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     let Some(pid) = writer else {
         // Written before temporary names carried the PID: only its age tells.
         return false;

@@ -8,7 +8,7 @@ use super::report::{Report, Verb};
 use super::RecoverArgs;
 use crate::claude::Project;
 use crate::cli::{Diag, Failure};
-use crate::lock::RunOutcome;
+use crate::lock::{Backend, Lease, RunOutcome};
 use crate::store::journal;
 use crate::store::recovery::{self, Found, Recovery};
 
@@ -71,14 +71,25 @@ pub(super) fn say_orphaned(record: &crate::store::tasks::TaskRecord, diag: &Diag
     }
 }
 
-/// For a command that holds the lock: puts back what killed commands left, first.
-/// `prior_mtime` is the time the caller's release will give back.
-pub(super) fn under_lock(
+/// Whether recovering needs the lock: a journal, a killed run that wrote memory, or a hold
+/// its holder never released (its time is no consolidation, and Claude Code reads the
+/// lock's mtime).
+fn needs_lock(project: &Project, backend: &dyn Backend) -> Result<bool, Failure> {
+    Ok(recovery::needs_lock(project)? || backend.unreleased_hold()?)
+}
+
+/// Puts back under `lease`, then releases it as it was: recovering is no consolidation.
+fn under_own_lock(
     project: &Project,
-    prior_mtime: Option<&mut i64>,
+    backend: &dyn Backend,
+    mut lease: Lease,
     diag: &Diag,
 ) -> Result<Recovery, Failure> {
-    recovery::under_lock(project, prior_mtime, diag)
+    let recovered = recovery::under_lock(project, Some(&mut lease.prior_mtime_ms), diag);
+    if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+        diag.warn(&format!("cannot release the lock: {failure}"));
+    }
+    recovered
 }
 
 /// For a command that changes state before it takes the lock (`apply`, `undo`, `discard`):
@@ -90,13 +101,11 @@ pub(super) fn when_needed(
     diag: &Diag,
 ) -> Result<Recovery, Failure> {
     let backend = backend.open(project)?;
-    // A hold its holder never released (a command killed while it held the lock) is given
-    // back too: its time is no consolidation, and Claude Code reads the lock's mtime.
-    if !recovery::needs_lock(project)? && !backend.unreleased_hold()? {
+    if !needs_lock(project, backend.as_ref())? {
         return Ok(recovery::sweep(project, diag));
     }
     let hold = crate::cli::signals::hold();
-    let mut lease = match backend.acquire(std::process::id(), std::time::SystemTime::now())? {
+    let lease = match backend.acquire(std::process::id(), std::time::SystemTime::now())? {
         crate::lock::Acquired::Yes(lease) => lease,
         crate::lock::Acquired::Held { holder_pid, .. } => {
             return Err(Failure::environment(format!(
@@ -105,10 +114,7 @@ pub(super) fn when_needed(
             )))
         }
     };
-    let recovered = under_lock(project, Some(&mut lease.prior_mtime_ms), diag);
-    if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
-        diag.warn(&format!("cannot release the lock: {failure}"));
-    }
+    let recovered = under_own_lock(project, backend.as_ref(), lease, diag);
     drop(hold);
     recovered
 }
@@ -117,7 +123,7 @@ pub(super) fn when_needed(
 pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Report, Failure> {
     let project = super::history::project(&args.location)?;
     let backend = args.backend.open(&project)?;
-    let needs_lock = recovery::needs_lock(&project)? || backend.unreleased_hold()?;
+    let needs_lock = needs_lock(&project, backend.as_ref())?;
     if args.dry_run {
         for record in recovery::orphaned_runs(&project.state_dir) {
             say_orphaned(&record, diag);
@@ -146,15 +152,11 @@ pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Report, Failure
         .first()
         .map(|r| r.task_id.clone())
         .unwrap_or_default();
-    let mut lease = match super::history::take_lock(backend.as_ref(), Verb::Recovered, &task_id)? {
+    let lease = match super::history::take_lock(backend.as_ref(), Verb::Recovered, &task_id)? {
         Ok(lease) => lease,
         Err(busy) => return Ok(busy),
     };
-    let recovered = under_lock(&project, Some(&mut lease.prior_mtime_ms), diag);
-    // Recovering is not a consolidation: the lock goes back as it was.
-    if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
-        diag.warn(&format!("cannot release the lock: {failure}"));
-    }
+    let recovered = under_own_lock(&project, backend.as_ref(), lease, diag);
     // A signal during the roll-back waited for it: what was done is still reported.
     let late_signal = hold.end();
     Ok(Report::Recover {

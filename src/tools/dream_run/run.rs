@@ -476,7 +476,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     // shell tool while it waits).
     let hold = signals::hold();
     // An apply or undo killed midway is rolled back first, under this run's lock.
-    let recovered = or_fail!(super::recover::under_lock(&project, None, diag));
+    let recovered = or_fail!(crate::store::recovery::under_lock(&project, None, diag));
     // Nothing is written in the memory dir when proposing, not even the dir itself.
     let base = match mode {
         Mode::Apply => {
