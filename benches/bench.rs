@@ -347,6 +347,22 @@ fn dream_benchmarks() {
     write_scaling(&f, &state, &api);
 }
 
+/// An unlocked `dream-run` of the fixture's project against the fake model, allowed `limit`
+/// tool calls a turn and `limit` files.
+fn writing_run(f: &Fixture, state: &Path, api: &fake_api::FakeApi, limit: &str) -> Command {
+    let mut cmd = Command::new(DREAM_RUN);
+    cmd.args(["--unlocked", "-n", "--cwd"])
+        .arg(&f.project)
+        .args(["--max-calls-per-turn", limit, "--max-files", limit])
+        .env_clear()
+        .env("HOME", &f.home)
+        .env("CLAUDE_CONFIG_DIR", &f.config)
+        .env("XDG_STATE_HOME", state)
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-bench");
+    cmd
+}
+
 /// The cost of N writes in one run grows linearly: one turn of N `write_file` calls, for 100
 /// and for 1,000 files, each against `cp` of the same number of files.
 fn write_scaling(f: &Fixture, state: &Path, api: &fake_api::FakeApi) {
@@ -368,16 +384,7 @@ fn write_scaling(f: &Fixture, state: &Path, api: &fake_api::FakeApi) {
                 .push(fake_api::Reply::anthropic_text("Done."));
             let memory = f.transcripts.join("memory");
             let _ = std::fs::remove_dir_all(memory.join(format!("w{n}")));
-            let mut cmd = Command::new(DREAM_RUN);
-            cmd.args(["--unlocked", "-n", "--cwd"])
-                .arg(&f.project)
-                .args(["--max-calls-per-turn", &limit, "--max-files", &limit])
-                .env_clear()
-                .env("HOME", &f.home)
-                .env("CLAUDE_CONFIG_DIR", &f.config)
-                .env("XDG_STATE_HOME", state)
-                .env("ANTHROPIC_BASE_URL", api.url())
-                .env("ANTHROPIC_API_KEY", "sk-ant-bench");
+            let cmd = writing_run(f, state, api, &limit);
             let start = Instant::now();
             assert_eq!(exit_code(cmd), 0, "dream-run with {n} writes failed");
             ours.push(start.elapsed());
@@ -428,17 +435,8 @@ fn deadline_with_restore(f: &Fixture, state: &Path, api: &fake_api::FakeApi) {
     for _ in 0..3 {
         api.push(fake_api::Reply::anthropic_tools("Writing.", &calls))
             .push(fake_api::Reply::Hang(Duration::from_secs(60)));
-        let mut cmd = Command::new(DREAM_RUN);
-        cmd.args(["--unlocked", "-n", "--cwd"])
-            .arg(&f.project)
-            .args(["--max-calls-per-turn", &limit, "--max-files", &limit])
-            .args(["--deadline", "3s"])
-            .env_clear()
-            .env("HOME", &f.home)
-            .env("CLAUDE_CONFIG_DIR", &f.config)
-            .env("XDG_STATE_HOME", state)
-            .env("ANTHROPIC_BASE_URL", api.url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-bench");
+        let mut cmd = writing_run(f, state, api, &limit);
+        cmd.args(["--deadline", "3s"]);
         let start = Instant::now();
         assert_eq!(exit_code(cmd), 1, "the run did not stop at its deadline");
         walls.push(start.elapsed());

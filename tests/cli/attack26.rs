@@ -138,11 +138,7 @@ fn a_link_in_place_of_proposals_leads_the_sweep_nowhere() {
     std::fs::create_dir_all(d.home.state_dir()).unwrap();
     symlink(&outside, d.home.state_dir().join("proposals")).unwrap();
     let before = listing(&outside);
-    recover(&d)
-        .success()
-        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
-        .stderr_empty()
-        .run();
+    d.recovers_nothing();
     assert_eq!(listing(&outside), before);
 }
 
@@ -203,11 +199,7 @@ fn a_record_under_another_name_rolls_back_nothing() {
     forge_running(&d, &id, forged, |_| {});
     let memory = d.md_tree();
     let real = d.task(&id);
-    recover(&d)
-        .success()
-        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
-        .stderr_empty()
-        .run();
+    d.recovers_nothing();
     assert_eq!(d.md_tree(), memory);
     assert_eq!(d.read("stale.md"), NOTE);
     assert_eq!(d.task(&id), real);
@@ -225,11 +217,7 @@ fn a_link_in_place_of_tasks_is_never_written_through() {
     symlink(&outside, tasks_dir(&d)).unwrap();
     let before = listing(&outside);
     let memory = d.md_tree();
-    recover(&d)
-        .success()
-        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
-        .stderr_empty()
-        .run();
+    d.recovers_nothing();
     assert_eq!(listing(&outside), before);
     assert_eq!(d.md_tree(), memory);
 }
@@ -309,11 +297,7 @@ fn a_forged_hold_never_moves_the_last_consolidated_time() {
             .set_modified(taken)
             .unwrap();
         assert!(hours_since(&d) > 47.9, "forgery {n}");
-        recover(&d)
-            .success()
-            .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
-            .stderr_empty()
-            .run();
+        d.recovers_nothing();
         assert_eq!(
             d.lock_ms(),
             crate::support::epoch_ms(taken),
@@ -795,11 +779,7 @@ fn odd_names_and_files_among_proposals_and_tasks_are_left_alone() {
         .set_len(1 << 30)
         .unwrap();
     let before = listing(&state);
-    recover(&d)
-        .success()
-        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
-        .stderr_empty()
-        .run();
+    d.recovers_nothing();
     assert_eq!(listing(&state), before);
 }
 

@@ -42,6 +42,19 @@ impl Dream {
         )
     }
 
+    /// `apply` killed with SIGKILL midway (its journal written, some files changed).
+    pub(crate) fn apply_killed_midway(&self) {
+        let apply = self.apply_stopped_midway(
+            self.tool("dream-run")
+                .arg("apply")
+                .killed_by(libc::SIGKILL)
+                .stdout_empty()
+                .stderr_empty(),
+        );
+        apply.signal(libc::SIGKILL);
+        apply.finish();
+    }
+
     /// `apply` (a `dream-run apply` the caller describes: how it ends is up to the test),
     /// started and stopped (SIGSTOP) once its journal exists and before it finished: the
     /// memory dir is then between the two states.
@@ -109,15 +122,7 @@ fn a_truncated_journal_after_a_killed_apply_says_what_to_put_back_by_hand() {
     let d = Dream::new();
     d.propose_many(500);
     let index_before = d.read("MEMORY.md");
-    let apply = d.apply_stopped_midway(
-        d.tool("dream-run")
-            .arg("apply")
-            .killed_by(libc::SIGKILL)
-            .stdout_empty()
-            .stderr_empty(),
-    );
-    apply.signal(libc::SIGKILL);
-    apply.finish();
+    d.apply_killed_midway();
     assert_ne!(
         d.read("MEMORY.md"),
         index_before,
@@ -177,15 +182,7 @@ fn kill_9_in_the_middle_of_an_apply_is_rolled_back_by_the_next_command() {
         let id = d.propose_many(500);
         let before = d.md_tree();
         let lock_before = d.lock_ms();
-        let apply = d.apply_stopped_midway(
-            d.tool("dream-run")
-                .arg("apply")
-                .killed_by(libc::SIGKILL)
-                .stdout_empty()
-                .stderr_empty(),
-        );
-        apply.signal(libc::SIGKILL);
-        apply.finish();
+        d.apply_killed_midway();
         assert!(
             d.journal().exists(),
             "{next}: the journal stays after kill -9"
@@ -402,12 +399,7 @@ fn a_killed_run_is_rolled_back_by_the_next_command_and_postpones_no_dream() {
     assert_eq!(record["snapshot"], Value::Null);
     assert!(record["rolled_back_at"].is_string(), "{record}");
     // Once: the next command finds nothing more to do.
-    d.tool("dream-run")
-        .arg("recover")
-        .success()
-        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null})))
-        .stderr_empty()
-        .run();
+    d.recovers_nothing();
     d.tool("dream-run")
         .args(["undo", &id])
         .code(1)
@@ -1678,12 +1670,7 @@ fn a_hold_killed_before_its_journal_moves_no_time() {
         })
         .stderr_empty()
         .run();
-    d.tool("dream-run")
-        .arg("recover")
-        .success()
-        .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
-        .stderr_empty()
-        .run();
+    d.recovers_nothing();
     assert_eq!(d.lock_ms(), prior, "the time is back on the lock file");
     assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");
 }
@@ -1782,15 +1769,7 @@ fn a_journal_restores_permission_bits_only_and_follows_no_link() {
         let _id = d.propose_many(300);
         let outside = d.home.root.join("outside.md");
         std::fs::write(&outside, "secret of another user\n").unwrap();
-        let apply = d.apply_stopped_midway(
-            d.tool("dream-run")
-                .arg("apply")
-                .killed_by(libc::SIGKILL)
-                .stdout_empty()
-                .stderr_empty(),
-        );
-        apply.signal(libc::SIGKILL);
-        apply.finish();
+        d.apply_killed_midway();
         let intent_path = d.journal().join("intent.json");
         let mut intent: Value =
             serde_json::from_slice(&std::fs::read(&intent_path).unwrap()).unwrap();

@@ -241,6 +241,16 @@ impl Dream {
         holder.kill();
     }
 
+    /// `dream-run recover` finding nothing to put back: `{"recovered": null}`, silent.
+    pub(crate) fn recovers_nothing(&self) {
+        self.tool("dream-run")
+            .arg("recover")
+            .success()
+            .stdout_json(|doc| assert_eq!(doc, &json!({"recovered": null}), "{doc}"))
+            .stderr_empty()
+            .run();
+    }
+
     /// `dream-gate` told to say yes now (no interval, no session needed): its envelope.
     pub(crate) fn gate_now(&self) -> String {
         self.tool("dream-gate")
