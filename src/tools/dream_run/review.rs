@@ -208,16 +208,20 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure
         if !discardable(&now) {
             return Ok(Some(now.status));
         }
-        match std::fs::remove_dir_all(&dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Failure::io("remove", &dir, &e))
-            }
-            _ => {}
-        }
+        // The record is the commit point, the staging copy goes after it: a discard killed
+        // midway leaves a whole proposal or a discarded one whose leftover copy the next
+        // command's sweep removes, never a proposal with half its staged files.
         now.status = "discarded".into();
         store
             .save(&now)
             .map_err(|e| Failure::io("write", &store.path_of(&now.task_id), &e))?;
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => diag.warn(&format!(
+                "discarded, but its staging copy {} could not be removed ({e}): the next command that changes state removes it",
+                dir.display()
+            )),
+            _ => {}
+        }
         Ok(None)
     })();
     if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
