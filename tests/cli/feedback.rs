@@ -743,14 +743,18 @@ fn on_a_terminal_send_shows_the_payload_and_asks() {
         bin_path("feedback").display(),
         api.url()
     );
-    // The screen is what `script` relays from the pty: stdout.
+    // The screen is what `script` relays from the pty: stdout. The pty echoes the answer
+    // when it arrives, which may be before or in the middle of the prompt (the answer is
+    // written at once): the echo is taken out before the screen is read. No line the tool
+    // prints before the prompt ends with the one-letter answer, so the first such line is
+    // the echo.
     let run = |answer: &str, code: i32, screen: &dyn Fn(&str)| {
         let mut script = home.process("script");
         script.args(["-qec", &command, "/dev/null"]);
         Run::command(script, "script feedback send")
             .stdin(answer)
             .code(code)
-            .stdout_with(screen)
+            .stdout_with(|out| screen(&out.replace('\r', "").replacen(answer, "", 1)))
             .stderr_empty()
             .run();
     };
