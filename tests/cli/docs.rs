@@ -168,7 +168,9 @@ fn zsh_completions_load_without_errors() {
 
 /// What zsh offers for `line`: an interactive zsh under zpty loads the committed script with
 /// compinit, and a `compadd` wrapped around the builtin prints the matches the completion
-/// adds (between markers) when a Tab is typed after `line`. The Tab is the last thing typed (zle
+/// adds (between markers) when a Tab is typed after `line`. The markers are never typed
+/// whole (`"<"hits">"`): the terminal echoes what is typed, once at once and again when zle
+/// reads the line, and an echoed marker would end a read early. The Tab is the last thing typed (zle
 /// may skip a completion while more input waits); a completion that adds nothing leaves the
 /// read waiting, and the run's timeout ends it as a failure.
 fn zsh_complete(zsh: &str, line: &str) -> Vec<String> {
@@ -178,8 +180,8 @@ fn zsh_complete(zsh: &str, line: &str) -> Vec<String> {
         r#"zmodload zsh/zpty || exit 90
 zpty -b z {zsh} -f -i || exit 91
 zpty -w z 'PS1=; PS2=; unsetopt zle_bracketed_paste 2>/dev/null; fpath=({completions} $fpath); autoload -U compinit; compinit -u -D'
-zpty -w z 'compadd() {{ local -a __hits; builtin compadd -O __hits "$@"; (( $#__hits )) && print -r -- "<hits>${{(j: :)__hits}}</hits>" >/dev/tty; builtin compadd "$@"; }}'
-zpty -w z 'print -r -- "<ready>"'
+zpty -w z 'compadd() {{ local -a __hits; builtin compadd -O __hits "$@"; (( $#__hits )) && print -r -- "<"hits">${{(j: :)__hits}}</"hits">" >/dev/tty; builtin compadd "$@"; }}'
+zpty -w z 'print -r -- "<"ready">"'
 zpty -r z out '*<ready>*' || exit 92
 zpty -w -n z $'{line}	'
 zpty -r z out '*</hits>*' || exit 93
