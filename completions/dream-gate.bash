@@ -23,7 +23,7 @@ _dream__gate() {
 
     case "${cmd}" in
         dream__gate)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --current-session --session --min-hours --min-sessions --scan-interval --cwd --memory-dir --transcripts-dir --help --version"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --backend --current-session --session --min-hours --min-sessions --scan-interval --cwd --memory-dir --transcripts-dir --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -53,7 +53,7 @@ _dream__lock() {
 
     case "${cmd}" in
         dream__lock)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --help --version acquire release status exec help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --help --version acquire release status exec help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -67,7 +67,7 @@ _dream__lock() {
             return 0
             ;;
         dream__lock__subcmd__acquire)
-            opts="-q -v -n -h --backend --pid --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --pid --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -110,7 +110,7 @@ _dream__lock() {
             return 0
             ;;
         dream__lock__subcmd__exec)
-            opts="-q -v -n -h --backend --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -233,7 +233,7 @@ _dream__lock() {
             return 0
             ;;
         dream__lock__subcmd__release)
-            opts="-q -v -n -h --backend --outcome --token --prior-mtime --force --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --outcome --token --prior-mtime --force --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -284,7 +284,7 @@ _dream__lock() {
             return 0
             ;;
         dream__lock__subcmd__status)
-            opts="-q -v -n -h --backend --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

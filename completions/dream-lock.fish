@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dream_lock_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input schema h/help V/version
 end
 
 function __fish_dream_lock_needs_command
@@ -29,6 +29,7 @@ complete -c dream-lock -n "__fish_dream_lock_needs_command" -s v -l verbose -d '
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-lock -n "__fish_dream_lock_needs_command" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -s V -l version -d 'Print version'
 complete -c dream-lock -n "__fish_dream_lock_needs_command" -f -a "acquire" -d 'Take the lock (exit 0) or report its holder (exit 1)'
@@ -46,6 +47,7 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s v -l v
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand acquire" -s h -l help -d 'Print help'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l outcome -d 'How the run ended [default: the envelope\'s run.status, else failed (roll back)]' -r -f -a "completed\t'Free the lock; now is the new last-consolidated time'
@@ -63,6 +65,7 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s v -l v
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
@@ -73,6 +76,7 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s v -l ve
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand status" -s h -l help -d 'Print help'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
@@ -83,6 +87,7 @@ complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s v -l verb
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand exec" -s h -l help -d 'Print help'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand help; and not __fish_seen_subcommand_from acquire release status exec help" -f -a "acquire" -d 'Take the lock (exit 0) or report its holder (exit 1)'
 complete -c dream-lock -n "__fish_dream_lock_using_subcommand help; and not __fish_seen_subcommand_from acquire release status exec help" -f -a "release" -d 'Free the lock after a run, or roll it back to the prior time'

@@ -77,7 +77,7 @@ _dream__run() {
 
     case "${cmd}" in
         dream__run)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --backend --provider --model --timeout --retries --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --read-project --unlocked --propose --dry-run --keep-partial --events --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --backend --provider --model --timeout --retries --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --read-project --unlocked --propose --dry-run --keep-partial --events --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -175,7 +175,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__apply)
-            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -214,7 +214,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__check)
-            opts="-q -v -n -h --min-hours --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --min-hours --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -253,7 +253,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__discard)
-            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -432,7 +432,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__pending)
-            opts="-q -v -n -h --clear --dry-run --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --clear --dry-run --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -467,7 +467,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__recover)
-            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -506,7 +506,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__show)
-            opts="-q -v -n -h --diff --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --diff --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -541,7 +541,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__tasks)
-            opts="-q -v -n -h --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -576,7 +576,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__undo)
-            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --backend --dry-run --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dream_run_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input backend= provider= model= timeout= retries= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= read-project unlocked propose dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input schema backend= provider= model= timeout= retries= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= read-project unlocked propose dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
 end
 
 function __fish_dream_run_needs_command
@@ -46,6 +46,7 @@ complete -c dream-run -n "__fish_dream_run_needs_command" -s v -l verbose -d 'Ex
 complete -c dream-run -n "__fish_dream_run_needs_command" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_needs_command" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l read-project -d 'Let the shell tool read the project directory too (to check memory against the code)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l unlocked -d 'Run without holding the consolidation lock (no fencing)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l propose -d 'Stage every write in a copy under the state dir and record a proposal instead of changing the memory dir (also DREAMKIT_DREAM_MODE=propose)'
@@ -71,6 +72,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -s v -l verbo
 complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand tasks" -s h -l help -d 'Print help'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
@@ -83,6 +85,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s v -l ver
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand pending" -s h -l help -d 'Print help'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
@@ -94,6 +97,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s v -l verbos
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand undo" -s h -l help -d 'Print help'
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
@@ -105,6 +109,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s v -l verbos
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s h -l help -d 'Print help'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
@@ -116,6 +121,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s v -l verbo
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand apply" -s h -l help -d 'Print help'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
@@ -127,6 +133,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s v -l ver
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand discard" -s h -l help -d 'Print help'
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
@@ -138,6 +145,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s v -l ver
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand recover" -s h -l help -d 'Print help'
 complete -c dream-run -n "__fish_dream_run_using_subcommand check" -l min-hours -d 'How much older than the project\'s newest session the index may be (stale_index): hours, or a duration (24, 24h, 90m)' -r
 complete -c dream-run -n "__fish_dream_run_using_subcommand check" -l cwd -d 'Project directory [default: the hook payload\'s `cwd`, else the current directory]' -r -f -a "(__fish_complete_directories)"
@@ -149,6 +157,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand check" -s v -l verbo
 complete -c dream-run -n "__fish_dream_run_using_subcommand check" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand check" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_using_subcommand check" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c dream-run -n "__fish_dream_run_using_subcommand check" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c dream-run -n "__fish_dream_run_using_subcommand check" -s h -l help -d 'Print help'
 complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover check help" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand help; and not __fish_seen_subcommand_from tasks pending undo show apply discard recover check help" -f -a "pending" -d 'Memory updates not yet announced to a session (`--clear` empties the list)'

@@ -59,7 +59,7 @@ _feedback() {
 
     case "${cmd}" in
         feedback)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --help --version queue list show send discard help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --help --version queue list show send discard help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -73,7 +73,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__discard)
-            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,7 +185,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__list)
-            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -199,7 +199,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__queue)
-            opts="-q -v -n -h --type --title --details --area --trigger --session --model --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --type --title --details --area --trigger --session --model --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -241,7 +241,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__send)
-            opts="-q -v -n -h --endpoint --to --with-transcript --yes --timeout --retries --transcript --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --endpoint --to --with-transcript --yes --timeout --retries --transcript --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -286,7 +286,7 @@ _feedback() {
             return 0
             ;;
         feedback__subcmd__show)
-            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

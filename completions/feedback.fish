@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_feedback_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input schema h/help V/version
 end
 
 function __fish_feedback_needs_command
@@ -29,6 +29,7 @@ complete -c feedback -n "__fish_feedback_needs_command" -s v -l verbose -d 'Expl
 complete -c feedback -n "__fish_feedback_needs_command" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c feedback -n "__fish_feedback_needs_command" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c feedback -n "__fish_feedback_needs_command" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c feedback -n "__fish_feedback_needs_command" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c feedback -n "__fish_feedback_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c feedback -n "__fish_feedback_needs_command" -s V -l version -d 'Print version'
 complete -c feedback -n "__fish_feedback_needs_command" -f -a "queue" -d 'Queue a draft from JSON fields on stdin, or from flags (flags win)'
@@ -55,18 +56,21 @@ complete -c feedback -n "__fish_feedback_using_subcommand queue" -s v -l verbose
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c feedback -n "__fish_feedback_using_subcommand queue" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c feedback -n "__fish_feedback_using_subcommand queue" -s h -l help -d 'Print help'
 complete -c feedback -n "__fish_feedback_using_subcommand list" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c feedback -n "__fish_feedback_using_subcommand list" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c feedback -n "__fish_feedback_using_subcommand list" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c feedback -n "__fish_feedback_using_subcommand list" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c feedback -n "__fish_feedback_using_subcommand list" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c feedback -n "__fish_feedback_using_subcommand list" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c feedback -n "__fish_feedback_using_subcommand list" -s h -l help -d 'Print help'
 complete -c feedback -n "__fish_feedback_using_subcommand show" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c feedback -n "__fish_feedback_using_subcommand show" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c feedback -n "__fish_feedback_using_subcommand show" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c feedback -n "__fish_feedback_using_subcommand show" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c feedback -n "__fish_feedback_using_subcommand show" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c feedback -n "__fish_feedback_using_subcommand show" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c feedback -n "__fish_feedback_using_subcommand show" -s h -l help -d 'Print help'
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l endpoint -d 'Where to POST the feedback JSON' -r
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l to -d 'Create a GitHub issue instead: github:OWNER/REPO (GITHUB_TOKEN; GITHUB_API_URL)' -r
@@ -80,12 +84,14 @@ complete -c feedback -n "__fish_feedback_using_subcommand send" -s v -l verbose 
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c feedback -n "__fish_feedback_using_subcommand send" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c feedback -n "__fish_feedback_using_subcommand send" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c feedback -n "__fish_feedback_using_subcommand send" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c feedback -n "__fish_feedback_using_subcommand send" -s h -l help -d 'Print help'
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -s v -l verbose -d 'Explain decisions on stderr'
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c feedback -n "__fish_feedback_using_subcommand discard" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c feedback -n "__fish_feedback_using_subcommand discard" -s h -l help -d 'Print help'
 complete -c feedback -n "__fish_feedback_using_subcommand help; and not __fish_seen_subcommand_from queue list show send discard help" -f -a "queue" -d 'Queue a draft from JSON fields on stdin, or from flags (flags win)'
 complete -c feedback -n "__fish_feedback_using_subcommand help; and not __fish_seen_subcommand_from queue list show send discard help" -f -a "list" -d 'List drafts, newest first, after deleting those older than 30 days'

@@ -23,7 +23,7 @@ _recap() {
 
     case "${cmd}" in
         recap)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --auto --dry-run --away --away-ms --delay --delay-ms --cache-ttl --cache-ttl-ms --cache-age --cache-age-ms --draft --pending-work --rate-limited --provider --model --timeout --deadline --retries --transcript --cwd --memory-dir --transcripts-dir --help --version"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --auto --dry-run --away --away-ms --delay --delay-ms --cache-ttl --cache-ttl-ms --cache-age --cache-age-ms --draft --pending-work --rate-limited --provider --model --timeout --deadline --retries --transcript --cwd --memory-dir --transcripts-dir --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -35,7 +35,7 @@ _suggest() {
 
     case "${cmd}" in
         suggest)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --session --pending-permission --elicitation --plan-mode --rate-limited --events --provider --model --timeout --deadline --retries --transcript --cwd --memory-dir --transcripts-dir --help --version check help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --session --pending-permission --elicitation --plan-mode --rate-limited --events --provider --model --timeout --deadline --retries --transcript --cwd --memory-dir --transcripts-dir --help --version check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -109,7 +109,7 @@ _suggest() {
             return 0
             ;;
         suggest__subcmd__check)
-            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --help"
+            opts="-q -v -n -h --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_suggest_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input session= pending-permission elicitation plan-mode rate-limited events provider= model= timeout= deadline= retries= transcript= cwd= memory-dir= transcripts-dir= h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input schema session= pending-permission elicitation plan-mode rate-limited events provider= model= timeout= deadline= retries= transcript= cwd= memory-dir= transcripts-dir= h/help V/version
 end
 
 function __fish_suggest_needs_command
@@ -40,6 +40,7 @@ complete -c suggest -n "__fish_suggest_needs_command" -s v -l verbose -d 'Explai
 complete -c suggest -n "__fish_suggest_needs_command" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c suggest -n "__fish_suggest_needs_command" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c suggest -n "__fish_suggest_needs_command" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c suggest -n "__fish_suggest_needs_command" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c suggest -n "__fish_suggest_needs_command" -l pending-permission -d 'A permission prompt is waiting: suppress (pending_permission; also from a Notification payload)'
 complete -c suggest -n "__fish_suggest_needs_command" -l elicitation -d 'An MCP elicitation (a question to the user) is waiting: suppress (elicitation_active; also from a Notification payload)'
 complete -c suggest -n "__fish_suggest_needs_command" -l plan-mode -d 'The session is in plan mode: suppress (plan_mode; also from the payload\'s permission_mode)'
@@ -54,6 +55,7 @@ complete -c suggest -n "__fish_suggest_using_subcommand check" -s v -l verbose -
 complete -c suggest -n "__fish_suggest_using_subcommand check" -l pretty -d 'Indent the JSON output (the default when stdout is a terminal)'
 complete -c suggest -n "__fish_suggest_using_subcommand check" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c suggest -n "__fish_suggest_using_subcommand check" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
+complete -c suggest -n "__fish_suggest_using_subcommand check" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
 complete -c suggest -n "__fish_suggest_using_subcommand check" -s h -l help -d 'Print help'
 complete -c suggest -n "__fish_suggest_using_subcommand help; and not __fish_seen_subcommand_from check help" -f -a "check" -d 'Clean and filter TEXT (else plain text on stdin) as a suggestion; no network'
 complete -c suggest -n "__fish_suggest_using_subcommand help; and not __fish_seen_subcommand_from check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -23,7 +23,7 @@ _turn__status() {
 
     case "${cmd}" in
         turn__status)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --session --surface --engine --fallback --permission-blocked --events --provider --model --timeout --deadline --retries --transcript --previous --state-file --help --version"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --session --surface --engine --fallback --permission-blocked --events --provider --model --timeout --deadline --retries --transcript --previous --state-file --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

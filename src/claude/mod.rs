@@ -3,7 +3,6 @@
 //! dreamkit appends, shaped as the client writes them.
 //! Nothing here talks to the network.
 
-pub mod env;
 pub mod hook;
 pub mod paths;
 #[cfg(test)]
@@ -13,7 +12,7 @@ pub mod sessions;
 pub mod settings;
 pub mod transcript;
 
-pub use env::Env;
+pub use crate::cli::env::Env;
 pub use hook::HookPayload;
 pub use paths::{Project, ProjectHints};
 pub use settings::Settings;

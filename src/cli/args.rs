@@ -22,6 +22,9 @@ pub struct CommonArgs {
     /// Read no stdin (as jq's -n): for loops and scripts whose stdin is not for us
     #[arg(short = 'n', long, global = true)]
     pub null_input: bool,
+    /// Print the JSON Schema of what this command prints on stdout, and run nothing
+    #[arg(long, global = true)]
+    pub schema: bool,
 }
 
 impl CommonArgs {

@@ -1,10 +1,14 @@
 //! The envelope: one JSON object passed down a pipeline. Each tool adds or replaces only its
 //! own key and copies every other key through unchanged, in order.
 
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
+use super::report::ErrorBody;
 use super::Failure;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -20,19 +24,38 @@ pub enum Upstream {
     Declined(String),
 }
 
-/// How a run ended, as `run.status` says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a run ended, as `run.status` says, and what `dream-lock release` does with it: the
+/// one type dream-run writes and dream-lock reads (its `--outcome` takes the first three).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    JsonSchema,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
+    /// Free the lock; now is the new last-consolidated time.
     Completed,
+    /// Roll back to the prior last-consolidated time, so the next gate can retry.
     Failed,
+    /// Like `failed`: roll back.
     Aborted,
     /// `dream-run --propose`: nothing was consolidated, so a release rolls back.
+    #[value(skip)]
     Proposed,
     /// Nothing to review (no sessions): no consolidation, rolled back.
+    #[value(skip)]
     Skipped,
     /// The run changed nothing: no consolidation, rolled back.
+    #[value(skip)]
     NoChanges,
     /// `dream-run --dry-run`: nothing was asked or written, so a release rolls back.
+    #[value(skip)]
     DryRun,
 }
 
@@ -202,6 +225,10 @@ impl Envelope {
         self.0.insert(key.to_string(), value);
     }
 
+    pub fn into_map(self) -> Map<String, Value> {
+        self.0
+    }
+
     pub fn into_value(self) -> Value {
         Value::Object(self.0)
     }
@@ -217,51 +244,124 @@ impl Envelope {
     }
 }
 
-/// The document a failing pipeline stage prints: the envelope it received, its own section
-/// marked failed (keeping what an earlier stage put there, such as the lock's token), and the
-/// failure at the top level. `dream-lock release` downstream then still finds the token and
-/// rolls back.
-pub fn failed(envelope: Envelope, section: &str, failure: &Failure) -> Value {
-    let error = failure.to_json();
-    let mut own = match envelope.0.get(section) {
+/// A pipeline stage's own section of the envelope (`gate`, `lock`, `run`): what the stage
+/// prints under its key, and what a failure of the stage leaves there.
+pub trait Section: Serialize + JsonSchema {
+    /// The envelope key the stage owns.
+    const KEY: &'static str;
+
+    /// The section a failure leaves, given what the envelope held under [`Section::KEY`]:
+    /// `dream-lock release` downstream must still find the lock's token and roll back.
+    fn failed(held: Option<&Value>, failure: &Failure) -> Value;
+
+    /// The schema of what [`Section::failed`] returns.
+    fn failed_schema(generator: &mut SchemaGenerator) -> Schema;
+}
+
+/// A stage as the shared `main` sees it (object-safe, so a binary can name its stage in a
+/// constant): [`StageOf`] adapts any [`Section`].
+pub trait Stage: Sync {
+    fn key(&self) -> &'static str;
+
+    /// The document a failing stage prints: the envelope it received, its own section
+    /// failed, and the failure at the top level.
+    fn failed(&self, envelope: Envelope, failure: &Failure) -> Value;
+
+    /// The schema of that document.
+    fn failed_schema(&self, generator: &mut SchemaGenerator) -> Schema;
+}
+
+/// The [`Stage`] of a [`Section`].
+pub struct StageOf<S>(std::marker::PhantomData<fn() -> S>);
+
+impl<S> StageOf<S> {
+    pub const STAGE: StageOf<S> = StageOf(std::marker::PhantomData);
+}
+
+impl<S: Section> Stage for StageOf<S> {
+    fn key(&self) -> &'static str {
+        S::KEY
+    }
+
+    fn failed(&self, envelope: Envelope, failure: &Failure) -> Value {
+        let own = S::failed(envelope.0.get(S::KEY), failure);
+        let mut map = envelope.0;
+        map.insert(S::KEY.to_string(), own);
+        map.insert("error".into(), json_value(&ErrorBody::of(failure)));
+        Value::Object(map)
+    }
+
+    fn failed_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        let own = S::failed_schema(generator);
+        let error = generator.subschema_for::<ErrorBody>();
+        let mut properties = Map::new();
+        properties.insert(S::KEY.to_string(), own.to_value());
+        properties.insert("error".into(), error.to_value());
+        schema_object(properties, &[S::KEY, "error"])
+    }
+}
+
+/// The envelope as a stage prints it: what it received, its own section set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Enveloped<S> {
+    pub envelope: Envelope,
+    pub section: S,
+}
+
+impl<S: Section> Serialize for Enveloped<S> {
+    fn serialize<Ser: Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
+        self.envelope
+            .with(S::KEY, &self.section)
+            .serialize(serializer)
+    }
+}
+
+impl<S: Section> JsonSchema for Enveloped<S> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Envelope_{}", S::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut properties = Map::new();
+        properties.insert(
+            S::KEY.to_string(),
+            generator.subschema_for::<S>().to_value(),
+        );
+        schema_object(properties, &[S::KEY])
+    }
+}
+
+/// An envelope: an object holding these sections, and whatever earlier stages put beside
+/// them (passed through untouched).
+fn schema_object(properties: Map<String, Value>, required: &[&str]) -> Schema {
+    let mut object = Map::new();
+    object.insert("type".into(), "object".into());
+    object.insert("properties".into(), Value::Object(properties));
+    object.insert(
+        "required".into(),
+        Value::Array(required.iter().map(|k| Value::from(*k)).collect()),
+    );
+    Schema::from(object)
+}
+
+/// A typed section as a JSON value. The sections are plain data: serialising cannot fail.
+pub fn json_value(section: &impl Serialize) -> Value {
+    serde_json::to_value(section).unwrap_or(Value::Null)
+}
+
+/// `failed`, written over what the envelope held under the key (each field replaced in place,
+/// the others kept): a failed release keeps acquire's token for a retry.
+pub fn over_held(held: Option<&Value>, failed: &impl Serialize) -> Value {
+    let mut own = match held {
         Some(Value::Object(map)) => map.clone(),
         _ => Map::new(),
     };
-    match section {
-        "gate" => {
-            own.insert("due".into(), Value::Bool(false));
-            own.insert("reason".into(), Value::String("error".into()));
-            own.insert("error".into(), error.clone());
-        }
-        "lock" => {
-            // A release that failed keeps acquire's lease (token, prior_mtime) for a retry.
-            if own.contains_key("token") {
-                own.insert("released".into(), Value::Bool(false));
-            } else {
-                own.insert("acquired".into(), Value::Bool(false));
-                own.insert("reason".into(), Value::String("error".into()));
-            }
-            own.insert("error".into(), error.clone());
-        }
-        "run" => {
-            own.clear();
-            let status = if matches!(failure, Failure::Interrupted { .. }) {
-                "aborted"
-            } else {
-                "failed"
-            };
-            own.insert("status".into(), Value::String(status.into()));
-            own.insert("error".into(), Value::String(failure.kind().into()));
-            own.insert("message".into(), Value::String(failure.to_string()));
-        }
-        _ => {
-            own.insert("error".into(), error.clone());
+    if let Value::Object(fields) = json_value(failed) {
+        for (key, value) in fields {
+            own.insert(key, value);
         }
     }
-    let mut map = envelope.0;
-    map.insert(section.to_string(), Value::Object(own));
-    map.insert("error".into(), error);
-    Value::Object(map)
+    Value::Object(own)
 }
 
 impl Serialize for Envelope {
@@ -335,29 +435,6 @@ mod tests {
             serde_json::to_string(&env.with("lock", &gate)).unwrap(),
             r#"{"a":1,"gate":{"old":1},"z":2,"lock":{"due":true}}"#
         );
-    }
-
-    #[test]
-    fn a_failed_stage_keeps_the_envelope_and_the_lease() {
-        let failure = Failure::environment("disk");
-        let got = failed(env(json!({"trace": 1})), "gate", &failure);
-        assert_eq!(
-            got,
-            json!({"trace": 1, "gate": {"due": false, "reason": "error",
-                   "error": {"kind": "environment", "message": "disk"}},
-                   "error": {"kind": "environment", "message": "disk"}})
-        );
-        let leased = env(json!({"lock": {"acquired": true, "token": "1:2", "prior_mtime": 5}}));
-        let got = failed(leased, "lock", &failure);
-        assert_eq!(got["lock"]["token"], "1:2");
-        assert_eq!(got["lock"]["released"], false);
-        let got = failed(
-            env(json!({"lock": {"token": "1:2"}})),
-            "run",
-            &Failure::interrupted(15),
-        );
-        assert_eq!(got["run"]["status"], "aborted");
-        assert_eq!(got["error"]["kind"], "interrupted");
     }
 
     fn env(v: Value) -> Envelope {

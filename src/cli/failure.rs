@@ -1,7 +1,5 @@
 //! The typed failure every tool returns, and its JSON form.
 
-use serde_json::{json, Value};
-
 use super::Exit;
 
 /// Why a tool could not do its job. The variant decides the exit code; every variant prints
@@ -42,7 +40,17 @@ pub enum Failure {
 /// A failure serialises as its `{"kind", "reason"?, "message"}` object.
 impl serde::Serialize for Failure {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_json().serialize(serializer)
+        super::ErrorBody::of(self).serialize(serializer)
+    }
+}
+
+impl schemars::JsonSchema for Failure {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        super::ErrorBody::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        super::ErrorBody::json_schema(generator)
     }
 }
 
@@ -151,20 +159,17 @@ impl Failure {
             | Failure::Remote { reason, .. } => *reason,
         }
     }
+}
 
-    /// The `{"kind", "reason"?, "message"}` object.
-    pub fn to_json(&self) -> Value {
-        let mut obj = json!({ "kind": self.kind() });
-        if let Some(reason) = self.reason() {
-            obj["reason"] = json!(reason);
-        }
-        obj["message"] = json!(self.to_string());
-        obj
-    }
-
-    /// The whole stdout document for a failure that has no envelope section to live in.
-    pub fn to_document(&self) -> Value {
-        json!({ "error": self.to_json() })
+/// The model tools' deferred credential check: a missing or unsendable credential (a remote
+/// failure) is put off until a request is due, after every local gate, so a hook that finds
+/// nothing to do says so, key or not; every other setting is checked at once, so a bad one
+/// is a usage error whatever the gates say.
+pub fn credentials_later<T>(config: Result<T, Failure>) -> Result<Result<T, Failure>, Failure> {
+    match config {
+        Ok(config) => Ok(Ok(config)),
+        Err(failure @ Failure::Remote { .. }) => Ok(Err(failure)),
+        Err(failure) => Err(failure),
     }
 }
 
@@ -178,10 +183,6 @@ mod tests {
             reason: Some("too_large"),
             message: "draft is 40000 bytes".into(),
         };
-        assert_eq!(
-            serde_json::to_string(&f.to_document()).unwrap(),
-            r#"{"error":{"kind":"bad_input","reason":"too_large","message":"draft is 40000 bytes"}}"#
-        );
         assert_eq!(f.exit(), Exit::Usage);
     }
 
@@ -189,8 +190,8 @@ mod tests {
     fn usage_has_no_reason_and_environment_exits_3() {
         let f = Failure::Usage("unexpected argument".into());
         assert_eq!(
-            f.to_document(),
-            json!({"error":{"kind":"usage","message":"unexpected argument"}})
+            serde_json::to_value(&f).unwrap(),
+            serde_json::json!({"kind":"usage","message":"unexpected argument"})
         );
         assert_eq!(Failure::environment("disk").exit().code(), 3);
     }

@@ -1,9 +1,5 @@
 //! Reading stdin: nothing, a Claude Code hook payload, or an envelope.
 
-use std::io::{IsTerminal, Read};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
-
 use serde_json::{Map, Value};
 
 use super::{Envelope, Failure};
@@ -22,85 +18,11 @@ pub enum Input {
     Envelope(Envelope),
 }
 
-/// Set once by the shared `main` for `-n`/`--null-input`: stdin is never read.
-static NULL_INPUT: AtomicBool = AtomicBool::new(false);
-
-/// `-n`: from now on [`Input::from_stdin`] reads nothing.
-pub fn set_null_input(null: bool) {
-    NULL_INPUT.store(null, Ordering::Relaxed);
-}
-
-/// Whether `-n` was given (tools that read plain text from stdin honour it too).
-pub fn null_input() -> bool {
-    NULL_INPUT.load(Ordering::Relaxed)
-}
-
-/// stdin's bytes under the stdin rule: `None` when it is a terminal, closed (`<&-`) or `-n`
-/// was given; at most [`MAX_STDIN_BYTES`] + 1 bytes are read (the caller refuses more).
-pub fn stdin_bytes() -> Result<Option<Vec<u8>>, Failure> {
-    let stdin = std::io::stdin();
-    if null_input() || stdin.is_terminal() {
-        return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    match stdin
-        .lock()
-        .take(MAX_STDIN_BYTES + 1)
-        .read_to_end(&mut bytes)
-    {
-        Ok(_) => Ok(Some(bytes)),
-        Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(None),
-        Err(e) => Err(Failure::environment(format!("cannot read stdin: {e}"))),
-    }
-}
-
-/// The envelope section of the running tool (`gate`, `lock`, `run`; set by the shared `main`),
-/// and the envelope stdin held once read: every failure from then on prints that envelope with
-/// the section filled in, so the pipeline's release can still roll back.
-static SECTION: OnceLock<&'static str> = OnceLock::new();
-static RECEIVED: Mutex<Option<Envelope>> = Mutex::new(None);
-
-pub fn set_envelope_section(section: &'static str) {
-    let _ = SECTION.set(section);
-}
-
-/// The envelope stdin held, if a tool read one.
-pub fn received_envelope() -> Option<Envelope> {
-    RECEIVED.lock().ok().and_then(|e| e.clone())
-}
-
-fn remember(envelope: &Envelope) {
-    if let Ok(mut slot) = RECEIVED.lock() {
-        *slot = Some(envelope.clone());
-    }
-    if let Some(section) = SECTION.get() {
-        super::signals::set_documents(|signal| {
-            let failure = Failure::interrupted(signal);
-            super::envelope::failed(envelope.clone(), section, &failure).to_string()
-        });
-    }
-}
-
 impl Input {
-    /// Reads the process's stdin, unless it is a terminal or `-n` was given.
-    pub fn from_stdin() -> Result<Input, Failure> {
-        let input = match stdin_bytes()? {
-            Some(bytes) => Input::parse(&bytes)?,
-            None => Input::Nothing,
-        };
-        if let Input::Envelope(envelope) = &input {
-            remember(envelope);
-        }
-        Ok(input)
-    }
-
     /// Classifies one stdin document.
     pub fn parse(bytes: &[u8]) -> Result<Input, Failure> {
         if bytes.len() as u64 > MAX_STDIN_BYTES {
-            return Err(Failure::BadInput {
-                reason: Some("too_large"),
-                message: format!("stdin holds more than {MAX_STDIN_BYTES} bytes"),
-            });
+            return Err(super::context::too_large());
         }
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Input::Nothing);

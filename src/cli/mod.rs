@@ -1,19 +1,24 @@
-//! The one place for what every binary shares: exit codes, the JSON error, reading stdin,
-//! writing stdout, the envelope, common flags, durations, times and doc generation.
+//! The one place for what every binary shares: the flow of a run (flags -> [`Context`] ->
+//! [`Tool::run`] -> [`Report`] -> stdout and the exit code), exit codes, the JSON error,
+//! stdin, stdout, the envelope, common flags, durations, times and doc generation.
 
 pub mod args;
+pub mod context;
 #[cfg(feature = "docs")]
 pub mod docs;
 pub mod duration;
+pub mod env;
 pub mod envelope;
 pub mod exit;
 pub mod failure;
 pub mod input;
 pub mod json;
+pub mod legacy;
 pub mod output;
 #[cfg(test)]
 pub(crate) mod props;
 pub mod redact;
+pub mod report;
 pub mod run;
 pub mod signals;
 pub mod text;
@@ -38,9 +43,13 @@ pub const VERSION: &str = concat!(
     tested_claude_code!(),
     ")"
 );
-pub use envelope::{Envelope, RunStatus, Upstream};
+pub use context::Context;
+pub use env::Env;
+pub use envelope::{Envelope, Enveloped, RunStatus, Section, StageOf, Upstream};
 pub use exit::Exit;
 pub use failure::Failure;
 pub use input::Input;
+pub use legacy::Outcome;
 pub use output::Diag;
-pub use run::{main, Outcome, Tool};
+pub use report::{Delivery, ErrorBody, FailureDocument, Report, Tool};
+pub use run::{main, Binary};

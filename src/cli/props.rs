@@ -10,7 +10,7 @@ use proptest::test_runner::Config;
 use serde_json::{Map, Value};
 
 use super::input::Input;
-use super::{envelope, Envelope, Failure, RunStatus, Upstream};
+use super::{Envelope, Failure, RunStatus, Upstream};
 
 /// The configuration of every property: `default` cases unless `PROPTEST_CASES` says
 /// otherwise; no regression files written into the source tree (a failure prints its
@@ -232,7 +232,7 @@ proptest! {
         } else {
             Failure::bad_input("generated")
         };
-        let document = envelope::failed(Envelope::from_map(map.clone()), section, &failure);
+        let document = crate::cli::legacy::failed(Envelope::from_map(map.clone()), section, &failure);
         let out = document.as_object().expect("the failed document is an object");
         prop_assert_eq!(&out["error"], &failure.to_json());
         for (k, v) in &map {

@@ -1,179 +1,145 @@
 //! The shared `main`: parse flags, run the tool, print its one JSON document, exit.
 
 use std::process::ExitCode;
-use std::rc::Rc;
 
 use clap::error::ErrorKind;
-use serde::Serialize;
+use serde_json::Value;
 
+use super::context::{read_stdin, Context};
+use super::envelope::Stage;
 use super::output::{write_document, write_stdout};
-use super::{CommonArgs, Diag, Exit, Failure};
+use super::report::{generator, Delivery, FailureDocument, Tool};
+use super::{CommonArgs, Diag, Env, Exit, Failure};
 
-/// What a tool produced: how the process ends and the stdout document, already serialised
-/// (typed sections go straight to JSON text, without an intermediate `Value` tree).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub exit: Exit,
-    /// `None` only when a child process owned stdout (`dream-lock exec`).
-    pub json: Option<String>,
-    /// Why the answer is a clean "no", or what interrupted the tool: printed as one line on
-    /// stderr (unless `-q`) when the exit code is 1, 130 or 143, so a person sees why without
-    /// reading the JSON.
-    pub note: Option<String>,
-    /// What to undo when the document could not be delivered (stdout full, closed or
-    /// broken): work whose only record is the document, such as a lock token, is taken back.
-    pub undo: Option<Undo>,
-}
-
-/// See [`Outcome::undo_unless_printed`].
-#[derive(Clone)]
-pub struct Undo(Rc<dyn Fn(&Diag)>);
-
-impl std::fmt::Debug for Undo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Undo")
-    }
-}
-
-impl PartialEq for Undo {
-    fn eq(&self, other: &Self) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Outcome {
-    pub fn new(exit: Exit, document: &impl Serialize) -> Self {
-        match to_json(document) {
-            Ok(json) => Outcome {
-                exit,
-                json: Some(json),
-                note: None,
-                undo: None,
-            },
-            Err(e) => {
-                let failure = Failure::environment(format!("cannot serialise the output: {e}"));
-                Outcome {
-                    exit: failure.exit(),
-                    json: Some(failure.to_document().to_string()),
-                    note: None,
-                    undo: None,
-                }
-            }
-        }
-    }
-
-    /// Ends the process without a document of ours.
-    pub fn without_document(exit: Exit) -> Self {
-        Outcome {
-            exit,
-            json: None,
-            note: None,
-            undo: None,
-        }
-    }
-
-    /// The one human line that says why (shown for exit 1, 130 and 143).
-    pub fn with_note(mut self, note: impl Into<String>) -> Self {
-        self.note = Some(note.into());
-        self
-    }
-
-    /// `undo` runs (after the "cannot write stdout" line) when the document could not be
-    /// written in full, a closed pipe included: the reader never got it.
-    pub fn undo_unless_printed(mut self, undo: impl Fn(&Diag) + 'static) -> Self {
-        self.undo = Some(Undo(Rc::new(undo)));
-        self
-    }
-}
-
-/// Compact JSON text; the buffer starts large enough for most documents in one allocation.
-fn to_json(document: &impl Serialize) -> Result<String, String> {
-    let mut buffer = Vec::with_capacity(16 * 1024);
-    serde_json::to_writer(&mut buffer, document).map_err(|e| e.to_string())?;
-    String::from_utf8(buffer).map_err(|e| e.to_string())
-}
-
-/// A dreamkit binary: its clap definition plus what it does.
-pub trait Tool: clap::Parser {
-    /// The envelope section a pipeline stage adds (`gate`, `lock`, `run`). Every failure of
-    /// such a tool, a usage error included, prints the envelope it received with this section
-    /// marked failed, so the release at the end of the pipeline can still roll back.
-    const ENVELOPE_SECTION: Option<&'static str> = None;
+/// A dreamkit binary: its clap definition, its envelope stage, and which of its commands the
+/// flags name.
+pub trait Binary: clap::Parser {
+    /// The envelope section the binary adds (`gate`, `lock`, `run`). Every failure of such a
+    /// tool, a usage error included, prints the envelope it received with this section
+    /// failed, so the release at the end of the pipeline can still roll back.
+    const STAGE: Option<&'static dyn Stage> = None;
 
     fn common(&self) -> &CommonArgs;
 
-    /// Does the work. A returned `Failure` is printed as `{"error":{...}}` with its exit code;
-    /// a tool that must keep an envelope flowing on failure returns an `Outcome` instead.
-    fn run(self, diag: &Diag) -> Result<Outcome, Failure>;
+    /// Runs the command the flags name, through [`Context::finish`].
+    fn dispatch(self, cx: &Context) -> Delivery;
+}
+
+impl Context {
+    /// Runs one command (or, with `--schema`, prints what it would print) and makes its
+    /// report ready for stdout. Every binary's commands end here.
+    pub fn finish<T: Tool>(&self, tool: T) -> Delivery {
+        if self.common().schema {
+            return Delivery::document(&schema_answer(&tool, self.stage()));
+        }
+        match tool.run(self) {
+            Ok(report) => Delivery::of(report),
+            Err(failure) => self.failed(&failure),
+        }
+    }
+
+    /// The document of a failure: `{"error": ...}`, or for a pipeline stage that read an
+    /// envelope, that envelope with the stage's section failed.
+    fn failed(&self, failure: &Failure) -> Delivery {
+        let note = Some(failure.to_string());
+        let json = match (self.stage(), self.received_envelope()) {
+            (Some(stage), Some(envelope)) => stage.failed(envelope, failure).to_string(),
+            _ => super::report::to_json(&FailureDocument::of(failure)).unwrap_or_default(),
+        };
+        Delivery {
+            exit: failure.exit(),
+            json: Some(json),
+            note,
+            undo: None,
+        }
+    }
+}
+
+/// `--schema`: the JSON Schema (2020-12) of what the command prints on stdout, its report or
+/// its failure; `{"schema": null, "reason"}` where stdout holds no JSON document of ours.
+fn schema_answer<T: Tool>(tool: &T, stage: Option<&'static dyn Stage>) -> Value {
+    let mut generator = generator();
+    let report = match tool.schema(&mut generator) {
+        Ok(schema) => schema,
+        Err(reason) => return serde_json::json!({ "schema": null, "reason": reason }),
+    };
+    let failure = match stage {
+        Some(stage) => stage.failed_schema(&mut generator),
+        None => generator.subschema_for::<FailureDocument>(),
+    };
+    let mut root = serde_json::Map::new();
+    root.insert(
+        "$schema".into(),
+        "https://json-schema.org/draft/2020-12/schema".into(),
+    );
+    root.insert(
+        "anyOf".into(),
+        Value::Array(vec![report.to_value(), failure.to_value()]),
+    );
+    let definitions = generator.take_definitions(true);
+    if !definitions.is_empty() {
+        root.insert("$defs".into(), Value::Object(definitions));
+    }
+    Value::Object(root)
 }
 
 /// The whole life of a dreamkit process; `src/bin/<tool>.rs` calls only this.
-pub fn main<T: Tool>() -> ExitCode {
+pub fn main<T: Binary>() -> ExitCode {
     let name = T::command().get_name().to_string();
-    if let Some(section) = T::ENVELOPE_SECTION {
-        super::input::set_envelope_section(section);
-    }
     let args = match parse::<T>() {
         Ok(args) => args,
-        Err(err) => return clap_exit(&name, err, T::ENVELOPE_SECTION),
+        Err(err) => return clap_exit(&name, err, T::STAGE),
     };
     let common = args.common().clone();
     // First: nothing printed from here on may show a credential.
     super::redact::register_environment();
-    super::input::set_null_input(common.null_input);
     let diag = Diag::new(&name, common.quiet, common.verbose);
     // Before any I/O, so that a signal ends the tool however it is blocked.
     if let Err(e) = super::signals::install(&name, common.quiet) {
         diag.warn(&format!("cannot install signal handlers: {e}"));
     }
-    let outcome = args.run(&diag).unwrap_or_else(|failure| {
-        diag.warn(&failure.to_string());
-        failure_outcome(&failure, T::ENVELOPE_SECTION)
-    });
-    if matches!(
-        outcome.exit,
-        Exit::No | Exit::Interrupted | Exit::Terminated
-    ) {
-        if let Some(note) = &outcome.note {
-            diag.warn(note);
-        }
+    // `--schema` runs nothing, so it reads nothing.
+    let stdin = if common.schema {
+        Ok(None)
+    } else {
+        read_stdin(common.null_input)
+    };
+    let cx = Context::with_stdin(diag, common, Env::from_process(), T::STAGE, stdin);
+    let delivery = args.dispatch(&cx);
+    deliver(delivery, &cx)
+}
+
+/// Prints the report's line and document; the exit code is the report's, unless the document
+/// could not be written.
+fn deliver(delivery: Delivery, cx: &Context) -> ExitCode {
+    let diag = cx.diag();
+    if let Some(note) = &delivery.note {
+        diag.warn(note);
     }
     // The work is done: a signal now would only cut the document short, so it waits.
     let hold = super::signals::hold();
-    if let Some(json) = &outcome.json {
-        match write_document(json, common.pretty_output()) {
+    if let Some(json) = &delivery.json {
+        match write_document(json, cx.common().pretty_output()) {
             Ok(()) => {}
             // A reader that went away (`| head`) is not worth a word, unless work hangs on it.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && outcome.undo.is_none() => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && delivery.undo.is_none() => {}
             Err(e) => {
                 diag.warn(&format!("cannot write stdout: {e}"));
-                if let Some(Undo(undo)) = &outcome.undo {
-                    undo(&diag);
+                if let Some(undo) = delivery.undo {
+                    undo(diag);
                 }
                 return Exit::Environment.into();
             }
         }
     }
     let _late = hold.end();
-    outcome.exit.into()
-}
-
-/// The document of a failure: `{"error": ...}`, or for a pipeline stage that read an envelope,
-/// that envelope with the stage's section failed (see [`super::envelope::failed`]).
-fn failure_outcome(failure: &Failure, section: Option<&str>) -> Outcome {
-    match (section, super::input::received_envelope()) {
-        (Some(section), Some(envelope)) => Outcome::new(
-            failure.exit(),
-            &super::envelope::failed(envelope, section, failure),
-        ),
-        _ => Outcome::new(failure.exit(), &failure.to_document()),
-    }
+    delivery.exit.into()
 }
 
 /// Parses the command line. The shared flags (`-q -v -n --pretty --compact`) go before or
 /// after a subcommand; a tool's own flags never go with a subcommand they do not belong to
 /// (`dream-run --max-turns 5 tasks` is a usage error, not a silently ignored flag).
-fn parse<T: Tool>() -> Result<T, clap::Error> {
+fn parse<T: Binary>() -> Result<T, clap::Error> {
     let mut command = T::command();
     let matches = command.try_get_matches_from_mut(std::env::args_os())?;
     if let Some((subcommand, _)) = matches.subcommand() {
@@ -199,7 +165,7 @@ fn parse<T: Tool>() -> Result<T, clap::Error> {
 /// usage error: one line on stderr (see [`usage_line`]), and clap's whole text, plain (the
 /// missing argument, the "did you mean" tip, the `Usage:` line), in our JSON on stdout (in
 /// the envelope, for a pipeline stage whose stdin held one).
-fn clap_exit(tool: &str, err: clap::Error, section: Option<&str>) -> ExitCode {
+fn clap_exit(tool: &str, err: clap::Error, stage: Option<&'static dyn Stage>) -> ExitCode {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = err.print();
@@ -212,17 +178,17 @@ fn clap_exit(tool: &str, err: clap::Error, section: Option<&str>) -> ExitCode {
             if !quiet {
                 print_usage_line(tool, &err);
             }
-            if section.is_some() {
-                super::input::set_null_input(asks_flag(
-                    std::env::args_os().skip(1),
-                    "null-input",
-                    'n',
-                ));
-                // Whatever stdin holds, the usage error is what is reported.
-                let _ = super::input::Input::from_stdin();
-            }
-            let outcome = failure_outcome(&failure, section);
-            let _ = write_stdout(outcome.json.as_deref().unwrap_or("{}"), false);
+            // Whatever stdin holds, the usage error is what is reported; a stage reads it to
+            // keep the envelope flowing.
+            let stdin = match stage {
+                Some(_) => read_stdin(asks_flag(std::env::args_os().skip(1), "null-input", 'n')),
+                None => Ok(None),
+            };
+            let diag = Diag::new(tool, true, false);
+            let cx = Context::with_stdin(diag, CommonArgs::default(), Env::default(), stage, stdin);
+            let _ = cx.input();
+            let delivery = cx.failed(&failure);
+            let _ = write_stdout(delivery.json.as_deref().unwrap_or("{}"), false);
             Exit::Usage.into()
         }
     }

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
-use super::{Exit, Outcome};
+use super::Exit;
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -71,8 +71,9 @@ impl Message {
 }
 
 /// The document printed on stdout when a signal ends a tool.
-pub fn interrupted_document(signal: i32) -> serde_json::Value {
-    super::Failure::interrupted(signal).to_document()
+pub fn interrupted_document(signal: i32) -> String {
+    let failure = super::Failure::interrupted(signal);
+    super::report::to_json(&super::FailureDocument::of(&failure)).unwrap_or_default()
 }
 
 /// Replaces the documents a signal prints when it ends the process (an envelope tool, once it
@@ -82,14 +83,7 @@ pub fn set_documents(document: impl Fn(i32) -> String) {
     TERM_DOC.set(format!("{}\n", document(libc::SIGTERM)));
 }
 
-/// The outcome of a tool that stops because of `signal` (exit 130 / 143), with the one line
-/// every interrupted tool says.
-pub fn outcome(signal: i32) -> Outcome {
-    Outcome::new(exit_for(signal), &interrupted_document(signal))
-        .with_note(format!("interrupted by {}", name(signal)))
-}
-
-fn name(signal: i32) -> &'static str {
+pub(super) fn name(signal: i32) -> &'static str {
     if signal == libc::SIGINT {
         "SIGINT"
     } else {

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use super::process::{probe, this_node};
 use super::{
-    Acquired, Backend, Claimant, Claimed, KeepAlive, Lease, Released, RunOutcome, Status,
+    Acquired, Backend, Claimant, Claimed, KeepAlive, Lease, Released, RunStatus, Status,
     HOLD_WINDOW, START_SLACK,
 };
 use crate::cli::time::{epoch_ms, from_epoch_ms};
@@ -740,7 +740,7 @@ impl Backend for EtcdBackend {
         &self,
         token: &str,
         prior_mtime_ms: i64,
-        outcome: RunOutcome,
+        outcome: RunStatus,
     ) -> Result<Released, Failure> {
         let Ok(revision) = token.trim().parse::<i64>() else {
             // Not a revision (a file backend's token): it cannot be the holder's.
@@ -754,14 +754,12 @@ impl Backend for EtcdBackend {
         };
         let now = SystemTime::now();
         let (consolidated_op, last) = match outcome {
-            RunOutcome::Completed => (
+            RunStatus::Completed => (
                 put_op(&self.consolidated_key, &epoch_ms(now).to_string(), 0),
                 Some(from_epoch_ms(epoch_ms(now))),
             ),
-            RunOutcome::Failed | RunOutcome::Aborted if prior_mtime_ms <= 0 => {
-                (delete_op(&self.consolidated_key), None)
-            }
-            RunOutcome::Failed | RunOutcome::Aborted => (
+            _ if prior_mtime_ms <= 0 => (delete_op(&self.consolidated_key), None),
+            _ => (
                 put_op(&self.consolidated_key, &prior_mtime_ms.to_string(), 0),
                 Some(from_epoch_ms(prior_mtime_ms)),
             ),

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use super::process::probe;
 use super::{
-    Acquired, Backend, Claimant, Claimed, Lease, Released, RunOutcome, Status, HOLD_WINDOW,
+    Acquired, Backend, Claimant, Claimed, Lease, Released, RunStatus, Status, HOLD_WINDOW,
     START_SLACK,
 };
 use crate::cli::time::{epoch_ms, from_epoch_ms};
@@ -224,7 +224,7 @@ impl FileBackend {
         &self,
         token: &str,
         prior_mtime_ms: i64,
-        outcome: RunOutcome,
+        outcome: RunStatus,
     ) -> Result<Released, Failure> {
         let observed = self.observe()?;
         if !matches_token(&observed, token) {
@@ -233,18 +233,16 @@ impl FileBackend {
             });
         }
         let last_consolidated = match outcome {
-            RunOutcome::Completed => {
+            RunStatus::Completed => {
                 self.write(b"", observed.mode, None)?;
                 self.observe()?.mtime
             }
-            RunOutcome::Failed | RunOutcome::Aborted if prior_mtime_ms == 0 => {
-                match std::fs::remove_file(&self.path) {
-                    Ok(()) => None,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                    Err(e) => return Err(Failure::io("remove the lock file", &self.path, &e)),
-                }
-            }
-            RunOutcome::Failed | RunOutcome::Aborted => {
+            _ if prior_mtime_ms == 0 => match std::fs::remove_file(&self.path) {
+                Ok(()) => None,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(Failure::io("remove the lock file", &self.path, &e)),
+            },
+            _ => {
                 let prior = from_epoch_ms(prior_mtime_ms);
                 self.write(b"", observed.mode, Some(prior))?;
                 Some(prior)
@@ -572,7 +570,7 @@ impl Backend for FileBackend {
         &self,
         token: &str,
         prior_mtime_ms: i64,
-        outcome: RunOutcome,
+        outcome: RunStatus,
     ) -> Result<Released, Failure> {
         let mut guard = self.guard(false)?;
         let released = self.release_lock_file(token, prior_mtime_ms, outcome)?;
@@ -750,7 +748,7 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            b.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed)
+            b.release(&lease.token, lease.prior_mtime_ms, RunStatus::Failed)
                 .unwrap(),
             Released::Yes {
                 last_consolidated: None
@@ -765,7 +763,7 @@ mod tests {
         let Released::Yes {
             last_consolidated: Some(at),
         } = b
-            .release(&lease.token, lease.prior_mtime_ms, RunOutcome::Completed)
+            .release(&lease.token, lease.prior_mtime_ms, RunStatus::Completed)
             .unwrap()
         else {
             panic!()
@@ -780,7 +778,7 @@ mod tests {
             panic!()
         };
         assert_eq!(lease.prior_mtime_ms, 1_700_000_000_123);
-        b.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Aborted)
+        b.release(&lease.token, lease.prior_mtime_ms, RunStatus::Aborted)
             .unwrap();
         assert_eq!(std::fs::read(b.path()).unwrap(), b"");
         assert_eq!(
@@ -790,7 +788,7 @@ mod tests {
 
         // Releasing again changes nothing.
         assert_eq!(
-            b.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Completed)
+            b.release(&lease.token, lease.prior_mtime_ms, RunStatus::Completed)
                 .unwrap(),
             Released::NotHolder { holder_pid: None }
         );
@@ -901,7 +899,7 @@ mod tests {
             panic!("not acquired")
         };
         assert_eq!(next.prior_mtime_ms, 1_700_000_000_123);
-        b.release(&next.token, next.prior_mtime_ms, RunOutcome::Failed)
+        b.release(&next.token, next.prior_mtime_ms, RunStatus::Failed)
             .unwrap();
         assert_eq!(
             std::fs::metadata(b.path()).unwrap().modified().unwrap(),
@@ -932,7 +930,7 @@ mod tests {
             };
             // Killed after the lock file, before the hold's record is forgotten.
             let guard = b.guard(false).unwrap();
-            b.release_lock_file(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed)
+            b.release_lock_file(&lease.token, lease.prior_mtime_ms, RunStatus::Failed)
                 .unwrap();
             drop(guard);
             holder.kill().unwrap();

@@ -23,27 +23,10 @@ pub const HOLD_WINDOW: Duration = Duration::from_secs(3600);
 /// the one-second resolution of boot time plus clock ticks in `/proc`.
 pub const START_SLACK: Duration = Duration::from_secs(2);
 
-/// How a consolidation ended, which decides what a release leaves behind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunOutcome {
-    /// Free the lock; now is the new last-consolidated time.
-    Completed,
-    /// Roll back to the prior last-consolidated time, so the next gate can retry.
-    Failed,
-    /// Like `failed`: roll back.
-    Aborted,
-}
-
-impl RunOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunOutcome::Completed => "completed",
-            RunOutcome::Failed => "failed",
-            RunOutcome::Aborted => "aborted",
-        }
-    }
-}
+/// How a consolidation ended decides what a release leaves behind: `completed` frees the
+/// lock and stamps now as the last-consolidated time; every other status rolls back to the
+/// prior time, so the next gate can retry.
+pub use crate::cli::RunStatus;
 
 /// What an acquirer gets: proof of holding, and what a roll-back restores.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,7 +149,7 @@ pub trait Backend {
         &self,
         token: &str,
         prior_mtime_ms: i64,
-        outcome: RunOutcome,
+        outcome: RunStatus,
     ) -> Result<Released, Failure>;
 
     /// Whether `token` still holds the lock (checked before every fenced write).

@@ -321,14 +321,24 @@ fn write_scan_stamp(
     }
 }
 
-impl Tool for Args {
-    const ENVELOPE_SECTION: Option<&'static str> = Some("gate");
+impl crate::cli::Binary for Args {
+    const STAGE: Option<&'static dyn crate::cli::envelope::Stage> =
+        Some(&crate::cli::legacy::LegacyStage("gate"));
 
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
+        crate::cli::legacy::enter(cx, self)
+    }
+}
+
+impl Tool for Args {
+    type Report = Outcome;
+
+    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
+        let diag = cx.diag();
         let (hints, hook, mut envelope) =
             ProjectHints::gather(&self.location, Input::from_stdin()?)?;
         let current_session = self
@@ -379,7 +389,7 @@ impl Tool for Args {
                 diag.warn(&failure.to_string());
                 Ok(Outcome::new(
                     failure.exit(),
-                    &crate::cli::envelope::failed(envelope, "gate", &failure),
+                    &crate::cli::legacy::failed(envelope, "gate", &failure),
                 ))
             }
             Err(failure) => Err(failure),

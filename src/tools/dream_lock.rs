@@ -19,7 +19,7 @@ use crate::cli::{
     Tool, Upstream,
 };
 use crate::lock::process::is_self_or_ancestor;
-use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released, RunOutcome};
+use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released};
 
 /// The cross-process consolidation lock.
 #[derive(Debug, Clone, Parser)]
@@ -77,7 +77,7 @@ pub struct ReleaseArgs {
     pub at: LockLocation,
     /// How the run ended [default: the envelope's run.status, else failed (roll back)]
     #[arg(long, value_enum)]
-    pub outcome: Option<RunOutcome>,
+    pub outcome: Option<RunStatus>,
     /// Fencing token from acquire or status [default: the envelope's lock.token, or the token
     /// of `dream-lock status` output on stdin]
     #[arg(long, value_name = "TOKEN")]
@@ -258,7 +258,7 @@ impl From<Report> for Outcome {
                 // The token lives only in the printed envelope: a lease nobody received would
                 // stay held with nobody to release it.
                 let undo = move |diag: &Diag| {
-                    let line = match backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+                    let line = match backend.release(&lease.token, lease.prior_mtime_ms, RunStatus::Failed) {
                         Ok(Released::Yes { .. }) => {
                             "the lock was rolled back: its token was not delivered".to_string()
                         }
@@ -308,7 +308,7 @@ impl From<Report> for Outcome {
                     None => outcome,
                 }
             }
-            Report::Interrupted(signal) => signals::outcome(signal),
+            Report::Interrupted(signal) => crate::cli::legacy::outcome(signal),
             Report::Exec(exit) => Outcome::without_document(exit),
         }
     }
@@ -351,14 +351,24 @@ fn context(at: &LockLocation, hints: &ProjectHints) -> Result<Context, Failure> 
     })
 }
 
-impl Tool for Args {
-    const ENVELOPE_SECTION: Option<&'static str> = Some("lock");
+impl crate::cli::Binary for Args {
+    const STAGE: Option<&'static dyn crate::cli::envelope::Stage> =
+        Some(&crate::cli::legacy::LegacyStage("lock"));
 
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
+        crate::cli::legacy::enter(cx, self)
+    }
+}
+
+impl Tool for Args {
+    type Report = Outcome;
+
+    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
+        let diag = cx.diag();
         let report = match &self.command {
             Subcommand::Acquire(args) => acquire(args, diag),
             Subcommand::Release(args) => release(args, diag),
@@ -478,7 +488,7 @@ fn take_lock(
                 })?);
             }
             Err(failure) => {
-                finish(ctx.backend.as_ref(), lease, RunOutcome::Failed, None, diag);
+                finish(ctx.backend.as_ref(), lease, RunStatus::Failed, None, diag);
                 return Err(failure);
             }
         }
@@ -520,7 +530,7 @@ fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Report, Failure> {
     let taken = take_lock(&args.at, &hints, pid, &mut envelope, diag);
     if let Some(signal) = hold.end() {
         if let Ok((ctx, Acquired::Yes(lease))) = &taken {
-            finish(ctx.backend.as_ref(), lease, RunOutcome::Aborted, None, diag);
+            finish(ctx.backend.as_ref(), lease, RunStatus::Aborted, None, diag);
         }
         return Ok(Report::Interrupted(signal));
     }
@@ -637,20 +647,20 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
         // The flag wins: run.status is not read.
         Some(outcome) => outcome,
         None => match envelope.run_status()? {
-            Some(RunStatus::Completed) => RunOutcome::Completed,
-            Some(RunStatus::Failed) => RunOutcome::Failed,
-            Some(RunStatus::Aborted) => RunOutcome::Aborted,
+            Some(RunStatus::Completed) => RunStatus::Completed,
+            Some(RunStatus::Failed) => RunStatus::Failed,
+            Some(RunStatus::Aborted) => RunStatus::Aborted,
             Some(status) => {
                 reported = Some(status.as_str());
-                RunOutcome::Failed
+                RunStatus::Failed
             }
             None if envelope.get("error").is_some() => {
                 warning = Some("an earlier stage failed: rolled back as failed");
-                RunOutcome::Failed
+                RunStatus::Failed
             }
             None => {
                 warning = Some("no run.status and no --outcome: rolled back as failed");
-                RunOutcome::Failed
+                RunStatus::Failed
             }
         },
     };
@@ -812,13 +822,13 @@ fn dry_release(
     mut lock: LockSection,
     token: &str,
     prior_mtime: i64,
-    outcome: RunOutcome,
+    outcome: RunStatus,
 ) -> Report {
     lock.dry_run = Some(true);
     lock.released = Some(false);
     match backend.holds(token) {
         Ok(true) => {
-            let (at, what) = if outcome == RunOutcome::Completed {
+            let (at, what) = if outcome == RunStatus::Completed {
                 (
                     Some(rfc3339(SystemTime::now())),
                     "stamp the consolidation time now",
@@ -901,7 +911,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     };
     let backend = ctx.backend.as_ref();
     if let Some(signal) = signals::claim() {
-        finish(backend, &lease, RunOutcome::Aborted, None, diag);
+        finish(backend, &lease, RunStatus::Aborted, None, diag);
         drop(hold);
         return Ok(Report::Interrupted(signal));
     }
@@ -914,7 +924,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let pin = match backend.pin(&lease) {
         Ok(pin) => pin,
         Err(failure) => {
-            finish(backend, &lease, RunOutcome::Failed, None, diag);
+            finish(backend, &lease, RunStatus::Failed, None, diag);
             return acquire_failed(envelope, failure);
         }
     };
@@ -922,7 +932,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let keep_alive = match backend.keep_alive(&lease.token) {
         Ok(keep_alive) => keep_alive,
         Err(failure) => {
-            finish(backend, &lease, RunOutcome::Failed, None, diag);
+            finish(backend, &lease, RunStatus::Failed, None, diag);
             return acquire_failed(envelope, failure);
         }
     };
@@ -963,7 +973,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            finish(backend, &lease, RunOutcome::Failed, None, diag);
+            finish(backend, &lease, RunStatus::Failed, None, diag);
             let name = args.command[0].to_string_lossy();
             let failure = Failure::Usage(format!("cannot run {name}: {e}"));
             diag.warn(&failure.to_string());
@@ -1000,7 +1010,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
     let status = match status {
         Ok(status) => status,
         Err(e) => {
-            finish(backend, &lease, RunOutcome::Failed, None, diag);
+            finish(backend, &lease, RunStatus::Failed, None, diag);
             return Err(Failure::environment(format!(
                 "cannot wait for the command: {e}"
             )));
@@ -1019,11 +1029,11 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
         .and_then(|f| crate::lock::outcome::read(f.path()))
         .map(RunStatus::as_str);
     let outcome = if status.signal().is_some() || interrupted.is_some() {
-        RunOutcome::Aborted
+        RunStatus::Aborted
     } else if status.success() && said.is_none() {
-        RunOutcome::Completed
+        RunStatus::Completed
     } else {
-        RunOutcome::Failed
+        RunStatus::Failed
     };
     if let Some(said) = said {
         diag.info(&format!(
@@ -1031,7 +1041,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
         ));
     }
     // The command's word names the roll-back only when it is the reason for it.
-    let reason = said.filter(|_| outcome == RunOutcome::Failed && status.success());
+    let reason = said.filter(|_| outcome == RunStatus::Failed && status.success());
     let release_failed = finish(backend, &lease, outcome, reason, diag);
     drop(pin);
     drop(hold);
@@ -1098,7 +1108,7 @@ fn kill_group(pgid: u32) {
 fn finish(
     backend: &dyn Backend,
     lease: &Lease,
-    outcome: RunOutcome,
+    outcome: RunStatus,
     said: Option<&str>,
     diag: &Diag,
 ) -> Option<Exit> {
@@ -1107,7 +1117,7 @@ fn finish(
             // Said without -v: whether the consolidation time moved is what a person wants
             // to know after the command (-q silences it).
             diag.warn(&match outcome {
-                RunOutcome::Completed => {
+                RunStatus::Completed => {
                     "released the lock: completed, the consolidation time is now".to_string()
                 }
                 other => format!(

@@ -24,7 +24,7 @@ use clap::Parser;
 
 use crate::cli::args::EnvNamed;
 use crate::cli::duration::{parse_duration, parse_hours};
-use crate::cli::{CommonArgs, Diag, Failure, LocationArgs, Outcome, Tool};
+use crate::cli::{CommonArgs, Failure, LocationArgs, Outcome, Tool};
 use crate::lock::BackendArgs;
 use crate::model::ModelArgs;
 
@@ -249,14 +249,24 @@ pub struct RecoverArgs {
     pub dry_run: bool,
 }
 
-impl Tool for Args {
-    const ENVELOPE_SECTION: Option<&'static str> = Some("run");
+impl crate::cli::Binary for Args {
+    const STAGE: Option<&'static dyn crate::cli::envelope::Stage> =
+        Some(&crate::cli::legacy::LegacyStage("run"));
 
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
+        crate::cli::legacy::enter(cx, self)
+    }
+}
+
+impl Tool for Args {
+    type Report = Outcome;
+
+    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
+        let diag = cx.diag();
         // A SessionStart hook's answer: the context, or nothing; never a failure, which the
         // client would show as a hook error at every session start.
         let hook = match &self.command {

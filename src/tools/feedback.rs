@@ -129,12 +129,21 @@ pub struct SendArgs {
     pub retries: u32,
 }
 
-impl Tool for Args {
+impl crate::cli::Binary for Args {
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
+        crate::cli::legacy::enter(cx, self)
+    }
+}
+
+impl Tool for Args {
+    type Report = Outcome;
+
+    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
+        let diag = cx.diag();
         let env = Env::from_process();
         let home = home_dir(&env);
         let config = config_dir(&env, home.as_deref())?;

@@ -751,12 +751,21 @@ fn append_summary(
     }
 }
 
-impl Tool for Args {
+impl crate::cli::Binary for Args {
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
+        crate::cli::legacy::enter(cx, self)
+    }
+}
+
+impl Tool for Args {
+    type Report = Outcome;
+
+    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
+        let diag = cx.diag();
         // A signal outside the model exchange ends the process at once; it prints the same
         // `aborted` result as one inside it.
         signals::set_documents(|signal| {

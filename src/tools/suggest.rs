@@ -16,7 +16,6 @@ use crate::claude::paths::ProjectHints;
 use crate::claude::transcript::BackwardReader;
 use crate::claude::{Env, Project};
 use crate::cli::duration::count;
-use crate::cli::input::MAX_STDIN_BYTES;
 use crate::cli::text::sanitize;
 use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
 use crate::files::open_regular;
@@ -321,12 +320,21 @@ impl Serialize for SuggestReport {
     }
 }
 
-impl Tool for Args {
+impl crate::cli::Binary for Args {
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn run(self, diag: &Diag) -> Result<Outcome, Failure> {
+    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
+        crate::cli::legacy::enter(cx, self)
+    }
+}
+
+impl Tool for Args {
+    type Report = Outcome;
+
+    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
+        let diag = cx.diag();
         let report = match &self.command {
             Some(Subcommand::Check(check)) => run_check(check),
             None => {
@@ -373,21 +381,9 @@ fn run_check(args: &CheckArgs) -> Result<SuggestReport, Failure> {
     Ok(verdict(&text, None))
 }
 
-/// stdin as plain text, under the stdin rule: not read when it is a terminal or `-n` was
-/// given; empty or blank is no input.
+/// stdin as plain text (see [`crate::cli::Context::stdin_text`]).
 fn plain_stdin() -> Result<Option<String>, Failure> {
-    let Some(bytes) = crate::cli::input::stdin_bytes()? else {
-        return Ok(None);
-    };
-    if bytes.len() as u64 > MAX_STDIN_BYTES {
-        return Err(Failure::BadInput {
-            reason: Some("too_large"),
-            message: format!("stdin holds more than {MAX_STDIN_BYTES} bytes"),
-        });
-    }
-    let text = String::from_utf8(bytes)
-        .map_err(|e| Failure::bad_input(format!("stdin is not UTF-8 text: {e}")))?;
-    Ok((!text.trim().is_empty()).then_some(text))
+    crate::cli::legacy::stdin_text()
 }
 
 /// Reads the end of the transcript, a regular file only: a FIFO, device, socket or directory

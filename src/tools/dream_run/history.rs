@@ -12,7 +12,7 @@ use crate::claude::paths::ProjectHints;
 use crate::claude::{Env, Project};
 use crate::cli::time::rfc3339;
 use crate::cli::{signals, Diag, Failure, Input, LocationArgs};
-use crate::lock::{Acquired, RunOutcome};
+use crate::lock::{Acquired, RunStatus};
 
 pub(super) fn project(location: &LocationArgs) -> Result<Project, Failure> {
     let (hints, _hook, _envelope) = ProjectHints::gather(location, Input::from_stdin()?)?;
@@ -195,8 +195,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
         .map_or(0, crate::cli::time::epoch_ms);
     let release = |lease: &crate::lock::Lease| {
         // Undo is not a consolidation: the release rolls the time back.
-        if let Err(failure) =
-            backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed)
+        if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunStatus::Failed)
         {
             diag.warn(&format!("cannot release the lock: {failure}"));
         }

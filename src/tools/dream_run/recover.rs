@@ -8,7 +8,7 @@ use super::report::{Report, Verb};
 use super::RecoverArgs;
 use crate::claude::Project;
 use crate::cli::{Diag, Failure};
-use crate::lock::{Backend, Lease, RunOutcome};
+use crate::lock::{Backend, Lease, RunStatus};
 use crate::store::journal;
 use crate::store::recovery::{self, Found, Recovery};
 
@@ -86,7 +86,7 @@ fn under_own_lock(
     diag: &Diag,
 ) -> Result<Recovery, Failure> {
     let recovered = recovery::under_lock(project, Some(&mut lease.prior_mtime_ms), diag);
-    if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+    if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunStatus::Failed) {
         diag.warn(&format!("cannot release the lock: {failure}"));
     }
     recovered

@@ -16,7 +16,7 @@ use super::{ApplyArgs, DiscardArgs, ShowArgs};
 use crate::cli::time::rfc3339;
 use crate::cli::{signals, Diag, Failure};
 use crate::files::write_atomic;
-use crate::lock::RunOutcome;
+use crate::lock::RunStatus;
 
 /// A new memory file's mode when a proposal creates it.
 const NEW_FILE_MODE: u32 = 0o644;
@@ -224,7 +224,7 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure
         }
         Ok(None)
     })();
-    if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunOutcome::Failed) {
+    if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunStatus::Failed) {
         diag.warn(&format!("cannot release the lock: {failure}"));
     }
     let late_signal = hold.end();
@@ -317,7 +317,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
         .ok()
         .flatten()
         .map_or(0, crate::cli::time::epoch_ms);
-    let release = |lease: &crate::lock::Lease, outcome: RunOutcome| {
+    let release = |lease: &crate::lock::Lease, outcome: RunStatus| {
         if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, outcome) {
             diag.warn(&format!("cannot release the lock: {failure}"));
         }
@@ -343,7 +343,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
         }
     }
     if !tampered.is_empty() {
-        release(&lease, RunOutcome::Failed);
+        release(&lease, RunStatus::Failed);
         return refuse(
             "staging_changed",
             format!(
@@ -355,7 +355,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
         );
     }
     if !changed.is_empty() {
-        release(&lease, RunOutcome::Failed);
+        release(&lease, RunStatus::Failed);
         return refuse(
             "changed_since",
             format!(
@@ -382,7 +382,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
         Ok(prepared) => prepared,
         Err(message) => {
             let _ = std::fs::remove_dir_all(&snapshot_dir);
-            release(&lease, RunOutcome::Failed);
+            release(&lease, RunStatus::Failed);
             return Err(Failure::environment(format!("not applied: {message}")));
         }
     };
@@ -417,7 +417,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
         // All or nothing: put back what landed, give the lock back, keep the proposal.
         let rolled = journal.roll_back(&memory_dir);
         let _ = std::fs::remove_dir_all(&snapshot_dir);
-        release(&lease, RunOutcome::Failed);
+        release(&lease, RunStatus::Failed);
         let late = hold.end();
         let not_rolled_back: Vec<String> = match rolled {
             Ok(done) => done
@@ -449,7 +449,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
     if let Err(e) = journal.commit() {
         diag.warn(&format!("cannot remove the finished journal: {e}"));
     }
-    release(&lease, RunOutcome::Completed);
+    release(&lease, RunStatus::Completed);
     let late = hold.end();
     let touched = record.files_touched.clone();
     let _ = std::fs::remove_dir_all(proposal_dir(&project.state_dir, &record.task_id));

@@ -626,7 +626,7 @@ fn failed_after_claim(
     diag: &Diag,
 ) -> Outcome {
     diag.warn(&failure.to_string());
-    let mut document = crate::cli::envelope::failed(envelope.clone(), "run", failure);
+    let mut document = crate::cli::legacy::failed(envelope.clone(), "run", failure);
     if let Some(run) = document.get_mut("run").and_then(Value::as_object_mut) {
         run.insert("task_id".into(), Value::String(task_id.to_string()));
     }
