@@ -4,7 +4,8 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CARGO    ?= cargo
 JOBS     ?= 2
-BINS     := dream-gate dream-lock dream-run recap turn-status suggest feedback
+# The binaries are the files in src/bin/ (the one list is in src/lib.rs; a test checks both).
+BINS     := $(basename $(notdir $(wildcard src/bin/*.rs)))
 
 BINDIR   := $(DESTDIR)$(PREFIX)/bin
 MANDIR   := $(DESTDIR)$(PREFIX)/share/man/man1

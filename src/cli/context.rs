@@ -5,7 +5,7 @@ use std::cell::{OnceCell, RefCell};
 use std::io::{IsTerminal, Read};
 
 use super::envelope::Stage;
-use super::input::{Input, MAX_STDIN_BYTES};
+use super::input::{too_large, Input, MAX_STDIN_BYTES};
 use super::{CommonArgs, Diag, Envelope, Failure};
 
 pub use super::env::Env;
@@ -119,13 +119,6 @@ impl Context {
                     .to_string()
             });
         }
-    }
-}
-
-pub(super) fn too_large() -> Failure {
-    Failure::BadInput {
-        reason: Some("too_large"),
-        message: format!("stdin holds more than {MAX_STDIN_BYTES} bytes"),
     }
 }
 

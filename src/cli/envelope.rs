@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::report::ErrorBody;
+use super::failure::ErrorBody;
 use super::Failure;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -107,7 +107,7 @@ fn describe(value: &Value) -> String {
         text.truncate(cut);
         text.push_str("...");
     }
-    format!("{text} ({})", super::input::json_type_name(value))
+    format!("{text} ({})", super::json::type_name(value))
 }
 
 impl Envelope {

@@ -22,6 +22,15 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// 130 for SIGINT, 143 for SIGTERM.
+    pub fn of_signal(signal: i32) -> Exit {
+        if signal == libc::SIGINT {
+            Exit::Interrupted
+        } else {
+            Exit::Terminated
+        }
+    }
+
     pub const fn code(self) -> u8 {
         match self {
             Exit::Yes => 0,

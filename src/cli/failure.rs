@@ -1,5 +1,8 @@
 //! The typed failure every tool returns, and its JSON form.
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 use super::Exit;
 
 /// Why a tool could not do its job. The variant decides the exit code; every variant prints
@@ -40,17 +43,17 @@ pub enum Failure {
 /// A failure serialises as its `{"kind", "reason"?, "message"}` object.
 impl serde::Serialize for Failure {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        super::ErrorBody::of(self).serialize(serializer)
+        ErrorBody::of(self).serialize(serializer)
     }
 }
 
 impl schemars::JsonSchema for Failure {
     fn schema_name() -> std::borrow::Cow<'static, str> {
-        super::ErrorBody::schema_name()
+        ErrorBody::schema_name()
     }
 
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        super::ErrorBody::json_schema(generator)
+        ErrorBody::json_schema(generator)
     }
 }
 
@@ -137,7 +140,7 @@ impl Failure {
             Failure::Usage(_) | Failure::BadInput { .. } => Exit::Usage,
             Failure::Environment { .. } => Exit::Environment,
             Failure::Remote { .. } => Exit::Remote,
-            Failure::Interrupted { signal } => super::signals::exit_for(*signal),
+            Failure::Interrupted { signal } => Exit::of_signal(*signal),
         }
     }
 
@@ -157,6 +160,66 @@ impl Failure {
             Failure::BadInput { reason, .. }
             | Failure::Environment { reason, .. }
             | Failure::Remote { reason, .. } => *reason,
+        }
+    }
+}
+
+/// The `error` object every failure prints: `{kind, reason?, message}`, and for a failed
+/// model exchange also `status` (the HTTP status, or null) and `attempts` (requests made).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ErrorBody {
+    /// `usage`, `bad_input`, `environment`, `interrupted`, `remote`, or a model error kind
+    /// (`auth`, `rate_limited`, `overloaded`, `network`, `timeout`, ...).
+    pub kind: &'static str,
+    /// A machine-readable name for a specific refusal (`too_large`, `not_found`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Option<u16>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+}
+
+impl ErrorBody {
+    /// The failure's words as they are (clap's usage text keeps its lines).
+    pub fn of(failure: &Failure) -> Self {
+        ErrorBody {
+            kind: failure.kind(),
+            reason: failure.reason(),
+            message: failure.to_string(),
+            status: None,
+            attempts: None,
+        }
+    }
+
+    /// The failure's words made safe for a terminal (they may quote a model or a file).
+    pub fn of_failure(failure: &Failure) -> Self {
+        ErrorBody {
+            message: super::text::sanitize(&failure.to_string()).into_owned(),
+            ..ErrorBody::of(failure)
+        }
+    }
+
+    /// The one stderr line of the failure.
+    pub fn line(&self) -> String {
+        match self.attempts {
+            Some(_) => format!("model request failed: {}: {}", self.kind, self.message),
+            None => format!("{}: {}", self.kind, self.message),
+        }
+    }
+}
+
+/// `{"error": {...}}`: what every tool prints for a failure that has no envelope to live in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct FailureDocument {
+    pub error: ErrorBody,
+}
+
+impl FailureDocument {
+    pub fn of(failure: &Failure) -> Self {
+        FailureDocument {
+            error: ErrorBody::of(failure),
         }
     }
 }

@@ -4,6 +4,9 @@ use serde_json::{Map, Value};
 
 use super::{Envelope, Failure};
 
+/// Kept for the callers that name it here.
+pub use super::json::type_name as json_type_name;
+
 /// The most stdin we accept; envelopes and hook payloads are far smaller.
 pub const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -18,11 +21,19 @@ pub enum Input {
     Envelope(Envelope),
 }
 
+/// More stdin than [`MAX_STDIN_BYTES`].
+pub(super) fn too_large() -> Failure {
+    Failure::BadInput {
+        reason: Some("too_large"),
+        message: format!("stdin holds more than {MAX_STDIN_BYTES} bytes"),
+    }
+}
+
 impl Input {
     /// Classifies one stdin document.
     pub fn parse(bytes: &[u8]) -> Result<Input, Failure> {
         if bytes.len() as u64 > MAX_STDIN_BYTES {
-            return Err(super::context::too_large());
+            return Err(too_large());
         }
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Input::Nothing);
@@ -34,20 +45,9 @@ impl Input {
             Value::Object(map) => Ok(Input::Envelope(Envelope::from_map(map))),
             other => Err(Failure::bad_input(format!(
                 "stdin must hold one JSON object, not {}",
-                json_type_name(&other)
+                super::json::type_name(&other)
             ))),
         }
-    }
-}
-
-pub(crate) fn json_type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// `serde_json::from_slice`, with lone surrogate escapes read as U+FFFD. Costs nothing on
 /// input that parses as it is.
@@ -98,6 +99,26 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
     let digits = bytes.get(at..at + 4)?;
     let text = std::str::from_utf8(digits).ok()?;
     u32::from_str_radix(text, 16).ok()
+}
+
+/// Compact JSON text; the buffer starts large enough for most documents in one allocation.
+pub fn to_string(document: &impl serde::Serialize) -> Result<String, serde_json::Error> {
+    let mut buffer = Vec::with_capacity(16 * 1024);
+    serde_json::to_writer(&mut buffer, document)?;
+    // serde_json writes UTF-8 only.
+    Ok(String::from_utf8(buffer).unwrap_or_default())
+}
+
+/// A JSON value's type as a message names it ("a string", "null").
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 #[cfg(test)]

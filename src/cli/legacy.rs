@@ -7,7 +7,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::report::{FailureDocument, Report, Undo as BoxedUndo};
+use super::failure::FailureDocument;
+use super::report::{Report, Undo as BoxedUndo};
 use super::{Diag, Envelope, Exit, Failure};
 
 /// What a tool produced: how the process ends and the stdout document, already serialised
@@ -88,7 +89,7 @@ impl Outcome {
 }
 
 fn to_json(document: &impl Serialize) -> Result<String, String> {
-    super::report::to_json(document).map_err(|e| e.to_string())
+    super::json::to_string(document).map_err(|e| e.to_string())
 }
 
 impl Serialize for Outcome {

@@ -7,6 +7,7 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::failure::FailureDocument;
 use super::{Diag, Exit, Failure};
 
 /// Work whose only record is the document (a lock token): run when the document could not be
@@ -56,66 +57,6 @@ pub fn generator() -> SchemaGenerator {
     schemars::generate::SchemaSettings::draft2020_12()
         .for_serialize()
         .into_generator()
-}
-
-/// The `error` object every failure prints: `{kind, reason?, message}`, and for a failed
-/// model exchange also `status` (the HTTP status, or null) and `attempts` (requests made).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct ErrorBody {
-    /// `usage`, `bad_input`, `environment`, `interrupted`, `remote`, or a model error kind
-    /// (`auth`, `rate_limited`, `overloaded`, `network`, `timeout`, ...).
-    pub kind: &'static str,
-    /// A machine-readable name for a specific refusal (`too_large`, `not_found`, ...).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'static str>,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<Option<u16>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u32>,
-}
-
-impl ErrorBody {
-    /// The failure's words as they are (clap's usage text keeps its lines).
-    pub fn of(failure: &Failure) -> Self {
-        ErrorBody {
-            kind: failure.kind(),
-            reason: failure.reason(),
-            message: failure.to_string(),
-            status: None,
-            attempts: None,
-        }
-    }
-
-    /// The failure's words made safe for a terminal (they may quote a model or a file).
-    pub fn of_failure(failure: &Failure) -> Self {
-        ErrorBody {
-            message: super::text::sanitize(&failure.to_string()).into_owned(),
-            ..ErrorBody::of(failure)
-        }
-    }
-
-    /// The one stderr line of the failure.
-    pub fn line(&self) -> String {
-        match self.attempts {
-            Some(_) => format!("model request failed: {}: {}", self.kind, self.message),
-            None => format!("{}: {}", self.kind, self.message),
-        }
-    }
-}
-
-/// `{"error": {...}}`: what every tool prints for a failure that has no envelope to live in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct FailureDocument {
-    pub error: ErrorBody,
-}
-
-impl FailureDocument {
-    pub fn of(failure: &Failure) -> Self {
-        FailureDocument {
-            error: ErrorBody::of(failure),
-        }
-    }
 }
 
 /// A command stopped by SIGINT or SIGTERM before it had anything else to say: `{"error":
@@ -179,7 +120,7 @@ impl Delivery {
                 undo,
             };
         }
-        match to_json(&report) {
+        match super::json::to_string(&report) {
             Ok(json) => Delivery {
                 exit,
                 json: Some(json),
@@ -190,7 +131,7 @@ impl Delivery {
                 let failure = Failure::environment(format!("cannot serialise the output: {e}"));
                 Delivery {
                     exit: failure.exit(),
-                    json: to_json(&FailureDocument::of(&failure)).ok(),
+                    json: super::json::to_string(&FailureDocument::of(&failure)).ok(),
                     note: Some(failure.to_string()),
                     undo,
                 }
@@ -209,14 +150,6 @@ impl Delivery {
     }
 }
 
-/// Compact JSON text; the buffer starts large enough for most documents in one allocation.
-pub(super) fn to_json(document: &impl Serialize) -> Result<String, serde_json::Error> {
-    let mut buffer = Vec::with_capacity(16 * 1024);
-    serde_json::to_writer(&mut buffer, document)?;
-    // serde_json writes UTF-8 only.
-    Ok(String::from_utf8(buffer).unwrap_or_default())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,7 +161,7 @@ mod tests {
             message: "draft is 40000 bytes".into(),
         };
         assert_eq!(
-            to_json(&FailureDocument::of(&f)).unwrap(),
+            crate::cli::json::to_string(&FailureDocument::of(&f)).unwrap(),
             r#"{"error":{"kind":"bad_input","reason":"too_large","message":"draft is 40000 bytes"}}"#
         );
     }

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::context::{read_stdin, Context};
 use super::envelope::Stage;
+use super::failure::FailureDocument;
 use super::output::{write_document, write_stdout};
-use super::report::{generator, Delivery, FailureDocument, Tool};
+use super::report::{generator, Delivery, Tool};
 use super::{CommonArgs, Diag, Env, Exit, Failure};
 
 /// A dreamkit binary: its clap definition, its envelope stage, and which of its commands the
@@ -44,7 +45,7 @@ impl Context {
         let note = Some(failure.to_string());
         let json = match (self.stage(), self.received_envelope()) {
             (Some(stage), Some(envelope)) => stage.failed(envelope, failure).to_string(),
-            _ => super::report::to_json(&FailureDocument::of(failure)).unwrap_or_default(),
+            _ => super::json::to_string(&FailureDocument::of(failure)).unwrap_or_default(),
         };
         Delivery {
             exit: failure.exit(),
@@ -140,8 +141,55 @@ fn deliver(delivery: Delivery, cx: &Context) -> ExitCode {
 /// after a subcommand; a tool's own flags never go with a subcommand they do not belong to
 /// (`dream-run --max-turns 5 tasks` is a usage error, not a silently ignored flag).
 fn parse<T: Binary>() -> Result<T, clap::Error> {
-    let mut command = T::command();
-    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    parse_from::<T>(std::env::args_os().collect())
+}
+
+/// [`parse`] of a given command line. With `--schema` nothing runs, so no argument is
+/// required (`feedback send --schema` needs no `--endpoint`).
+pub(super) fn parse_from<T: Binary>(argv: Vec<std::ffi::OsString>) -> Result<T, clap::Error> {
+    let schema = asks_flag(argv.iter().skip(1).cloned(), "schema", '\0');
+    match parse_once::<T>(argv.clone(), schema) {
+        Err(_) if schema => parse_once::<T>(with_placeholders(&T::command(), argv), schema),
+        parsed => parsed,
+    }
+}
+
+/// The command line with a value for each required positional argument of the subcommand it
+/// names, which the parsed type needs even with `--schema` (the values are never used).
+pub(super) fn with_placeholders(
+    command: &clap::Command,
+    mut argv: Vec<std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let at = argv
+        .iter()
+        .position(|a| command.find_subcommand(a).is_some())
+        .unwrap_or(0);
+    let sub = match at {
+        0 => command,
+        _ => command.find_subcommand(&argv[at]).unwrap_or(command),
+    };
+    let values: Vec<std::ffi::OsString> = sub
+        .get_arguments()
+        .filter(|arg| {
+            arg.is_required_set() && arg.is_positional() && arg.get_default_values().is_empty()
+        })
+        .map(|arg| {
+            arg.get_possible_values()
+                .first()
+                .map_or_else(|| "0".into(), |v| v.get_name().into())
+        })
+        .collect();
+    argv.splice(at + 1..at + 1, values);
+    argv
+}
+
+fn parse_once<T: Binary>(argv: Vec<std::ffi::OsString>, schema: bool) -> Result<T, clap::Error> {
+    let mut command = if schema {
+        relaxed(T::command())
+    } else {
+        T::command()
+    };
+    let matches = command.try_get_matches_from_mut(argv)?;
     if let Some((subcommand, _)) = matches.subcommand() {
         let misplaced = command.get_arguments().find_map(|arg| {
             let id = arg.get_id().as_str();
@@ -159,6 +207,26 @@ fn parse<T: Binary>() -> Result<T, clap::Error> {
         }
     }
     T::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+/// The command with nothing required: no argument, group or subcommand.
+fn relaxed(command: clap::Command) -> clap::Command {
+    let groups: Vec<clap::Id> = command.get_groups().map(|g| g.get_id().clone()).collect();
+    let mut command = command.subcommand_required(false).mut_args(|arg| {
+        arg.required(false)
+            .required_unless_present(clap::builder::Resettable::Reset)
+    });
+    for group in groups {
+        command = command.mut_group(group, |g| g.required(false));
+    }
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in names {
+        command = command.mut_subcommand(name, relaxed);
+    }
+    command
 }
 
 /// `--help` and `--version` (and `help SUBCOMMAND`) print as usual; every other clap error is a

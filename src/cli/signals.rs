@@ -73,7 +73,7 @@ impl Message {
 /// The document printed on stdout when a signal ends a tool.
 pub fn interrupted_document(signal: i32) -> String {
     let failure = super::Failure::interrupted(signal);
-    super::report::to_json(&super::FailureDocument::of(&failure)).unwrap_or_default()
+    super::json::to_string(&super::failure::FailureDocument::of(&failure)).unwrap_or_default()
 }
 
 /// Replaces the documents a signal prints when it ends the process (an envelope tool, once it
@@ -269,11 +269,7 @@ pub fn received() -> Option<i32> {
 
 /// 130 for SIGINT, 143 for SIGTERM.
 pub fn exit_for(signal: i32) -> Exit {
-    if signal == libc::SIGINT {
-        Exit::Interrupted
-    } else {
-        Exit::Terminated
-    }
+    Exit::of_signal(signal)
 }
 
 /// Makes a child spawned from `command` end when this process ends, even by SIGKILL (the

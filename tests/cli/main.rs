@@ -31,6 +31,7 @@ mod lock;
 mod net;
 mod recap;
 mod review;
+mod schemas;
 mod status;
 mod suggest;
 mod support;
