@@ -286,8 +286,10 @@ pub(crate) fn install_tree() -> tempfile::TempDir {
         "plugin/hooks",
         "plugin/scripts",
         "plugin/commands",
+        // The Makefile's BINS is this folder.
+        "src/bin",
     ] {
-        std::fs::create_dir(tree.path().join(dir)).unwrap();
+        std::fs::create_dir_all(tree.path().join(dir)).unwrap();
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let entry = entry.unwrap();
             if entry.file_type().unwrap().is_file() {
