@@ -194,7 +194,7 @@ struct ProjectSection {
 }
 
 /// A resolved project: the envelope's `project` section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Project {
     #[serde(serialize_with = "path_lossy")]
     pub cwd: PathBuf,

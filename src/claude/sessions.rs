@@ -29,6 +29,25 @@ impl Serialize for SessionFile {
     }
 }
 
+impl schemars::JsonSchema for SessionFile {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SessionFile".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "path": {"type": "string"},
+                "modified_at": {"type": "string", "format": "date-time"},
+                "bytes": {"type": "integer", "minimum": 0}
+            },
+            "required": ["id", "path", "modified_at", "bytes"]
+        })
+    }
+}
+
 /// Directories with more candidate transcripts than this are stat'ed on several threads:
 /// the kernel's per-file lookup is the whole cost of a large scan, and it runs in parallel.
 const PARALLEL_STAT_THRESHOLD: usize = 2048;

@@ -331,6 +331,43 @@ impl<S: Section> JsonSchema for Enveloped<S> {
     }
 }
 
+/// A stage that failed but keeps the envelope flowing (exit 3 or 4): the envelope with what
+/// the stage added before the failure, its own section failed, and the failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageFailed<S> {
+    pub envelope: Envelope,
+    pub failure: Failure,
+    section: std::marker::PhantomData<fn() -> S>,
+}
+
+impl<S> StageFailed<S> {
+    pub fn new(envelope: Envelope, failure: Failure) -> Self {
+        StageFailed {
+            envelope,
+            failure,
+            section: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<S: Section> Serialize for StageFailed<S> {
+    fn serialize<Ser: Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
+        StageOf::<S>::STAGE
+            .failed(self.envelope.clone(), &self.failure)
+            .serialize(serializer)
+    }
+}
+
+impl<S: Section> JsonSchema for StageFailed<S> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Failed_{}", S::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        StageOf::<S>::STAGE.failed_schema(generator)
+    }
+}
+
 /// An envelope: an object holding these sections, and whatever earlier stages put beside
 /// them (passed through untouched).
 fn schema_object(properties: Map<String, Value>, required: &[&str]) -> Schema {
@@ -367,6 +404,18 @@ pub fn over_held(held: Option<&Value>, failed: &impl Serialize) -> Value {
 impl Serialize for Envelope {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(serializer)
+    }
+}
+
+/// An envelope is an object; what each stage puts in it is described by the stage's own
+/// section type.
+impl JsonSchema for Envelope {
+    fn schema_name() -> Cow<'static, str> {
+        "Envelope".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({ "type": "object" })
     }
 }
 

@@ -47,7 +47,7 @@ pub const VERSION: &str = concat!(
 );
 pub use context::Context;
 pub use env::Env;
-pub use envelope::{Envelope, Enveloped, RunStatus, Section, StageOf, Upstream};
+pub use envelope::{Envelope, Enveloped, RunStatus, Section, StageFailed, StageOf, Upstream};
 pub use exit::Exit;
 pub use failure::Failure;
 pub use failure::{ErrorBody, FailureDocument};

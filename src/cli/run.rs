@@ -64,19 +64,20 @@ fn schema_answer<T: Tool>(tool: &T, stage: Option<&'static dyn Stage>) -> Value 
         Ok(schema) => schema,
         Err(reason) => return serde_json::json!({ "schema": null, "reason": reason }),
     };
-    let failure = match stage {
-        Some(stage) => stage.failed_schema(&mut generator),
-        None => generator.subschema_for::<FailureDocument>(),
-    };
+    // A failure prints `{"error"}`; a stage that read an envelope prints it, failed.
+    let mut documents = vec![
+        report.to_value(),
+        generator.subschema_for::<FailureDocument>().to_value(),
+    ];
+    if let Some(stage) = stage {
+        documents.push(stage.failed_schema(&mut generator).to_value());
+    }
     let mut root = serde_json::Map::new();
     root.insert(
         "$schema".into(),
         "https://json-schema.org/draft/2020-12/schema".into(),
     );
-    root.insert(
-        "anyOf".into(),
-        Value::Array(vec![report.to_value(), failure.to_value()]),
-    );
+    root.insert("anyOf".into(), Value::Array(documents));
     let definitions = generator.take_definitions(true);
     if !definitions.is_empty() {
         root.insert("$defs".into(), Value::Object(definitions));

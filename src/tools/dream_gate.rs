@@ -4,15 +4,21 @@
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
+use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::sessions::{sessions_touched_since, SessionFile};
 use crate::claude::{Env, Project, Settings};
 use crate::cli::args::EnvNamed;
 use crate::cli::duration::{count, format_duration, format_elapsed, parse_duration, parse_hours};
+use crate::cli::envelope::{over_held, Stage, StageOf};
 use crate::cli::time::{epoch_ms, from_epoch_ms, rfc3339};
-use crate::cli::{CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
+use crate::cli::{
+    Binary, CommonArgs, Context, Delivery, Diag, Enveloped, ErrorBody, Exit, Failure, LocationArgs,
+    Report, Section, StageFailed, Tool,
+};
 use crate::files::{create_private_dir, write_atomic};
 use crate::lock::{Backend, BackendArgs};
 
@@ -66,7 +72,8 @@ pub struct Args {
 }
 
 /// Why consolidation is not due.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Reason {
     Disabled,
     TooSoon,
@@ -114,18 +121,18 @@ impl Decision {
     }
 
     /// The `gate` section as printed.
-    pub fn section<'a>(&'a self, policy: &'a Policy) -> GateSection<'a> {
+    pub fn into_section(self, policy: Policy) -> GateSection {
         GateSection {
             due: self.due(),
-            reason: self.reason.map(Reason::as_str),
+            reason: self.reason,
             detail: self.detail,
             last_consolidated_at: self.last_consolidated.map(rfc3339),
             hours_since: self.hours_since.map(|h| (h * 1000.0).round() / 1000.0),
             min_hours: policy.min_hours,
             min_sessions: policy.min_sessions,
             session_count: self.sessions.as_ref().map(Vec::len),
-            sessions: self.sessions.as_deref().unwrap_or_default(),
-            current_session: policy.current_session.as_deref(),
+            sessions: self.sessions.unwrap_or_default(),
+            current_session: policy.current_session,
             last_scan_at: self.last_scan.map(rfc3339),
         }
     }
@@ -133,19 +140,82 @@ impl Decision {
 
 /// `gate = {due, reason, detail, last_consolidated_at, hours_since, min_hours, min_sessions,
 /// session_count, sessions, current_session, last_scan_at}`.
-#[derive(Debug, Serialize)]
-pub struct GateSection<'a> {
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct GateSection {
     pub due: bool,
-    pub reason: Option<&'static str>,
+    /// Why not due: the first check that failed.
+    pub reason: Option<Reason>,
+    /// Which switch turned consolidation off, or `no_transcripts_dir`.
     pub detail: Option<&'static str>,
     pub last_consolidated_at: Option<String>,
     pub hours_since: Option<f64>,
     pub min_hours: f64,
     pub min_sessions: u32,
+    /// `null` when the transcripts were not scanned.
     pub session_count: Option<usize>,
-    pub sessions: &'a [SessionFile],
-    pub current_session: Option<&'a str>,
+    /// The sessions to consolidate, oldest first.
+    pub sessions: Vec<SessionFile>,
+    pub current_session: Option<String>,
     pub last_scan_at: Option<String>,
+}
+
+/// What a failed gate leaves in its section: `{due: false, reason: "error", error}`, written
+/// over what the envelope held there.
+#[derive(Debug, Serialize, JsonSchema)]
+struct GateFailed {
+    due: bool,
+    reason: &'static str,
+    error: ErrorBody,
+}
+
+impl Section for GateSection {
+    const KEY: &'static str = "gate";
+
+    fn failed(held: Option<&Value>, failure: &Failure) -> Value {
+        let failed = GateFailed {
+            due: false,
+            reason: "error",
+            error: ErrorBody::of(failure),
+        };
+        over_held(held, &failed)
+    }
+
+    fn failed_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<GateFailed>()
+    }
+}
+
+/// What dream-gate prints: the envelope with its `gate` section (exit 0 due, 1 not due), or,
+/// when the machine or the lock's store failed, the envelope with the gate failed (exit 3 or
+/// 4), so a later stage sees `gate.due == false`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum GateReport {
+    Decided {
+        #[serde(flatten)]
+        document: Enveloped<GateSection>,
+        /// Why not due, for a person.
+        #[serde(skip)]
+        note: Option<String>,
+    },
+    Failed(StageFailed<GateSection>),
+}
+
+impl Report for GateReport {
+    fn exit(&self) -> Exit {
+        match self {
+            GateReport::Decided { document, .. } if document.section.due => Exit::Yes,
+            GateReport::Decided { .. } => Exit::No,
+            GateReport::Failed(failed) => failed.failure.exit(),
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            GateReport::Decided { note, .. } => note.clone(),
+            GateReport::Failed(failed) => Some(failed.failure.to_string()),
+        }
+    }
 }
 
 /// Runs the checks in order. Only the session scan's outcome is persisted (the scan stamp).
@@ -321,26 +391,24 @@ fn write_scan_stamp(
     }
 }
 
-impl crate::cli::Binary for Args {
-    const STAGE: Option<&'static dyn crate::cli::envelope::Stage> =
-        Some(&crate::cli::legacy::LegacyStage("gate"));
+impl Binary for Args {
+    const STAGE: Option<&'static dyn Stage> = Some(&StageOf::<GateSection>::STAGE);
 
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
-        crate::cli::legacy::enter(cx, self)
+    fn dispatch(self, cx: &Context) -> Delivery {
+        cx.finish(self)
     }
 }
 
 impl Tool for Args {
-    type Report = Outcome;
+    type Report = GateReport;
 
-    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
+    fn run(self, cx: &Context) -> Result<GateReport, Failure> {
         let diag = cx.diag();
-        let (hints, hook, mut envelope) =
-            ProjectHints::gather(&self.location, Input::from_stdin()?)?;
+        let (hints, hook, mut envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
         let current_session = self
             .current_session
             .clone()
@@ -352,8 +420,8 @@ impl Tool for Args {
             current_session,
         };
 
-        let env = Env::from_process();
-        let result = Project::resolve(&hints, &env).and_then(|(project, settings)| {
+        let env = cx.env();
+        let result = Project::resolve(&hints, env).and_then(|(project, settings)| {
             if diag.is_verbose() {
                 diag.info(&format!(
                     "memory dir {}, transcripts dir {}",
@@ -366,7 +434,7 @@ impl Tool for Args {
             decide(
                 &project,
                 &settings,
-                &env,
+                env,
                 backend.as_ref(),
                 &policy,
                 SystemTime::now(),
@@ -374,23 +442,18 @@ impl Tool for Args {
             )
         });
         match result {
-            Ok(decision) => {
-                let exit = if decision.due() { Exit::Yes } else { Exit::No };
-                let section = decision.section(&policy);
-                let outcome = Outcome::new(exit, &envelope.with("gate", &section));
-                Ok(match decision.note {
-                    Some(note) => outcome.with_note(note),
-                    None => outcome,
+            Ok(mut decision) => {
+                let note = decision.note.take();
+                let section = decision.into_section(policy);
+                Ok(GateReport::Decided {
+                    document: Enveloped { envelope, section },
+                    note,
                 })
             }
             // The envelope keeps flowing so a later stage sees `gate.due == false`; usage and
             // input errors are exit 2 (in the envelope too, by the shared main).
             Err(failure @ (Failure::Environment { .. } | Failure::Remote { .. })) => {
-                diag.warn(&failure.to_string());
-                Ok(Outcome::new(
-                    failure.exit(),
-                    &crate::cli::legacy::failed(envelope, "gate", &failure),
-                ))
+                Ok(GateReport::Failed(StageFailed::new(envelope, failure)))
             }
             Err(failure) => Err(failure),
         }

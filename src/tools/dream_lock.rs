@@ -8,15 +8,18 @@ use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 use clap::Parser;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::{Env, Project};
+use crate::cli::envelope::{json_value, over_held, Stage, StageOf};
+use crate::cli::report::{Interrupted, Undo};
 use crate::cli::time::{from_epoch_ms, rfc3339};
 use crate::cli::{
-    signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, LocationArgs, Outcome, RunStatus,
-    Tool, Upstream,
+    signals, Binary, CommonArgs, Context, Delivery, Diag, Envelope, Enveloped, ErrorBody, Exit,
+    Failure, FailureDocument, LocationArgs, Report, RunStatus, Section, Tool, Upstream,
 };
 use crate::lock::process::is_self_or_ancestor;
 use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released};
@@ -116,8 +119,8 @@ pub struct ExecArgs {
 
 /// The envelope's `lock` section, as acquire writes it and release extends it. Fields this
 /// version does not know (written by another) pass through unchanged, after the known ones.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct LockSection {
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LockSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     acquired: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,149 +176,228 @@ impl LockSection {
     }
 }
 
-/// What a dream-lock subcommand answers; the exit code of each is decided in
-/// [`Report::exit`], nowhere else.
-enum Report {
+/// What a failed stage leaves in the lock section: a release keeps acquire's lease (token,
+/// prior_mtime) for a retry and says `released: false`; an acquire says `acquired: false`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+enum LockFailed {
+    Release {
+        released: bool,
+        error: ErrorBody,
+    },
+    Acquire {
+        acquired: bool,
+        reason: &'static str,
+        error: ErrorBody,
+    },
+}
+
+impl Section for LockSection {
+    const KEY: &'static str = "lock";
+
+    fn failed(held: Option<&Value>, failure: &Failure) -> Value {
+        let error = ErrorBody::of(failure);
+        let leased = held.and_then(|h| h.get("token")).is_some();
+        let failed = if leased {
+            LockFailed::Release {
+                released: false,
+                error,
+            }
+        } else {
+            LockFailed::Acquire {
+                acquired: false,
+                reason: "error",
+                error,
+            }
+        };
+        over_held(held, &failed)
+    }
+
+    fn failed_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<LockFailed>()
+    }
+}
+
+/// What `acquire` and `release` answer (and `exec` when it runs no command): the envelope
+/// with its `lock` section. The exit code is decided in [`Report::exit`], nowhere else.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum LockReport {
     /// An upstream stage said no: the envelope untouched (exit 1), with why.
-    PassedThrough { envelope: Envelope, why: String },
+    PassedThrough {
+        #[serde(flatten)]
+        envelope: Envelope,
+        #[serde(skip)]
+        why: String,
+    },
     /// acquire took the lock (exit 0). The lease is rolled back when the envelope, its only
     /// record, cannot be printed.
     Acquired {
-        envelope: Envelope,
-        lock: LockSection,
-        backend: Box<dyn Backend>,
-        lease: Lease,
+        #[serde(flatten)]
+        document: Enveloped<LockSection>,
+        #[serde(skip)]
+        lease: Option<(Box<dyn Backend>, Lease)>,
     },
-    /// The lock is held by another (exit 1).
-    Busy {
-        envelope: Envelope,
-        lock: LockSection,
-        note: String,
-    },
-    /// release freed or rolled back the lock (exit 0).
-    Released {
-        envelope: Envelope,
-        lock: LockSection,
-    },
-    /// `release --dry-run`: the lock is ours and would be released (exit 0); nothing changed.
-    WouldRelease {
-        envelope: Envelope,
-        lock: LockSection,
-        note: String,
-    },
-    /// release changed nothing (exit 1): not ours, a live holder, a live claimant.
-    NotReleased {
-        envelope: Envelope,
-        lock: LockSection,
-        note: String,
-    },
-    /// The lock's store failed (exit 3 or 4); the envelope flows with lock.error.
-    Failed {
-        envelope: Envelope,
-        lock: LockSection,
-        failure: Failure,
-    },
-    /// status (exit 0 free, 1 held).
-    Status {
-        status: StatusDocument,
+    /// The lock is held by another (exit 1); release changed nothing (exit 1: not ours, a
+    /// live holder, a live claimant); `release --dry-run` would release (exit 0).
+    Answered {
+        #[serde(flatten)]
+        document: Enveloped<LockSection>,
+        #[serde(skip)]
+        exit: Exit,
+        #[serde(skip)]
         note: Option<String>,
     },
+    /// The lock's store failed (exit 3 or 4); the envelope flows with lock.error and error.
+    Failed {
+        #[serde(flatten)]
+        document: Enveloped<LockSection>,
+        #[serde(skip)]
+        failure: Failure,
+    },
     /// A signal came while the lock was being taken: it was rolled back (exit 130/143).
-    Interrupted(i32),
-    /// exec: the command's stdout was ours; its exit code (or ours) is the answer.
-    Exec(Exit),
+    Interrupted(Interrupted),
 }
 
-impl Report {
+impl LockReport {
+    fn answered(envelope: Envelope, lock: LockSection, exit: Exit, note: Option<String>) -> Self {
+        LockReport::Answered {
+            document: Enveloped {
+                envelope,
+                section: lock,
+            },
+            exit,
+            note,
+        }
+    }
+
+    /// The store failed: the failure goes into `lock.error` and the envelope's `error`.
+    fn failed(mut envelope: Envelope, mut lock: LockSection, failure: Failure) -> Self {
+        let error = json_value(&ErrorBody::of(&failure));
+        lock.error = Some(error.clone());
+        envelope.set("error", error);
+        LockReport::Failed {
+            document: Enveloped {
+                envelope,
+                section: lock,
+            },
+            failure,
+        }
+    }
+}
+
+impl Report for LockReport {
     fn exit(&self) -> Exit {
         match self {
-            Report::Acquired { .. } | Report::Released { .. } | Report::WouldRelease { .. } => {
-                Exit::Yes
-            }
-            Report::Status { status, .. } if !status.held => Exit::Yes,
-            Report::PassedThrough { .. }
-            | Report::Busy { .. }
-            | Report::NotReleased { .. }
-            | Report::Status { .. } => Exit::No,
-            Report::Failed { failure, .. } => failure.exit(),
-            Report::Interrupted(signal) => signals::exit_for(*signal),
-            Report::Exec(exit) => *exit,
+            LockReport::Acquired { .. } => Exit::Yes,
+            LockReport::PassedThrough { .. } => Exit::No,
+            LockReport::Answered { exit, .. } => *exit,
+            LockReport::Failed { failure, .. } => failure.exit(),
+            LockReport::Interrupted(interrupted) => interrupted.exit(),
         }
     }
-}
 
-impl From<Report> for Outcome {
-    fn from(report: Report) -> Outcome {
-        let exit = report.exit();
-        match report {
-            Report::PassedThrough { envelope, why } => Outcome::new(exit, &envelope).with_note(why),
-            Report::Acquired {
-                envelope,
-                lock,
-                backend,
-                lease,
-            } => {
-                // The token lives only in the printed envelope: a lease nobody received would
-                // stay held with nobody to release it.
-                let undo = move |diag: &Diag| {
-                    let line = match backend.release(&lease.token, lease.prior_mtime_ms, RunStatus::Failed) {
-                        Ok(Released::Yes { .. }) => {
-                            "the lock was rolled back: its token was not delivered".to_string()
-                        }
-                        Ok(Released::NotHolder { .. }) => {
-                            "the token was not delivered, and the lock is no longer ours: nothing was rolled back".to_string()
-                        }
-                        Err(failure) => format!(
-                            "the token was not delivered, and rolling the lock back failed: {failure}"
-                        ),
-                    };
-                    diag.warn(&line);
-                };
-                Outcome::new(exit, &envelope.with("lock", &lock)).undo_unless_printed(undo)
-            }
-            Report::Busy {
-                envelope,
-                lock,
-                note,
-            }
-            | Report::NotReleased {
-                envelope,
-                lock,
-                note,
-            }
-            | Report::WouldRelease {
-                envelope,
-                lock,
-                note,
-            } => Outcome::new(exit, &envelope.with("lock", &lock)).with_note(note),
-            Report::Released { envelope, lock } => {
-                Outcome::new(exit, &envelope.with("lock", &lock))
-            }
-            Report::Failed {
-                envelope,
-                mut lock,
-                failure,
-            } => {
-                lock.error = Some(failure.to_json());
-                let mut envelope = envelope;
-                envelope.set("error", failure.to_json());
-                Outcome::new(exit, &envelope.with("lock", &lock))
-            }
-            Report::Status { status, note } => {
-                let outcome = Outcome::new(exit, &status);
-                match note {
-                    Some(note) => outcome.with_note(note),
-                    None => outcome,
+    fn note(&self) -> Option<String> {
+        match self {
+            LockReport::PassedThrough { why, .. } => Some(why.clone()),
+            LockReport::Acquired { .. } => None,
+            LockReport::Answered { note, .. } => note.clone(),
+            LockReport::Failed { failure, .. } => Some(failure.to_string()),
+            LockReport::Interrupted(interrupted) => interrupted.note(),
+        }
+    }
+
+    fn take_undo(&mut self) -> Option<Undo> {
+        let LockReport::Acquired { lease, .. } = self else {
+            return None;
+        };
+        let (backend, lease) = lease.take()?;
+        // The token lives only in the printed envelope: a lease nobody received would stay
+        // held with nobody to release it.
+        Some(Box::new(move |diag: &Diag| {
+            let line = match backend.release(&lease.token, lease.prior_mtime_ms, RunStatus::Failed) {
+                Ok(Released::Yes { .. }) => {
+                    "the lock was rolled back: its token was not delivered".to_string()
                 }
-            }
-            Report::Interrupted(signal) => crate::cli::legacy::outcome(signal),
-            Report::Exec(exit) => Outcome::without_document(exit),
-        }
+                Ok(Released::NotHolder { .. }) => {
+                    "the token was not delivered, and the lock is no longer ours: nothing was rolled back".to_string()
+                }
+                Err(failure) => format!(
+                    "the token was not delivered, and rolling the lock back failed: {failure}"
+                ),
+            };
+            diag.warn(&line);
+        }))
     }
 }
 
-/// `dream-lock status`.
-#[derive(Debug, Serialize)]
+/// `dream-lock status` (exit 0 free, 1 held).
+#[derive(Serialize, JsonSchema)]
+pub struct StatusReport {
+    #[serde(flatten)]
+    status: StatusDocument,
+    #[serde(skip)]
+    note: Option<String>,
+}
+
+impl Report for StatusReport {
+    fn exit(&self) -> Exit {
+        if self.status.held {
+            Exit::No
+        } else {
+            Exit::Yes
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        self.note.clone()
+    }
+}
+
+/// `dream-lock exec`: the command's stdout is its own; ours only when no command ran.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ExecReport {
+    /// Passed through, busy, or the lock's store failed: what acquire would print.
+    Lock(LockReport),
+    /// The command could not be started (exit 126, or 127 when not found); the lock was
+    /// rolled back.
+    NotRun {
+        #[serde(flatten)]
+        document: FailureDocument,
+        #[serde(skip)]
+        exit: Exit,
+    },
+    /// The command ran: its exit code (or ours) is the answer, stdout was its own.
+    Ran {
+        #[serde(skip)]
+        exit: Exit,
+    },
+}
+
+impl Report for ExecReport {
+    fn exit(&self) -> Exit {
+        match self {
+            ExecReport::Lock(report) => report.exit(),
+            ExecReport::NotRun { exit, .. } | ExecReport::Ran { exit } => *exit,
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            ExecReport::Lock(report) => report.note(),
+            ExecReport::NotRun { document, .. } => Some(document.error.message.clone()),
+            ExecReport::Ran { .. } => None,
+        }
+    }
+
+    fn printed(&self) -> bool {
+        !matches!(self, ExecReport::Ran { .. })
+    }
+}
+
+/// `dream-lock status`'s document.
+#[derive(Debug, Serialize, JsonSchema)]
 struct StatusDocument {
     held: bool,
     holder_pid: Option<u32>,
@@ -334,51 +416,77 @@ struct StatusDocument {
 }
 
 /// The project and backend a subcommand works on, with the envelope read from stdin.
-struct Context {
+struct Target {
     project: Project,
     backend: Box<dyn Backend>,
     /// What the acquire put back before handing the lock on (see [`take_lock`]).
     recovered: Option<Value>,
 }
 
-fn context(at: &LockLocation, hints: &ProjectHints) -> Result<Context, Failure> {
-    let (project, _settings) = Project::resolve(hints, &Env::from_process())?;
+fn target(at: &LockLocation, hints: &ProjectHints, env: &Env) -> Result<Target, Failure> {
+    let (project, _settings) = Project::resolve(hints, env)?;
     let backend = at.backend.open(&project)?;
-    Ok(Context {
+    Ok(Target {
         project,
         backend,
         recovered: None,
     })
 }
 
-impl crate::cli::Binary for Args {
-    const STAGE: Option<&'static dyn crate::cli::envelope::Stage> =
-        Some(&crate::cli::legacy::LegacyStage("lock"));
+impl Binary for Args {
+    const STAGE: Option<&'static dyn Stage> = Some(&StageOf::<LockSection>::STAGE);
 
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
-        crate::cli::legacy::enter(cx, self)
+    fn dispatch(self, cx: &Context) -> Delivery {
+        match self.command {
+            Subcommand::Acquire(args) => cx.finish(args),
+            Subcommand::Release(args) => cx.finish(args),
+            Subcommand::Status(args) => cx.finish(args),
+            Subcommand::Exec(args) => cx.finish(args),
+        }
     }
 }
 
-impl Tool for Args {
-    type Report = Outcome;
+impl Tool for AcquireArgs {
+    type Report = LockReport;
 
-    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
-        let diag = cx.diag();
-        let report = match &self.command {
-            Subcommand::Acquire(args) => acquire(args, diag),
-            Subcommand::Release(args) => release(args, diag),
-            Subcommand::Status(args) => status(args),
-            Subcommand::Exec(args) => exec(args, diag),
-        }?;
-        if let Report::Failed { failure, .. } = &report {
-            diag.warn(&failure.to_string());
-        }
-        Ok(report.into())
+    fn run(self, cx: &Context) -> Result<LockReport, Failure> {
+        acquire(&self, cx)
+    }
+}
+
+impl Tool for ReleaseArgs {
+    type Report = LockReport;
+
+    fn run(self, cx: &Context) -> Result<LockReport, Failure> {
+        release(&self, cx)
+    }
+}
+
+impl Tool for StatusArgs {
+    type Report = StatusReport;
+
+    fn run(self, cx: &Context) -> Result<StatusReport, Failure> {
+        status(&self, cx)
+    }
+}
+
+impl Tool for ExecArgs {
+    type Report = ExecReport;
+
+    fn run(self, cx: &Context) -> Result<ExecReport, Failure> {
+        exec(&self, cx)
+    }
+
+    fn schema(&self, _: &mut schemars::SchemaGenerator) -> Result<schemars::Schema, &'static str> {
+        Err(
+            "exec's stdout is the command's own (dream-lock prints the envelope only when \
+no command ran: passed through, busy, a failed store, as `dream-lock acquire --schema` \
+describes, or {\"error\"} when the command could not be started)",
+        )
     }
 }
 
@@ -407,7 +515,7 @@ fn other_backend(lock: &LockSection, backend: &dyn Backend) -> Option<String> {
 
 /// The section of a lock taken: with `recovered` when the acquire put back what killed
 /// commands left (`orphans`, `recovered`, `journal_corrupt`, `swept`).
-fn acquired_section(ctx: &Context, lease: &Lease) -> LockSection {
+fn acquired_section(ctx: &Target, lease: &Lease) -> LockSection {
     let mut other = serde_json::Map::new();
     if let Some(recovered) = &ctx.recovered {
         other.insert("recovered".into(), recovered.clone());
@@ -429,7 +537,7 @@ fn held(
     backend: &dyn Backend,
     holder_pid: Option<u32>,
     since: Option<SystemTime>,
-) -> Report {
+) -> LockReport {
     let lock = LockSection {
         acquired: Some(false),
         reason: Some("held".into()),
@@ -438,11 +546,12 @@ fn held(
         ..LockSection::default()
     }
     .at(backend);
-    Report::Busy {
+    LockReport::answered(
         envelope,
         lock,
-        note: format!("busy: {}", holder_line(holder_pid, since)),
-    }
+        Exit::No,
+        Some(format!("busy: {}", holder_line(holder_pid, since))),
+    )
 }
 
 /// `held by PID 4242 since 2026-12-03T10:00:00.000Z`.
@@ -472,9 +581,10 @@ fn take_lock(
     hints: &ProjectHints,
     pid: u32,
     envelope: &mut Envelope,
-    diag: &Diag,
-) -> Result<(Context, Acquired), Failure> {
-    let mut ctx = context(at, hints)?;
+    cx: &Context,
+) -> Result<(Target, Acquired), Failure> {
+    let diag = cx.diag();
+    let mut ctx = target(at, hints, cx.env())?;
     envelope.set("project", ctx.project.to_json()?);
     let mut acquired = ctx.backend.acquire(pid, SystemTime::now())?;
     if let Acquired::Yes(lease) = &mut acquired {
@@ -498,7 +608,7 @@ fn take_lock(
 
 /// An acquire that failed on its environment or store: the envelope flows, lock.error set.
 /// Usage and input failures are returned as they are (exit 2).
-fn acquire_failed(envelope: Envelope, failure: Failure) -> Result<Report, Failure> {
+fn acquire_failed(envelope: Envelope, failure: Failure) -> Result<LockReport, Failure> {
     if !matches!(
         failure,
         Failure::Environment { .. } | Failure::Remote { .. }
@@ -510,36 +620,33 @@ fn acquire_failed(envelope: Envelope, failure: Failure) -> Result<Report, Failur
         reason: Some("error".into()),
         ..LockSection::default()
     };
-    Ok(Report::Failed {
-        envelope,
-        lock,
-        failure,
-    })
+    Ok(LockReport::failed(envelope, lock, failure))
 }
 
-fn acquire(args: &AcquireArgs, diag: &Diag) -> Result<Report, Failure> {
-    let (hints, _hook, mut envelope) =
-        ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
+fn acquire(args: &AcquireArgs, cx: &Context) -> Result<LockReport, Failure> {
+    let diag = cx.diag();
+    let (hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     if let Some(why) = declined(&envelope)? {
-        return Ok(Report::PassedThrough { envelope, why });
+        return Ok(LockReport::PassedThrough { envelope, why });
     }
     let pid = args.pid.unwrap_or_else(std::os::unix::process::parent_id);
     // A signal while the lock is being written waits; then a lock taken is rolled back, so
     // the last-consolidated time never moves for a lease nobody will release.
     let hold = signals::hold();
-    let taken = take_lock(&args.at, &hints, pid, &mut envelope, diag);
+    let taken = take_lock(&args.at, &hints, pid, &mut envelope, cx);
     if let Some(signal) = hold.end() {
         if let Ok((ctx, Acquired::Yes(lease))) = &taken {
             finish(ctx.backend.as_ref(), lease, RunStatus::Aborted, None, diag);
         }
-        return Ok(Report::Interrupted(signal));
+        return Ok(LockReport::Interrupted(Interrupted(signal)));
     }
     match taken {
-        Ok((ctx, Acquired::Yes(lease))) => Ok(Report::Acquired {
-            envelope,
-            lock: acquired_section(&ctx, &lease),
-            backend: ctx.backend,
-            lease,
+        Ok((ctx, Acquired::Yes(lease))) => Ok(LockReport::Acquired {
+            document: Enveloped {
+                envelope,
+                section: acquired_section(&ctx, &lease),
+            },
+            lease: Some((ctx.backend, lease)),
         }),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
             Ok(held(envelope, ctx.backend.as_ref(), holder_pid, since))
@@ -564,7 +671,7 @@ struct ReleaseSource {
 fn release_source(
     args: &ReleaseArgs,
     envelope: Envelope,
-) -> Result<Result<ReleaseSource, Report>, Failure> {
+) -> Result<Result<ReleaseSource, LockReport>, Failure> {
     let upstream = envelope.upstream()?;
     // `dream-lock status` prints `held` at the top level, which no envelope has.
     let from_status =
@@ -581,7 +688,7 @@ fn release_source(
     // token) or a token on the command line says what to release: whatever failed upstream,
     // a held lock is never stranded.
     if let (None, None, Upstream::Declined(why)) = (&args.token, &token, upstream) {
-        return Ok(Err(Report::PassedThrough { envelope, why }));
+        return Ok(Err(LockReport::PassedThrough { envelope, why }));
     }
     let (token, prior_mtime) = match (&args.token, token) {
         (Some(flag), from_stdin) => {
@@ -627,8 +734,9 @@ fn release_source(
     }))
 }
 
-fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
-    let (hints, _hook, envelope) = ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
+fn release(args: &ReleaseArgs, cx: &Context) -> Result<LockReport, Failure> {
+    let diag = cx.diag();
+    let (hints, _hook, envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     let ReleaseSource {
         token,
         prior_mtime,
@@ -647,9 +755,9 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
         // The flag wins: run.status is not read.
         Some(outcome) => outcome,
         None => match envelope.run_status()? {
-            Some(RunStatus::Completed) => RunStatus::Completed,
-            Some(RunStatus::Failed) => RunStatus::Failed,
-            Some(RunStatus::Aborted) => RunStatus::Aborted,
+            Some(status @ (RunStatus::Completed | RunStatus::Failed | RunStatus::Aborted)) => {
+                status
+            }
             Some(status) => {
                 reported = Some(status.as_str());
                 RunStatus::Failed
@@ -669,18 +777,14 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
     lock.error = None;
     let failed = |envelope, mut lock: LockSection, failure| {
         lock.released = Some(false);
-        acquire_failed(envelope, failure).map(|report| match report {
-            Report::Failed {
-                envelope, failure, ..
-            } => Report::Failed {
-                envelope,
-                lock,
-                failure,
-            },
-            other => other,
-        })
+        match failure {
+            Failure::Environment { .. } | Failure::Remote { .. } => {
+                Ok(LockReport::failed(envelope, lock, failure))
+            }
+            failure => Err(failure),
+        }
     };
-    let ctx = match context(&args.at, &hints) {
+    let ctx = match target(&args.at, &hints, cx.env()) {
         Ok(ctx) => ctx,
         Err(failure) => return failed(envelope, lock, failure),
     };
@@ -707,11 +811,7 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
         lock.released = Some(false);
         lock.reason = Some(reason.to_string());
         lock.holder_pid = Some(holder_pid);
-        Report::NotReleased {
-            envelope,
-            lock,
-            note,
-        }
+        LockReport::answered(envelope, lock, Exit::No, Some(note))
     };
     // By hand, a live holder that is not the caller (this shell or a parent of it) is
     // somebody else's run: releasing it lets a second run start beside it, so it takes
@@ -785,10 +885,6 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
             prior_mtime,
             outcome,
         );
-        // Said at exit 0 too: the person asked what would happen.
-        if let Report::WouldRelease { note, .. } = &report {
-            diag.warn(note);
-        }
         return Ok(report);
     }
     // A release is never cut short by a signal; what it did is still reported.
@@ -802,7 +898,7 @@ fn release(args: &ReleaseArgs, diag: &Diag) -> Result<Report, Failure> {
             }
             lock.released = Some(true);
             lock.last_consolidated_at = Some(last_consolidated.map(rfc3339));
-            Ok(Report::Released { envelope, lock })
+            Ok(LockReport::answered(envelope, lock, Exit::Yes, None))
         }
         Ok(Released::NotHolder { holder_pid }) => Ok(refused(
             lock,
@@ -823,7 +919,7 @@ fn dry_release(
     token: &str,
     prior_mtime: i64,
     outcome: RunStatus,
-) -> Report {
+) -> LockReport {
     lock.dry_run = Some(true);
     lock.released = Some(false);
     match backend.holds(token) {
@@ -842,31 +938,25 @@ fn dry_release(
                 "dry run: would release the lock as {} and {what}; nothing was changed",
                 outcome.as_str()
             );
-            Report::WouldRelease {
-                envelope,
-                lock,
-                note,
-            }
+            // Said at exit 0 too: the person asked what would happen.
+            LockReport::answered(envelope, lock, Exit::Yes, Some(note))
         }
         Ok(false) => {
             lock.reason = Some("not_holder".into());
-            Report::NotReleased {
+            LockReport::answered(
                 envelope,
                 lock,
-                note: "dry run: would not release: the lock is no longer ours (taken over, or released already)".into(),
-            }
+                Exit::No,
+                Some("dry run: would not release: the lock is no longer ours (taken over, or released already)".into()),
+            )
         }
-        Err(failure) => Report::Failed {
-            envelope,
-            lock,
-            failure,
-        },
+        Err(failure) => LockReport::failed(envelope, lock, failure),
     }
 }
 
-fn status(args: &StatusArgs) -> Result<Report, Failure> {
-    let (hints, _hook, _envelope) = ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
-    let ctx = context(&args.at, &hints)?;
+fn status(args: &StatusArgs, cx: &Context) -> Result<StatusReport, Failure> {
+    let (hints, _hook, _envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
+    let ctx = target(&args.at, &hints, cx.env())?;
     let s = ctx.backend.status(SystemTime::now())?;
     let (kind, place) = ctx.backend.location();
     let note = s.held.then(|| {
@@ -890,30 +980,40 @@ fn status(args: &StatusArgs) -> Result<Report, Failure> {
         key: (kind == "key").then_some(place),
         project: ctx.project,
     };
-    Ok(Report::Status { status, note })
+    Ok(StatusReport { status, note })
 }
 
-fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
-    let (hints, _hook, mut envelope) =
-        ProjectHints::gather(&args.at.location, Input::from_stdin()?)?;
+fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
+    let diag = cx.diag();
+    let (hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     if let Some(why) = declined(&envelope)? {
-        return Ok(Report::PassedThrough { envelope, why });
+        return Ok(ExecReport::Lock(LockReport::PassedThrough {
+            envelope,
+            why,
+        }));
     }
     // From before the lock is taken to its release, signals are forwarded to the command and
     // answered by a rollback, so none can leave the lock held with a moved mtime.
     let hold = signals::hold();
-    let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope, diag) {
+    let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope, cx) {
         Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
-            return Ok(held(envelope, ctx.backend.as_ref(), holder_pid, since));
+            return Ok(ExecReport::Lock(held(
+                envelope,
+                ctx.backend.as_ref(),
+                holder_pid,
+                since,
+            )));
         }
-        Err(failure) => return acquire_failed(envelope, failure),
+        Err(failure) => return acquire_failed(envelope, failure).map(ExecReport::Lock),
     };
     let backend = ctx.backend.as_ref();
     if let Some(signal) = signals::claim() {
         finish(backend, &lease, RunStatus::Aborted, None, diag);
         drop(hold);
-        return Ok(Report::Interrupted(signal));
+        return Ok(ExecReport::Lock(LockReport::Interrupted(Interrupted(
+            signal,
+        ))));
     }
     envelope.set(
         "lock",
@@ -925,7 +1025,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
         Ok(pin) => pin,
         Err(failure) => {
             finish(backend, &lease, RunStatus::Failed, None, diag);
-            return acquire_failed(envelope, failure);
+            return acquire_failed(envelope, failure).map(ExecReport::Lock);
         }
     };
     // A lease that expires on its own (etcd) is renewed while the command runs.
@@ -933,7 +1033,7 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
         Ok(keep_alive) => keep_alive,
         Err(failure) => {
             finish(backend, &lease, RunStatus::Failed, None, diag);
-            return acquire_failed(envelope, failure);
+            return acquire_failed(envelope, failure).map(ExecReport::Lock);
         }
     };
 
@@ -976,14 +1076,15 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
             finish(backend, &lease, RunStatus::Failed, None, diag);
             let name = args.command[0].to_string_lossy();
             let failure = Failure::Usage(format!("cannot run {name}: {e}"));
-            diag.warn(&failure.to_string());
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
                 126
             };
-            let _ = crate::cli::output::write_stdout(&failure.to_document().to_string(), false);
-            return Ok(Report::Exec(Exit::Child(code)));
+            return Ok(ExecReport::NotRun {
+                document: FailureDocument::of(&failure),
+                exit: Exit::Child(code),
+            });
         }
     };
     signals::forward_to(child.id());
@@ -1052,20 +1153,24 @@ fn exec(args: &ExecArgs, diag: &Diag) -> Result<Report, Failure> {
         diag.warn(
             "the lock could not be released after the command: it stays held until it expires",
         );
-        return Ok(Report::Exec(exit));
+        return Ok(ExecReport::Ran { exit });
     }
     // Our exit code says what the lock recorded: a run we were told to stop is aborted, even
     // when the command ignored the signal and exited 0, or was killed because we were asked
     // twice.
     if let Some(signal) = interrupted {
-        return Ok(Report::Exec(signals::exit_for(signal)));
+        return Ok(ExecReport::Ran {
+            exit: signals::exit_for(signal),
+        });
     }
     let code = status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1);
-    Ok(Report::Exec(Exit::Child(code)))
+    Ok(ExecReport::Ran {
+        exit: Exit::Child(code),
+    })
 }
 
 /// Waits until the child `pid` has exited, leaving it unreaped.
