@@ -359,7 +359,7 @@ impl Report for StatusReport {
 #[serde(untagged)]
 pub enum ExecReport {
     /// Passed through, busy, or the lock's store failed: what acquire would print.
-    Lock(LockReport),
+    Lock(Box<LockReport>),
     /// The command could not be started (exit 126, or 127 when not found); the lock was
     /// rolled back.
     NotRun {
@@ -373,6 +373,12 @@ pub enum ExecReport {
         #[serde(skip)]
         exit: Exit,
     },
+}
+
+impl ExecReport {
+    fn lock(report: LockReport) -> Self {
+        ExecReport::Lock(Box::new(report))
+    }
 }
 
 impl Report for ExecReport {
@@ -987,7 +993,7 @@ fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
     let diag = cx.diag();
     let (hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     if let Some(why) = declined(&envelope)? {
-        return Ok(ExecReport::Lock(LockReport::PassedThrough {
+        return Ok(ExecReport::lock(LockReport::PassedThrough {
             envelope,
             why,
         }));
@@ -998,20 +1004,20 @@ fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
     let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope, cx) {
         Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
-            return Ok(ExecReport::Lock(held(
+            return Ok(ExecReport::lock(held(
                 envelope,
                 ctx.backend.as_ref(),
                 holder_pid,
                 since,
             )));
         }
-        Err(failure) => return acquire_failed(envelope, failure).map(ExecReport::Lock),
+        Err(failure) => return acquire_failed(envelope, failure).map(ExecReport::lock),
     };
     let backend = ctx.backend.as_ref();
     if let Some(signal) = signals::claim() {
         finish(backend, &lease, RunStatus::Aborted, None, diag);
         drop(hold);
-        return Ok(ExecReport::Lock(LockReport::Interrupted(Interrupted(
+        return Ok(ExecReport::lock(LockReport::Interrupted(Interrupted(
             signal,
         ))));
     }
@@ -1025,7 +1031,7 @@ fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
         Ok(pin) => pin,
         Err(failure) => {
             finish(backend, &lease, RunStatus::Failed, None, diag);
-            return acquire_failed(envelope, failure).map(ExecReport::Lock);
+            return acquire_failed(envelope, failure).map(ExecReport::lock);
         }
     };
     // A lease that expires on its own (etcd) is renewed while the command runs.
@@ -1033,7 +1039,7 @@ fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
         Ok(keep_alive) => keep_alive,
         Err(failure) => {
             finish(backend, &lease, RunStatus::Failed, None, diag);
-            return acquire_failed(envelope, failure).map(ExecReport::Lock);
+            return acquire_failed(envelope, failure).map(ExecReport::lock);
         }
     };
 
