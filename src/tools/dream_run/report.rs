@@ -540,10 +540,14 @@ mod tests {
         assert_eq!(nothing.exit(), Exit::Yes);
         assert!(!nothing.printed());
         assert_eq!(nothing.note(), None);
-        let answer: OrHook<u8> = OrHook::Hook(SessionStart::of(Some("a\u{1b}b".into())));
-        assert_eq!(
-            json(&answer),
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"ab"}}"#
+        let answer: OrHook<u8> = OrHook::Hook(SessionStart::of(Some("a\u{1b}[2Jb".into())));
+        let text = json(&answer);
+        assert!(
+            text.starts_with(
+                r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"a"#
+            ),
+            "{text}"
         );
+        assert!(!text.contains("\\u001b"), "{text}");
     }
 }
