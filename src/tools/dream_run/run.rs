@@ -1985,3 +1985,93 @@ impl Progress {
 fn for_a_person(value: Value) -> Value {
     crate::cli::text::map_strings(value, &super::check::for_a_person)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::envelope::{Stage, StageOf};
+    use serde_json::json;
+
+    fn envelope(value: Value) -> Envelope {
+        let Value::Object(map) = value else {
+            unreachable!()
+        };
+        Envelope::from_map(map)
+    }
+
+    #[test]
+    fn a_failed_run_replaces_the_held_section_and_keeps_the_other_keys() {
+        let received = envelope(json!({
+            "project": {"cwd": "/p"},
+            "run": {"status": "completed", "task_id": "old"},
+            "lock": {"acquired": true, "token": "t"}
+        }));
+        let failed =
+            StageOf::<RunSection>::STAGE.failed(received, &Failure::environment("disk full"));
+        assert_eq!(
+            failed.to_string(),
+            r#"{"project":{"cwd":"/p"},"run":{"status":"failed","error":"environment","message":"disk full"},"lock":{"acquired":true,"token":"t"},"error":{"kind":"environment","message":"disk full"}}"#
+        );
+    }
+
+    #[test]
+    fn a_signal_aborts_the_run() {
+        let failed = StageOf::<RunSection>::STAGE.failed(
+            envelope(json!({"lock": {"token": "t"}})),
+            &Failure::interrupted(libc::SIGTERM),
+        );
+        assert_eq!(failed["run"]["status"], "aborted");
+        assert_eq!(failed["run"]["error"], "interrupted");
+        assert_eq!(failed["lock"]["token"], "t");
+    }
+
+    #[test]
+    fn the_report_decides_the_exit_and_the_line() {
+        let received = envelope(json!({"lock": {"token": "t"}}));
+        let mut skipped = RunSection::early(RunStatus::Skipped, Mode::Apply);
+        skipped.reason = Some("no_sessions");
+        skipped.message = Some("no sessions to review".into());
+        let report = RunReport::ran(received.clone(), skipped, None);
+        assert_eq!(report.exit(), Exit::No);
+        assert_eq!(
+            report.note().as_deref(),
+            Some("run skipped: no sessions to review; nothing was asked of the model")
+        );
+        let mut late = RunReport::ran(
+            received.clone(),
+            RunSection::early(RunStatus::Completed, Mode::Apply),
+            None,
+        );
+        assert_eq!(late.exit(), Exit::Yes);
+        late.late_signal = Some(libc::SIGINT);
+        assert_eq!(late.exit(), Exit::Interrupted);
+        assert_eq!(late.note(), None);
+        let failed = RunReport::ran(
+            received.clone(),
+            RunSection::early(RunStatus::Failed, Mode::Apply),
+            Some(Failure::environment("cannot append")),
+        );
+        assert_eq!(failed.exit(), Exit::Environment);
+        let text = serde_json::to_string(&failed).unwrap();
+        assert!(
+            text.starts_with(r#"{"lock":{"token":"t"},"error":{"kind":"environment","message":"cannot append"},"run":{"status":"failed""#),
+            "{text}"
+        );
+        let claimed = RunReport::failed_after_claim(
+            received.clone(),
+            "T1",
+            Failure::interrupted(libc::SIGINT),
+        );
+        assert_eq!(claimed.exit(), Exit::Interrupted);
+        assert_eq!(
+            serde_json::to_string(&claimed).unwrap(),
+            r#"{"lock":{"token":"t"},"run":{"status":"aborted","error":"interrupted","message":"interrupted by SIGINT","task_id":"T1"},"error":{"kind":"interrupted","message":"interrupted by SIGINT"}}"#
+        );
+        let passed = RunReport::passed_through(received, "passed through: no".into());
+        assert_eq!(passed.exit(), Exit::No);
+        assert_eq!(
+            serde_json::to_string(&passed).unwrap(),
+            r#"{"lock":{"token":"t"}}"#
+        );
+    }
+}
