@@ -597,7 +597,7 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
 }
 
 /// A `.dreamkit-<pid>-*.tmp` whose writer is gone (or over 10 minutes old), as a problem.
-fn stray_temp(entry: &std::fs::DirEntry, name: &str, prefix: &str) -> Option<Problem> {
+fn stray_temp(entry: &walkdir::DirEntry, name: &str, prefix: &str) -> Option<Problem> {
     let writer = crate::files::temp_file_writer(name)?;
     let meta = entry.metadata().ok()?;
     if !crate::store::sweep::is_stray(name, &meta, std::time::SystemTime::now()) {
@@ -617,94 +617,99 @@ fn stray_temp(entry: &std::fs::DirEntry, name: &str, prefix: &str) -> Option<Pro
 /// Every `.md` file under `dir` (not following symlinks, leaving out dot files and folders:
 /// the lock files, `.git`), read; every other entry is a problem of its own.
 fn walk(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Found> {
+    // The memory dir itself must be a folder that can be listed (a walk would take a file
+    // given as its root for an entry).
+    std::fs::read_dir(dir)?;
     let mut files = Vec::new();
     // Listed first, then read on every core.
     let mut to_read: Vec<(String, PathBuf)> = Vec::new();
     let mut seen = HashSet::new();
-    let mut folders: VecDeque<(PathBuf, String)> = VecDeque::new();
-    folders.push_back((dir.to_path_buf(), String::new()));
-    let mut first = true;
-    while let Some((folder, prefix)) = folders.pop_front() {
-        let entries = match std::fs::read_dir(&folder) {
-            Ok(entries) => entries,
-            Err(e) if first => return Err(e),
+    let relative_of = |path: &Path| {
+        path.strip_prefix(dir)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    };
+    // Never through a symbolic link; a folder's entries in name order.
+    let mut walk = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(entry) = walk.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) if e.depth() == 0 => {
+                return Err(e
+                    .into_io_error()
+                    .unwrap_or_else(|| io::Error::other("cannot list the memory dir")))
+            }
             Err(e) => {
+                let folder = e.path().map(relative_of).unwrap_or_default();
+                let why = match e.io_error() {
+                    Some(io) => io.to_string(),
+                    None => e.to_string(),
+                };
                 problems.push(Problem::new(
                     Kind::Unreadable,
-                    prefix.trim_end_matches('/'),
+                    &folder,
                     None,
-                    format!("a folder that cannot be listed: {e}"),
+                    format!("a folder that cannot be listed: {why}"),
                 ));
                 continue;
             }
         };
-        first = false;
-        // Each name taken once (`file_name` allocates), then sorted.
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry?;
-            names.push((entry.file_name(), entry));
-        }
-        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (name, entry) in names {
-            let Some(name) = name.to_str() else {
-                problems.push(Problem::new(
-                    Kind::Unreadable,
-                    &format!("{prefix}{}", name.to_string_lossy()),
-                    None,
-                    "a name that is not UTF-8: the dream agent cannot name it",
-                ));
-                continue;
-            };
-            if name.starts_with('.') {
-                // Dot files are not memory; but a temporary file a killed dreamkit process
-                // left is reported (the next command that changes state removes it).
-                if let Some(problem) = stray_temp(&entry, name, &prefix) {
-                    problems.push(problem);
-                }
-                continue;
-            }
-            let relative = format!("{prefix}{name}");
-            seen.insert(relative.clone());
-            // The directory entry's type: no system call per entry.
-            let kind = match entry.file_type() {
-                Ok(kind) => kind,
-                Err(e) => {
-                    problems.push(Problem::new(
-                        Kind::Unreadable,
-                        &relative,
-                        None,
-                        e.to_string(),
-                    ));
-                    continue;
-                }
-            };
+        let kind = entry.file_type();
+        let Some(name) = entry.file_name().to_str() else {
             if kind.is_dir() {
-                folders.push_back((entry.path(), format!("{relative}/")));
-            } else if kind.is_symlink() {
-                problems.push(Problem::new(
-                    Kind::Unreadable,
-                    &relative,
-                    None,
-                    "a symbolic link: dreamkit neither follows nor maintains it",
-                ));
-            } else if !kind.is_file() {
-                problems.push(Problem::new(
-                    Kind::Unreadable,
-                    &relative,
-                    None,
-                    format!("{}, not a regular file", file_kind(kind)),
-                ));
-            } else if !is_markdown(name) {
-                problems.push(Problem::new(
-                    Kind::NotMarkdown,
-                    &relative,
-                    None,
-                    "not a .md file: Claude Code's memory holds Markdown only",
-                ));
-            } else {
-                to_read.push((relative, entry.path()));
+                walk.skip_current_dir();
             }
+            problems.push(Problem::new(
+                Kind::Unreadable,
+                &relative_of(entry.path()),
+                None,
+                "a name that is not UTF-8: the dream agent cannot name it",
+            ));
+            continue;
+        };
+        let relative = relative_of(entry.path());
+        if name.starts_with('.') {
+            if kind.is_dir() {
+                walk.skip_current_dir();
+            }
+            // Dot files are not memory; but a temporary file a killed dreamkit process
+            // left is reported (the next command that changes state removes it).
+            let prefix = &relative[..relative.len() - name.len()];
+            if let Some(problem) = stray_temp(&entry, name, prefix) {
+                problems.push(problem);
+            }
+            continue;
+        }
+        seen.insert(relative.clone());
+        if kind.is_dir() {
+            // The walk goes into it.
+        } else if kind.is_symlink() {
+            problems.push(Problem::new(
+                Kind::Unreadable,
+                &relative,
+                None,
+                "a symbolic link: dreamkit neither follows nor maintains it",
+            ));
+        } else if !kind.is_file() {
+            problems.push(Problem::new(
+                Kind::Unreadable,
+                &relative,
+                None,
+                format!("{}, not a regular file", file_kind(kind)),
+            ));
+        } else if !is_markdown(name) {
+            problems.push(Problem::new(
+                Kind::NotMarkdown,
+                &relative,
+                None,
+                "not a .md file: Claude Code's memory holds Markdown only",
+            ));
+        } else {
+            to_read.push((relative, entry.into_path()));
         }
     }
     let read = crate::parallel::map(&to_read, |(_, path)| read_memory_file(path));
@@ -1341,27 +1346,24 @@ impl ProjectNames {
 
 fn list_names(root: &Path) -> Option<HashSet<String>> {
     let mut names = HashSet::new();
-    let mut folders = vec![root.to_path_buf()];
     let mut seen = 0usize;
-    while let Some(folder) = folders.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else {
+    let mut walk = walkdir::WalkDir::new(root).min_depth(1).into_iter();
+    while let Some(entry) = walk.next() {
+        // An entry that cannot be read, or a folder that cannot be listed, is left out.
+        let Ok(entry) = entry else {
             continue;
         };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_PROJECT_ENTRIES {
-                return None;
-            }
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().is_ok_and(|t| t.is_dir())
-                && !name.starts_with('.')
-                && name != "node_modules"
-                && name != "target"
-            {
-                folders.push(entry.path());
-            }
-            names.insert(name);
+        seen += 1;
+        if seen > MAX_PROJECT_ENTRIES {
+            return None;
         }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_dir()
+            && (name.starts_with('.') || name == "node_modules" || name == "target")
+        {
+            walk.skip_current_dir();
+        }
+        names.insert(name);
     }
     Some(names)
 }
