@@ -37,7 +37,7 @@ pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
 }
 
 /// What a command found and rolled back before doing its own work (`recovered` in its JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Recovered {
     /// The interrupted command: `apply` or `undo`.
     pub command: String,
@@ -51,14 +51,14 @@ pub struct Recovered {
     pub lock_rolled_back: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub path: String,
     pub why: String,
 }
 
 /// A journal that could not be read or rolled back, moved aside (`journal_corrupt`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CorruptJournal {
     /// Where the journal is now (`<state_dir>/journal.corrupt-<time>`), backing copies kept.
     pub moved_to: String,
@@ -68,7 +68,7 @@ pub struct CorruptJournal {
     pub files: Vec<BackedUp>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct BackedUp {
     /// The memory file (absolute).
     pub path: String,
@@ -79,7 +79,7 @@ pub struct BackedUp {
 }
 
 /// A run that died while recorded as `running`, and what was done about it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct OrphanRun {
     pub task_id: String,
     pub started_at: String,
@@ -152,6 +152,26 @@ impl Serialize for Recovery {
         let mut map = serializer.serialize_map(None)?;
         self.write_fields(&mut map)?;
         map.end()
+    }
+}
+
+/// The fields [`Recovery::write_fields`] writes, each optional (a command's JSON names only
+/// what there was to put back).
+impl schemars::JsonSchema for Recovery {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Recovery".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "recovered": generator.subschema_for::<Recovered>(),
+                "journal_corrupt": generator.subschema_for::<CorruptJournal>(),
+                "orphans": generator.subschema_for::<Vec<OrphanRun>>(),
+                "swept": generator.subschema_for::<Swept>(),
+            }
+        })
     }
 }
 

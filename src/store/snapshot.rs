@@ -188,7 +188,7 @@ pub struct Snapshot {
 }
 
 /// How a run changed the memory dir.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Diff {
     pub created: Vec<String>,
     pub modified: Vec<String>,

@@ -70,7 +70,7 @@ pub fn strays(dir: &Path, now: SystemTime) -> Vec<PathBuf> {
 }
 
 /// What a sweep removed, and what it could not.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Swept {
     /// Stray temporary files removed (absolute paths).
     pub removed: Vec<String>,

@@ -25,14 +25,16 @@ pub const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
 pub const MAX_PENDING_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One assistant turn as the record shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Turn {
     pub text: String,
     pub tool_use_count: usize,
 }
 
 /// The token counters, in a form that can be read back.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct UsageRecord {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -52,7 +54,7 @@ impl From<Usage> for UsageRecord {
 }
 
 /// SPEC §5's task record, plus where its snapshot is and what the run changed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskRecord {
     pub task_id: String,
     #[serde(rename = "type")]
@@ -242,7 +244,7 @@ impl TaskStore {
 }
 
 /// One line of `pending-updates.jsonl`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PendingUpdate {
     pub source: String,
     pub task_id: String,

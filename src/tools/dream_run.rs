@@ -4,14 +4,15 @@
 pub mod check;
 pub mod diff;
 pub mod digest;
-mod history;
+pub mod history;
+mod lease;
 pub mod prompt;
 #[cfg(test)]
 mod props;
-mod recover;
-mod report;
+pub mod recover;
+pub mod report;
 pub mod review;
-mod run;
+pub mod run;
 pub mod sandbox;
 pub mod staging;
 // The store is shared with dream-lock; its modules keep their names here.
@@ -22,9 +23,15 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use schemars::{Schema, SchemaGenerator};
+
+use self::report::OrHook;
+use crate::claude::paths::ProjectHints;
+use crate::claude::Project;
 use crate::cli::args::EnvNamed;
 use crate::cli::duration::{parse_duration, parse_hours};
-use crate::cli::{CommonArgs, Failure, LocationArgs, Outcome, Tool};
+use crate::cli::envelope::{Stage, StageOf};
+use crate::cli::{CommonArgs, Context, Delivery, Failure, LocationArgs, Tool};
 use crate::lock::BackendArgs;
 use crate::model::ModelArgs;
 
@@ -250,54 +257,147 @@ pub struct RecoverArgs {
 }
 
 impl crate::cli::Binary for Args {
-    const STAGE: Option<&'static dyn crate::cli::envelope::Stage> =
-        Some(&crate::cli::legacy::LegacyStage("run"));
+    const STAGE: Option<&'static dyn Stage> = Some(&StageOf::<run::RunSection>::STAGE);
 
     fn common(&self) -> &CommonArgs {
         &self.common
     }
 
-    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
-        crate::cli::legacy::enter(cx, self)
+    fn dispatch(self, cx: &Context) -> Delivery {
+        match self.command {
+            None => cx.finish(self.run),
+            Some(Subcommand::Tasks(args)) => cx.finish(args),
+            Some(Subcommand::Pending(args)) => cx.finish(args),
+            Some(Subcommand::Undo(args)) => cx.finish(args),
+            Some(Subcommand::Show(args)) => cx.finish(args),
+            Some(Subcommand::Apply(args)) => cx.finish(args),
+            Some(Subcommand::Discard(args)) => cx.finish(args),
+            Some(Subcommand::Recover(args)) => cx.finish(args),
+            Some(Subcommand::Check(args)) => cx.finish(args),
+        }
     }
 }
 
-impl Tool for Args {
-    type Report = Outcome;
+/// The project a subcommand works on: its flags, and the hook payload or envelope on stdin.
+fn project(location: &LocationArgs, cx: &Context) -> Result<Project, Failure> {
+    let (hints, _hook, _envelope) = ProjectHints::gather(location, cx.input()?)?;
+    Ok(Project::resolve(&hints, cx.env())?.0)
+}
 
-    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
-        let diag = cx.diag();
-        // A SessionStart hook's answer: the context, or nothing; never a failure, which the
-        // client would show as a hook error at every session start.
-        let hook = match &self.command {
-            Some(Subcommand::Pending(args)) => args.hook,
-            Some(Subcommand::Show(args)) => args.hook,
-            Some(Subcommand::Check(args)) => args.hook,
-            _ => false,
-        };
-        let report = match self.command {
-            None => return run::run(&self.run, &self.common, diag),
-            Some(Subcommand::Tasks(args)) => history::tasks(&args, diag),
-            Some(Subcommand::Pending(args)) => history::pending(&args, diag),
-            Some(Subcommand::Undo(args)) => history::undo(&args, diag),
-            Some(Subcommand::Show(args)) => review::show(&args, diag),
-            Some(Subcommand::Apply(args)) => review::apply(&args, diag),
-            Some(Subcommand::Discard(args)) => review::discard(&args, diag),
-            Some(Subcommand::Recover(args)) => recover::recover(&args, diag),
-            Some(Subcommand::Check(args)) => check::check(&args, diag),
-        };
-        let report = match (report, hook) {
-            (Ok(report), true) => report.for_session_start(),
-            (Err(failure), true) => {
-                diag.warn(&failure.to_string());
-                report::Report::SessionStart(None)
-            }
-            (report, false) => report?,
-        };
-        if let Some(problem) = report.problem() {
-            diag.warn(&problem);
+impl Tool for RunArgs {
+    type Report = run::RunReport;
+
+    fn run(self, cx: &Context) -> Result<run::RunReport, Failure> {
+        run::run(&self, cx)
+    }
+
+    /// With `--events`, stdout still holds the envelope: the events go to stderr.
+    fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
+        Ok(generator.subschema_for::<run::RunReport>())
+    }
+}
+
+impl Tool for TasksArgs {
+    type Report = history::TasksReport;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        history::tasks(&self, cx)
+    }
+}
+
+impl Tool for PendingArgs {
+    type Report = OrHook<history::PendingReport>;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        if self.hook {
+            let pending = history::pending(&self, cx);
+            return Ok(OrHook::hook(pending, cx.diag(), |p| p.session_context()));
         }
-        Ok(report.into())
+        history::pending(&self, cx).map(OrHook::Report)
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
+        Ok(match self.hook {
+            true => report::hook_schema(generator),
+            false => generator.subschema_for::<history::PendingReport>(),
+        })
+    }
+}
+
+impl Tool for UndoArgs {
+    type Report = history::UndoReport;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        history::undo(&self, cx)
+    }
+}
+
+impl Tool for ShowArgs {
+    type Report = OrHook<review::ShowReport>;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        if self.hook {
+            let shown = review::show(&self, cx);
+            return Ok(OrHook::hook(shown, cx.diag(), |s| s.session_context()));
+        }
+        review::show(&self, cx).map(OrHook::Report)
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
+        match (self.hook, self.diff) {
+            (true, _) => Ok(report::hook_schema(generator)),
+            (false, true) => Err(
+                "stdout holds a unified diff, not JSON; for the JSON form (diff_text), run show without --diff",
+            ),
+            (false, false) => Ok(generator.subschema_for::<review::ShowReport>()),
+        }
+    }
+}
+
+impl Tool for ApplyArgs {
+    type Report = review::ApplyReport;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        review::apply(&self, cx)
+    }
+}
+
+impl Tool for DiscardArgs {
+    type Report = review::DiscardReport;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        review::discard(&self, cx)
+    }
+}
+
+impl Tool for RecoverArgs {
+    type Report = recover::RecoverReport;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        recover::recover(&self, cx)
+    }
+}
+
+impl Tool for CheckArgs {
+    type Report = OrHook<check::Health>;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        if self.hook {
+            let health = check::check(&self, cx);
+            return Ok(OrHook::hook(
+                health,
+                cx.diag(),
+                check::Health::session_context,
+            ));
+        }
+        check::check(&self, cx).map(OrHook::Report)
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
+        Ok(match self.hook {
+            true => report::hook_schema(generator),
+            false => generator.subschema_for::<check::Health>(),
+        })
     }
 }
 

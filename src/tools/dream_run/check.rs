@@ -13,22 +13,26 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use schemars::JsonSchema;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use self::markdown::Line;
 use self::patterns::PathShape;
-use super::prompt::{INDEX_FILE, INDEX_LINE_CHARS};
-use super::report::Report;
 use super::CheckArgs;
-use crate::claude::paths::{git_root, ProjectHints};
+use crate::claude::paths::git_root;
 use crate::claude::{sessions, Env, Project};
 use crate::cli::output::path_lossy;
 use crate::cli::time::rfc3339;
-use crate::cli::{Diag, Failure, Input};
+use crate::cli::{Context, Exit, Failure, Report};
 use crate::files::file_kind;
 
 pub use self::index::{MAX_CHARS as INDEX_MAX_CHARS, MAX_LINES as INDEX_MAX_LINES};
+
+/// The index Claude Code loads at every session start.
+pub const INDEX_FILE: &str = "MEMORY.md";
+/// One index line per entry, about this long at most (longer is `long_entry`).
+pub const INDEX_LINE_CHARS: usize = 150;
 pub(crate) use self::patterns::{redact_lines, SecretLines, SECRET_LINE};
 
 /// Text that may quote memory (a model's words, a tool call, a diff), as it is shown to a
@@ -55,7 +59,7 @@ pub const CUT_LINES: usize = 1_000;
 pub const CUT_LINE_CHARS: usize = 200;
 
 /// What is wrong, in the order reports list the kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     IndexOverLimit,
@@ -107,7 +111,7 @@ impl Kind {
 }
 
 /// One problem: where (a path relative to the memory dir, a 1-based line) and what.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Problem {
     pub kind: Kind,
     pub file: String,
@@ -191,17 +195,42 @@ impl Serialize for Counts {
     }
 }
 
+/// Every kind, each a count.
+impl JsonSchema for Counts {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Counts".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+        let properties: serde_json::Map<String, serde_json::Value> = names
+            .iter()
+            .map(|name| {
+                let count = serde_json::json!({"type": "integer", "minimum": 0});
+                (name.to_string(), count)
+            })
+            .collect();
+        schemars::json_schema!({
+            "type": "object",
+            "properties": properties,
+            "required": names,
+            "additionalProperties": false,
+        })
+    }
+}
+
 /// A line the client drops when it loads the index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CutLine {
     pub line: usize,
     pub text: String,
 }
 
 /// The index as the client loads it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct IndexHealth {
     #[serde(serialize_with = "path_lossy")]
+    #[schemars(with = "String")]
     pub path: PathBuf,
     pub exists: bool,
     pub lines: usize,
@@ -231,12 +260,14 @@ impl IndexHealth {
 }
 
 /// `dream-run check`'s answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Health {
     #[serde(serialize_with = "path_lossy")]
+    #[schemars(with = "String")]
     pub memory_dir: PathBuf,
     /// The project whose paths `missing_path` checks; null with `--memory-dir` alone.
     #[serde(serialize_with = "option_path")]
+    #[schemars(with = "Option<String>")]
     pub project_root: Option<PathBuf>,
     /// Memory files read (`.md`, the index included).
     pub files: usize,
@@ -349,7 +380,7 @@ impl ProjectScope {
 }
 
 /// `run.health`: the counts before and after a run, and the kinds it made worse.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct RunHealth {
     pub before: CountsOnly,
     /// `None` when the memory dir could not be checked after the run.
@@ -357,7 +388,7 @@ pub struct RunHealth {
     pub worse: Vec<Kind>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CountsOnly {
     pub counts: Counts,
 }
@@ -415,12 +446,61 @@ struct Found {
     entries: HashSet<String>,
 }
 
+/// `check`'s answer: healthy (exit 0) or not (exit 1, the counts in one line on stderr).
+impl Report for Health {
+    fn exit(&self) -> Exit {
+        if self.is_healthy() {
+            Exit::Yes
+        } else {
+            Exit::No
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        (!self.is_healthy()).then(|| {
+            format!(
+                "{} problem{} in {}: {}",
+                self.problems.len(),
+                if self.problems.len() == 1 { "" } else { "s" },
+                self.memory_dir.display(),
+                self.counts.summary()
+            )
+        })
+    }
+}
+
+impl Health {
+    /// What a new session should know: the memory's problems, the first ten of them.
+    pub fn session_context(&self) -> Option<String> {
+        if self.is_healthy() {
+            return None;
+        }
+        let shown: Vec<String> = self
+            .problems
+            .iter()
+            .take(10)
+            .map(Problem::one_line)
+            .collect();
+        let more = self.problems.len().saturating_sub(shown.len());
+        Some(format!(
+            "dreamkit's memory check found {} problem{} in this project's memory ({}):\n{}{}\nThe next consolidation works on them; `dream-run check` lists them all.",
+            self.problems.len(),
+            if self.problems.len() == 1 { "" } else { "s" },
+            self.counts.summary(),
+            shown.join("\n"),
+            if more > 0 { format!("\n... and {more} more") } else { String::new() },
+        ))
+    }
+}
+
 /// `dream-run check`.
-pub(super) fn check(args: &CheckArgs, diag: &Diag) -> Result<Report, Failure> {
-    let (hints, _hook, _envelope) = ProjectHints::gather(&args.location, Input::from_stdin()?)?;
+pub(super) fn check(args: &CheckArgs, cx: &Context) -> Result<Health, Failure> {
+    let diag = cx.diag();
+    let (hints, _hook, _envelope) =
+        crate::claude::paths::ProjectHints::gather(&args.location, cx.input()?)?;
     // With --memory-dir alone there is no project to check paths against.
     let with_project = hints.cwd.is_some() || args.location.memory_dir.is_none();
-    let project = Project::resolve(&hints, &Env::from_process())?.0;
+    let project = Project::resolve(&hints, cx.env())?.0;
     // A half-done apply or undo explains what the check is about to find: said first, and
     // how to roll it back (the check itself changes nothing).
     super::recover::report(&project, diag);
@@ -438,7 +518,7 @@ pub(super) fn check(args: &CheckArgs, diag: &Diag) -> Result<Report, Failure> {
         }
         Err(e) => return Err(Failure::io("read the memory dir", &project.memory_dir, &e)),
     };
-    Ok(Report::Check(Box::new(health)))
+    Ok(health)
 }
 
 /// Checks the memory dir `dir`. Fails only when `dir` itself cannot be listed.
@@ -517,7 +597,7 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
 }
 
 /// A `.dreamkit-<pid>-*.tmp` whose writer is gone (or over 10 minutes old), as a problem.
-fn stray_temp(entry: &std::fs::DirEntry, name: &str, prefix: &str) -> Option<Problem> {
+fn stray_temp(entry: &walkdir::DirEntry, name: &str, prefix: &str) -> Option<Problem> {
     let writer = crate::files::temp_file_writer(name)?;
     let meta = entry.metadata().ok()?;
     if !crate::store::sweep::is_stray(name, &meta, std::time::SystemTime::now()) {
@@ -537,94 +617,99 @@ fn stray_temp(entry: &std::fs::DirEntry, name: &str, prefix: &str) -> Option<Pro
 /// Every `.md` file under `dir` (not following symlinks, leaving out dot files and folders:
 /// the lock files, `.git`), read; every other entry is a problem of its own.
 fn walk(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Found> {
+    // The memory dir itself must be a folder that can be listed (a walk would take a file
+    // given as its root for an entry).
+    std::fs::read_dir(dir)?;
     let mut files = Vec::new();
     // Listed first, then read on every core.
     let mut to_read: Vec<(String, PathBuf)> = Vec::new();
     let mut seen = HashSet::new();
-    let mut folders: VecDeque<(PathBuf, String)> = VecDeque::new();
-    folders.push_back((dir.to_path_buf(), String::new()));
-    let mut first = true;
-    while let Some((folder, prefix)) = folders.pop_front() {
-        let entries = match std::fs::read_dir(&folder) {
-            Ok(entries) => entries,
-            Err(e) if first => return Err(e),
+    let relative_of = |path: &Path| {
+        path.strip_prefix(dir)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    };
+    // Never through a symbolic link; a folder's entries in name order.
+    let mut walk = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(entry) = walk.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) if e.depth() == 0 => {
+                return Err(e
+                    .into_io_error()
+                    .unwrap_or_else(|| io::Error::other("cannot list the memory dir")))
+            }
             Err(e) => {
+                let folder = e.path().map(relative_of).unwrap_or_default();
+                let why = match e.io_error() {
+                    Some(io) => io.to_string(),
+                    None => e.to_string(),
+                };
                 problems.push(Problem::new(
                     Kind::Unreadable,
-                    prefix.trim_end_matches('/'),
+                    &folder,
                     None,
-                    format!("a folder that cannot be listed: {e}"),
+                    format!("a folder that cannot be listed: {why}"),
                 ));
                 continue;
             }
         };
-        first = false;
-        // Each name taken once (`file_name` allocates), then sorted.
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry?;
-            names.push((entry.file_name(), entry));
-        }
-        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (name, entry) in names {
-            let Some(name) = name.to_str() else {
-                problems.push(Problem::new(
-                    Kind::Unreadable,
-                    &format!("{prefix}{}", name.to_string_lossy()),
-                    None,
-                    "a name that is not UTF-8: the dream agent cannot name it",
-                ));
-                continue;
-            };
-            if name.starts_with('.') {
-                // Dot files are not memory; but a temporary file a killed dreamkit process
-                // left is reported (the next command that changes state removes it).
-                if let Some(problem) = stray_temp(&entry, name, &prefix) {
-                    problems.push(problem);
-                }
-                continue;
-            }
-            let relative = format!("{prefix}{name}");
-            seen.insert(relative.clone());
-            // The directory entry's type: no system call per entry.
-            let kind = match entry.file_type() {
-                Ok(kind) => kind,
-                Err(e) => {
-                    problems.push(Problem::new(
-                        Kind::Unreadable,
-                        &relative,
-                        None,
-                        e.to_string(),
-                    ));
-                    continue;
-                }
-            };
+        let kind = entry.file_type();
+        let Some(name) = entry.file_name().to_str() else {
             if kind.is_dir() {
-                folders.push_back((entry.path(), format!("{relative}/")));
-            } else if kind.is_symlink() {
-                problems.push(Problem::new(
-                    Kind::Unreadable,
-                    &relative,
-                    None,
-                    "a symbolic link: dreamkit neither follows nor maintains it",
-                ));
-            } else if !kind.is_file() {
-                problems.push(Problem::new(
-                    Kind::Unreadable,
-                    &relative,
-                    None,
-                    format!("{}, not a regular file", file_kind(kind)),
-                ));
-            } else if !is_markdown(name) {
-                problems.push(Problem::new(
-                    Kind::NotMarkdown,
-                    &relative,
-                    None,
-                    "not a .md file: Claude Code's memory holds Markdown only",
-                ));
-            } else {
-                to_read.push((relative, entry.path()));
+                walk.skip_current_dir();
             }
+            problems.push(Problem::new(
+                Kind::Unreadable,
+                &relative_of(entry.path()),
+                None,
+                "a name that is not UTF-8: the dream agent cannot name it",
+            ));
+            continue;
+        };
+        let relative = relative_of(entry.path());
+        if name.starts_with('.') {
+            if kind.is_dir() {
+                walk.skip_current_dir();
+            }
+            // Dot files are not memory; but a temporary file a killed dreamkit process
+            // left is reported (the next command that changes state removes it).
+            let prefix = &relative[..relative.len() - name.len()];
+            if let Some(problem) = stray_temp(&entry, name, prefix) {
+                problems.push(problem);
+            }
+            continue;
+        }
+        seen.insert(relative.clone());
+        if kind.is_dir() {
+            // The walk goes into it.
+        } else if kind.is_symlink() {
+            problems.push(Problem::new(
+                Kind::Unreadable,
+                &relative,
+                None,
+                "a symbolic link: dreamkit neither follows nor maintains it",
+            ));
+        } else if !kind.is_file() {
+            problems.push(Problem::new(
+                Kind::Unreadable,
+                &relative,
+                None,
+                format!("{}, not a regular file", file_kind(kind)),
+            ));
+        } else if !is_markdown(name) {
+            problems.push(Problem::new(
+                Kind::NotMarkdown,
+                &relative,
+                None,
+                "not a .md file: Claude Code's memory holds Markdown only",
+            ));
+        } else {
+            to_read.push((relative, entry.into_path()));
         }
     }
     let read = crate::parallel::map(&to_read, |(_, path)| read_memory_file(path));
@@ -1261,27 +1346,24 @@ impl ProjectNames {
 
 fn list_names(root: &Path) -> Option<HashSet<String>> {
     let mut names = HashSet::new();
-    let mut folders = vec![root.to_path_buf()];
     let mut seen = 0usize;
-    while let Some(folder) = folders.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else {
+    let mut walk = walkdir::WalkDir::new(root).min_depth(1).into_iter();
+    while let Some(entry) = walk.next() {
+        // An entry that cannot be read, or a folder that cannot be listed, is left out.
+        let Ok(entry) = entry else {
             continue;
         };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_PROJECT_ENTRIES {
-                return None;
-            }
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().is_ok_and(|t| t.is_dir())
-                && !name.starts_with('.')
-                && name != "node_modules"
-                && name != "target"
-            {
-                folders.push(entry.path());
-            }
-            names.insert(name);
+        seen += 1;
+        if seen > MAX_PROJECT_ENTRIES {
+            return None;
         }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_dir()
+            && (name.starts_with('.') || name == "node_modules" || name == "target")
+        {
+            walk.skip_current_dir();
+        }
+        names.insert(name);
     }
     Some(names)
 }

@@ -31,19 +31,21 @@ struct Source {
 }
 
 /// A listed session whose transcript could not be read (it gets no digest).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Unreadable {
     pub session_id: String,
     pub problem: String,
 }
 
 /// One session's digest, as the prompt names it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Digest {
     pub session_id: String,
     #[serde(serialize_with = "crate::cli::output::path_lossy")]
+    #[schemars(with = "String")]
     pub transcript: PathBuf,
     #[serde(serialize_with = "crate::cli::output::path_lossy")]
+    #[schemars(with = "String")]
     pub path: PathBuf,
     pub raw_bytes: u64,
     pub digest_bytes: u64,

@@ -3,26 +3,94 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use super::journal::{Intent, Journal};
-use super::report::{Cause, Report, Verb};
-use super::snapshot::Snapshot;
-use super::tasks::{self, TaskRecord, TaskStore};
-use super::{PendingArgs, TasksArgs, UndoArgs};
-use crate::claude::paths::ProjectHints;
-use crate::claude::{Env, Project};
-use crate::cli::time::rfc3339;
-use crate::cli::{signals, Diag, Failure, Input, LocationArgs};
-use crate::lock::{Acquired, RunStatus};
+use schemars::JsonSchema;
+use serde::Serialize;
 
-pub(super) fn project(location: &LocationArgs) -> Result<Project, Failure> {
-    let (hints, _hook, _envelope) = ProjectHints::gather(location, Input::from_stdin()?)?;
-    Ok(Project::resolve(&hints, &Env::from_process())?.0)
+use super::journal::{Intent, Journal};
+use super::lease::take_lock;
+use super::report::{verb, Cause, Change, Done, Interrupted, Refusal, Stopped, WouldDo};
+use super::snapshot::Snapshot;
+use super::tasks::{self, is_task_id, PendingUpdate, TaskRecord, TaskStore};
+use super::{PendingArgs, TasksArgs, UndoArgs};
+use crate::cli::time::rfc3339;
+use crate::cli::{signals, Context, Exit, Failure, Report, RunStatus};
+
+/// `tasks`' answer.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TasksReport {
+    /// The records, as any text quoting the model or the memory is shown to a person.
+    #[schemars(with = "Vec<TaskRecord>")]
+    pub tasks: serde_json::Value,
+    /// Task ids whose records cannot be read (left out of `tasks`).
+    pub unreadable: Vec<String>,
+    /// `unreadable_task_records` when some are left out.
+    pub warnings: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
 }
+
+impl Report for TasksReport {
+    fn exit(&self) -> Exit {
+        Exit::Yes
+    }
+}
+
+/// `pending [--clear] [--dry-run]`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PendingReport {
+    pub updates: Vec<PendingUpdate>,
+    pub cleared: bool,
+    /// `--dry-run`: always true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
+    /// `--dry-run`: whether `--clear` would have cleared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_clear: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
+}
+
+impl Report for PendingReport {
+    fn exit(&self) -> Exit {
+        Exit::Yes
+    }
+}
+
+impl PendingReport {
+    /// What a new session should know: the memory changed since the last session.
+    pub fn session_context(&self) -> Option<String> {
+        let updates = &self.updates;
+        if updates.is_empty() {
+            return None;
+        }
+        let mut files: Vec<&str> = updates
+            .iter()
+            .flat_map(|u| u.files_touched.iter().map(String::as_str))
+            .collect();
+        files.sort_unstable();
+        files.dedup();
+        let shown: Vec<&str> = files.iter().take(20).copied().collect();
+        let more = files.len().saturating_sub(shown.len());
+        Some(format!(
+            "dreamkit consolidated this project's memory since the last session ({} run{}): {} file{} changed: {}{}. Read MEMORY.md again before relying on what you remember of it.",
+            updates.len(),
+            if updates.len() == 1 { "" } else { "s" },
+            files.len(),
+            if files.len() == 1 { "" } else { "s" },
+            shown.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+        ))
+    }
+}
+
+/// `undo`'s answer.
+pub type UndoReport = Change<verb::Undone>;
 
 /// `dream-run tasks`: every record, newest first; a running record whose process is gone is
 /// shown as what it is, a failed run (`error: "orphaned"`).
-pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Report, Failure> {
-    let project = project(&args.location)?;
+pub(super) fn tasks(args: &TasksArgs, cx: &Context) -> Result<TasksReport, Failure> {
+    let diag = cx.diag();
+    let project = super::project(&args.location, cx)?;
     let store = TaskStore::new(&project.state_dir);
     let (records, unreadable) = store
         .list()
@@ -32,7 +100,7 @@ pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Report, Failure> {
         .map(|mut r| {
             if r.is_orphaned() {
                 super::recover::say_orphaned(&r, diag);
-                r.status = "failed".into();
+                r.status = RunStatus::Failed.as_str().into();
                 r.error = Some("orphaned".into());
             }
             r
@@ -51,8 +119,12 @@ pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Report, Failure> {
             store.path_of(&unreadable[0]).display()
         ));
     }
-    Ok(Report::Tasks {
-        tasks,
+    // The records quote the model (turns, summary, errors) and the memory (the diff): shown
+    // as any such text is shown to a person.
+    let tasks = serde_json::to_value(&tasks)
+        .map_err(|e| Failure::environment(format!("cannot serialise the task records: {e}")))?;
+    Ok(TasksReport {
+        tasks: crate::cli::text::map_strings(tasks, &super::check::for_a_person),
         unreadable,
         warnings,
         interrupted: super::recover::report(&project, diag),
@@ -60,8 +132,9 @@ pub(super) fn tasks(args: &TasksArgs, diag: &Diag) -> Result<Report, Failure> {
 }
 
 /// `dream-run pending [--clear]`.
-pub(super) fn pending(args: &PendingArgs, diag: &Diag) -> Result<Report, Failure> {
-    let project = project(&args.location)?;
+pub(super) fn pending(args: &PendingArgs, cx: &Context) -> Result<PendingReport, Failure> {
+    let diag = cx.diag();
+    let project = super::project(&args.location, cx)?;
     let state = &project.state_dir;
     let interrupted = super::recover::report(&project, diag);
     let updates = tasks::read_pending(state)
@@ -73,9 +146,10 @@ pub(super) fn pending(args: &PendingArgs, diag: &Diag) -> Result<Report, Failure
             .map_err(|e| Failure::io("clear", &tasks::pending_path(state), &e))?;
     }
     let would_clear = args.dry_run.then_some(args.clear && !updates.is_empty());
-    Ok(Report::Pending {
+    Ok(PendingReport {
         updates,
         cleared: clear,
+        dry_run: would_clear.map(|_| true),
         would_clear,
         interrupted,
     })
@@ -100,17 +174,17 @@ fn not_undoable(record: &TaskRecord) -> Option<String> {
 
 /// `dream-run undo [TASK_ID]`: under the lock, put the files a run touched back as they were
 /// before it, unless one of them changed since; all or nothing (journaled like `apply`).
-pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
-    let project = project(&args.location)?;
+pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure> {
+    let diag = cx.diag();
+    let project = super::project(&args.location, cx)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
         crate::store::recovery::Recovery::default()
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
     };
-    let refuse = |reason, note: String| {
-        Report::refused(Some(Verb::Undone), reason, note).after_recovering(recovered.clone())
-    };
+    let refuse =
+        |reason, note: String| Refusal::new(reason, note).after_recovering(recovered.clone());
     let store = TaskStore::new(&project.state_dir);
     let record = match &args.task_id {
         Some(id) => {
@@ -120,7 +194,9 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
             match store.load(id) {
                 Ok(record) => record,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Ok(refuse("not_found", format!("no task {id}")).of_task(id))
+                    return Ok(refuse("not_found", format!("no task {id}"))
+                        .of_task(id)
+                        .into())
                 }
                 Err(e) => return Err(Failure::io("read", &store.path_of(id), &e)),
             }
@@ -139,7 +215,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
                 None => return Ok(refuse(
                     "nothing_to_undo",
                     "nothing to undo: no completed run, and no failed, aborted or killed run whose changes were kept".into(),
-                )),
+                ).into()),
             }
         }
     };
@@ -148,7 +224,8 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
         return Ok(
             refuse("not_undoable", format!("task {id} cannot be undone: {why}"))
                 .of_task(&id)
-                .naming(vec![]),
+                .naming(vec![])
+                .into(),
         );
     }
     if record.snapshot.is_none() {
@@ -157,7 +234,8 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
             format!("task {id} changed nothing, was restored already, or its snapshot was pruned"),
         )
         .of_task(&id)
-        .naming(vec![]));
+        .naming(vec![])
+        .into());
     }
     // Always the task's own folder under the state dir: the record only says one exists.
     let snapshot_dir = super::snapshot::dir_of(&project.state_dir, &id);
@@ -171,22 +249,19 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
     };
     let touched: Vec<String> = snapshot.manifest.before.keys().cloned().collect();
     if args.dry_run {
-        return Ok(Report::WouldDo {
-            verb: Verb::Undone,
-            task_id: id,
-            files: absolute(&touched),
-            diff: None,
-            staging: None,
-            interrupted: super::recover::report(&project, diag),
-        });
+        return Ok(Change::WouldDo(WouldDo::new(
+            id,
+            absolute(&touched),
+            super::recover::report(&project, diag),
+        )));
     }
 
     let backend = args.backend.open(&project)?;
     // From the lock on, SIGINT/SIGTERM wait for a file boundary, then everything is put back.
     let hold = signals::hold();
-    let mut lease = match take_lock(backend.as_ref(), Verb::Undone, &id)? {
+    let mut lease = match take_lock(backend.as_ref(), &id)? {
         Ok(lease) => lease,
-        Err(busy) => return Ok(busy.after_recovering(recovered)),
+        Err(busy) => return Ok(busy.after_recovering(recovered).into()),
     };
     let lock_time = backend
         .last_consolidated()
@@ -202,7 +277,7 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
     };
     // A run killed while it held the lock left the lock's time moved: undoing it gives back
     // the time from before that run too, while the lock still shows the run's time.
-    if record.status != "completed"
+    if record.status != RunStatus::Completed.as_str()
         && record.prior_mtime > 0
         && record
             .lock_token
@@ -227,7 +302,8 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
             format!("not undone: changed since the run: {}", files.join(", ")),
         )
         .of_task(&id)
-        .naming(files));
+        .naming(files)
+        .into());
     }
     let after: BTreeMap<String, Option<String>> = snapshot
         .manifest
@@ -292,13 +368,12 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
                 "the roll-back failed ({e}); run `dream-run recover` once the problem is fixed"
             )]
         });
-        return Ok(Report::Stopped {
-            verb: Verb::Undone,
-            task_id: id,
+        return Ok(Change::Stopped(Stopped::new(
+            id,
             cause,
             not_rolled_back,
             recovered,
-        });
+        )));
     }
     if let Err(e) = journal.commit() {
         diag.warn(&format!("cannot remove the finished journal: {e}"));
@@ -334,17 +409,11 @@ pub(super) fn undo(args: &UndoArgs, diag: &Diag) -> Result<Report, Failure> {
         ));
         at
     });
-    Ok(Report::Done {
-        verb: Verb::Undone,
-        task_id: id,
-        files,
-        diff: None,
-        pending_withdrawn: Some(withdrawn),
-        recovered,
-        late_signal,
-        problem: None,
-        last_consolidated_at,
-    })
+    let mut done = Done::new(id, files, recovered);
+    done.pending_withdrawn = Some(withdrawn);
+    done.late_signal = late_signal;
+    done.last_consolidated_at = last_consolidated_at;
+    Ok(Change::Done(done))
 }
 
 /// When `task_id` is this project's newest consolidation still standing and the lock's
@@ -354,7 +423,11 @@ fn newest_consolidation(store: &TaskStore, task_id: &str, lock_ms: i64, prior: i
     let (records, _) = store.list().ok()?;
     let newest = records
         .iter()
-        .filter(|r| r.status == "completed" && r.undone_at.is_none() && r.task_id != task_id)
+        .filter(|r| {
+            r.status == RunStatus::Completed.as_str()
+                && r.undone_at.is_none()
+                && r.task_id != task_id
+        })
         .map(TaskRecord::landed_at)
         .max();
     let this = records.iter().find(|r| r.task_id == task_id)?;
@@ -363,27 +436,3 @@ fn newest_consolidation(store: &TaskStore, task_id: &str, lock_ms: i64, prior: i
     let lock_after_start = lock_ms >= crate::cli::time::epoch_ms(started);
     (newest_is_this && lock_after_start).then_some(prior)
 }
-
-/// The lock for `undo`, `apply`, `discard` and `recover`, which change memory like a run: the
-/// lease, or (busy) the exit-1 answer `{<verb>: false, reason: "busy", task_id, holder_pid}`.
-pub(super) fn take_lock(
-    backend: &dyn crate::lock::Backend,
-    verb: Verb,
-    task_id: &str,
-) -> Result<Result<crate::lock::Lease, Report>, Failure> {
-    match backend.acquire(std::process::id(), SystemTime::now())? {
-        Acquired::Yes(lease) => Ok(Ok(lease)),
-        Acquired::Held { holder_pid, .. } => Ok(Err(Report::refused(
-            Some(verb),
-            "busy",
-            format!(
-                "the consolidation lock is held by {}: try again later",
-                holder_pid.map_or("another process".into(), |p| format!("PID {p}"))
-            ),
-        )
-        .of_task(task_id)
-        .held_by(holder_pid))),
-    }
-}
-
-pub(super) use super::tasks::is_task_id;

@@ -5,11 +5,8 @@ use std::path::Path;
 
 use super::digest::Digest;
 
-/// Claude Code loads only this much of `MEMORY.md`.
-pub use super::check::{INDEX_MAX_CHARS, INDEX_MAX_LINES};
-/// One index line per entry, about this long at most.
-pub const INDEX_LINE_CHARS: usize = 150;
-pub const INDEX_FILE: &str = "MEMORY.md";
+/// Claude Code loads only this much of `MEMORY.md`; the check reports what is over.
+pub use super::check::{INDEX_FILE, INDEX_LINE_CHARS, INDEX_MAX_CHARS, INDEX_MAX_LINES};
 
 /// The stable part: what a consolidation is and how to do it. No run-specific text here, so
 /// the prefix (with the tool list) is cached across runs.

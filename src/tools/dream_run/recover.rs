@@ -2,24 +2,85 @@
 //! command that changes state does it first, under the lock; read-only commands report an
 //! interrupted command and leave it; `dream-run recover` does only this.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::report::{Report, Verb};
+use super::lease::take_lock;
+use super::report::{verb, Interrupted, Refused};
 use super::RecoverArgs;
 use crate::claude::Project;
-use crate::cli::{Diag, Failure};
+use crate::cli::{signals, Context, Diag, Exit, Failure, Report};
 use crate::lock::{Backend, Lease, RunStatus};
 use crate::store::journal;
-use crate::store::recovery::{self, Found, Recovery};
+use crate::store::recovery::{self, CorruptJournal, Found, OrphanRun, Recovered, Recovery};
+use crate::store::sweep::Swept;
 
-/// An interrupted command, as read-only commands report it (`interrupted` in their JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Interrupted {
-    pub command: String,
-    pub task_id: String,
-    pub started_at: String,
-    pub files: usize,
-    pub journal: String,
+/// `recover`'s answer: what was put back (`recovered` is always said: the journal rolled
+/// back, or null), or the lock was busy.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RecoverReport {
+    Recovered(RecoverDone),
+    Busy(Refused<verb::Recovered>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RecoverDone {
+    pub recovered: Option<Recovered>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_corrupt: Option<CorruptJournal>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub orphans: Vec<OrphanRun>,
+    #[serde(skip_serializing_if = "Swept::is_empty")]
+    pub swept: Swept,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
+    /// A signal during the roll-back waited for it: what was done is still reported, and
+    /// the exit code says the signal came.
+    #[serde(skip)]
+    pub late_signal: Option<i32>,
+}
+
+impl RecoverDone {
+    fn of(recovery: Recovery, dry_run: bool, interrupted: Option<Interrupted>) -> RecoverDone {
+        let Recovery {
+            journal,
+            journal_corrupt,
+            orphans,
+            swept,
+        } = recovery;
+        RecoverDone {
+            recovered: journal,
+            journal_corrupt,
+            orphans,
+            swept,
+            dry_run,
+            interrupted,
+            late_signal: None,
+        }
+    }
+}
+
+impl Report for RecoverReport {
+    fn exit(&self) -> Exit {
+        match self {
+            RecoverReport::Recovered(RecoverDone {
+                late_signal: Some(signal),
+                ..
+            }) => signals::exit_for(*signal),
+            RecoverReport::Recovered(_) => Exit::Yes,
+            RecoverReport::Busy(_) => Exit::No,
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            RecoverReport::Busy(busy) => Some(busy.refusal.note.clone()),
+            RecoverReport::Recovered(_) => None,
+        }
+    }
 }
 
 /// For read-only commands: the interrupted command, reported on stderr; nothing is changed.
@@ -120,49 +181,43 @@ pub(super) fn when_needed(
 }
 
 /// `dream-run recover`: takes the lock only when there is something to put back under it.
-pub(super) fn recover(args: &RecoverArgs, diag: &Diag) -> Result<Report, Failure> {
-    let project = super::history::project(&args.location)?;
+pub(super) fn recover(args: &RecoverArgs, cx: &Context) -> Result<RecoverReport, Failure> {
+    let diag = cx.diag();
+    let project = super::project(&args.location, cx)?;
     let backend = args.backend.open(&project)?;
     let needs_lock = needs_lock(&project, backend.as_ref())?;
     if args.dry_run {
         for record in recovery::orphaned_runs(&project.state_dir) {
             say_orphaned(&record, diag);
         }
-        return Ok(Report::Recover {
-            recovered: Recovery::default(),
-            dry_run: true,
-            interrupted: report(&project, diag),
-            late_signal: None,
-        });
+        return Ok(RecoverReport::Recovered(RecoverDone::of(
+            Recovery::default(),
+            true,
+            report(&project, diag),
+        )));
     }
     if !needs_lock {
         let swept = recovery::sweep(&project, diag);
         if swept.is_empty() {
             diag.info("nothing to recover: no interrupted apply, undo or run");
         }
-        return Ok(Report::Recover {
-            recovered: swept,
-            dry_run: false,
-            interrupted: None,
-            late_signal: None,
-        });
+        return Ok(RecoverReport::Recovered(RecoverDone::of(
+            swept, false, None,
+        )));
     }
     let hold = crate::cli::signals::hold();
     let task_id = recovery::orphaned_runs(&project.state_dir)
         .first()
         .map(|r| r.task_id.clone())
         .unwrap_or_default();
-    let lease = match super::history::take_lock(backend.as_ref(), Verb::Recovered, &task_id)? {
+    let lease = match take_lock(backend.as_ref(), &task_id)? {
         Ok(lease) => lease,
-        Err(busy) => return Ok(busy),
+        Err(busy) => return Ok(RecoverReport::Busy(busy.of())),
     };
     let recovered = under_own_lock(&project, backend.as_ref(), lease, diag);
     // A signal during the roll-back waited for it: what was done is still reported.
     let late_signal = hold.end();
-    Ok(Report::Recover {
-        recovered: recovered?,
-        dry_run: false,
-        interrupted: None,
-        late_signal,
-    })
+    let mut done = RecoverDone::of(recovered?, false, None);
+    done.late_signal = late_signal;
+    Ok(RecoverReport::Recovered(done))
 }

@@ -1,120 +1,245 @@
-//! What `dream-run`'s subcommands answer: one typed report each, printed as one JSON object;
-//! the exit code of every answer is decided in [`Report::exit`], nowhere else.
+//! The answers dream-run's subcommands share: the shapes of `undo`, `apply` and `discard`
+//! (done, would do, refused, stopped), an interrupted command as read-only commands report
+//! it, and the SessionStart hook's answer. Each subcommand has its own report type built from
+//! these; its exit code is decided in its `Report::exit`, nowhere else.
 
-use serde::ser::{SerializeMap, Serializer};
+use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::check::Health;
-use super::recover::Interrupted;
 use super::snapshot::Diff;
-use super::tasks::{PendingUpdate, TaskRecord};
-use crate::cli::{signals, Exit, Failure, Outcome};
+use crate::cli::{signals, ErrorBody, Exit, Failure, Report};
 use crate::store::recovery::Recovery;
 
-/// The subcommand a yes/no answer is about: its key in the JSON (`{"undone": true, ...}`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    Undone,
-    Applied,
-    Discarded,
-    Recovered,
+/// An interrupted command, as read-only commands report it (`interrupted` in their JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Interrupted {
+    pub command: String,
+    pub task_id: String,
+    pub started_at: String,
+    pub files: usize,
+    pub journal: String,
 }
 
-impl Verb {
-    fn key(self) -> &'static str {
-        match self {
-            Verb::Undone => "undone",
-            Verb::Applied => "applied",
-            Verb::Discarded => "discarded",
-            Verb::Recovered => "recovered",
+/// The subcommand a yes/no answer is about: its key in the JSON (`{"undone": true, ...}`).
+pub trait Verb: Serialize + JsonSchema {
+    /// The key, and the word of the stderr line (`not undone: ...`).
+    const WORD: &'static str;
+    /// Whether the answer names the files it touched (`discard` has none).
+    const NAMES_FILES: bool = true;
+
+    fn said(done: bool) -> Self;
+}
+
+/// The verbs, each a one-field object flattened first into its answer.
+pub mod verb {
+    use super::*;
+
+    macro_rules! verb {
+        ($(#[$doc:meta])* $name:ident, $key:ident, $names_files:expr) => {
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+            pub struct $name {
+                $key: bool,
+            }
+
+            impl Verb for $name {
+                const WORD: &'static str = stringify!($key);
+                const NAMES_FILES: bool = $names_files;
+
+                fn said(done: bool) -> Self {
+                    $name { $key: done }
+                }
+            }
+        };
+    }
+
+    verb!(
+        /// `undo`.
+        Undone,
+        undone,
+        true
+    );
+    verb!(
+        /// `apply`.
+        Applied,
+        applied,
+        true
+    );
+    verb!(
+        /// `discard`.
+        Discarded,
+        discarded,
+        false
+    );
+    verb!(
+        /// `recover` (only its busy answer: `{"recovered": false, "reason": "busy", ...}`).
+        Recovered,
+        recovered,
+        true
+    );
+}
+
+/// A clean no (exit 1): `reason` says why, `note` is the stderr line.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Refusal {
+    /// `not_found`, `no_proposal`, `nothing_to_undo`, `not_undoable`, `no_snapshot`,
+    /// `changed_since`, `staging_changed`, `not_a_proposal`, `no_changes_recorded`, `busy`.
+    pub reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
+    /// Said only when the lock is busy (null: the holder is not known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder_pid: Option<Option<u32>>,
+    #[serde(flatten)]
+    pub recovered: Recovery,
+    #[serde(skip)]
+    pub note: String,
+}
+
+impl Refusal {
+    pub fn new(reason: &'static str, note: impl Into<String>) -> Refusal {
+        Refusal {
+            reason,
+            task_id: None,
+            status: None,
+            files: None,
+            holder_pid: None,
+            recovered: Recovery::default(),
+            note: note.into(),
+        }
+    }
+
+    /// The refusal with its task.
+    pub fn of_task(mut self, id: &str) -> Refusal {
+        self.task_id = Some(id.to_string());
+        self
+    }
+
+    /// The files it is about (answers that name files).
+    pub fn naming(mut self, names: Vec<String>) -> Refusal {
+        self.files = Some(names);
+        self
+    }
+
+    pub fn with_status(mut self, value: &str) -> Refusal {
+        self.status = Some(value.to_string());
+        self
+    }
+
+    pub fn after_recovering(mut self, value: Recovery) -> Refusal {
+        self.recovered = value;
+        self
+    }
+
+    /// The lock is busy: its holder, when known.
+    pub fn held_by(mut self, pid: Option<u32>) -> Refusal {
+        self.holder_pid = Some(pid);
+        self
+    }
+
+    /// As the answer of `V`: `{<verb>: false, reason, ...}`.
+    pub fn of<V: Verb>(self) -> Refused<V> {
+        Refused {
+            verb: V::said(false),
+            refusal: self,
         }
     }
 }
 
-/// A subcommand's answer.
-#[derive(Debug)]
-pub enum Report {
-    /// `tasks`.
-    Tasks {
-        tasks: Vec<TaskRecord>,
-        unreadable: Vec<String>,
-        /// `unreadable_task_records` when some are left out.
-        warnings: Vec<&'static str>,
-        interrupted: Option<Interrupted>,
-    },
-    /// `pending [--clear] [--dry-run]`.
-    Pending {
-        updates: Vec<PendingUpdate>,
-        cleared: bool,
-        /// `--dry-run`: whether `--clear` would have cleared.
-        would_clear: Option<bool>,
-        interrupted: Option<Interrupted>,
-    },
-    /// `show` of a task's recorded changes.
-    Shown {
-        task_id: String,
-        status: String,
-        diff: Diff,
-        diff_text: String,
-        interrupted: Option<Interrupted>,
-    },
-    /// `show --diff`: the unified diff itself (the one exception to one JSON object).
-    DiffText,
-    /// `undo`, `apply` or `discard` did it.
-    Done {
-        verb: Verb,
-        task_id: String,
-        files: Vec<String>,
-        diff: Option<Diff>,
-        pending_withdrawn: Option<bool>,
-        recovered: Recovery,
-        /// A signal that came after the work was done: it is reported in the exit code.
-        late_signal: Option<i32>,
-        /// Done, but telling the next session failed (the pending-updates line): exit 3.
-        problem: Option<String>,
-        /// `undo` of the newest consolidation: the last-consolidated time it put back
-        /// (`Some(None)`: never consolidated).
-        last_consolidated_at: Option<Option<String>>,
-    },
-    /// `--dry-run` of `undo`, `apply` or `discard`: what would be done.
-    WouldDo {
-        verb: Verb,
-        task_id: String,
-        files: Vec<String>,
-        diff: Option<Diff>,
-        staging: Option<String>,
-        interrupted: Option<Interrupted>,
-    },
-    /// A clean no (exit 1): `reason` says why, `note` is the stderr line.
-    Refused {
-        verb: Option<Verb>,
-        reason: &'static str,
-        task_id: Option<String>,
-        files: Option<Vec<String>>,
-        status: Option<String>,
-        holder_pid: Option<u32>,
-        recovered: Recovery,
-        note: String,
-    },
-    /// The work stopped midway and everything was put back (exit by [`Cause`]).
-    Stopped {
-        verb: Verb,
-        task_id: String,
-        cause: Cause,
-        not_rolled_back: Option<Vec<String>>,
-        recovered: Recovery,
-    },
-    /// `--hook`: the SessionStart hook's answer; `None` prints nothing at all.
-    SessionStart(Option<String>),
-    /// `check`: healthy (exit 0) or not (exit 1).
-    Check(Box<Health>),
-    /// `recover`.
-    Recover {
-        recovered: Recovery,
-        dry_run: bool,
-        interrupted: Option<Interrupted>,
-        late_signal: Option<i32>,
-    },
+/// A refusal of `V`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Refused<V> {
+    #[serde(flatten)]
+    pub verb: V,
+    #[serde(flatten)]
+    pub refusal: Refusal,
+}
+
+impl<V> Refused<V> {
+    pub fn after_recovering(mut self, value: Recovery) -> Refused<V> {
+        self.refusal.recovered = value;
+        self
+    }
+}
+
+/// `V` did it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Done<V> {
+    #[serde(flatten)]
+    pub verb: V,
+    pub task_id: String,
+    /// Absent for `discard`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_withdrawn: Option<bool>,
+    #[serde(flatten)]
+    pub recovered: Recovery,
+    /// Done, but telling the next session failed (the pending-updates line): exit 3.
+    #[serde(rename = "warning", skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// `undo` of the newest consolidation: the last-consolidated time it put back (null:
+    /// never consolidated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_consolidated_at: Option<Option<String>>,
+    /// A signal that came after the work was done: it is reported in the exit code.
+    #[serde(skip)]
+    pub late_signal: Option<i32>,
+}
+
+impl<V: Verb> Done<V> {
+    pub fn new(task_id: String, files: Vec<String>, recovered: Recovery) -> Done<V> {
+        Done {
+            verb: V::said(true),
+            task_id,
+            files: V::NAMES_FILES.then_some(files),
+            diff: None,
+            pending_withdrawn: None,
+            recovered,
+            problem: None,
+            last_consolidated_at: None,
+            late_signal: None,
+        }
+    }
+}
+
+/// `--dry-run` of `V`: what would be done.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct WouldDo<V> {
+    #[serde(flatten)]
+    pub verb: V,
+    /// Always true.
+    pub dry_run: bool,
+    pub task_id: String,
+    /// Absent for `discard`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staging: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
+}
+
+impl<V: Verb> WouldDo<V> {
+    pub fn new(task_id: String, files: Vec<String>, interrupted: Option<Interrupted>) -> Self {
+        WouldDo {
+            verb: V::said(false),
+            dry_run: true,
+            task_id,
+            files: V::NAMES_FILES.then_some(files),
+            diff: None,
+            staging: None,
+            interrupted,
+        }
+    }
 }
 
 /// Why multi-file work stopped before its end.
@@ -146,399 +271,283 @@ impl Cause {
             Cause::LockLost(m) | Cause::ChangedSince(m) | Cause::Failed(m) => m.clone(),
         }
     }
+
+    fn exit(&self) -> Exit {
+        match self {
+            Cause::Signal(signal) => signals::exit_for(*signal),
+            Cause::LockLost(_) | Cause::ChangedSince(_) => Exit::No,
+            Cause::Failed(_) => Exit::Environment,
+        }
+    }
 }
 
-impl Report {
-    /// The exit code of every answer, in one place.
-    pub fn exit(&self) -> Exit {
-        match self {
-            Report::Tasks { .. }
-            | Report::Pending { .. }
-            | Report::Shown { .. }
-            | Report::DiffText
-            | Report::SessionStart(_)
-            | Report::WouldDo { .. } => Exit::Yes,
-            Report::Done {
-                late_signal: Some(signal),
-                ..
-            }
-            | Report::Recover {
-                late_signal: Some(signal),
-                ..
-            } => signals::exit_for(*signal),
-            Report::Done {
-                problem: Some(_), ..
-            } => Exit::Environment,
-            Report::Done { .. } | Report::Recover { .. } => Exit::Yes,
-            Report::Refused { .. } => Exit::No,
-            Report::Check(health) if health.is_healthy() => Exit::Yes,
-            Report::Check(_) => Exit::No,
-            Report::Stopped { cause, .. } => match cause {
-                Cause::Signal(signal) => signals::exit_for(*signal),
-                Cause::LockLost(_) | Cause::ChangedSince(_) => Exit::No,
-                Cause::Failed(_) => Exit::Environment,
+/// The work of `V` stopped midway and everything was put back.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Stopped<V> {
+    #[serde(flatten)]
+    pub verb: V,
+    pub reason: &'static str,
+    pub task_id: String,
+    /// Always empty: nothing stayed written.
+    pub files: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_rolled_back: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub recovered: Recovery,
+    pub error: ErrorBody,
+    #[serde(skip)]
+    cause: Cause,
+}
+
+impl<V: Verb> Stopped<V> {
+    pub fn new(
+        task_id: String,
+        cause: Cause,
+        not_rolled_back: Option<Vec<String>>,
+        recovered: Recovery,
+    ) -> Self {
+        Stopped {
+            verb: V::said(false),
+            reason: cause.reason(),
+            task_id,
+            files: Vec::new(),
+            not_rolled_back,
+            recovered,
+            error: ErrorBody {
+                kind: cause.reason(),
+                reason: None,
+                message: format!("not {}: {}", V::WORD, cause.message()),
+                status: None,
+                attempts: None,
             },
+            cause,
         }
     }
+}
 
-    /// The one line a failure prints on stderr (exit 1 lines come from [`Report::note`]).
-    pub fn problem(&self) -> Option<String> {
+/// The answer of `undo`, `apply` or `discard` (`V`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Change<V> {
+    Done(Done<V>),
+    WouldDo(WouldDo<V>),
+    Refused(Refused<V>),
+    Stopped(Stopped<V>),
+}
+
+impl<V: Verb> From<Refusal> for Change<V> {
+    fn from(refusal: Refusal) -> Self {
+        Change::Refused(refusal.of())
+    }
+}
+
+impl<V: Verb> Report for Change<V> {
+    fn exit(&self) -> Exit {
         match self {
-            Report::Stopped {
-                verb,
-                cause: cause @ (Cause::Signal(_) | Cause::Failed(_)),
+            Change::Done(Done {
+                late_signal: Some(signal),
                 ..
-            } => Some(format!("not {}: {}", verb.key(), cause.message())),
-            _ => None,
+            }) => signals::exit_for(*signal),
+            Change::Done(Done {
+                problem: Some(_), ..
+            }) => Exit::Environment,
+            Change::Done(_) | Change::WouldDo(_) => Exit::Yes,
+            Change::Refused(_) => Exit::No,
+            Change::Stopped(stopped) => stopped.cause.exit(),
         }
     }
 
-    /// The one line a clean no prints on stderr.
     fn note(&self) -> Option<String> {
         match self {
-            Report::Refused { note, .. } => Some(note.clone()),
-            Report::Check(health) if !health.is_healthy() => Some(format!(
-                "{} problem{} in {}: {}",
-                health.problems.len(),
-                if health.problems.len() == 1 { "" } else { "s" },
-                health.memory_dir.display(),
-                health.counts.summary()
-            )),
-            Report::Stopped {
-                verb,
-                cause: cause @ (Cause::LockLost(_) | Cause::ChangedSince(_)),
-                ..
-            } => Some(format!("not {}: {}", verb.key(), cause.message())),
-            _ => None,
-        }
-    }
-
-    /// A clean no: `{<verb>: false, reason, task_id, ...}`.
-    pub fn refused(verb: Option<Verb>, reason: &'static str, note: impl Into<String>) -> Report {
-        Report::Refused {
-            verb,
-            reason,
-            task_id: None,
-            files: None,
-            status: None,
-            holder_pid: None,
-            recovered: Recovery::default(),
-            note: note.into(),
-        }
-    }
-
-    /// The refusal with its task (and, for answers that name files, its files).
-    pub fn of_task(mut self, id: &str) -> Report {
-        if let Report::Refused { task_id, .. } = &mut self {
-            *task_id = Some(id.to_string());
-        }
-        self
-    }
-
-    pub fn naming(mut self, names: Vec<String>) -> Report {
-        if let Report::Refused { files, .. } = &mut self {
-            *files = Some(names);
-        }
-        self
-    }
-
-    pub fn with_status(mut self, value: &str) -> Report {
-        if let Report::Refused { status, .. } = &mut self {
-            *status = Some(value.to_string());
-        }
-        self
-    }
-
-    pub fn after_recovering(mut self, value: Recovery) -> Report {
-        if let Report::Refused { recovered, .. } = &mut self {
-            *recovered = value;
-        }
-        self
-    }
-
-    pub fn held_by(mut self, pid: Option<u32>) -> Report {
-        if let Report::Refused { holder_pid, .. } = &mut self {
-            *holder_pid = pid;
-        }
-        self
-    }
-}
-
-impl From<Report> for Outcome {
-    fn from(report: Report) -> Outcome {
-        let exit = report.exit();
-        if let Report::DiffText | Report::SessionStart(None) = report {
-            return Outcome::without_document(exit);
-        }
-        let note = report.note();
-        let outcome = Outcome::new(exit, &report);
-        match note {
-            Some(note) if exit == Exit::No => outcome.with_note(note),
-            _ => outcome,
+            Change::Refused(refused) => Some(refused.refusal.note.clone()),
+            Change::Stopped(stopped) => Some(stopped.error.message.clone()),
+            Change::Done(_) | Change::WouldDo(_) => None,
         }
     }
 }
 
-/// Claude Code's SessionStart hook answer.
-#[derive(Serialize)]
+/// Claude Code's SessionStart hook answer: what a new session should know (memory updated
+/// since it last looked, a proposal waiting for review, problems in the memory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct HookOutput<'a> {
-    hook_event_name: &'static str,
-    additional_context: &'a str,
+pub struct SessionStart {
+    pub hook_specific_output: HookOutput,
 }
 
-impl Report {
-    /// The answer a SessionStart hook gives for this report: what a new session should know
-    /// (memory updated since it last looked, a proposal waiting for review), or nothing.
-    pub fn for_session_start(self) -> Report {
-        let context = match self {
-            Report::Pending { updates, .. } if !updates.is_empty() => {
-                let mut files: Vec<&str> = updates
-                    .iter()
-                    .flat_map(|u| u.files_touched.iter().map(String::as_str))
-                    .collect();
-                files.sort_unstable();
-                files.dedup();
-                let shown: Vec<&str> = files.iter().take(20).copied().collect();
-                let more = files.len().saturating_sub(shown.len());
-                Some(format!(
-                    "dreamkit consolidated this project's memory since the last session ({} run{}): {} file{} changed: {}{}. Read MEMORY.md again before relying on what you remember of it.",
-                    updates.len(),
-                    if updates.len() == 1 { "" } else { "s" },
-                    files.len(),
-                    if files.len() == 1 { "" } else { "s" },
-                    shown.join(", "),
-                    if more > 0 { format!(" and {more} more") } else { String::new() },
-                ))
-            }
-            Report::Shown {
-                task_id,
-                diff,
-                status,
-                ..
-            } if status == "proposed" => {
-                let count = diff.created.len() + diff.modified.len() + diff.deleted.len();
-                Some(format!(
-                    "A memory consolidation proposal from dreamkit (task {task_id}) waits for review: it would create {}, modify {} and delete {} memory file{} ({count} in all). Tell the user; they can review it with `dream-run show --diff`, apply it with `dream-run apply` or drop it with `dream-run discard`.",
-                    diff.created.len(),
-                    diff.modified.len(),
-                    diff.deleted.len(),
-                    if count == 1 { "" } else { "s" },
-                ))
-            }
-            Report::Check(health) if !health.is_healthy() => {
-                let shown: Vec<String> = health
-                    .problems
-                    .iter()
-                    .take(10)
-                    .map(super::check::Problem::one_line)
-                    .collect();
-                let more = health.problems.len().saturating_sub(shown.len());
-                Some(format!(
-                    "dreamkit's memory check found {} problem{} in this project's memory ({}):\n{}{}\nThe next consolidation works on them; `dream-run check` lists them all.",
-                    health.problems.len(),
-                    if health.problems.len() == 1 { "" } else { "s" },
-                    health.counts.summary(),
-                    shown.join("\n"),
-                    if more > 0 { format!("\n... and {more} more") } else { String::new() },
-                ))
-            }
-            _ => None,
-        };
-        Report::SessionStart(context.map(|c| crate::cli::text::sanitize(&c).into_owned()))
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HookOutput {
+    /// Always `SessionStart`.
+    pub hook_event_name: &'static str,
+    pub additional_context: String,
+}
+
+impl SessionStart {
+    /// The answer for this context (made safe for a terminal), or none at all.
+    pub fn of(context: Option<String>) -> Option<SessionStart> {
+        context.map(|context| SessionStart {
+            hook_specific_output: HookOutput {
+                hook_event_name: "SessionStart",
+                additional_context: crate::cli::text::sanitize(&context).into_owned(),
+            },
+        })
     }
 }
 
-/// The top-level `error` of a stopped command.
-#[derive(Serialize)]
-struct ErrorBody {
-    kind: &'static str,
-    message: String,
+/// A command's report, or (`--hook`) its SessionStart answer: printed only when there is
+/// something to say, and always exit 0 (a failure would show as a hook error at every
+/// session start).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OrHook<R> {
+    Report(R),
+    Hook(Option<SessionStart>),
 }
 
-/// Writes `key: value` when there is a value.
-fn some<M: SerializeMap, T: Serialize>(
-    map: &mut M,
-    key: &str,
-    value: &Option<T>,
-) -> Result<(), M::Error> {
-    match value {
-        Some(value) => map.serialize_entry(key, value),
-        None => Ok(()),
-    }
-}
-
-impl Serialize for Report {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        match self {
-            Report::Tasks {
-                tasks,
-                unreadable,
-                warnings,
-                interrupted,
-            } => {
-                // The records quote the model (turns, summary, errors) and the memory (the
-                // diff): shown as any such text is shown to a person.
-                let tasks = serde_json::to_value(tasks).map_err(serde::ser::Error::custom)?;
-                map.serialize_entry(
-                    "tasks",
-                    &crate::cli::text::map_strings(tasks, &super::check::for_a_person),
-                )?;
-                map.serialize_entry("unreadable", unreadable)?;
-                map.serialize_entry("warnings", warnings)?;
-                some(&mut map, "interrupted", interrupted)?;
-            }
-            Report::Pending {
-                updates,
-                cleared,
-                would_clear,
-                interrupted,
-            } => {
-                map.serialize_entry("updates", updates)?;
-                map.serialize_entry("cleared", cleared)?;
-                if would_clear.is_some() {
-                    map.serialize_entry("dry_run", &true)?;
-                }
-                some(&mut map, "would_clear", would_clear)?;
-                some(&mut map, "interrupted", interrupted)?;
-            }
-            Report::Shown {
-                task_id,
-                status,
-                diff,
-                diff_text,
-                interrupted,
-            } => {
-                map.serialize_entry("task_id", task_id)?;
-                map.serialize_entry("status", status)?;
-                map.serialize_entry("diff", diff)?;
-                map.serialize_entry("diff_text", diff_text)?;
-                some(&mut map, "interrupted", interrupted)?;
-            }
-            Report::DiffText => {}
-            Report::SessionStart(context) => {
-                map.serialize_entry(
-                    "hookSpecificOutput",
-                    &HookOutput {
-                        hook_event_name: "SessionStart",
-                        additional_context: context.as_deref().unwrap_or(""),
-                    },
-                )?;
-            }
-            Report::Done {
-                verb,
-                task_id,
-                files,
-                diff,
-                pending_withdrawn,
-                recovered,
-                late_signal: _,
-                problem,
-                last_consolidated_at,
-            } => {
-                map.serialize_entry(verb.key(), &true)?;
-                map.serialize_entry("task_id", task_id)?;
-                if *verb != Verb::Discarded {
-                    map.serialize_entry("files", files)?;
-                }
-                some(&mut map, "diff", diff)?;
-                some(&mut map, "pending_withdrawn", pending_withdrawn)?;
-                recovered.write_fields(&mut map)?;
-                some(&mut map, "warning", problem)?;
-                some(&mut map, "last_consolidated_at", last_consolidated_at)?;
-            }
-            Report::WouldDo {
-                verb,
-                task_id,
-                files,
-                diff,
-                staging,
-                interrupted,
-            } => {
-                map.serialize_entry(verb.key(), &false)?;
-                map.serialize_entry("dry_run", &true)?;
-                map.serialize_entry("task_id", task_id)?;
-                if *verb != Verb::Discarded {
-                    map.serialize_entry("files", files)?;
-                }
-                some(&mut map, "diff", diff)?;
-                some(&mut map, "staging", staging)?;
-                some(&mut map, "interrupted", interrupted)?;
-            }
-            Report::Refused {
-                verb,
-                reason,
-                task_id,
-                files,
-                status,
-                holder_pid,
-                recovered,
-                note: _,
-            } => {
-                if let Some(verb) = verb {
-                    map.serialize_entry(verb.key(), &false)?;
-                }
-                map.serialize_entry("reason", reason)?;
-                some(&mut map, "task_id", task_id)?;
-                some(&mut map, "status", status)?;
-                some(&mut map, "files", files)?;
-                if *reason == "busy" {
-                    map.serialize_entry("holder_pid", holder_pid)?;
-                }
-                recovered.write_fields(&mut map)?;
-            }
-            Report::Stopped {
-                verb,
-                task_id,
-                cause,
-                not_rolled_back,
-                recovered,
-            } => {
-                map.serialize_entry(verb.key(), &false)?;
-                map.serialize_entry("reason", cause.reason())?;
-                map.serialize_entry("task_id", task_id)?;
-                map.serialize_entry("files", &[] as &[String])?;
-                some(&mut map, "not_rolled_back", not_rolled_back)?;
-                recovered.write_fields(&mut map)?;
-                let message = format!("not {}: {}", verb.key(), cause.message());
-                map.serialize_entry(
-                    "error",
-                    &ErrorBody {
-                        kind: cause.reason(),
-                        message,
-                    },
-                )?;
-            }
-            Report::Check(health) => {
-                map.serialize_entry("memory_dir", &health.memory_dir.to_string_lossy())?;
-                map.serialize_entry(
-                    "project_root",
-                    &health.project_root.as_ref().map(|p| p.to_string_lossy()),
-                )?;
-                map.serialize_entry("files", &health.files)?;
-                map.serialize_entry("index", &health.index)?;
-                map.serialize_entry("problems", &health.problems)?;
-                map.serialize_entry("counts", &health.counts)?;
-                map.serialize_entry("notes", &health.notes)?;
-            }
-            Report::Recover {
-                recovered,
-                dry_run,
-                interrupted,
-                late_signal: _,
-            } => {
-                // `recovered` is always said here: the journal rolled back, or null.
-                if recovered.journal.is_none() {
-                    map.serialize_entry("recovered", &None::<()>)?;
-                }
-                recovered.write_fields(&mut map)?;
-                if *dry_run {
-                    map.serialize_entry("dry_run", &true)?;
-                }
-                some(&mut map, "interrupted", interrupted)?;
+impl<R> OrHook<R> {
+    /// A hook's answer to what the command returned: `context` says what a session should
+    /// know of its report; a failure is said on stderr, and answered with nothing.
+    pub fn hook(
+        result: Result<R, Failure>,
+        diag: &crate::cli::Diag,
+        context: impl FnOnce(&R) -> Option<String>,
+    ) -> OrHook<R> {
+        match result {
+            Ok(report) => OrHook::Hook(SessionStart::of(context(&report))),
+            Err(failure) => {
+                diag.warn(&failure.to_string());
+                OrHook::Hook(None)
             }
         }
-        map.end()
+    }
+}
+
+impl<R: Report> Report for OrHook<R> {
+    fn exit(&self) -> Exit {
+        match self {
+            OrHook::Report(report) => report.exit(),
+            OrHook::Hook(_) => Exit::Yes,
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            OrHook::Report(report) => report.note(),
+            OrHook::Hook(_) => None,
+        }
+    }
+
+    fn printed(&self) -> bool {
+        match self {
+            OrHook::Report(report) => report.printed(),
+            OrHook::Hook(answer) => answer.is_some(),
+        }
+    }
+}
+
+/// The schema `--schema --hook` prints: one SessionStart answer.
+pub fn hook_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<SessionStart>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(report: &impl Serialize) -> String {
+        serde_json::to_string(report).unwrap()
+    }
+
+    #[test]
+    fn a_refusal_names_the_verb_first_and_the_holder_only_when_busy() {
+        let refused: Change<verb::Applied> = Refusal::new("changed_since", "not applied: x")
+            .of_task("t1")
+            .naming(vec!["/m/a.md".into()])
+            .into();
+        assert_eq!(
+            json(&refused),
+            r#"{"applied":false,"reason":"changed_since","task_id":"t1","files":["/m/a.md"]}"#
+        );
+        assert_eq!(refused.exit(), Exit::No);
+        assert_eq!(refused.note().as_deref(), Some("not applied: x"));
+        let busy: Change<verb::Undone> = Refusal::new("busy", "held")
+            .of_task("t")
+            .held_by(None)
+            .into();
+        assert_eq!(
+            json(&busy),
+            r#"{"undone":false,"reason":"busy","task_id":"t","holder_pid":null}"#
+        );
+    }
+
+    #[test]
+    fn done_and_dry_runs_name_files_except_for_discard() {
+        let done: Change<verb::Discarded> =
+            Change::Done(Done::new("t".into(), vec!["x".into()], Recovery::default()));
+        assert_eq!(json(&done), r#"{"discarded":true,"task_id":"t"}"#);
+        let mut undone =
+            Done::<verb::Undone>::new("t".into(), vec!["x".into()], Recovery::default());
+        undone.pending_withdrawn = Some(false);
+        undone.last_consolidated_at = Some(None);
+        assert_eq!(
+            json(&undone),
+            r#"{"undone":true,"task_id":"t","files":["x"],"pending_withdrawn":false,"last_consolidated_at":null}"#
+        );
+        let would = WouldDo::<verb::Applied>::new("t".into(), vec![], None);
+        assert_eq!(
+            json(&would),
+            r#"{"applied":false,"dry_run":true,"task_id":"t","files":[]}"#
+        );
+    }
+
+    #[test]
+    fn a_late_signal_or_a_problem_decides_the_exit_of_done_work() {
+        let mut done = Done::<verb::Applied>::new("t".into(), vec![], Recovery::default());
+        done.problem = Some("cannot append".into());
+        assert_eq!(Change::Done(done.clone()).exit(), Exit::Environment);
+        assert_eq!(
+            json(&done),
+            r#"{"applied":true,"task_id":"t","files":[],"warning":"cannot append"}"#
+        );
+        done.late_signal = Some(libc::SIGTERM);
+        assert_eq!(Change::Done(done).exit(), Exit::Terminated);
+    }
+
+    #[test]
+    fn stopped_work_says_why_in_its_error_and_on_stderr() {
+        let stopped = Change::Stopped(Stopped::<verb::Undone>::new(
+            "t".into(),
+            Cause::Signal(libc::SIGINT),
+            None,
+            Recovery::default(),
+        ));
+        assert_eq!(
+            json(&stopped),
+            r#"{"undone":false,"reason":"interrupted","task_id":"t","files":[],"error":{"kind":"interrupted","message":"not undone: interrupted by SIGINT"}}"#
+        );
+        assert_eq!(stopped.exit(), Exit::Interrupted);
+        assert_eq!(
+            stopped.note().as_deref(),
+            Some("not undone: interrupted by SIGINT")
+        );
+    }
+
+    #[test]
+    fn a_hook_answers_with_its_context_or_prints_nothing() {
+        let diag = crate::cli::Diag::new("dream-run", true, false);
+        let nothing: OrHook<Change<verb::Undone>> =
+            OrHook::hook(Err(Failure::environment("x")), &diag, |_| None);
+        assert_eq!(nothing.exit(), Exit::Yes);
+        assert!(!nothing.printed());
+        assert_eq!(nothing.note(), None);
+        let answer: OrHook<u8> = OrHook::Hook(SessionStart::of(Some("a\u{1b}[2Jb".into())));
+        let text = json(&answer);
+        assert!(
+            text.starts_with(
+                r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"a"#
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("\\u001b"), "{text}");
     }
 }

@@ -7,16 +7,87 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::SystemTime;
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 use super::journal::{Intent, Journal};
-use super::report::{Cause, Report, Verb};
-use super::snapshot::{self, Snapshot};
+use super::lease::take_lock;
+use super::report::{self, verb, Cause, Change, Done, Interrupted, Refusal, WouldDo};
+use super::snapshot::{self, Diff, Snapshot};
 use super::staging::{proposal_dir, staging_dir};
-use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore};
+use super::tasks::{self, is_task_id, PendingUpdate, TaskRecord, TaskStore};
 use super::{ApplyArgs, DiscardArgs, ShowArgs};
 use crate::cli::time::rfc3339;
-use crate::cli::{signals, Diag, Failure};
+use crate::cli::{signals, Context, Exit, Failure, Report, RunStatus};
 use crate::files::write_atomic;
-use crate::lock::RunStatus;
+
+/// `show`'s answer: a task's recorded changes, the diff itself (`--diff`: text, not JSON), or
+/// a clean no.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ShowReport {
+    Shown(Shown),
+    /// `--diff`: the unified diff was written on stdout; no JSON document.
+    DiffText,
+    Refused(Refusal),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Shown {
+    pub task_id: String,
+    pub status: String,
+    pub diff: Diff,
+    pub diff_text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
+}
+
+impl Report for ShowReport {
+    fn exit(&self) -> Exit {
+        match self {
+            ShowReport::Shown(_) | ShowReport::DiffText => Exit::Yes,
+            ShowReport::Refused(_) => Exit::No,
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            ShowReport::Refused(refusal) => Some(refusal.note.clone()),
+            ShowReport::Shown(_) | ShowReport::DiffText => None,
+        }
+    }
+
+    fn printed(&self) -> bool {
+        !matches!(self, ShowReport::DiffText)
+    }
+}
+
+impl ShowReport {
+    /// What a new session should know: a proposal waits for review.
+    pub fn session_context(&self) -> Option<String> {
+        let ShowReport::Shown(shown) = self else {
+            return None;
+        };
+        if shown.status != RunStatus::Proposed.as_str() {
+            return None;
+        }
+        let diff = &shown.diff;
+        let count = diff.created.len() + diff.modified.len() + diff.deleted.len();
+        Some(format!(
+            "A memory consolidation proposal from dreamkit (task {}) waits for review: it would create {}, modify {} and delete {} memory file{} ({count} in all). Tell the user; they can review it with `dream-run show --diff`, apply it with `dream-run apply` or drop it with `dream-run discard`.",
+            shown.task_id,
+            diff.created.len(),
+            diff.modified.len(),
+            diff.deleted.len(),
+            if count == 1 { "" } else { "s" },
+        ))
+    }
+}
+
+/// `apply`'s answer.
+pub type ApplyReport = Change<verb::Applied>;
+/// `discard`'s answer.
+pub type DiscardReport = Change<verb::Discarded>;
 
 /// A new memory file's mode when a proposal creates it.
 const NEW_FILE_MODE: u32 = 0o644;
@@ -26,22 +97,20 @@ fn pick(
     store: &TaskStore,
     state_dir: &Path,
     task_id: Option<&str>,
-    status: &str,
-    verb: Option<Verb>,
-) -> Result<Result<TaskRecord, Report>, Failure> {
+    status: RunStatus,
+) -> Result<Result<TaskRecord, Refusal>, Failure> {
     match task_id {
         Some(id) => {
-            if !super::history::is_task_id(id) {
+            if !is_task_id(id) {
                 return Err(Failure::bad_input(format!("{id:?} is not a task id")));
             }
             match store.load(id) {
                 Ok(record) => Ok(Ok(record)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err(Report::refused(
-                    verb,
-                    "not_found",
-                    format!("no task {id}"),
-                )
-                .of_task(id))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Ok(Err(
+                        Refusal::new("not_found", format!("no task {id}")).of_task(id)
+                    ))
+                }
                 Err(e) => Err(Failure::io("read", &store.path_of(id), &e)),
             }
         }
@@ -49,10 +118,9 @@ fn pick(
             let (records, _) = store
                 .list()
                 .map_err(|e| Failure::io("list the task records in", state_dir, &e))?;
-            match records.into_iter().find(|r| r.status == status) {
+            match records.into_iter().find(|r| r.status == status.as_str()) {
                 Some(record) => Ok(Ok(record)),
-                None => Ok(Err(Report::refused(
-                    verb,
+                None => Ok(Err(Refusal::new(
                     "no_proposal",
                     "no memory proposal: run dream-run --propose first",
                 ))),
@@ -62,35 +130,36 @@ fn pick(
 }
 
 /// `dream-run show [TASK_ID] [--diff]`.
-pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Report, Failure> {
-    let project = super::history::project(&args.location)?;
+pub(super) fn show(args: &ShowArgs, cx: &Context) -> Result<ShowReport, Failure> {
+    let diag = cx.diag();
+    let project = super::project(&args.location, cx)?;
     let interrupted = super::recover::report(&project, diag);
     let store = TaskStore::new(&project.state_dir);
     let record = match pick(
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        "proposed",
-        None,
+        RunStatus::Proposed,
     )? {
         Ok(record) => record,
-        Err(refusal) => return Ok(refusal),
+        Err(refusal) => return Ok(ShowReport::Refused(refusal)),
     };
     // Shown as any memory text is (a record written before the diff was made safe may hold
     // a secret line or a terminal escape).
     let Some(diff_text) = record.diff_text.as_deref().map(super::check::for_a_person) else {
-        return Ok(Report::refused(
-            None,
-            "no_changes_recorded",
-            format!("task {} has no recorded changes to show", record.task_id),
-        )
-        .of_task(&record.task_id)
-        .with_status(&record.status));
+        return Ok(ShowReport::Refused(
+            Refusal::new(
+                "no_changes_recorded",
+                format!("task {} has no recorded changes to show", record.task_id),
+            )
+            .of_task(&record.task_id)
+            .with_status(&record.status),
+        ));
     };
     if args.diff {
         // The one exception to one JSON object: the diff itself, for a person. The model
         // wrote its lines: no control character of theirs reaches the terminal.
-        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let color = std::io::stdout().is_terminal() && cx.env().get("NO_COLOR").is_none();
         let text = if color {
             colorize(&diff_text)
         } else {
@@ -100,15 +169,15 @@ pub(super) fn show(args: &ShowArgs, diag: &Diag) -> Result<Report, Failure> {
         out.write_all(text.as_bytes())
             .and_then(|_| out.flush())
             .map_err(|e| Failure::environment(format!("cannot write the diff: {e}")))?;
-        return Ok(Report::DiffText);
+        return Ok(ShowReport::DiffText);
     }
-    Ok(Report::Shown {
+    Ok(ShowReport::Shown(Shown {
         task_id: record.task_id,
         status: record.status,
         diff: record.diff.unwrap_or_default(),
         diff_text,
         interrupted,
-    })
+    }))
 }
 
 /// Red removals, green additions, cyan file and hunk headers.
@@ -141,16 +210,18 @@ fn colorize(text: &str) -> String {
 /// `running` with its process gone, or already marked orphaned by a recovery): discarding
 /// either drops whatever staging copy is left and ends the task as `discarded`.
 fn discardable(record: &TaskRecord) -> bool {
-    record.status == "proposed"
+    record.status == RunStatus::Proposed.as_str()
         || (record.mode == "propose"
             && (record.is_orphaned()
-                || (record.status == "failed" && record.error.as_deref() == Some("orphaned"))))
+                || (record.status == RunStatus::Failed.as_str()
+                    && record.error.as_deref() == Some("orphaned"))))
 }
 
 /// `dream-run discard [TASK_ID]`: drops a proposal's staging copy, under the lock (an apply
 /// of the same proposal may be reading it); the task is `discarded`.
-pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure> {
-    let project = super::history::project(&args.location)?;
+pub(super) fn discard(args: &DiscardArgs, cx: &Context) -> Result<DiscardReport, Failure> {
+    let diag = cx.diag();
+    let project = super::project(&args.location, cx)?;
     // An apply killed midway may be of this very proposal: rolled back first, under the lock.
     let recovered = if args.dry_run {
         crate::store::recovery::Recovery::default()
@@ -162,43 +233,40 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        "proposed",
-        Some(Verb::Discarded),
+        RunStatus::Proposed,
     )? {
         Ok(record) => record,
-        Err(refusal) => return Ok(refusal.after_recovering(recovered)),
+        Err(refusal) => return Ok(refusal.after_recovering(recovered).into()),
     };
-    let not_a_proposal = |record: &TaskRecord, status: &str| {
-        Report::refused(
-            Some(Verb::Discarded),
+    let not_a_proposal = |record: &TaskRecord, status: &str| -> DiscardReport {
+        Refusal::new(
             "not_a_proposal",
             format!("task {} is {status}, not a proposal", record.task_id),
         )
         .of_task(&record.task_id)
         .with_status(status)
         .after_recovering(recovered.clone())
+        .into()
     };
     if !discardable(&record) {
         return Ok(not_a_proposal(&record, &record.status));
     }
     let dir = proposal_dir(&project.state_dir, &record.task_id);
     if args.dry_run {
-        return Ok(Report::WouldDo {
-            verb: Verb::Discarded,
-            task_id: record.task_id,
-            files: Vec::new(),
-            diff: None,
-            staging: Some(dir.to_string_lossy().into_owned()),
-            interrupted: super::recover::report(&project, diag),
-        });
+        let mut would = WouldDo::new(
+            record.task_id,
+            Vec::new(),
+            super::recover::report(&project, diag),
+        );
+        would.staging = Some(dir.to_string_lossy().into_owned());
+        return Ok(Change::WouldDo(would));
     }
     // Under the lock: an apply of this proposal running meanwhile reads the staged copy.
     let backend = args.backend.open(&project)?;
     let hold = signals::hold();
-    let lease = match super::history::take_lock(backend.as_ref(), Verb::Discarded, &record.task_id)?
-    {
+    let lease = match take_lock(backend.as_ref(), &record.task_id)? {
         Ok(lease) => lease,
-        Err(busy) => return Ok(busy.after_recovering(recovered)),
+        Err(busy) => return Ok(busy.after_recovering(recovered).into()),
     };
     // The record again, under the lock: an apply may have completed it meanwhile.
     let discarded = (|| {
@@ -231,17 +299,9 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure
     if let Some(status) = discarded? {
         return Ok(not_a_proposal(&record, &format!("{status} now")));
     }
-    Ok(Report::Done {
-        verb: Verb::Discarded,
-        task_id: record.task_id,
-        files: Vec::new(),
-        diff: None,
-        pending_withdrawn: None,
-        recovered,
-        late_signal,
-        problem: None,
-        last_consolidated_at: None,
-    })
+    let mut done = Done::new(record.task_id, Vec::new(), recovered);
+    done.late_signal = late_signal;
+    Ok(Change::Done(done))
 }
 
 /// `dream-run apply [TASK_ID]`: under the lock, and only when every file the proposal
@@ -250,8 +310,9 @@ pub(super) fn discard(args: &DiscardArgs, diag: &Diag) -> Result<Report, Failure
 /// intent journal (so a kill -9 midway is rolled back by the next command), the writes with
 /// SIGINT/SIGTERM and the lock checked between files (a signal or a lost lock rolls back at
 /// once), then the task record (the commit point), then the release as completed.
-pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
-    let project = super::history::project(&args.location)?;
+pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failure> {
+    let diag = cx.diag();
+    let project = super::project(&args.location, cx)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
         crate::store::recovery::Recovery::default()
@@ -263,19 +324,20 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        "proposed",
-        Some(Verb::Applied),
+        RunStatus::Proposed,
     )? {
         Ok(record) => record,
-        Err(refusal) => return Ok(refusal.after_recovering(recovered)),
+        Err(refusal) => return Ok(refusal.after_recovering(recovered).into()),
     };
-    let refuse = |reason, note: String, task_id: &str, files: Vec<String>| {
-        Ok(Report::refused(Some(Verb::Applied), reason, note)
-            .of_task(task_id)
-            .naming(files)
-            .after_recovering(recovered.clone()))
-    };
-    if record.proposal.is_none() || record.status != "proposed" {
+    let refuse =
+        |reason, note: String, task_id: &str, files: Vec<String>| -> Result<ApplyReport, Failure> {
+            Ok(Refusal::new(reason, note)
+                .of_task(task_id)
+                .naming(files)
+                .after_recovering(recovered.clone())
+                .into())
+        };
+    if record.proposal.is_none() || record.status != RunStatus::Proposed.as_str() {
         return refuse(
             "not_a_proposal",
             format!(
@@ -293,22 +355,21 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
             .flat_map(|p| p.keys())
             .map(|rel| snapshot::absolute(&project.memory_dir, rel))
             .collect();
-        return Ok(Report::WouldDo {
-            verb: Verb::Applied,
-            task_id: record.task_id,
+        let mut would = WouldDo::new(
+            record.task_id,
             files,
-            diff: Some(record.diff.unwrap_or_default()),
-            staging: None,
-            interrupted: super::recover::report(&project, diag),
-        });
+            super::recover::report(&project, diag),
+        );
+        would.diff = Some(record.diff.unwrap_or_default());
+        return Ok(Change::WouldDo(would));
     }
     let backend = args.backend.open(&project)?;
     // From the lock on, SIGINT/SIGTERM wait for a file boundary: the lock and the memory dir
     // are then put back as they were before the process ends.
     let hold = signals::hold();
-    let lease = match super::history::take_lock(backend.as_ref(), Verb::Applied, &record.task_id)? {
+    let lease = match take_lock(backend.as_ref(), &record.task_id)? {
         Ok(lease) => lease,
-        Err(busy) => return Ok(busy.after_recovering(recovered)),
+        Err(busy) => return Ok(busy.after_recovering(recovered).into()),
     };
     // The time this apply's own acquire wrote: a roll-back after a kill gives it back only
     // while the lock still shows it.
@@ -395,7 +456,7 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
     );
     let stopped = match stopped {
         Stopped::No => {
-            record.status = "completed".into();
+            record.status = RunStatus::Completed.as_str().into();
             record.phase = "done".into();
             record.files_touched = files
                 .keys()
@@ -438,13 +499,12 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
             (Stopped::Failed(m), None) => Cause::Failed(m),
             (Stopped::No, None) => Cause::Failed("stopped".into()),
         };
-        return Ok(Report::Stopped {
-            verb: Verb::Applied,
-            task_id: record.task_id,
+        return Ok(Change::Stopped(report::Stopped::new(
+            record.task_id,
             cause,
-            not_rolled_back: Some(not_rolled_back),
+            Some(not_rolled_back),
             recovered,
-        });
+        )));
     }
     if let Err(e) = journal.commit() {
         diag.warn(&format!("cannot remove the finished journal: {e}"));
@@ -476,17 +536,11 @@ pub(super) fn apply(args: &ApplyArgs, diag: &Diag) -> Result<Report, Failure> {
         record.task_id,
         touched.len()
     ));
-    Ok(Report::Done {
-        verb: Verb::Applied,
-        task_id: record.task_id,
-        files: touched,
-        diff: Some(record.diff.unwrap_or_default()),
-        pending_withdrawn: None,
-        recovered,
-        late_signal: late,
-        problem,
-        last_consolidated_at: None,
-    })
+    let mut done = Done::new(record.task_id, touched, recovered);
+    done.diff = Some(record.diff.unwrap_or_default());
+    done.late_signal = late;
+    done.problem = problem;
+    Ok(Change::Done(done))
 }
 
 /// Before the first write: the snapshot `undo` will use (every file kept, what each will

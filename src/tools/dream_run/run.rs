@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,9 +23,12 @@ use crate::claude::records::{self, ClientFields, MemorySaved};
 use crate::claude::sessions::{is_session_id, sessions_touched_since};
 use crate::claude::transcript::{cut_chars, BackwardReader};
 use crate::claude::{Env, Project};
-use crate::cli::envelope::Upstream;
+use crate::cli::envelope::{json_value, Section, Upstream};
 use crate::cli::time::{from_epoch_ms, rfc3339};
-use crate::cli::{signals, CommonArgs, Diag, Envelope, Exit, Failure, Input, Outcome, RunStatus};
+use crate::cli::{
+    signals, CommonArgs, Context, Diag, Envelope, Enveloped, ErrorBody, Exit, Failure, Report,
+    RunStatus,
+};
 use crate::lock::{Backend, Claimed};
 use crate::model::{Block, Client, Message, Request, Role, SystemBlock, Tier, Usage};
 
@@ -126,39 +130,243 @@ fn sessions(
 }
 
 /// `--dry-run`'s answer: what the agent would be told and given, and nothing written.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct DryRun {
     prompt: String,
+    #[schemars(with = "Vec<ToolSpecSchema>")]
     tools: Vec<crate::model::ToolSpec>,
     sessions: Vec<String>,
     digests: Vec<Digest>,
     unreadable_sessions: Vec<digest::Unreadable>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    interrupted: Option<super::recover::Interrupted>,
+    interrupted: Option<super::report::Interrupted>,
+}
+
+/// A tool as the model is given it (the schema of [`crate::model::ToolSpec`]).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct ToolSpecSchema {
+    name: String,
+    description: String,
+    /// The tool's input, as a JSON Schema.
+    input_schema: Value,
+}
+
+/// The `run` section of a dry run: a release downstream finds the lease and rolls it back.
+#[derive(Debug, Serialize, JsonSchema)]
+struct DryRunSection {
+    /// Always `dry_run`.
+    status: RunStatus,
 }
 
 /// `--dry-run`'s document: its own keys at the top level (what README and docs read with jq),
-/// beside the envelope's sections and `run: {status: "dry_run"}`, so a release downstream
-/// finds the lease and rolls it back.
-fn dry_run_document(mut envelope: Envelope, document: &DryRun) -> Result<Envelope, Failure> {
-    envelope.set(
-        "run",
-        serde_json::json!({"status": RunStatus::DryRun.as_str()}),
-    );
-    let own = serde_json::to_value(document)
-        .map_err(|e| Failure::environment(format!("cannot serialise the dry run: {e}")))?;
-    if let Value::Object(own) = own {
-        for (key, value) in own {
-            envelope.set(&key, value);
+/// beside the envelope's sections and `run: {status: "dry_run"}`, each replaced in place.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct DryRunDocument(Envelope);
+
+impl DryRunDocument {
+    fn new(mut envelope: Envelope, document: &DryRun) -> DryRunDocument {
+        let section = DryRunSection {
+            status: RunStatus::DryRun,
+        };
+        envelope.set(RunSection::KEY, json_value(&section));
+        if let Value::Object(own) = json_value(document) {
+            for (key, value) in own {
+                envelope.set(&key, value);
+            }
+        }
+        DryRunDocument(envelope)
+    }
+}
+
+impl JsonSchema for DryRunDocument {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DryRunDocument".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = DryRun::json_schema(generator);
+        let section = generator.subschema_for::<DryRunSection>();
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            properties.insert(RunSection::KEY.into(), section.to_value());
+        }
+        if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+            required.push(RunSection::KEY.into());
+        }
+        schema
+    }
+}
+
+/// What a run prints: the envelope it received (passed through, with its `run` section, or
+/// with the run's failure), and how it ends.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(transparent)]
+pub struct RunReport {
+    document: RunDocument,
+    /// The run failed (the top-level `error` says it too): its exit code.
+    #[serde(skip)]
+    failure: Option<Failure>,
+    /// A signal that came after the conversation ended changes nothing recorded; the exit
+    /// code still says it came.
+    #[serde(skip)]
+    late_signal: Option<i32>,
+    /// Why an earlier stage's answer was passed through.
+    #[serde(skip)]
+    declined: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+enum RunDocument {
+    /// An earlier stage said no: the envelope untouched, and why (exit 1).
+    PassedThrough(#[schemars(with = "serde_json::Map<String, Value>")] Envelope),
+    DryRun(DryRunDocument),
+    /// The envelope with the run's section (and, when the run failed, the top-level `error`).
+    Ran(Enveloped<RunSection>),
+    /// A failure after this run claimed the lock: its section names its task.
+    FailedAfterClaim(#[schemars(with = "FailedAfterClaimSchema")] Envelope),
+}
+
+/// The schema of [`RunDocument::FailedAfterClaim`].
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct FailedAfterClaimSchema {
+    run: FailedRun,
+    error: ErrorBody,
+}
+
+impl RunReport {
+    fn of(document: RunDocument) -> RunReport {
+        RunReport {
+            document,
+            failure: None,
+            late_signal: None,
+            declined: None,
         }
     }
-    Ok(envelope)
+
+    fn passed_through(envelope: Envelope, why: String) -> RunReport {
+        RunReport {
+            declined: Some(why),
+            ..RunReport::of(RunDocument::PassedThrough(envelope))
+        }
+    }
+
+    /// A failure after this run claimed the lock: the envelope with `run` failed as every
+    /// stage's failure prints it, naming this run's task.
+    fn failed_after_claim(mut envelope: Envelope, task_id: &str, failure: Failure) -> RunReport {
+        let section = FailedRun::of(&failure, Some(task_id.to_string()));
+        envelope.set(RunSection::KEY, json_value(&section));
+        envelope.set("error", json_value(&ErrorBody::of(&failure)));
+        RunReport {
+            failure: Some(failure),
+            ..RunReport::of(RunDocument::FailedAfterClaim(envelope))
+        }
+    }
+
+    /// The envelope with this section (and the failure, at the top level, as every tool's
+    /// failure says it).
+    fn ran(mut envelope: Envelope, section: RunSection, failure: Option<Failure>) -> RunReport {
+        if let Some(failure) = &failure {
+            envelope.set("error", json_value(&ErrorBody::of(failure)));
+        }
+        RunReport {
+            failure,
+            ..RunReport::of(RunDocument::Ran(Enveloped { envelope, section }))
+        }
+    }
+}
+
+impl Report for RunReport {
+    fn exit(&self) -> Exit {
+        if let Some(failure) = &self.failure {
+            return failure.exit();
+        }
+        if let Some(signal) = self.late_signal {
+            return signals::exit_for(signal);
+        }
+        match &self.document {
+            RunDocument::PassedThrough(..) => Exit::No,
+            RunDocument::DryRun(_) => Exit::Yes,
+            RunDocument::Ran(ran) => match ran.section.status {
+                RunStatus::Completed
+                | RunStatus::Proposed
+                | RunStatus::NoChanges
+                | RunStatus::DryRun => Exit::Yes,
+                // Skipped, or a clean "no" (a lost lock, a limit reached).
+                RunStatus::Skipped | RunStatus::Failed | RunStatus::Aborted => Exit::No,
+            },
+            // Not built without its failure.
+            RunDocument::FailedAfterClaim(_) => Exit::Environment,
+        }
+    }
+
+    /// Why the run said no; a failure (exit 3, 4, a signal) was said when it happened.
+    fn note(&self) -> Option<String> {
+        match &self.document {
+            RunDocument::PassedThrough(_) => self.declined.clone(),
+            RunDocument::FailedAfterClaim(_) => self.failure.as_ref().map(Failure::to_string),
+            RunDocument::Ran(ran) if self.exit() == Exit::No => {
+                let run = &ran.section;
+                let message = run.message.as_deref().unwrap_or("did not complete");
+                Some(match run.reason {
+                    Some("no_sessions" | "no_readable_sessions") => format!(
+                        "run {}: {message}; nothing was asked of the model",
+                        run.status.as_str()
+                    ),
+                    _ => format!("run {}: {message}", run.status.as_str()),
+                })
+            }
+            RunDocument::Ran(_) | RunDocument::DryRun(_) => None,
+        }
+    }
+}
+
+/// What a failure of the run leaves in the `run` section (it replaces what was there).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct FailedRun {
+    /// `aborted` on SIGINT or SIGTERM, else `failed`.
+    pub status: RunStatus,
+    /// The failure's kind.
+    pub error: &'static str,
+    pub message: String,
+    /// The run's task, once it claimed the lock (the release downstream lets only the
+    /// claim's own task release its hold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+}
+
+impl FailedRun {
+    fn of(failure: &Failure, task_id: Option<String>) -> FailedRun {
+        FailedRun {
+            status: match failure {
+                Failure::Interrupted { .. } => RunStatus::Aborted,
+                _ => RunStatus::Failed,
+            },
+            error: failure.kind(),
+            message: failure.to_string(),
+            task_id,
+        }
+    }
+}
+
+impl Section for RunSection {
+    const KEY: &'static str = "run";
+
+    fn failed(_held: Option<&Value>, failure: &Failure) -> Value {
+        json_value(&FailedRun::of(failure, None))
+    }
+
+    fn failed_schema(generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<FailedRun>()
+    }
 }
 
 /// The `run` section.
-#[derive(Debug, Clone, Serialize)]
-struct RunSection {
-    status: &'static str,
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RunSection {
+    status: RunStatus,
     /// `None` when no task was started (nothing to review, or another runner's claim).
     task_id: Option<String>,
     mode: &'static str,
@@ -175,6 +383,7 @@ struct RunSection {
     /// Every assistant turn of the run (the record keeps the last 30).
     turns: u32,
     tool_calls: usize,
+    #[schemars(with = "crate::store::tasks::UsageRecord")]
     usage: Usage,
     landlock: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -199,7 +408,7 @@ struct RunSection {
 
 impl RunSection {
     /// A section for a run that ends before any task starts.
-    fn early(status: &'static str, mode: Mode) -> RunSection {
+    fn early(status: RunStatus, mode: Mode) -> RunSection {
         RunSection {
             status,
             task_id: None,
@@ -278,16 +487,17 @@ fn check_notify_transcript(path: &Path) -> Result<PathBuf, Failure> {
     })
 }
 
-pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Outcome, Failure> {
-    let (hints, hook, envelope) = ProjectHints::gather(&args.location, Input::from_stdin()?)?;
+pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
+    let diag = cx.diag();
+    let (hints, hook, envelope) = ProjectHints::gather(&args.location, cx.input()?)?;
     if let Upstream::Declined(why) = envelope.upstream()? {
-        return Ok(Outcome::new(Exit::No, &envelope).with_note(why));
+        return Ok(RunReport::passed_through(envelope, why));
     }
-    let env = Env::from_process();
-    let (project, _settings) = Project::resolve(&hints, &env)?;
+    let env = cx.env();
+    let (project, _settings) = Project::resolve(&hints, env)?;
     let backend = args.backend.open(&project)?;
-    let claim = Claim::read(&envelope, &env)?;
-    let mode = Mode::resolve(args.propose, &env)?;
+    let claim = Claim::read(&envelope, env)?;
+    let mode = Mode::resolve(args.propose, env)?;
     if claim.token.is_none() && !args.unlocked && !args.dry_run {
         return Err(Failure::Usage(
             "no lock: run dream-run after `dream-lock acquire` (its envelope on stdin) or under \
@@ -334,7 +544,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
     };
     // The memory's health before the run: its problems are the prompt's concrete work.
     let health_scope =
-        check::ProjectScope::new(&project, true, check::ProjectScope::min_hours_from(&env));
+        check::ProjectScope::new(&project, true, check::ProjectScope::min_hours_from(env));
     let task_for = |dir: &Path| -> (String, Option<check::Health>) {
         let health = match check::run_check(dir, &health_scope.scope()) {
             Ok(health) => Some(health),
@@ -366,11 +576,10 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         };
         // Nothing was consolidated: `dream-lock exec` (through the outcome file) and
         // `release` (through run.status) roll the lock back.
-        crate::lock::outcome::report(&env, diag, RunStatus::DryRun);
-        return Ok(Outcome::new(
-            Exit::Yes,
-            &dry_run_document(envelope, &document)?,
-        ));
+        crate::lock::outcome::report(env, diag, RunStatus::DryRun);
+        return Ok(RunReport::of(RunDocument::DryRun(DryRunDocument::new(
+            envelope, &document,
+        ))));
     }
     // Nothing to review: no model request, and the downstream release rolls the time back.
     if session_ids.is_empty() {
@@ -382,16 +591,12 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                 format!("none of the {} listed sessions could be read", listed.len()),
             )
         };
-        crate::lock::outcome::report(&env, diag, RunStatus::Skipped);
-        let mut section = RunSection::early("skipped", mode);
+        crate::lock::outcome::report(env, diag, RunStatus::Skipped);
+        let mut section = RunSection::early(RunStatus::Skipped, mode);
         section.reason = Some(reason);
-        section.message = Some(message.clone());
+        section.message = Some(message);
         section.unreadable_sessions = unreadable;
-        return Ok(
-            Outcome::new(Exit::No, &envelope.with("run", &section)).with_note(format!(
-                "run skipped: {message}; nothing was asked of the model"
-            )),
-        );
+        return Ok(RunReport::ran(envelope, section, None));
     }
 
     let mut deadline = args.model.deadline;
@@ -402,7 +607,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         deadline = FILE_LOCK_MAX_DEADLINE;
     }
     // Credentials and flags are checked before anything is recorded.
-    let client = Client::new(args.model.config(&env, Tier::Main)?)?;
+    let client = Client::new(args.model.config(env, Tier::Main)?)?;
     // One runner per lock: a second run handed the same envelope stops here, while the
     // first runs and after it finished; only a run that crashed hands its claim on.
     if let Some(token) = &claim.token {
@@ -427,7 +632,7 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                 // run to release (its release compares run.task_id with the claim's and
                 // changes nothing), and no word to exec's outcome file, which is the
                 // winner's.
-                let mut section = RunSection::early("skipped", mode);
+                let mut section = RunSection::early(RunStatus::Skipped, mode);
                 section.reason = Some("lock_claimed");
                 let message = if other.alive() {
                     format!(
@@ -440,18 +645,17 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
                         other.task_id
                     )
                 };
-                section.message = Some(message.clone());
+                section.message = Some(message);
                 section.claimed_by = Some(other.task_id);
-                return Ok(Outcome::new(Exit::No, &envelope.with("run", &section))
-                    .with_note(format!("run skipped: {message}")));
+                return Ok(RunReport::ran(envelope, section, None));
             }
             Claimed::NotHeld => {
-                let mut section = RunSection::early("failed", mode);
+                let mut section = RunSection::early(RunStatus::Failed, mode);
                 section.error = Some("lock_lost");
-                let message = "the consolidation lock is no longer held by this envelope's token";
-                section.message = Some(message.into());
-                return Ok(Outcome::new(Exit::No, &envelope.with("run", &section))
-                    .with_note(format!("run failed: {message}")));
+                section.message = Some(
+                    "the consolidation lock is no longer held by this envelope's token".into(),
+                );
+                return Ok(RunReport::ran(envelope, section, None));
             }
         }
     }
@@ -463,7 +667,9 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         ($result:expr) => {
             match $result {
                 Ok(value) => value,
-                Err(failure) => return Ok(failed_after_claim(&envelope, &task_id, &failure, diag)),
+                Err(failure) => {
+                    return Ok(RunReport::failed_after_claim(envelope, &task_id, failure))
+                }
             }
         };
     }
@@ -569,12 +775,12 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         usage: Usage::default(),
         turns: 0,
         tool_calls: 0,
-        progress: Progress::new(args, common),
+        progress: Progress::new(args, cx.common()),
         fence_failure: None,
         seen: HashMap::new(),
         mode,
         base,
-        env: &env,
+        env,
         notify,
         health,
         health_scope: &health_scope,
@@ -588,49 +794,15 @@ pub(super) fn run(args: &RunArgs, common: &CommonArgs, diag: &Diag) -> Result<Ou
         diag.warn("the lock's lease was lost during the run (expired or revoked)");
     }
     drop(keep_alive);
-    let mut section = agent.finish(end, &digests);
-    section.run.recovered = recovered;
+    let Finished { mut run, failure } = agent.finish(end, &digests);
+    run.recovered = recovered;
     if !unreadable.is_empty() {
-        section.run.warnings.push("unreadable_sessions".into());
-        section.run.unreadable_sessions = unreadable;
+        run.warnings.push("unreadable_sessions".into());
+        run.unreadable_sessions = unreadable;
     }
-    // A signal that came after the conversation ended changes nothing recorded; the exit
-    // code still says it came.
-    let late = hold.end();
-    let exit = match (section.exit, late) {
-        (Exit::Yes | Exit::No, Some(signal)) => signals::exit_for(signal),
-        (exit, _) => exit,
-    };
-    // A failure also says what failed at the top level, as every tool's failure does.
-    let mut envelope = envelope;
-    if let Some(failure) = &section.failure {
-        envelope.set("error", failure.to_json());
-    }
-    let mut outcome = Outcome::new(exit, &envelope.with("run", &section.run));
-    if exit == Exit::No {
-        outcome = outcome.with_note(format!(
-            "run {}: {}",
-            section.run.status,
-            section.run.message.as_deref().unwrap_or("did not complete")
-        ));
-    }
-    Ok(outcome)
-}
-
-/// A failure after the claim: the envelope with `run` failed as every stage's failure prints
-/// it (see [`crate::cli::envelope::failed`]), naming this run's task.
-fn failed_after_claim(
-    envelope: &Envelope,
-    task_id: &str,
-    failure: &Failure,
-    diag: &Diag,
-) -> Outcome {
-    diag.warn(&failure.to_string());
-    let mut document = crate::cli::legacy::failed(envelope.clone(), "run", failure);
-    if let Some(run) = document.get_mut("run").and_then(Value::as_object_mut) {
-        run.insert("task_id".into(), Value::String(task_id.to_string()));
-    }
-    Outcome::new(failure.exit(), &document)
+    let mut report = RunReport::ran(envelope, run, failure);
+    report.late_signal = hold.end();
+    Ok(report)
 }
 
 /// `20261203T131500Z-1a2b3c4d`: sorts by time, unique, safe as a file name.
@@ -651,10 +823,11 @@ enum End {
     Completed {
         summary: String,
     },
+    /// A limit was reached (exit 1), or with `environment` the machine failed (exit 3).
     Failed {
         error: &'static str,
         message: String,
-        exit: Exit,
+        environment: bool,
     },
     /// The model failed after retries (exit 4); `kind` is the model error kind.
     Model {
@@ -672,7 +845,6 @@ enum End {
 }
 
 struct Finished {
-    exit: Exit,
     run: RunSection,
     /// What the top-level `error` says when the run failed (exit 3, 4 or a signal).
     failure: Option<Failure>,
@@ -902,7 +1074,7 @@ impl Agent<'_> {
                 return End::Failed {
                     error: "environment",
                     message: format!("cannot start the async runtime: {e}"),
-                    exit: Exit::Environment,
+                    environment: true,
                 }
             }
         };
@@ -977,7 +1149,7 @@ impl Agent<'_> {
                             "the model's reply was cut at --max-answer-tokens {} twice, with no tool call",
                             self.args.max_answer_tokens
                         ),
-                        exit: Exit::No,
+                        environment: false,
                     };
                 }
                 asked_to_continue = true;
@@ -1057,7 +1229,7 @@ keep it short, and use the tools for changes.",
                         Stop::Environment => End::Failed {
                             error: "environment",
                             message,
-                            exit: Exit::Environment,
+                            environment: true,
                         },
                     };
                 }
@@ -1081,7 +1253,7 @@ keep it short, and use the tools for changes.",
                         "used {spent} tokens, over --max-tokens {}",
                         self.args.max_tokens
                     ),
-                    exit: Exit::No,
+                    environment: false,
                 };
             }
         }
@@ -1091,7 +1263,7 @@ keep it short, and use the tools for changes.",
                 "the agent still wanted tools after --max-turns {}",
                 self.args.max_turns
             ),
-            exit: Exit::No,
+            environment: false,
         }
     }
 
@@ -1108,7 +1280,7 @@ keep it short, and use the tools for changes.",
         End::Failed {
             error: "deadline",
             message: format!("the run passed its --deadline of {}s", deadline.as_secs()),
-            exit: Exit::No,
+            environment: false,
         }
     }
 
@@ -1259,73 +1431,94 @@ keep it short, and use the tools for changes.",
                 ..
             }
         );
-        let mut model_kind = None;
-        let (status, error, mut message, summary, exit, restore) = match end {
+        // What failed, for the exit code and the top-level `error`: the machine, the model,
+        // the lock's store or a signal; a limit reached or a lost lock is a clean "no" (none).
+        let (status, error, mut message, summary, mut failure, restore) = match end {
             End::Completed { summary } => {
-                ("completed", None, None, Some(summary), Exit::Yes, false)
+                (RunStatus::Completed, None, None, Some(summary), None, false)
             }
             End::Model { kind, message } => {
-                model_kind = Some(kind);
+                let failure = Failure::Remote {
+                    kind,
+                    reason: None,
+                    message: message.clone(),
+                };
                 (
-                    "failed",
+                    RunStatus::Failed,
                     Some("model"),
                     Some(message),
                     None,
-                    Exit::Remote,
+                    Some(failure),
                     true,
                 )
             }
             End::Failed {
                 error,
                 message,
-                exit,
-            } => ("failed", Some(error), Some(message), None, exit, true),
+                environment,
+            } => {
+                let failure = environment.then(|| Failure::environment(message.clone()));
+                (
+                    RunStatus::Failed,
+                    Some(error),
+                    Some(message),
+                    None,
+                    failure,
+                    true,
+                )
+            }
             // Unfenced either way: nothing is restored. A lock that could not be checked is
             // the store's failure (exit 4, `remote`), one taken over a clean "no".
-            End::LockLost { message, unchecked } => (
-                "failed",
-                Some(if unchecked { "remote" } else { "lock_lost" }),
-                Some(message),
-                None,
-                if unchecked { Exit::Remote } else { Exit::No },
-                false,
-            ),
+            End::LockLost { message, unchecked } => {
+                let failure = unchecked.then(|| Failure::Remote {
+                    kind: "remote",
+                    reason: Some("lock_unchecked"),
+                    message: message.clone(),
+                });
+                (
+                    RunStatus::Failed,
+                    Some(if unchecked { "remote" } else { "lock_lost" }),
+                    Some(message),
+                    None,
+                    failure,
+                    false,
+                )
+            }
             End::Aborted { signal } => (
-                "aborted",
+                RunStatus::Aborted,
                 Some("interrupted"),
                 Some(format!("stopped by signal {signal}")),
                 None,
-                signals::exit_for(signal),
+                Some(Failure::interrupted(signal)),
                 true,
             ),
         };
-        let mut exit = exit;
         let proposing = self.mode == Mode::Propose;
         let mut status = status;
         let mut diff_text = None;
-        if status == "completed" && self.tool_calls == 0 {
+        if status == RunStatus::Completed && self.tool_calls == 0 {
             warnings.push("no_tool_calls".into());
             self.diag
                 .info("the model called no tool: it looked at nothing and changed nothing");
         }
-        if status == "completed" && proposing {
+        if status == RunStatus::Completed && proposing {
             match self.changes(&memory_dir) {
-                Ok((d, _)) if d.is_empty() => status = "no_changes",
+                Ok((d, _)) if d.is_empty() => status = RunStatus::NoChanges,
                 Ok((d, text)) => {
-                    status = "proposed";
+                    status = RunStatus::Proposed;
                     diff = d;
                     diff_text = Some(text);
                 }
                 Err(e) => {
                     let problem = format!("cannot record the proposal's changes: {e}");
                     self.diag.warn(&problem);
+                    failure = Some(Failure::environment(problem.clone()));
                     message = Some(problem);
-                    exit = Exit::Environment;
-                    status = "proposed";
+                    status = RunStatus::Proposed;
                 }
             }
         }
-        if status == "proposed" {
+        if status == RunStatus::Proposed {
             // The staging copy holds the result; the before-copies are not needed.
             if let Some(snapshot) = &self.snapshot {
                 let _ = std::fs::remove_dir_all(&snapshot.dir);
@@ -1341,8 +1534,8 @@ keep it short, and use the tools for changes.",
             ) {
                 let problem = format!("cannot record the proposal: {e}");
                 self.diag.warn(&problem);
+                failure = Some(Failure::environment(problem.clone()));
                 message = Some(problem);
-                exit = Exit::Environment;
             }
             crate::lock::outcome::report(self.env, self.diag, RunStatus::Proposed);
         } else if proposing {
@@ -1355,10 +1548,10 @@ keep it short, and use the tools for changes.",
                 &self.project.state_dir,
                 &self.record.task_id,
             ));
-            if status == "no_changes" {
+            if status == RunStatus::NoChanges {
                 crate::lock::outcome::report(self.env, self.diag, RunStatus::NoChanges);
             }
-        } else if status == "completed" {
+        } else if status == RunStatus::Completed {
             if let Some((d, text)) = self.changes_or_warn(&memory_dir) {
                 diff = d;
                 diff_text = Some(text);
@@ -1382,8 +1575,8 @@ keep it short, and use the tools for changes.",
                 Ok(Some(warning)) => warnings.push(warning),
                 Err(problem) => {
                     self.diag.warn(&problem);
+                    failure = Some(Failure::environment(problem.clone()));
                     message = Some(problem);
-                    exit = Exit::Environment;
                 }
             }
         } else if restore && !self.args.keep_partial {
@@ -1411,7 +1604,7 @@ keep it short, and use the tools for changes.",
                     }
                 }
             }
-        } else if status == "failed" && restore && self.snapshot.is_some() {
+        } else if status == RunStatus::Failed && restore && self.snapshot.is_some() {
             // --keep-partial: what the run changed stays, and the record says what it is,
             // so that `undo` and the report tell the truth.
             if let Some((d, text)) = self.changes_or_warn(&memory_dir) {
@@ -1426,7 +1619,7 @@ keep it short, and use the tools for changes.",
                 self.record.task_id,
                 self.record.snapshot.as_deref().unwrap_or("")
             ));
-        } else if status == "failed" && self.snapshot.is_some() {
+        } else if status == RunStatus::Failed && self.snapshot.is_some() {
             self.diag.warn(&format!(
                 "the lock was lost: nothing was restored; the snapshot is {}",
                 self.record.snapshot.as_deref().unwrap_or("")
@@ -1438,7 +1631,7 @@ keep it short, and use the tools for changes.",
             match check::run_check(&memory_dir, &self.health_scope.scope()) {
                 Ok(after) => {
                     let over = after.counts.get(check::Kind::IndexOverLimit) > 0;
-                    if over && matches!(status, "completed" | "proposed") {
+                    if over && matches!(status, RunStatus::Completed | RunStatus::Proposed) {
                         warnings.push("index_over_limit".into());
                         self.diag.warn(&format!(
                             "{} is over Claude Code's limits ({} lines, {} characters): the rest is never loaded",
@@ -1464,13 +1657,13 @@ keep it short, and use the tools for changes.",
         // An exit 1 gets its line from the shared main (the outcome's note).
         if let Some(m) = message
             .as_ref()
-            .filter(|_| status != "completed" && exit != Exit::No)
+            .filter(|_| status != RunStatus::Completed && failure.is_some())
         {
-            self.diag.warn(&format!("run {status}: {m}"));
+            self.diag.warn(&format!("run {}: {m}", status.as_str()));
         }
         // What the run changed, not what it wrote: a rewrite with the same bytes is no touch.
         let files_touched = match status {
-            "completed" | "proposed" => {
+            RunStatus::Completed | RunStatus::Proposed => {
                 let mut all: Vec<String> = diff
                     .created
                     .iter()
@@ -1481,37 +1674,20 @@ keep it short, and use the tools for changes.",
                 all.sort();
                 all
             }
-            "no_changes" => Vec::new(),
+            RunStatus::NoChanges => Vec::new(),
             _ => self.absolute_touched(),
         };
-        self.record.status = status.into();
+        self.record.status = status.as_str().into();
         self.record.phase = "done".into();
         self.record.error = error.map(str::to_string);
         self.record.ended_at = Some(rfc3339(SystemTime::now()));
         self.record.files_touched = files_touched.clone();
         self.save_record();
-        if status == "completed" {
+        if status == RunStatus::Completed {
             tasks::prune_snapshots(self.store, self.diag);
         }
-        self.progress.done(status, &files_touched);
-        let failure = match (exit, message.clone()) {
-            (Exit::Yes | Exit::No, _) | (_, None) => None,
-            (Exit::Interrupted | Exit::Terminated, _) => {
-                Some(Failure::interrupted(if exit == Exit::Interrupted {
-                    libc::SIGINT
-                } else {
-                    libc::SIGTERM
-                }))
-            }
-            (Exit::Environment, Some(message)) => Some(Failure::environment(message)),
-            (_, Some(message)) => Some(Failure::Remote {
-                kind: model_kind.unwrap_or("remote"),
-                reason: unchecked.then_some("lock_unchecked"),
-                message,
-            }),
-        };
+        self.progress.done(status.as_str(), &files_touched);
         Finished {
-            exit,
             failure,
             run: RunSection {
                 status,
@@ -1808,4 +1984,94 @@ impl Progress {
 /// a secret replaced whole, control and bidi characters gone.
 fn for_a_person(value: Value) -> Value {
     crate::cli::text::map_strings(value, &super::check::for_a_person)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::envelope::{Stage, StageOf};
+    use serde_json::json;
+
+    fn envelope(value: Value) -> Envelope {
+        let Value::Object(map) = value else {
+            unreachable!()
+        };
+        Envelope::from_map(map)
+    }
+
+    #[test]
+    fn a_failed_run_replaces_the_held_section_and_keeps_the_other_keys() {
+        let received = envelope(json!({
+            "project": {"cwd": "/p"},
+            "run": {"status": "completed", "task_id": "old"},
+            "lock": {"acquired": true, "token": "t"}
+        }));
+        let failed =
+            StageOf::<RunSection>::STAGE.failed(received, &Failure::environment("disk full"));
+        assert_eq!(
+            failed.to_string(),
+            r#"{"project":{"cwd":"/p"},"run":{"status":"failed","error":"environment","message":"disk full"},"lock":{"acquired":true,"token":"t"},"error":{"kind":"environment","message":"disk full"}}"#
+        );
+    }
+
+    #[test]
+    fn a_signal_aborts_the_run() {
+        let failed = StageOf::<RunSection>::STAGE.failed(
+            envelope(json!({"lock": {"token": "t"}})),
+            &Failure::interrupted(libc::SIGTERM),
+        );
+        assert_eq!(failed["run"]["status"], "aborted");
+        assert_eq!(failed["run"]["error"], "interrupted");
+        assert_eq!(failed["lock"]["token"], "t");
+    }
+
+    #[test]
+    fn the_report_decides_the_exit_and_the_line() {
+        let received = envelope(json!({"lock": {"token": "t"}}));
+        let mut skipped = RunSection::early(RunStatus::Skipped, Mode::Apply);
+        skipped.reason = Some("no_sessions");
+        skipped.message = Some("no sessions to review".into());
+        let report = RunReport::ran(received.clone(), skipped, None);
+        assert_eq!(report.exit(), Exit::No);
+        assert_eq!(
+            report.note().as_deref(),
+            Some("run skipped: no sessions to review; nothing was asked of the model")
+        );
+        let mut late = RunReport::ran(
+            received.clone(),
+            RunSection::early(RunStatus::Completed, Mode::Apply),
+            None,
+        );
+        assert_eq!(late.exit(), Exit::Yes);
+        late.late_signal = Some(libc::SIGINT);
+        assert_eq!(late.exit(), Exit::Interrupted);
+        assert_eq!(late.note(), None);
+        let failed = RunReport::ran(
+            received.clone(),
+            RunSection::early(RunStatus::Failed, Mode::Apply),
+            Some(Failure::environment("cannot append")),
+        );
+        assert_eq!(failed.exit(), Exit::Environment);
+        let text = serde_json::to_string(&failed).unwrap();
+        assert!(
+            text.starts_with(r#"{"lock":{"token":"t"},"error":{"kind":"environment","message":"cannot append"},"run":{"status":"failed""#),
+            "{text}"
+        );
+        let claimed = RunReport::failed_after_claim(
+            received.clone(),
+            "T1",
+            Failure::interrupted(libc::SIGINT),
+        );
+        assert_eq!(claimed.exit(), Exit::Interrupted);
+        assert_eq!(
+            serde_json::to_string(&claimed).unwrap(),
+            r#"{"lock":{"token":"t"},"run":{"status":"aborted","error":"interrupted","message":"interrupted by SIGINT","task_id":"T1"},"error":{"kind":"interrupted","message":"interrupted by SIGINT"}}"#
+        );
+        let passed = RunReport::passed_through(received, "passed through: no".into());
+        assert_eq!(passed.exit(), Exit::No);
+        assert_eq!(
+            serde_json::to_string(&passed).unwrap(),
+            r#"{"lock":{"token":"t"}}"#
+        );
+    }
 }

@@ -58,42 +58,40 @@ pub fn staging_dir(state_dir: &Path, task_id: &str) -> PathBuf {
 pub fn stage_copy(memory_dir: &Path, staging: &Path) -> std::io::Result<BTreeMap<String, String>> {
     create_private_dir(staging)?;
     let mut base = BTreeMap::new();
-    copy_tree(memory_dir, staging, Path::new(""), &mut base)?;
-    Ok(base)
-}
-
-fn copy_tree(
-    from: &Path,
-    to: &Path,
-    rel: &Path,
-    base: &mut BTreeMap<String, String>,
-) -> std::io::Result<()> {
-    let entries = match std::fs::read_dir(from.join(rel)) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && rel.as_os_str().is_empty() => {
-            return Ok(())
-        }
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        let child = rel.join(&name);
-        // file_type() does not follow symlinks: a link is neither a dir nor a file here.
-        let kind = entry.file_type()?;
+    // A folder before what it holds; a link is neither a folder nor a file here.
+    for entry in walkdir::WalkDir::new(memory_dir).min_depth(1) {
+        let entry = match entry {
+            Ok(entry) => entry,
+            // No memory dir yet: nothing to copy.
+            Err(e)
+                if e.depth() == 0
+                    && e.io_error().map(std::io::Error::kind)
+                        == Some(std::io::ErrorKind::NotFound) =>
+            {
+                return Ok(base)
+            }
+            Err(e) => {
+                return Err(e
+                    .into_io_error()
+                    .unwrap_or_else(|| std::io::Error::other("cannot walk the memory dir")))
+            }
+        };
+        let Ok(child) = entry.path().strip_prefix(memory_dir) else {
+            continue;
+        };
+        let kind = entry.file_type();
         if kind.is_dir() {
-            create_private_dir(&to.join(&child))?;
-            copy_tree(from, to, &child, base)?;
+            create_private_dir(&staging.join(child))?;
         } else if kind.is_file() && child.extension().is_some_and(|e| e == "md") {
             // Under the state dir every file is private; apply keeps the memory file's mode.
             // The mtime is kept so the health check sees the copy as it sees the memory.
             // Copied in blocks: a huge memory file never becomes memory of ours.
             let mtime = entry.metadata()?.modified().ok();
-            let sha256 = copy_regular_atomic(&from.join(&child), &to.join(&child), 0o600, mtime)?;
+            let sha256 = copy_regular_atomic(entry.path(), &staging.join(child), 0o600, mtime)?;
             base.insert(child.to_string_lossy().into_owned(), sha256);
         }
     }
-    Ok(())
+    Ok(base)
 }
 
 /// The proposal manifest: every file a proposal changes, with the sha256 it had in the memory
