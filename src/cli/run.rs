@@ -56,13 +56,26 @@ impl Context {
     }
 }
 
+/// `--schema`'s answer where stdout holds no JSON document of ours.
+#[derive(serde::Serialize)]
+struct NoSchema {
+    /// Always null.
+    schema: Option<()>,
+    reason: &'static str,
+}
+
 /// `--schema`: the JSON Schema (2020-12) of what the command prints on stdout, its report or
 /// its failure; `{"schema": null, "reason"}` where stdout holds no JSON document of ours.
 fn schema_answer<T: Tool>(tool: &T, stage: Option<&'static dyn Stage>) -> Value {
     let mut generator = generator();
     let report = match tool.schema(&mut generator) {
         Ok(schema) => schema,
-        Err(reason) => return serde_json::json!({ "schema": null, "reason": reason }),
+        Err(reason) => {
+            return super::envelope::json_value(&NoSchema {
+                schema: None,
+                reason,
+            })
+        }
     };
     // A failure prints `{"error"}`; a stage that read an envelope prints it, failed.
     let mut documents = vec![
