@@ -1,5 +1,6 @@
 //! Property tests of what reads the world's JSON: stdin's classification (`Input::parse`) and
-//! the envelope (pass-through, the upstream rule, `run.status`, the failed document), each
+//! the envelope (pass-through, the upstream rule, `run.status`; the stages' failed documents are
+//! in `tools::props`), each
 //! against a plain reference. Shared generators and the case count live here too.
 //!
 //! Case count: `PROPTEST_CASES` when set (`make fuzz` sets 100,000), else each property's own
@@ -218,47 +219,6 @@ proptest! {
                 prop_assert_eq!(expected, Err(()));
                 prop_assert_eq!(failure.kind(), "bad_input");
             }
-        }
-    }
-
-    #[test]
-    fn a_failed_stage_keeps_every_other_section_and_a_lease(
-        map in json_object(),
-        section in prop::sample::select(vec!["gate", "lock", "run", "review"]),
-        interrupted in any::<bool>(),
-    ) {
-        let failure = if interrupted {
-            Failure::interrupted(libc::SIGTERM)
-        } else {
-            Failure::bad_input("generated")
-        };
-        let document = crate::cli::legacy::failed(Envelope::from_map(map.clone()), section, &failure);
-        let out = document.as_object().expect("the failed document is an object");
-        prop_assert_eq!(&out["error"], &failure.to_json());
-        for (k, v) in &map {
-            if k != section && k != "error" {
-                prop_assert_eq!(out.get(k), Some(v), "section {} changed", k);
-            }
-        }
-        let own = out[section].as_object().expect("the stage's own section is an object");
-        match section {
-            "gate" => prop_assert_eq!(&own["due"], &Value::Bool(false)),
-            "run" => prop_assert_eq!(
-                own["status"].as_str(),
-                Some(if interrupted { "aborted" } else { "failed" })
-            ),
-            "lock" => {
-                // A lease stays, so a later release can still roll back.
-                let token = map.get("lock").and_then(|l| l.get("token")).filter(|_| map["lock"].is_object());
-                match token {
-                    Some(token) => {
-                        prop_assert_eq!(own.get("token"), Some(token));
-                        prop_assert_eq!(&own["released"], &Value::Bool(false));
-                    }
-                    None => prop_assert_eq!(&own["acquired"], &Value::Bool(false)),
-                }
-            }
-            _ => prop_assert!(own.contains_key("error")),
         }
     }
 }

@@ -6,6 +6,8 @@ pub mod dream_gate;
 pub mod dream_lock;
 pub mod dream_run;
 pub mod feedback;
+#[cfg(test)]
+mod props;
 pub mod recap;
 pub mod suggest;
 pub mod turn_status;
