@@ -311,7 +311,11 @@ impl Tool for PendingArgs {
     fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
         if self.hook {
             let pending = history::pending(&self, cx);
-            return Ok(OrHook::hook(pending, cx.diag(), |p| p.session_context()));
+            return Ok(OrHook::hook(
+                pending,
+                cx.diag(),
+                history::PendingReport::session_context,
+            ));
         }
         history::pending(&self, cx).map(OrHook::Report)
     }
@@ -338,7 +342,11 @@ impl Tool for ShowArgs {
     fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
         if self.hook {
             let shown = review::show(&self, cx);
-            return Ok(OrHook::hook(shown, cx.diag(), |s| s.session_context()));
+            return Ok(OrHook::hook(
+                shown,
+                cx.diag(),
+                review::ShowReport::session_context,
+            ));
         }
         review::show(&self, cx).map(OrHook::Report)
     }

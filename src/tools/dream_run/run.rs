@@ -223,7 +223,7 @@ enum RunDocument {
     PassedThrough(#[schemars(with = "serde_json::Map<String, Value>")] Envelope),
     DryRun(DryRunDocument),
     /// The envelope with the run's section (and, when the run failed, the top-level `error`).
-    Ran(Enveloped<RunSection>),
+    Ran(Box<Enveloped<RunSection>>),
     /// A failure after this run claimed the lock: its section names its task.
     FailedAfterClaim(#[schemars(with = "FailedAfterClaimSchema")] Envelope),
 }
@@ -273,7 +273,7 @@ impl RunReport {
         }
         RunReport {
             failure,
-            ..RunReport::of(RunDocument::Ran(Enveloped { envelope, section }))
+            ..RunReport::of(RunDocument::Ran(Box::new(Enveloped { envelope, section })))
         }
     }
 }
