@@ -383,6 +383,8 @@ pub fn backing_copies(journal_dir: &Path) -> Vec<(String, PathBuf)> {
 
 /// Journals being built or removed by a process that died meanwhile.
 fn clear_leftovers(state_dir: &Path) {
+    // One level by design: journals sit directly in the state dir, and a leftover one goes
+    // whole (remove_dir_all), so nothing inside it need be walked.
     let Ok(entries) = std::fs::read_dir(state_dir) else {
         return;
     };

@@ -607,6 +607,7 @@ fn sweep_dead_proposals(project: &Project, swept: &mut Swept) {
     let Some(root) = own_subdir(&project.state_dir, PROPOSALS_DIR) else {
         return;
     };
+    // One level by design: each staging copy is a folder named by its task, removed whole.
     let Ok(entries) = std::fs::read_dir(&root) else {
         return;
     };

@@ -212,6 +212,7 @@ impl TaskStore {
     /// Every readable record, newest first. A corrupt record is skipped (and named in the
     /// second list) rather than hiding the others.
     pub fn list(&self) -> std::io::Result<(Vec<TaskRecord>, Vec<String>)> {
+        // One level by design: the records are `tasks/<id>.json`, nothing below.
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

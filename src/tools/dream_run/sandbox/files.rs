@@ -3,25 +3,12 @@
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
-use serde_json::{Map, Value};
-
+use super::input::{DeleteFileInput, EditFileInput, ReadFileInput, WriteFileInput};
 use super::paths::{self, WriteTarget};
-use super::{str_field, Change, Sandbox, ToolResult, WriteGuard};
+use super::{Change, Sandbox, ToolResult, WriteGuard};
 
 /// Longest line `read_file` returns whole; longer ones are cut with a marker.
 const MAX_LINE_CHARS: usize = 2000;
-
-/// An optional positive integer field.
-fn count_field(input: &Map<String, Value>, key: &str) -> Result<Option<usize>, String> {
-    match input.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(v) => Ok(Some(usize::try_from(v).unwrap_or(usize::MAX))),
-            None => Err(format!("`{key}` must be a non-negative integer")),
-        },
-        Some(_) => Err(format!("`{key}` must be a non-negative integer")),
-    }
-}
 
 /// Bytes of one line kept in memory by `read_file` (transcript lines can be megabytes of
 /// base64; only the first [`MAX_LINE_CHARS`] characters are shown anyway).
@@ -91,20 +78,12 @@ fn open_regular(path: &std::path::Path, shown: &str) -> Result<std::fs::File, St
     Ok(file)
 }
 
-pub(super) fn read_file(sandbox: &Sandbox, input: &Map<String, Value>) -> ToolResult {
-    let parsed = (|| {
-        let raw = str_field(input, "path")?;
-        let offset = count_field(input, "offset")?.unwrap_or(1).max(1);
-        let limit = count_field(input, "limit")?.unwrap_or(sandbox.limits.read_default_lines);
-        if limit == 0 {
-            return Err("`limit` must be at least 1".to_string());
-        }
-        Ok((raw, offset, limit))
-    })();
-    let (raw, offset, limit) = match parsed {
-        Ok(p) => p,
-        Err(e) => return ToolResult::error(format!("read_file: {e}")),
-    };
+pub(super) fn read_file(sandbox: &Sandbox, input: &ReadFileInput) -> ToolResult {
+    let raw = input.path.as_str();
+    let offset = input.offset.map_or(1, |o| o.0);
+    let limit = input
+        .limit
+        .map_or(sandbox.limits.read_default_lines, |l| l.0);
     let canonical = match paths::read_target(sandbox, raw) {
         Ok(c) => c,
         Err(e) => return ToolResult::error(e),
@@ -236,13 +215,10 @@ fn done(target: WriteTarget, change: Change, what: &str) -> ToolResult {
 
 pub(super) fn write_file(
     sandbox: &Sandbox,
-    input: &Map<String, Value>,
+    input: &WriteFileInput,
     guard: &mut dyn WriteGuard,
 ) -> ToolResult {
-    let (raw, content) = match (str_field(input, "path"), str_field(input, "content")) {
-        (Ok(r), Ok(c)) => (r, c),
-        (Err(e), _) | (_, Err(e)) => return ToolResult::error(format!("write_file: {e}")),
-    };
+    let (raw, content) = (input.path.as_str(), input.content.as_str());
     let cap = sandbox.limits.max_file_bytes;
     if content.len() > cap {
         return ToolResult::error(format!(
@@ -280,20 +256,14 @@ pub(super) fn write_file(
 
 pub(super) fn edit_file(
     sandbox: &Sandbox,
-    input: &Map<String, Value>,
+    input: &EditFileInput,
     guard: &mut dyn WriteGuard,
 ) -> ToolResult {
-    let fields = (
-        str_field(input, "path"),
-        str_field(input, "old_string"),
-        str_field(input, "new_string"),
+    let (raw, old, new) = (
+        input.path.as_str(),
+        input.old_string.as_str(),
+        input.new_string.as_str(),
     );
-    let (raw, old, new) = match fields {
-        (Ok(r), Ok(o), Ok(n)) => (r, o, n),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            return ToolResult::error(format!("edit_file: {e}"))
-        }
-    };
     if old.is_empty() {
         return ToolResult::error(
             "edit_file: old_string is empty; to create or replace a whole file use write_file",
@@ -344,13 +314,10 @@ pub(super) fn edit_file(
 
 pub(super) fn delete_file(
     sandbox: &Sandbox,
-    input: &Map<String, Value>,
+    input: &DeleteFileInput,
     guard: &mut dyn WriteGuard,
 ) -> ToolResult {
-    let raw = match str_field(input, "path") {
-        Ok(r) => r,
-        Err(e) => return ToolResult::error(format!("delete_file: {e}")),
-    };
+    let raw = input.path.as_str();
     let target = match paths::write_target(sandbox, raw) {
         Ok(t) => t,
         Err(e) => return ToolResult::error(e),

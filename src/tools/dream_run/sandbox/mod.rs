@@ -14,6 +14,7 @@
 
 mod confine;
 mod files;
+mod input;
 mod paths;
 #[cfg(test)]
 mod props;
@@ -25,7 +26,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::model::ToolSpec;
 
@@ -267,9 +268,9 @@ impl Sandbox {
         &self.limits
     }
 
-    /// The five tools, as the model sees them.
+    /// The five tools, as the model sees them; each input schema is derived from the struct
+    /// the tool parses its input into ([`input`]).
     pub fn tool_specs() -> Vec<ToolSpec> {
-        let path = json!({"type": "string", "description": "Absolute, or relative to the memory directory"});
         vec![
             ToolSpec {
                 name: "shell".into(),
@@ -279,12 +280,7 @@ impl Sandbox {
                     Every path must be inside the memory directory or the other readable directories. \
                     Runs in the memory directory, with a timeout and an output cap."
                     .into(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {"command": {"type": "string", "description": "e.g. grep -rn 'deploy' . | head -20"}},
-                    "required": ["command"],
-                    "additionalProperties": false
-                }),
+                input_schema: input::schema_of::<input::ShellInput>(),
             },
             ToolSpec {
                 name: "read_file".into(),
@@ -292,53 +288,25 @@ impl Sandbox {
                     digests, transcripts), numbered like cat -n. offset is the first line (1-based), \
                     limit the number of lines."
                     .into(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "path": path,
-                        "offset": {"type": "integer", "minimum": 1},
-                        "limit": {"type": "integer", "minimum": 1}
-                    },
-                    "required": ["path"],
-                    "additionalProperties": false
-                }),
+                input_schema: input::schema_of::<input::ReadFileInput>(),
             },
             ToolSpec {
                 name: "write_file".into(),
                 description: "Create or replace a .md file inside the memory directory with the given content."
                     .into(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {"path": path, "content": {"type": "string"}},
-                    "required": ["path", "content"],
-                    "additionalProperties": false
-                }),
+                input_schema: input::schema_of::<input::WriteFileInput>(),
             },
             ToolSpec {
                 name: "edit_file".into(),
                 description: "Replace the one exact occurrence of old_string with new_string in a .md file \
                     inside the memory directory; old_string must occur exactly once."
                     .into(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "path": path,
-                        "old_string": {"type": "string"},
-                        "new_string": {"type": "string"}
-                    },
-                    "required": ["path", "old_string", "new_string"],
-                    "additionalProperties": false
-                }),
+                input_schema: input::schema_of::<input::EditFileInput>(),
             },
             ToolSpec {
                 name: "delete_file".into(),
                 description: "Delete a .md file inside the memory directory.".into(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {"path": path},
-                    "required": ["path"],
-                    "additionalProperties": false
-                }),
+                input_schema: input::schema_of::<input::DeleteFileInput>(),
             },
         ]
     }
@@ -365,14 +333,11 @@ again with JSON arguments",
             });
         };
         match name {
-            "shell" => match str_field(input, "command") {
-                Ok(command) => shell::run(self, command),
-                Err(e) => ToolResult::error(e),
-            },
-            "read_file" => files::read_file(self, input),
-            "write_file" => files::write_file(self, input, guard),
-            "edit_file" => files::edit_file(self, input, guard),
-            "delete_file" => files::delete_file(self, input, guard),
+            "shell" => parsed(name, input, |i: input::ShellInput| shell::run(self, &i.command)),
+            "read_file" => parsed(name, input, |i| files::read_file(self, &i)),
+            "write_file" => parsed(name, input, |i| files::write_file(self, &i, guard)),
+            "edit_file" => parsed(name, input, |i| files::edit_file(self, &i, guard)),
+            "delete_file" => parsed(name, input, |i| files::delete_file(self, &i, guard)),
             other => ToolResult::error(format!(
                 "unknown tool {other:?}; the tools are shell, read_file, write_file, edit_file, delete_file"
             )),
@@ -400,14 +365,14 @@ again with JSON arguments",
     }
 }
 
-/// A required string field, or a tool error naming what is wrong.
-fn str_field<'a>(input: &'a serde_json::Map<String, Value>, key: &str) -> Result<&'a str, String> {
-    match input.get(key) {
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(format!(
-            "`{key}` must be a string, not {}",
-            crate::cli::input::json_type_name(other)
-        )),
-        None => Err(format!("missing required field `{key}`")),
+/// Runs `tool` on its parsed input, or answers the parse's refusal as a tool error.
+fn parsed<T: schemars::JsonSchema + serde::de::DeserializeOwned>(
+    tool: &str,
+    input: &serde_json::Map<String, Value>,
+    run: impl FnOnce(T) -> ToolResult,
+) -> ToolResult {
+    match input::parse(tool, input) {
+        Ok(parsed) => run(parsed),
+        Err(refusal) => ToolResult::error(refusal),
     }
 }

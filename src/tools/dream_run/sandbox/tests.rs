@@ -597,11 +597,11 @@ fn attack_corpus_is_refused_with_nothing_written() {
         (("read_file", json!({"path": "sub"})), "a directory"),
         (
             ("read_file", json!({"path": "MEMORY.md", "offset": "x"})),
-            "non-negative integer",
+            "`offset` must be an integer, not a string",
         ),
         (
             ("read_file", json!({"path": "MEMORY.md", "limit": -3})),
-            "non-negative integer",
+            "`limit` must be at least 1, not -3",
         ),
         (
             ("read_file", json!({"path": ["MEMORY.md"]})),
@@ -1119,4 +1119,232 @@ fn default_limits_are_the_specified_ones() {
     assert_eq!(limits.output_cap, 64 * 1024);
     assert_eq!(limits.max_file_bytes, 256 * 1024);
     assert_eq!(limits.read_default_lines, 2000);
+}
+
+/// The input schemas say what they said when they were written by hand (with the one
+/// addition that `offset` and `limit` may be null, which the parser has always read as
+/// absent), as plain object schemas: no `$schema`, `title` or `$defs`.
+#[test]
+fn tool_input_schemas_are_derived_with_the_hand_written_content() {
+    let path =
+        json!({"type": "string", "description": "Absolute, or relative to the memory directory"});
+    let line = json!({"type": ["integer", "null"], "minimum": 1});
+    let expected = [
+        json!({
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "e.g. grep -rn 'deploy' . | head -20"}},
+            "required": ["command"],
+            "additionalProperties": false
+        }),
+        json!({
+            "type": "object",
+            "properties": {"path": path, "offset": line, "limit": line},
+            "required": ["path"],
+            "additionalProperties": false
+        }),
+        json!({
+            "type": "object",
+            "properties": {"path": path, "content": {"type": "string"}},
+            "required": ["path", "content"],
+            "additionalProperties": false
+        }),
+        json!({
+            "type": "object",
+            "properties": {
+                "path": path,
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        }),
+        json!({
+            "type": "object",
+            "properties": {"path": path},
+            "required": ["path"],
+            "additionalProperties": false
+        }),
+    ];
+    let specs = Sandbox::tool_specs();
+    assert_eq!(specs.len(), expected.len());
+    for (spec, expected) in specs.iter().zip(&expected) {
+        assert_eq!(&spec.input_schema, expected, "{}", spec.name);
+        jsonschema::draft202012::meta::validate(&spec.input_schema).unwrap();
+    }
+}
+
+/// A field the schema does not name is refused before anything runs, with a tool error that
+/// names the field and the ones the tool takes.
+#[test]
+fn an_extra_field_is_refused_with_a_tool_error_naming_it() {
+    let f = fixture();
+    let mut sb = sandbox(&f, Limits::default());
+    let calls = [
+        ("shell", json!({"command": "ls", "cwd": "/"})),
+        ("read_file", json!({"path": "MEMORY.md", "lines": 3})),
+        (
+            "write_file",
+            json!({"path": "new.md", "content": "x\n", "mode": 420}),
+        ),
+        (
+            "edit_file",
+            json!({"path": "topic.md", "old_string": "alpha", "new_string": "beta", "replace_all": true}),
+        ),
+        ("delete_file", json!({"path": "topic.md", "force": true})),
+    ];
+    let before = tree(&f.base);
+    for (tool, input) in &calls {
+        let mut guard = Recorder::default();
+        let result = sb.call(tool, input, &mut guard);
+        let extra = input
+            .as_object()
+            .unwrap()
+            .keys()
+            .next_back()
+            .unwrap()
+            .clone();
+        assert!(result.is_error, "{tool} {input}: {result:?}");
+        assert!(
+            result.content.starts_with(&format!(
+                "{tool}: unknown field `{extra}`; the fields are `"
+            )),
+            "{}",
+            result.content
+        );
+        assert!(
+            result
+                .content
+                .ends_with(&format!("call it again without `{extra}`")),
+            "{}",
+            result.content
+        );
+        assert!(result.touched.is_none() && result.read_path.is_none());
+        assert!(guard.seen.is_empty());
+    }
+    assert_eq!(tree(&f.base), before);
+    let read = sb.call(
+        "read_file",
+        &json!({"path": "MEMORY.md", "lines": 3}),
+        &mut AllowAll,
+    );
+    assert_eq!(
+        read.content,
+        "read_file: unknown field `lines`; the fields are `path`, `offset`, `limit`: call it again without `lines`"
+    );
+}
+
+/// Null in an optional field is the field left out; a whole float is an integer.
+#[test]
+fn read_file_takes_null_as_absent_and_whole_floats_as_integers() {
+    let f = fixture();
+    let mut sb = sandbox(&f, Limits::default());
+    let all = sb.call(
+        "read_file",
+        &json!({"path": "MEMORY.md", "offset": null, "limit": null}),
+        &mut AllowAll,
+    );
+    assert!(
+        !all.is_error && all.content.contains("gamma fact"),
+        "{all:?}"
+    );
+    let one = sb.call(
+        "read_file",
+        &json!({"path": "MEMORY.md", "offset": 2.0, "limit": 1.0}),
+        &mut AllowAll,
+    );
+    assert!(one.content.starts_with("     2\t- alpha fact\n"), "{one:?}");
+    let zero = sb.call(
+        "read_file",
+        &json!({"path": "MEMORY.md", "offset": 0}),
+        &mut AllowAll,
+    );
+    assert_eq!(
+        zero.content,
+        "read_file: `offset` must be at least 1, not 0"
+    );
+}
+
+mod schema_agreement {
+    use proptest::prelude::*;
+    use serde::de::DeserializeOwned;
+    use serde_json::{json, Map, Value};
+
+    use super::super::input::{
+        self, DeleteFileInput, EditFileInput, ReadFileInput, ShellInput, WriteFileInput,
+    };
+    use crate::cli::props::config;
+
+    /// Values of every JSON type, and the integers around the bounds.
+    fn value() -> impl Strategy<Value = Value> {
+        prop::sample::select(vec![
+            json!("x"),
+            json!(""),
+            json!(0),
+            json!(1),
+            json!(2),
+            json!(-1),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(1.5),
+            json!(3.0),
+            json!(0.0),
+            json!(-2.0),
+            json!(1e300),
+            Value::Null,
+            json!(true),
+            json!([]),
+            json!(["x"]),
+            json!({}),
+        ])
+    }
+
+    /// Objects made of the tool's own fields and others, in any mix.
+    fn object(fields: &'static [&'static str]) -> impl Strategy<Value = Map<String, Value>> {
+        let mut keys: Vec<&'static str> = fields.to_vec();
+        keys.extend(["extra", "Path", ""]);
+        prop::collection::vec((prop::sample::select(keys), value()), 0..6)
+            .prop_map(|pairs| pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    /// The advertised schema, the refusal check and serde agree on `input`.
+    fn agree<T: schemars::JsonSchema + DeserializeOwned>(
+        tool: &str,
+        input: &Map<String, Value>,
+    ) -> Result<(), TestCaseError> {
+        let schema = input::schema_of::<T>();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let object = Value::Object(input.clone());
+        let schema_says = validator.is_valid(&object);
+        let parse_says = input::parse::<T>(tool, input);
+        let serde_says = serde_json::from_value::<T>(object.clone()).is_ok();
+        prop_assert_eq!(
+            schema_says,
+            parse_says.is_ok(),
+            "{} {} {:?}",
+            tool,
+            object,
+            parse_says.err()
+        );
+        prop_assert_eq!(schema_says, serde_says, "{} {}", tool, object);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        #[test]
+        fn each_schema_accepts_exactly_what_its_struct_parses(
+            shell in object(&["command"]),
+            read in object(&["path", "offset", "limit"]),
+            write in object(&["path", "content"]),
+            edit in object(&["path", "old_string", "new_string"]),
+            delete in object(&["path"]),
+        ) {
+            agree::<ShellInput>("shell", &shell)?;
+            agree::<ReadFileInput>("read_file", &read)?;
+            agree::<WriteFileInput>("write_file", &write)?;
+            agree::<EditFileInput>("edit_file", &edit)?;
+            agree::<DeleteFileInput>("delete_file", &delete)?;
+        }
+    }
 }
