@@ -11,7 +11,7 @@ use proptest::test_runner::Config;
 use serde_json::{Map, Value};
 
 use super::input::Input;
-use super::{Envelope, Failure, RunStatus, Upstream};
+use super::{Envelope, RunStatus, Upstream};
 
 /// The configuration of every property: `default` cases unless `PROPTEST_CASES` says
 /// otherwise; no regression files written into the source tree (a failure prints its
