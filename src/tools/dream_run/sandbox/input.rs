@@ -99,7 +99,8 @@ impl JsonSchema for LineCount {
 }
 
 /// The JSON Schema of a tool's input as the model API wants it: a plain object schema, without
-/// the `$schema` and `title` a root schema carries.
+/// the `$schema` and `title` a root schema carries, nor the struct's doc comment (written for
+/// the reader of this file; the tool's own description speaks to the model).
 pub(super) fn schema_of<T: JsonSchema>() -> Value {
     let mut schema = SchemaGenerator::default()
         .into_root_schema_for::<T>()
