@@ -1312,7 +1312,7 @@ mod schema_agreement {
         input: &Map<String, Value>,
     ) -> Result<(), TestCaseError> {
         let schema = input::schema_of::<T>();
-        let validator = jsonschema::validator_for(&schema).unwrap();
+        let validator = jsonschema::draft202012::new(&schema).unwrap();
         let object = Value::Object(input.clone());
         let schema_says = validator.is_valid(&object);
         let parse_says = input::parse::<T>(tool, input);
