@@ -9,7 +9,7 @@ use super::context::Context;
 use super::run::Binary;
 use super::{CommonArgs, Diag, Env};
 
-/// The flags that change the shape of stdout: each gets its own schema file.
+/// The flags that may change the shape of stdout: each that does gets its own schema file.
 const SHAPE_FLAGS: &[&str] = &["events", "hook", "diff"];
 
 /// Every schema file of one binary, as `(path relative to the repository, contents)`:
@@ -36,12 +36,18 @@ pub fn files<T: Binary>() -> Vec<(PathBuf, Vec<u8>)> {
             .chain(path.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join("-");
-        files.push((file.clone(), schema_of::<T>(&argv, None)));
+        let plain = schema_of::<T>(&argv, None);
         for flag in SHAPE_FLAGS {
             if sub.get_arguments().any(|a| a.get_long() == Some(flag)) {
-                files.push((format!("{file}-{flag}"), schema_of::<T>(&argv, Some(flag))));
+                // A flag that leaves stdout as it is (`dream-run --events` writes to stderr)
+                // gets no file of its own.
+                let shaped = schema_of::<T>(&argv, Some(flag));
+                if shaped != plain {
+                    files.push((format!("{file}-{flag}"), shaped));
+                }
             }
         }
+        files.push((file, plain));
     }
     files
         .into_iter()
