@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::{bin_path, hours, set_age, tree, ClaudeHome, LiveProcess, Run};
 
@@ -30,12 +30,11 @@ fn cases() -> PathBuf {
 }
 
 fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
+    for entry in walkdir::WalkDir::new(from) {
         let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
         } else {
             std::fs::copy(entry.path(), &target).unwrap();
         }
@@ -88,7 +87,7 @@ fn healthy(home: &ClaudeHome, args: &[&str]) -> Value {
 
 /// `dream-run` with the envelope on stdin, against the Dream world's fake model.
 fn dream_run<'a>(d: &Dream, envelope: &str, args: &[&str]) -> Run<'a> {
-    Run::command(d.process(&bin_path("dream-run")), "dream-run")
+    Run::ours(d.process(&bin_path("dream-run")), "dream-run")
         .args(args)
         .stdin(envelope)
 }

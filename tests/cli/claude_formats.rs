@@ -6,13 +6,13 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::{bin_path, session_id, ClaudeHome, LiveProcess, Run};
 
 /// `bin` with the Dream world's environment and fake model.
 fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
-    Run::command(d.process(&bin_path(bin)), bin)
+    Run::ours(d.process(&bin_path(bin)), bin)
 }
 
 /// `dream-run ARGS` with the envelope on stdin, which must succeed and say `stderr`; its
@@ -472,7 +472,7 @@ fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
     // A run that changed memory: announced once.
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
-    crate::dream::script_full_consolidation(&d);
+    crate::support::dream::script_full_consolidation(&d);
     dream_run(&d, &envelope, &[], "");
     drop(holder);
     let doc = tool(&d, "dream-run")

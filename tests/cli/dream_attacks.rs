@@ -62,7 +62,7 @@ impl Lab {
 
     /// dream-run with the fake model, as a checked run bounded by [`BOUND`].
     fn dream_run<'a>(&self) -> Run<'a> {
-        Run::command(self.process(), "dream-run").timeout(BOUND)
+        Run::ours(self.process(), "dream-run").timeout(BOUND)
     }
 
     /// `dream-run -n --unlocked ARGS`, bounded.

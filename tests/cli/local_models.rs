@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::{Recorded, Reply};
 use crate::support::transcript::{Transcript, SESSION};
 
@@ -249,7 +249,7 @@ fn tool_messages(request: &Recorded) -> Vec<(String, String)> {
 
 /// `bin` with the Dream world's environment and fake model.
 fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
-    Run::command(d.process(&bin_path(bin)), bin)
+    Run::ours(d.process(&bin_path(bin)), bin)
 }
 
 /// dream-run on the OpenAI-compatible server at `base_url`, the envelope on stdin; the caller

@@ -32,6 +32,7 @@ mod net;
 mod recap;
 mod review;
 mod status;
+mod structure;
 mod suggest;
 mod support;
 mod terminal_text;

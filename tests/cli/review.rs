@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::dream::{script_full_consolidation, Dream};
+use crate::support::dream::{script_full_consolidation, Dream};
 
 use crate::support::{sha256_hex, LiveProcess, Run};
 

@@ -1,0 +1,172 @@
+//! The schema hook: every JSON document a test reads from a tool's stdout is validated
+//! against that command's JSON Schema (draft 2020-12), committed under `schemas/` at the
+//! repository root: `schemas/<binary>.json`, `schemas/<binary>-<subcommand>.json`, and the
+//! variants for output that is not the report (`dream-run-events.json` for each `--events`
+//! line, `dream-run-pending-hook.json`/`dream-run-show-hook.json` for a `--hook` answer). A
+//! file holding `{"schema": null, "reason": ..}` says the command prints no JSON document
+//! (`dream-lock exec`, `dream-run show --diff`): nothing is validated.
+//!
+//! A command whose schema file does not exist yet is not validated (the schemas land with
+//! issue 27's merge; then a missing file becomes a failure).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+/// Every binary and its subcommands (`<bin> --help`'s Commands); the structure test checks
+/// the binaries against the build.
+pub(crate) const SUBCOMMANDS: &[(&str, &[&str])] = &[
+    ("dream-gate", &[]),
+    ("dream-lock", &["acquire", "release", "status", "exec"]),
+    (
+        "dream-run",
+        &[
+            "tasks", "pending", "undo", "show", "apply", "discard", "recover", "check",
+        ],
+    ),
+    ("recap", &[]),
+    ("turn-status", &[]),
+    ("suggest", &["check"]),
+    ("feedback", &["queue", "list", "show", "send", "discard"]),
+];
+
+/// Which command a run of one of our binaries is, read from its argv as it is built.
+#[derive(Clone, Debug)]
+pub(crate) struct Command {
+    bin: String,
+    subcommand: Option<String>,
+    /// `--events`, `--hook`: stdout is one of the variant documents.
+    events: bool,
+    hook: bool,
+    /// `--schema`, `--help`, `--version`: stdout is not the command's output.
+    not_output: bool,
+}
+
+/// What one command's stdout is validated with.
+enum Shape {
+    /// No schema file yet, or `{"schema": null}`: nothing to validate.
+    Unchecked,
+    /// Each document must match.
+    Document(Arc<jsonschema::Validator>),
+}
+
+impl Command {
+    pub(crate) fn of(bin: &str) -> Self {
+        Command {
+            bin: bin.to_string(),
+            subcommand: None,
+            events: false,
+            hook: false,
+            not_output: false,
+        }
+    }
+
+    /// Takes in the next argument of the run.
+    pub(crate) fn arg(&mut self, arg: &str) {
+        match arg {
+            "--events" => self.events = true,
+            "--hook" => self.hook = true,
+            "--schema" | "--help" | "-h" | "--version" | "-V" | "help" => self.not_output = true,
+            _ if self.subcommand.is_none() && self.subcommands().contains(&arg) => {
+                self.subcommand = Some(arg.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    fn subcommands(&self) -> &'static [&'static str] {
+        SUBCOMMANDS
+            .iter()
+            .find(|(bin, _)| *bin == self.bin)
+            .map_or(&[], |(_, subs)| subs)
+    }
+
+    /// The schema file's name, without `.json`.
+    fn file_stem(&self) -> String {
+        let mut stem = self.bin.clone();
+        if let Some(sub) = &self.subcommand {
+            stem.push('-');
+            stem.push_str(sub);
+        }
+        if self.events && self.subcommand.is_none() {
+            stem.push_str("-events");
+        } else if self.hook {
+            stem.push_str("-hook");
+        }
+        stem
+    }
+
+    /// Whether stdout holds one document per line (`--events`), not one document.
+    pub(crate) fn per_line(&self) -> bool {
+        self.events && self.subcommand.is_none()
+    }
+
+    fn shape(&self) -> Shape {
+        if self.not_output {
+            return Shape::Unchecked;
+        }
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("schemas")
+            .join(format!("{}.json", self.file_stem()));
+        compiled(path).map_or(Shape::Unchecked, Shape::Document)
+    }
+}
+
+/// The compiled schema at `path`, compiled once per test process; `None` where there is no
+/// file yet or it says the command prints no JSON.
+fn compiled(path: PathBuf) -> Option<Arc<jsonschema::Validator>> {
+    static CACHE: Mutex<Option<HashMap<PathBuf, Option<Arc<jsonschema::Validator>>>>> =
+        Mutex::new(None);
+    let mut cache = CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cache
+        .get_or_insert_with(HashMap::new)
+        .entry(path.clone())
+        .or_insert_with(|| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            let schema: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+            if schema.get("schema").is_some_and(Value::is_null) {
+                return None;
+            }
+            let validator = jsonschema::draft202012::new(&schema)
+                .unwrap_or_else(|e| panic!("{}: not a valid schema: {e}", path.display()));
+            Some(Arc::new(validator))
+        })
+        .clone()
+}
+
+/// Fails, listing where and why, when `doc` does not match `command`'s schema.
+#[track_caller]
+pub(crate) fn validate(command: Option<&Command>, doc: &Value) {
+    let Some(command) = command else { return };
+    let Shape::Document(validator) = command.shape() else {
+        return;
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("  at {:?}: {e}", e.instance_path.as_str()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "stdout does not match schemas/{}.json:\n{}",
+        command.file_stem(),
+        errors.join("\n")
+    );
+}
+
+/// For `--events`: each JSON line of `stdout` must match the event schema.
+#[track_caller]
+pub(crate) fn validate_lines(command: Option<&Command>, stdout: &str) {
+    let Some(command) = command.filter(|c| c.per_line()) else {
+        return;
+    };
+    for line in stdout.lines() {
+        if let Ok(doc) = serde_json::from_str::<Value>(line) {
+            validate(Some(command), &doc);
+        }
+    }
+}
