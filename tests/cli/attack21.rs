@@ -10,7 +10,11 @@ use crate::support::{ClaudeHome, Run};
 fn snapshot(root: &std::path::Path) -> Vec<(String, String, u32, i128, Vec<u8>)> {
     use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
-    for entry in walkdir::WalkDir::new(root).min_depth(1).into_iter().flatten() {
+    for entry in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+    {
         let path = entry.path();
         {
             let meta = std::fs::symlink_metadata(path).unwrap();

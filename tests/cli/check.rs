@@ -79,7 +79,7 @@ fn says_error(ran: &crate::support::run::Ran) {
 fn healthy(home: &ClaudeHome, args: &[&str]) -> Value {
     check(home, args)
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["problems"].as_array().map(Vec::len), Some(0), "{doc}"))
         .stderr_empty()
         .run()
         .json()
@@ -146,7 +146,12 @@ fn unhealthy(home: &ClaudeHome, args: &[&str]) -> Value {
 fn unhealthy_run(run: Run<'_>) -> Value {
     let ran = run
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                doc["problems"].as_array().is_some_and(|p| !p.is_empty()),
+                "{doc}"
+            );
+        })
         .stderr_with(|stderr| {
             assert_eq!(stderr.lines().count(), 1, "{stderr}");
             assert!(stderr.starts_with("dream-run: "), "{stderr}");
@@ -456,7 +461,12 @@ fn secrets_are_named_by_kind_and_never_printed() {
     std::fs::write(home.memory_dir().join("MEMORY.md"), &index).unwrap();
     let out = check(&home, &[])
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                doc["problems"].as_array().is_some_and(|p| !p.is_empty()),
+                "{doc}"
+            );
+        })
         .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{err}"))
         .run();
     assert_eq!(out.stderr, summary(&out.json()));
@@ -527,7 +537,12 @@ fn secret_lines_past_the_cut_are_never_printed_and_the_cut_is_bounded() {
     std::fs::write(home.memory_dir().join("MEMORY.md"), &index).unwrap();
     let out = check(&home, &[])
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                doc["problems"].as_array().is_some_and(|p| !p.is_empty()),
+                "{doc}"
+            );
+        })
         .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{err}"))
         .run();
     for secret in [AWS_ID, AWS_SECRET, PEM_BODY[0], PEM_BODY[1], "PRIVATE KEY"] {
@@ -783,7 +798,7 @@ fn a_run_works_on_the_problems_found_before_and_reports_both_counts() {
         .push(Reply::anthropic_text("Dropped the dangling entry."));
     let doc = dream_run(&d, &envelope, &[])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -824,7 +839,7 @@ fn a_proposal_is_checked_in_its_copy() {
     d.api.push(Reply::anthropic_text("Linked the orphan."));
     let doc = dream_run(&d, &envelope, &["--propose"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
         .stderr_empty()
         .run()
         .json();

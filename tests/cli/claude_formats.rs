@@ -198,7 +198,7 @@ fn queued_draft(home: &ClaudeHome, args: &[&str], stdin: &str) -> (Value, std::p
         .args(args)
         .stdin(stdin)
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["draft_id"].is_string(), "{doc}"))
         .stderr_with(|err| queued_line(&title, err))
         .run()
         .json();
@@ -325,7 +325,7 @@ fn feedback_list_reads_drafts_the_client_wrote() {
     let doc = Run::new(&home, "feedback")
         .arg("list")
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["drafts"].is_array(), "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -478,7 +478,12 @@ fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
     let doc = tool(&d, "dream-run")
         .args(["pending", "--hook"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["hookSpecificOutput"]["hookEventName"], "SessionStart",
+                "{doc}"
+            );
+        })
         .stderr_empty()
         .run()
         .json();
@@ -519,7 +524,12 @@ fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
     let context = tool(&d, "dream-run")
         .args(["show", "--hook"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["hookSpecificOutput"]["hookEventName"], "SessionStart",
+                "{doc}"
+            );
+        })
         .stderr_empty()
         .run()
         .json()["hookSpecificOutput"]["additionalContext"]

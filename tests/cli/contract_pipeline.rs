@@ -30,7 +30,7 @@ fn lock_state(d: &Dream) -> (Value, i64) {
     let status = tool(d, "dream-lock")
         .arg("status")
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["held"], false, "{doc}"))
         .stderr_empty()
         .run()
         .json();

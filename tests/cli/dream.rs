@@ -21,7 +21,7 @@ fn a_full_consolidation_lists_greps_reads_writes_edits_and_deletes() {
     let doc = d
         .dream_run(&envelope, &[])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -131,7 +131,7 @@ fn the_pipeline_and_the_exec_form_end_to_end() {
             .args(["-c", line])
             .stdin_from(Stdio::null())
             .success()
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
             .stderr_is(if form == "exec" {
                 "dream-lock: released the lock: completed, the consolidation time is now\n"
             } else {
@@ -181,7 +181,10 @@ fn a_model_failure_restores_the_memory_dir_and_exits_4() {
     let doc = d
         .dream_run(&envelope, &["--retries", "3"])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "server", "{doc}");
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+        })
         .stderr_is("dream-run: run failed: server: boom\n")
         .run()
         .json();
@@ -305,7 +308,10 @@ fn sigterm_mid_run_aborts_and_restores() {
     let running = Run::ours(d.process(&bin_path("dream-run")), "dream-run")
         .stdin(envelope)
         .code(143)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "interrupted", "{doc}");
+            assert_eq!(doc["run"]["status"], "aborted", "{doc}");
+        })
         .stderr_is("dream-run: run aborted: stopped by signal 15\n")
         .spawn();
     // Wait until the write landed and the second request is hanging.
@@ -357,7 +363,7 @@ fn a_lost_lock_stops_the_run_without_restoring() {
     let ran = d
         .dream_run(&envelope, &[])
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "failed", "{doc}"))
         .stderr_with(|err| {
             assert!(
                 err.starts_with(
@@ -411,7 +417,7 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
         let ran = d
             .dream_run(&envelope, &[])
             .success()
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
             .stderr_empty()
             .run();
         let task_id = ran.json()["run"]["task_id"].as_str().unwrap().to_string();
@@ -454,7 +460,7 @@ fn undo_puts_a_run_back_and_refuses_after_a_later_edit() {
             .tool("dream-run")
             .args(["undo"])
             .success()
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["undone"], true, "{doc}"))
             .stderr_empty()
             .run()
             .json();
@@ -494,7 +500,7 @@ fn dry_run_needs_no_credentials_and_sends_nothing() {
         .env_remove("ANTHROPIC_API_KEY")
         .args(["--dry-run", "-n"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "dry_run", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -531,7 +537,7 @@ fn a_dry_run_under_the_lock_rolls_it_back() {
             .stdin_from(Stdio::null())
             .env_remove("ANTHROPIC_API_KEY")
             .success()
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "dry_run", "{doc}"))
             .stderr_is(if form == "exec" {
                 "dream-lock: rolled the lock back (dry_run): the consolidation time is as it was\n"
             } else {
@@ -784,7 +790,7 @@ fn tasks_pending_and_the_memory_saved_notice() {
             ],
         )
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_with(|err| {
             for line in err.lines() {
                 assert!(
@@ -852,7 +858,12 @@ fn tasks_pending_and_the_memory_saved_notice() {
         .tool("dream-run")
         .args(["tasks"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                doc["tasks"].as_array().is_some_and(|t| !t.is_empty()),
+                "{doc}"
+            );
+        })
         .stderr_is(format!(
             "dream-run: task {} died without an end (killed) while it changed the memory dir: \
              `dream-run recover` rolls it back (so does the next run, apply, undo or discard)\n",
@@ -899,7 +910,12 @@ fn sigkill_mid_run_leaves_whole_files_and_a_free_lock() {
         .tool("dream-run")
         .args(["tasks"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                doc["tasks"].as_array().is_some_and(|t| !t.is_empty()),
+                "{doc}"
+            );
+        })
         .stderr_empty()
         .run()
         .json();
@@ -1088,7 +1104,7 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
     let ran = d
         .dream_run(&envelope, &[])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_with(|stderr| {
             assert!(stderr.contains("MEMORY.md is over"), "{stderr}");
             assert!(

@@ -306,7 +306,7 @@ fn feedback<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
 fn queued(home: &ClaudeHome, fields: &Value) -> String {
     feedback(home, &["queue"], &fields.to_string())
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["draft_id"].is_string(), "{doc}"))
         .stderr_with(|err| {
             let id = err
                 .strip_prefix(&format!(

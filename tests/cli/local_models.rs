@@ -71,7 +71,7 @@ fn turn_status(home: &ClaudeHome, base_url: &str, text: &str) -> Value {
         .stdin(stop_payload(text))
         .timeout(Duration::from_secs(300))
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status_category"], "completed", "{doc}"))
         .stderr_with(verbose_classified)
         .run()
         .json()
@@ -608,7 +608,11 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
     let undone = tool(&d, "dream-run")
         .args(["undo", doc["run"]["task_id"].as_str().unwrap()])
         .code(if undoes { 0 } else { 1 })
-        .stdout_json(|_| {})
+        .stdout_json(move |doc| {
+            if undoes {
+                assert_eq!(doc["undone"], true, "{doc}");
+            }
+        })
         .stderr_with(|e| lines_of("dream-run", e))
         .run();
     let (undo_stderr, undone) = (undone.stderr.clone(), undone.json());
@@ -665,7 +669,11 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
     let shown = tool(&d, "dream-run")
         .arg("show")
         .code(if proposed { 0 } else { 1 })
-        .stdout_json(|_| {})
+        .stdout_json(move |doc| {
+            if proposed {
+                assert!(doc.get("error").is_none(), "{doc}");
+            }
+        })
         .stderr_with(|e| lines_of("dream-run", e))
         .run();
     if !proposed {

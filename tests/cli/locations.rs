@@ -19,7 +19,11 @@ const KEY: &str = "sk-ant-test-locations";
 /// Every file and directory under `root` with its content, to prove that nothing was written.
 fn tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
     let mut out = Vec::new();
-    for entry in walkdir::WalkDir::new(root).min_depth(1).into_iter().flatten() {
+    for entry in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+    {
         let path = entry.into_path();
         {
             let meta = std::fs::symlink_metadata(&path).expect("lstat");

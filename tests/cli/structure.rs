@@ -324,7 +324,10 @@ fn the_cycle_finder_sees_a_circle_and_not_a_parent() {
         ]
     );
     let graph: BTreeMap<Module, BTreeSet<Module>> = [
-        (owned(&["a", "b"]), [owned(&["a", "c"]), owned(&["a"])].into()),
+        (
+            owned(&["a", "b"]),
+            [owned(&["a", "c"]), owned(&["a"])].into(),
+        ),
         (owned(&["a", "c"]), [owned(&["a", "b"])].into()),
         (owned(&["a"]), [owned(&["a", "d"])].into()),
     ]

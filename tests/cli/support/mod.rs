@@ -311,7 +311,11 @@ pub(crate) fn slug_of(path: &Path) -> String {
 /// "nothing else changed" checks. Symlinks are not followed.
 pub(crate) fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
     let mut found = std::collections::BTreeSet::new();
-    for entry in walkdir::WalkDir::new(root).min_depth(1).into_iter().flatten() {
+    for entry in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+    {
         let path = entry.path();
         let kind = entry.file_type();
         let name = path.to_string_lossy().into_owned();

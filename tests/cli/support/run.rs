@@ -26,8 +26,9 @@
 //! Every JSON document a test reads from stdout is validated against its command's schema
 //! (`schemas/`, see [`super::schema`]).
 //!
-//! Runs kept outside `Run`: the ptrace peak-RSS measurements (they need the child under
-//! ptrace from its first instruction) and the pty-driven terminal tests.
+//! Runs kept outside `Run`: the peak-RSS measurements (`net::run_measuring_peak_rss`), which
+//! start the binary under ptrace to read its VmHWM at the exit stop; their callers check the
+//! three streams themselves.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -554,6 +555,7 @@ impl Running<'_> {
         let checked = catch_unwind(AssertUnwindSafe(|| {
             assert!(!timed_out, "timed out after {timeout:?} and was killed");
             let read_stdout = !stdout.checks.is_empty() || !stdout.predicates.is_empty();
+            let read_stderr = !stderr.checks.is_empty() || !stderr.predicates.is_empty();
             let mut assert = output.assert();
             match exit {
                 Some(Exit::Code(code)) => assert = assert.code(code),
@@ -571,11 +573,15 @@ impl Running<'_> {
             for check in stdout.checks {
                 check(&ran.stdout);
             }
-            if read_stdout {
-                schema::validate_lines(ran.schema.as_ref(), &ran.stdout);
-            }
+
             for check in stderr.checks {
                 check(&ran.stderr);
+            }
+            if read_stdout {
+                schema::validate_text(ran.schema.as_ref(), &ran.stdout);
+            }
+            if read_stderr {
+                schema::validate_events(ran.schema.as_ref(), &ran.stderr);
             }
         }));
         if let Err(panic) = checked {

@@ -2,7 +2,8 @@
 //! against that command's JSON Schema (draft 2020-12), committed under `schemas/` at the
 //! repository root: `schemas/<binary>.json`, `schemas/<binary>-<subcommand>.json`, and the
 //! variants for output that is not the report (`dream-run-events.json` for each `--events`
-//! line, `dream-run-pending-hook.json`/`dream-run-show-hook.json` for a `--hook` answer). A
+//! line on stderr, `dream-run-pending-hook.json`/`dream-run-show-hook.json` for a `--hook`
+//! answer). A
 //! file holding `{"schema": null, "reason": ..}` says the command prints no JSON document
 //! (`dream-lock exec`, `dream-run show --diff`): nothing is validated.
 //!
@@ -37,7 +38,7 @@ pub(crate) const SUBCOMMANDS: &[(&str, &[&str])] = &[
 pub(crate) struct Command {
     bin: String,
     subcommand: Option<String>,
-    /// `--events`, `--hook`: stdout is one of the variant documents.
+    /// `--events`: stderr carries JSON Lines events; `--hook`: stdout is the hook's answer.
     events: bool,
     hook: bool,
     /// `--schema`, `--help`, `--version`: stdout is not the command's output.
@@ -83,33 +84,31 @@ impl Command {
             .map_or(&[], |(_, subs)| subs)
     }
 
-    /// The schema file's name, without `.json`.
+    /// The stdout schema file's name, without `.json`.
     fn file_stem(&self) -> String {
         let mut stem = self.bin.clone();
         if let Some(sub) = &self.subcommand {
             stem.push('-');
             stem.push_str(sub);
         }
-        if self.events && self.subcommand.is_none() {
-            stem.push_str("-events");
-        } else if self.hook {
+        if self.hook {
             stem.push_str("-hook");
         }
         stem
     }
 
-    /// Whether stdout holds one document per line (`--events`), not one document.
-    pub(crate) fn per_line(&self) -> bool {
-        self.events && self.subcommand.is_none()
+    /// The events schema file's name, when the run prints `--events` on stderr.
+    fn events_stem(&self) -> Option<String> {
+        (self.events && self.subcommand.is_none()).then(|| format!("{}-events", self.bin))
     }
 
-    fn shape(&self) -> Shape {
+    fn shape(&self, stem: &str) -> Shape {
         if self.not_output {
             return Shape::Unchecked;
         }
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("schemas")
-            .join(format!("{}.json", self.file_stem()));
+            .join(format!("{stem}.json"));
         compiled(path).map_or(Shape::Unchecked, Shape::Document)
     }
 }
@@ -139,11 +138,16 @@ fn compiled(path: PathBuf) -> Option<Arc<jsonschema::Validator>> {
         .clone()
 }
 
-/// Fails, listing where and why, when `doc` does not match `command`'s schema.
+/// Fails, listing where and why, when `doc` (stdout) does not match `command`'s schema.
 #[track_caller]
 pub(crate) fn validate(command: Option<&Command>, doc: &Value) {
     let Some(command) = command else { return };
-    let Shape::Document(validator) = command.shape() else {
+    validate_against(command, &command.file_stem(), doc);
+}
+
+#[track_caller]
+fn validate_against(command: &Command, stem: &str, doc: &Value) {
+    let Shape::Document(validator) = command.shape(stem) else {
         return;
     };
     let errors: Vec<String> = validator
@@ -152,21 +156,33 @@ pub(crate) fn validate(command: Option<&Command>, doc: &Value) {
         .collect();
     assert!(
         errors.is_empty(),
-        "stdout does not match schemas/{}.json:\n{}",
-        command.file_stem(),
+        "{doc} does not match schemas/{stem}.json:\n{}",
         errors.join("\n")
     );
 }
 
-/// For `--events`: each JSON line of `stdout` must match the event schema.
+/// stdout read by a check of its text: the JSON document it holds (or each JSON line).
 #[track_caller]
-pub(crate) fn validate_lines(command: Option<&Command>, stdout: &str) {
-    let Some(command) = command.filter(|c| c.per_line()) else {
-        return;
-    };
+pub(crate) fn validate_text(command: Option<&Command>, stdout: &str) {
+    if let Ok(doc) = serde_json::from_str::<Value>(stdout) {
+        return validate(command, &doc);
+    }
     for line in stdout.lines() {
         if let Ok(doc) = serde_json::from_str::<Value>(line) {
-            validate(Some(command), &doc);
+            validate(command, &doc);
+        }
+    }
+}
+
+/// For `--events`: each JSON line of `stderr` must match the event schema.
+#[track_caller]
+pub(crate) fn validate_events(command: Option<&Command>, stderr: &str) {
+    let Some((command, stem)) = command.and_then(|c| Some((c, c.events_stem()?))) else {
+        return;
+    };
+    for line in stderr.lines() {
+        if let Ok(doc) = serde_json::from_str::<Value>(line) {
+            validate_against(command, &stem, &doc);
         }
     }
 }
