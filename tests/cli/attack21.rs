@@ -16,23 +16,21 @@ fn snapshot(root: &std::path::Path) -> Vec<(String, String, u32, i128, Vec<u8>)>
         .flatten()
     {
         let path = entry.path();
-        {
-            let meta = std::fs::symlink_metadata(path).unwrap();
-            let kind = format!("{:?}", meta.file_type());
-            let bytes = if meta.is_file() {
-                std::fs::read(path).unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-            out.push((
-                path.display().to_string(),
-                if meta.is_dir() { "dir".into() } else { kind },
-                meta.mode(),
-                if meta.is_dir() { 0 } else { mtime },
-                bytes,
-            ));
-        }
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        let kind = format!("{:?}", meta.file_type());
+        let bytes = if meta.is_file() {
+            std::fs::read(path).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+        out.push((
+            path.display().to_string(),
+            if meta.is_dir() { "dir".into() } else { kind },
+            meta.mode(),
+            if meta.is_dir() { 0 } else { mtime },
+            bytes,
+        ));
     }
     out.sort();
     out

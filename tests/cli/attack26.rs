@@ -77,27 +77,25 @@ fn listing(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
     for entry in walkdir::WalkDir::new(root).min_depth(1) {
         let entry = entry.unwrap();
         let path = entry.path();
-        {
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let kind = entry.file_type();
-            if kind.is_dir() {
-                all.push((rel + "/", None));
-            } else if kind.is_file() {
-                // A sparse giant is told by its size, not read.
-                let len = entry.metadata().unwrap().len();
-                let content = if len > 1 << 20 {
-                    format!("{len} bytes").into_bytes()
-                } else {
-                    std::fs::read(path).unwrap()
-                };
-                all.push((rel, Some(content)));
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            all.push((rel + "/", None));
+        } else if kind.is_file() {
+            // A sparse giant is told by its size, not read.
+            let len = entry.metadata().unwrap().len();
+            let content = if len > 1 << 20 {
+                format!("{len} bytes").into_bytes()
             } else {
-                all.push((rel, None));
-            }
+                std::fs::read(path).unwrap()
+            };
+            all.push((rel, Some(content)));
+        } else {
+            all.push((rel, None));
         }
     }
     all.sort();

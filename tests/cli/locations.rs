@@ -25,14 +25,12 @@ fn tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
         .flatten()
     {
         let path = entry.into_path();
-        {
-            let meta = std::fs::symlink_metadata(&path).expect("lstat");
-            if meta.is_dir() {
-                out.push((path, None));
-            } else {
-                let content = std::fs::read(&path).ok();
-                out.push((path, content));
-            }
+        let meta = std::fs::symlink_metadata(&path).expect("lstat");
+        if meta.is_dir() {
+            out.push((path, None));
+        } else {
+            let content = std::fs::read(&path).ok();
+            out.push((path, content));
         }
     }
     out.sort();
