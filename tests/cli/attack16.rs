@@ -11,7 +11,7 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::dream::{
+use crate::support::dream::{
     more_problems, rolled_back, script_full_consolidation, tool_results, Dream, LONG_RUN,
 };
 use crate::support::fake_api::Reply;
@@ -24,7 +24,7 @@ use crate::support::{bin_path, mkfifo, session_id, sha256_hex, LiveProcess, Run}
 pub(crate) fn limited<'a>(d: &Dream, limit: u64, ignore: bool) -> Run<'a> {
     let mut cmd = d.process(&bin_path("dream-run"));
     limit_file_size(&mut cmd, limit, ignore);
-    Run::command(cmd, "dream-run").timeout(LONG_RUN)
+    Run::ours(cmd, "dream-run").timeout(LONG_RUN)
 }
 
 /// What a command refused by a live holder of the lock (PID `pid`) says.
@@ -1458,23 +1458,16 @@ fn held_the_state_dir_stays_private_with_a_journal_left_by_a_kill() {
     apply.signal(libc::SIGKILL);
     apply.finish();
     let check = |d: &Dream| {
-        let mut stack = vec![d.home.state_dir()];
-        while let Some(dir) = stack.pop() {
-            let meta = std::fs::symlink_metadata(&dir).unwrap();
-            assert_eq!(crate::support::mode(&meta), 0o700, "{}", dir.display());
-            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-                let meta = std::fs::symlink_metadata(entry.path()).unwrap();
-                if meta.is_dir() {
-                    stack.push(entry.path());
-                } else {
-                    assert_eq!(
-                        crate::support::mode(&meta),
-                        0o600,
-                        "{}",
-                        entry.path().display()
-                    );
-                }
-            }
+        for entry in walkdir::WalkDir::new(d.home.state_dir()) {
+            let entry = entry.unwrap();
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            let want = if meta.is_dir() { 0o700 } else { 0o600 };
+            assert_eq!(
+                crate::support::mode(&meta),
+                want,
+                "{}",
+                entry.path().display()
+            );
         }
     };
     assert!(jdir.exists());

@@ -10,32 +10,27 @@ use crate::support::{ClaudeHome, Run};
 fn snapshot(root: &std::path::Path) -> Vec<(String, String, u32, i128, Vec<u8>)> {
     use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+    for entry in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+    {
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        let kind = format!("{:?}", meta.file_type());
+        let bytes = if meta.is_file() {
+            std::fs::read(path).unwrap_or_default()
+        } else {
+            Vec::new()
         };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let kind = format!("{:?}", meta.file_type());
-            let bytes = if meta.is_file() {
-                std::fs::read(&path).unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            if meta.is_dir() {
-                stack.push(path.clone());
-            }
-            let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-            out.push((
-                path.display().to_string(),
-                if meta.is_dir() { "dir".into() } else { kind },
-                meta.mode(),
-                if meta.is_dir() { 0 } else { mtime },
-                bytes,
-            ));
-        }
+        let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+        out.push((
+            path.display().to_string(),
+            if meta.is_dir() { "dir".into() } else { kind },
+            meta.mode(),
+            if meta.is_dir() { 0 } else { mtime },
+            bytes,
+        ));
     }
     out.sort();
     out

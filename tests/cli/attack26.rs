@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::{LiveProcess, Run};
 
@@ -74,32 +74,28 @@ fn forge_running(d: &Dream, id: &str, file_id: &str, edit: impl FnOnce(&mut Valu
 /// Every file and folder under `root` (links not followed), with file contents.
 fn listing(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
     let mut all = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let kind = entry.file_type().unwrap();
-            if kind.is_dir() {
-                stack.push(path);
-                all.push((rel + "/", None));
-            } else if kind.is_file() {
-                // A sparse giant is told by its size, not read.
-                let len = entry.metadata().unwrap().len();
-                let content = if len > 1 << 20 {
-                    format!("{len} bytes").into_bytes()
-                } else {
-                    std::fs::read(&path).unwrap()
-                };
-                all.push((rel, Some(content)));
+    for entry in walkdir::WalkDir::new(root).min_depth(1) {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            all.push((rel + "/", None));
+        } else if kind.is_file() {
+            // A sparse giant is told by its size, not read.
+            let len = entry.metadata().unwrap().len();
+            let content = if len > 1 << 20 {
+                format!("{len} bytes").into_bytes()
             } else {
-                all.push((rel, None));
-            }
+                std::fs::read(path).unwrap()
+            };
+            all.push((rel, Some(content)));
+        } else {
+            all.push((rel, None));
         }
     }
     all.sort();
@@ -398,7 +394,7 @@ fn a_sweep_of_a_huge_deep_memory_dir_ends_and_takes_only_the_stray() {
             );
         })
         .stderr_empty()
-        .timeout(crate::dream::LONG_RUN)
+        .timeout(crate::support::dream::LONG_RUN)
         .run();
     assert!(!stray.exists());
     assert_eq!(crate::support::tree(&d.mem()).len(), files - 1);
@@ -494,18 +490,10 @@ fn a_read_only_folder_stops_the_restore_with_an_environment_error() {
 
 /// Every path under `root`, links not followed.
 fn walkdir_all(root: &Path) -> Vec<PathBuf> {
-    let mut all = vec![root.to_path_buf()];
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let entry = entry.unwrap();
-            if entry.file_type().unwrap().is_dir() {
-                stack.push(entry.path());
-            }
-            all.push(entry.path());
-        }
-    }
-    all
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(|entry| entry.unwrap().into_path())
+        .collect()
 }
 
 /// Attack: two `recover`s started at once on one orphaned run, five times over. The run is

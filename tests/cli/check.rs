@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::{bin_path, hours, set_age, tree, ClaudeHome, LiveProcess, Run};
 
@@ -30,12 +30,11 @@ fn cases() -> PathBuf {
 }
 
 fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
+    for entry in walkdir::WalkDir::new(from) {
         let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
         } else {
             std::fs::copy(entry.path(), &target).unwrap();
         }
@@ -80,7 +79,7 @@ fn says_error(ran: &crate::support::run::Ran) {
 fn healthy(home: &ClaudeHome, args: &[&str]) -> Value {
     check(home, args)
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["problems"].as_array().map(Vec::len), Some(0), "{doc}"))
         .stderr_empty()
         .run()
         .json()
@@ -88,7 +87,7 @@ fn healthy(home: &ClaudeHome, args: &[&str]) -> Value {
 
 /// `dream-run` with the envelope on stdin, against the Dream world's fake model.
 fn dream_run<'a>(d: &Dream, envelope: &str, args: &[&str]) -> Run<'a> {
-    Run::command(d.process(&bin_path("dream-run")), "dream-run")
+    Run::ours(d.process(&bin_path("dream-run")), "dream-run")
         .args(args)
         .stdin(envelope)
 }
@@ -147,7 +146,12 @@ fn unhealthy(home: &ClaudeHome, args: &[&str]) -> Value {
 fn unhealthy_run(run: Run<'_>) -> Value {
     let ran = run
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                doc["problems"].as_array().is_some_and(|p| !p.is_empty()),
+                "{doc}"
+            );
+        })
         .stderr_with(|stderr| {
             assert_eq!(stderr.lines().count(), 1, "{stderr}");
             assert!(stderr.starts_with("dream-run: "), "{stderr}");
@@ -457,7 +461,12 @@ fn secrets_are_named_by_kind_and_never_printed() {
     std::fs::write(home.memory_dir().join("MEMORY.md"), &index).unwrap();
     let out = check(&home, &[])
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                doc["problems"].as_array().is_some_and(|p| !p.is_empty()),
+                "{doc}"
+            );
+        })
         .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{err}"))
         .run();
     assert_eq!(out.stderr, summary(&out.json()));
@@ -528,7 +537,12 @@ fn secret_lines_past_the_cut_are_never_printed_and_the_cut_is_bounded() {
     std::fs::write(home.memory_dir().join("MEMORY.md"), &index).unwrap();
     let out = check(&home, &[])
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                doc["problems"].as_array().is_some_and(|p| !p.is_empty()),
+                "{doc}"
+            );
+        })
         .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{err}"))
         .run();
     for secret in [AWS_ID, AWS_SECRET, PEM_BODY[0], PEM_BODY[1], "PRIVATE KEY"] {
@@ -784,7 +798,7 @@ fn a_run_works_on_the_problems_found_before_and_reports_both_counts() {
         .push(Reply::anthropic_text("Dropped the dangling entry."));
     let doc = dream_run(&d, &envelope, &[])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -825,7 +839,7 @@ fn a_proposal_is_checked_in_its_copy() {
     d.api.push(Reply::anthropic_text("Linked the orphan."));
     let doc = dream_run(&d, &envelope, &["--propose"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
         .stderr_empty()
         .run()
         .json();

@@ -6,13 +6,13 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::{bin_path, session_id, ClaudeHome, LiveProcess, Run};
 
 /// `bin` with the Dream world's environment and fake model.
 fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
-    Run::command(d.process(&bin_path(bin)), bin)
+    Run::ours(d.process(&bin_path(bin)), bin)
 }
 
 /// `dream-run ARGS` with the envelope on stdin, which must succeed and say `stderr`; its
@@ -198,7 +198,7 @@ fn queued_draft(home: &ClaudeHome, args: &[&str], stdin: &str) -> (Value, std::p
         .args(args)
         .stdin(stdin)
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["draft_id"].is_string(), "{doc}"))
         .stderr_with(|err| queued_line(&title, err))
         .run()
         .json();
@@ -325,7 +325,7 @@ fn feedback_list_reads_drafts_the_client_wrote() {
     let doc = Run::new(&home, "feedback")
         .arg("list")
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["drafts"].is_array(), "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -472,13 +472,18 @@ fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
     // A run that changed memory: announced once.
     let holder = LiveProcess::start();
     let envelope = d.acquired_envelope(&holder);
-    crate::dream::script_full_consolidation(&d);
+    crate::support::dream::script_full_consolidation(&d);
     dream_run(&d, &envelope, &[], "");
     drop(holder);
     let doc = tool(&d, "dream-run")
         .args(["pending", "--hook"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["hookSpecificOutput"]["hookEventName"], "SessionStart",
+                "{doc}"
+            );
+        })
         .stderr_empty()
         .run()
         .json();
@@ -519,7 +524,12 @@ fn session_start_hooks_get_the_clients_json_or_nothing_and_always_exit_0() {
     let context = tool(&d, "dream-run")
         .args(["show", "--hook"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(
+                doc["hookSpecificOutput"]["hookEventName"], "SessionStart",
+                "{doc}"
+            );
+        })
         .stderr_empty()
         .run()
         .json()["hookSpecificOutput"]["additionalContext"]

@@ -65,7 +65,7 @@ fn bug(session: &str) -> Value {
 fn queue(home: &ClaudeHome, fields: &Value) -> String {
     fb(home, &["-q", "queue"], &fields.to_string())
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["draft_id"].is_string(), "{doc}"))
         .stderr_empty()
         .run()
         .json()["draft_id"]

@@ -97,7 +97,7 @@ fn bounded<'a>(home: &ClaudeHome, tool: &str) -> Run<'a> {
 #[track_caller]
 fn answer<'a>(run: Run<'a>, code: i32, stderr: impl FnOnce(&str) + 'a) -> Value {
     run.code(code)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc.get("error").is_none(), "{doc}"))
         .stderr_with(stderr)
         .run()
         .json()

@@ -6,13 +6,13 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::{bin_path, epoch_ms, mtime, session_id, Run};
 
 /// `bin` with this home's environment and the fake model.
 fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
-    Run::command(d.process(&bin_path(bin)), bin)
+    Run::ours(d.process(&bin_path(bin)), bin)
 }
 
 /// `dream-gate | dream-lock acquire | STAGE | dream-lock release` under sh, with the built
@@ -30,7 +30,7 @@ fn lock_state(d: &Dream) -> (Value, i64) {
     let status = tool(d, "dream-lock")
         .arg("status")
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["held"], false, "{doc}"))
         .stderr_empty()
         .run()
         .json();

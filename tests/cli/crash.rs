@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::dream::{
+use crate::support::dream::{
     more_problems, rolled_back, script_full_consolidation, tool_results, Dream, LONG_RUN,
 };
 use crate::support::fake_api::Reply;
@@ -1329,19 +1329,15 @@ fn every_file_under_the_state_dir_is_private() {
         .stdout_json(|doc| assert_eq!(doc["cleared"], true, "{doc}"))
         .stderr_empty()
         .run();
-    let mut stack = vec![d.home.state_dir()];
     let mut files = 0;
-    while let Some(dir) = stack.pop() {
-        let meta = std::fs::symlink_metadata(&dir).unwrap();
-        assert_eq!(mode(&meta), 0o700, "{}", dir.display());
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
-            if meta.is_dir() {
-                stack.push(entry.path());
-            } else {
-                files += 1;
-                assert_eq!(mode(&meta), 0o600, "{}", entry.path().display());
-            }
+    for entry in walkdir::WalkDir::new(d.home.state_dir()) {
+        let entry = entry.unwrap();
+        let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+        if meta.is_dir() {
+            assert_eq!(mode(&meta), 0o700, "{}", entry.path().display());
+        } else {
+            files += 1;
+            assert_eq!(mode(&meta), 0o600, "{}", entry.path().display());
         }
     }
     assert!(files > 10, "{files} files checked");

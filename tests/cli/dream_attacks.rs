@@ -62,7 +62,7 @@ impl Lab {
 
     /// dream-run with the fake model, as a checked run bounded by [`BOUND`].
     fn dream_run<'a>(&self) -> Run<'a> {
-        Run::command(self.process(), "dream-run").timeout(BOUND)
+        Run::ours(self.process(), "dream-run").timeout(BOUND)
     }
 
     /// `dream-run -n --unlocked ARGS`, bounded.
@@ -301,7 +301,10 @@ fn a_failed_runs_restore_does_not_follow_a_symlink_swapped_in_mid_run() {
     let doc = lab
         .run(&[])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+assert_eq!(doc["run"]["status"], "failed", "{doc}");
+})
         .stderr_with(|err| {
             let mem = mem.display();
             let head = format!(
@@ -347,7 +350,7 @@ fn a_fifo_as_memory_md_does_not_hang_a_run() {
     let doc = lab
         .run(&[])
         .code(0)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run_clean()
         .json();
@@ -389,7 +392,10 @@ fn a_run_with_a_fifo_as_the_updates_file_ends_with_exit_3() {
     let doc = lab
         .run(&[])
         .code(3)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+assert_eq!(doc["error"]["kind"], "environment", "{doc}");
+assert_eq!(doc["run"]["status"], "completed", "{doc}");
+})
         .stderr_is(format!(
             "dream-run: cannot append to {}: not a regular file (a FIFO)\n{}",
             pending.display(),
@@ -418,7 +424,7 @@ fn undo_of_a_task_whose_record_is_a_fifo_exits_3_without_waiting() {
     );
     lab.undo(&[id])
         .code(3)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{doc}"))
         .stderr_is(format!(
             "dream-run: cannot read {}: not a regular file (a FIFO)\n",
             lab.home
@@ -440,7 +446,7 @@ fn undo_with_a_fifo_as_the_snapshot_manifest_exits_3_without_waiting() {
     mkfifo(&manifest);
     lab.undo(&[])
         .code(3)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{doc}"))
         .stderr_is(format!(
             "dream-run: cannot read the snapshot {}: not a regular file (a FIFO)\n",
             lab.snapshot_dir(&task).display()
@@ -460,7 +466,7 @@ fn a_fifo_as_the_digest_index_does_not_hang_a_run() {
     let ran = lab
         .run(&[])
         .code_any("0 or 3, checked below: rebuilding the digests is fine")
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run_clean();
     assert!(matches!(ran.code, Some(0 | 3)), "{}", ran.stdout);
@@ -588,7 +594,7 @@ fn path_escapes_through_the_binary_are_tool_errors_and_the_run_goes_on() {
     let doc = lab
         .run(&[])
         .code(0)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run_clean()
         .json();
@@ -657,7 +663,7 @@ fn wrong_types_unknown_tools_and_repeated_ids_are_tool_errors() {
     let doc = lab
         .run(&[])
         .code(0)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run_clean()
         .json();
@@ -695,7 +701,7 @@ fn a_reply_with_500_tool_calls_is_answered_call_by_call() {
         let doc = lab
             .run(flags)
             .code(0)
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
             .stderr_is(format!(
                 "dream-run: the run left more problems than it found: orphan_file 0 -> {} (dream-run check lists them)\n",
                 run / 2
@@ -759,7 +765,7 @@ fn a_1_mb_write_and_a_10_kb_path_are_tool_errors() {
         .push(Reply::anthropic_text("Done."));
     lab.run(&[])
         .code(0)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run_clean();
     let results = tool_results(&lab.api.requests()[1]);
@@ -796,7 +802,10 @@ fn deeply_nested_tool_input_fails_the_run_cleanly_and_restores() {
     let doc = lab
         .run(&[])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+assert_eq!(doc["error"]["kind"], "malformed_response", "{doc}");
+assert_eq!(doc["run"]["status"], "failed", "{doc}");
+})
         .stderr_is("dream-run: run failed: malformed_response: answer is not JSON: recursion limit exceeded at line 1 column 334\n")
         .run_clean()
         .json();
@@ -838,7 +847,7 @@ fn broken_model_answers_fail_with_exit_4_and_restore() {
         let doc = lab
             .run(&[])
             .code(4)
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "failed", "{doc}"))
             .stderr_is(match broken {
                 "malformed" => "dream-run: run failed: malformed_response: answer is not JSON: expected value at line 1 column 14\n".to_string(),
                 "empty" => "dream-run: run failed: malformed_response: answer is not JSON: EOF while parsing a value at line 1 column 0\n".to_string(),
@@ -979,7 +988,10 @@ fn undo_refuses_odd_task_ids_with_exit_2() {
         let doc = lab
             .undo(&[id])
             .code(2)
-            .stdout_json(|_| {})
+            .stdout_json(move |doc| {
+                let kind = if id == "-rf" { "usage" } else { "bad_input" };
+                assert_eq!(doc["error"]["kind"], kind, "{doc}");
+            })
             .stderr_is(if id == "-rf" {
                 crate::support::usage_stderr("dream-run", "unexpected argument '-r' found")
             } else {
@@ -1054,7 +1066,7 @@ fn fifo_session_transcript_and_notify_transcript_never_block() {
         .args(["--unlocked", "--shell-timeout", "2s"])
         .stdin(envelope.to_string())
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_is(format!(
             "dream-run: session not readable, left out: {}: a FIFO\n{}",
             fifo_session.display(),
@@ -1114,7 +1126,7 @@ fn a_full_disk_during_a_write_is_a_tool_error_and_leaves_no_partial_file() {
         .stdin_from(Stdio::null())
         .timeout(BOUND)
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run_clean();
     let results = tool_results(&lab.api.requests()[1]);
@@ -1251,7 +1263,10 @@ fn a_memory_dir_that_is_a_symlink_is_used_as_the_memory_dir() {
     let before = tree(&real);
     lab.run(&[])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+        })
         .stderr_is("dream-run: run failed: auth: bad key\n")
         .run_clean();
     let results = tool_results(&lab.api.requests()[1]);
@@ -1288,7 +1303,10 @@ fn a_failed_runs_restore_keeps_a_private_files_mode() {
         .push(Reply::error(401, "authentication_error", "bad key"));
     lab.run(&[])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+        })
         .stderr_is("dream-run: run failed: auth: bad key\n")
         .run_clean();
     assert_eq!(
@@ -1364,7 +1382,10 @@ fn a_failed_runs_restore_keeps_an_edit_made_after_the_runs_write() {
     lab
         .run(&[])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+assert_eq!(doc["run"]["status"], "failed", "{doc}");
+})
         // The person's line points at a file nobody wrote.
         .stderr_is(
             "dream-run: the run left more problems than it found: dangling_link 0 -> 1 (dream-run check lists them)\n\
@@ -1402,7 +1423,10 @@ fn a_failed_runs_restore_never_deletes_a_deep_file_it_only_edited() {
         .push(Reply::error(401, "authentication_error", "bad key"));
     lab.run(&[])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+        })
         .stderr_is("dream-run: run failed: auth: bad key\n")
         .run_clean();
     assert_eq!(
@@ -1444,7 +1468,10 @@ fn a_failed_runs_restore_never_deletes_a_file_written_after_its_snapshot() {
     lab
         .run(&[])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+assert_eq!(doc["run"]["status"], "failed", "{doc}");
+})
         // The session's note is in no index.
         .stderr_is(
             "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n\
@@ -1475,7 +1502,10 @@ fn a_failed_runs_restore_removes_the_folders_it_created() {
         .push(Reply::error(401, "authentication_error", "bad key"));
     lab.run(&[])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+        })
         .stderr_is("dream-run: run failed: auth: bad key\n")
         .run_clean();
     assert!(!lab.mem().join("brand/new/x.md").exists());
@@ -1509,7 +1539,7 @@ fn a_completed_runs_edit_of_a_deep_file_is_modified_and_undo_restores_it() {
     let doc = lab
         .run(&[])
         .code(0)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run_clean()
         .json();
@@ -1559,7 +1589,7 @@ fn undo_only_restores_from_the_tasks_own_snapshot_folder() {
     let doc = lab
         .undo(&[&task])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["undone"], true, "{doc}"))
         .stderr_empty()
         .run_clean()
         .json();

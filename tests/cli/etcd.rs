@@ -127,7 +127,7 @@ fn lock_env(
 ) -> Value {
     let ran = lock_run(home, url, env, args, stdin)
         .code(code)
-        .stdout_json(|_| {})
+        .stdout_json(move |doc| assert_eq!(doc.get("error").is_some(), code >= 2, "{doc}"))
         .stderr_with(at_most_one_line)
         .run();
     let doc = ran.json();
@@ -154,7 +154,9 @@ fn lock_any(
 ) -> (i32, Value) {
     let ran = lock_run(home, url, &[], args, stdin)
         .code_any(why)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(doc["lock"].is_object() || doc["error"].is_object(), "{doc}");
+        })
         .stderr_with(at_most_one_line)
         .run();
     let code = ran.code.expect("an exit code");
@@ -819,7 +821,12 @@ fn three_nodes_no_double_hold_while_the_leader_dies() {
                     .env("DREAMKIT_LOCK_URL", &url)
                     .stdin_from(Stdio::null())
                     .code_any("32 race: one wins (0), the rest meet it (1); an election fails some")
-                    .stdout_json(|_| {})
+                    .stdout_json(|doc| {
+                        assert!(
+                            doc["lock"]["acquired"].is_boolean() || doc["error"].is_object(),
+                            "{doc}"
+                        );
+                    })
                     .stderr_with(at_most_one_line)
                     .spawn()
             })

@@ -134,7 +134,7 @@ fn queue_writes_a_private_pretty_draft() {
         &bug("s1").to_string(),
     )
     .success()
-    .stdout_json(|_| {})
+    .stdout_json(|doc| assert!(doc["draft_id"].is_string(), "{doc}"))
     .stderr_empty()
     .run()
     .json();
@@ -299,7 +299,7 @@ fn list_expires_old_drafts_and_survives_corrupt_files() {
     std::fs::write(drafts_dir(&home).join("broken.json"), "{ not json").unwrap();
     let out = fb(&home, &["list"], "")
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["drafts"].is_array(), "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -631,7 +631,7 @@ fn a_large_transcript_is_trimmed_newest_first() {
     api.push(Reply::json(200, json!({"feedback_id": "big"})));
     let out = sender(&home, &api, &id, &["--with-transcript"])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["sent"], true, "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -690,7 +690,7 @@ fn github_issues_never_carry_the_transcript() {
     .env("GITHUB_API_URL", api.url())
     .env("GITHUB_TOKEN", "ghp_test_SECRET")
     .success()
-    .stdout_json(|_| {})
+    .stdout_json(|doc| assert_eq!(doc["sent"], true, "{doc}"))
     .stdout_with(|out| assert!(!out.contains("SECRET")))
     .stderr_with(|err| assert!(!err.contains("SECRET")))
     .stderr_is("feedback: the transcript is never attached to a GitHub issue\n")

@@ -41,7 +41,7 @@ fn due_when_never_consolidated_lists_sessions_oldest_first() {
     let sessions = six_sessions(&home);
     let out = gate(&home, &[])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -87,7 +87,10 @@ fn too_soon_within_min_hours() {
     home.consolidated(hours(2));
     let out = gate(&home, &[])
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(doc["gate"]["due"], false, "{doc}");
+            assert_eq!(doc["gate"]["reason"], "too_soon", "{doc}");
+        })
         .stderr_is(not_due("too_soon: 2.0 h of 24 h"))
         .run()
         .json();
@@ -408,7 +411,7 @@ fn envelope_keys_pass_through_and_project_is_reused() {
         .current_dir(&elsewhere)
         .stdin(input.to_string())
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["gate"]["due"], true, "{doc}"))
         .stderr_empty()
         .run()
         .json();

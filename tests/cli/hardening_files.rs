@@ -171,7 +171,7 @@ fn an_append_cut_short_by_a_file_size_limit_is_undone_and_exits_3() {
                 Ok(())
             });
         }
-        with_model(Run::command(cmd, "recap"), &api)
+        with_model(Run::ours(cmd, "recap"), &api)
             .args(["--auto", "--transcript"])
             .arg(&transcript)
             .stdin_from(Stdio::null())
@@ -306,7 +306,7 @@ fn feedback<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
 fn queued(home: &ClaudeHome, fields: &Value) -> String {
     feedback(home, &["queue"], &fields.to_string())
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["draft_id"].is_string(), "{doc}"))
         .stderr_with(|err| {
             let id = err
                 .strip_prefix(&format!(
@@ -727,7 +727,7 @@ fn sparse_gib(path: &Path) {
 /// is not tracked), and the run's peak RSS stays small.
 #[test]
 fn read_file_of_a_sparse_gib_memory_file_is_refused_with_bounded_memory() {
-    let d = crate::dream::Dream::new();
+    let d = crate::support::dream::Dream::new();
     sparse_gib(&d.mem().join("big.md"));
     d.api
         .push(Reply::anthropic_tools(
@@ -749,7 +749,7 @@ fn read_file_of_a_sparse_gib_memory_file_is_refused_with_bounded_memory() {
     let requests = d.api.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(
-        crate::dream::tool_results(&requests[1]),
+        crate::support::dream::tool_results(&requests[1]),
         vec![(
             "big.md: line 1 holds a NUL byte: not a text file, nothing of it is shown".to_string(),
             true

@@ -42,7 +42,7 @@ fn released(home: &ClaudeHome, args: &[&str], stdin: &str, err: &str) -> Value {
 fn acquire_wins(home: &ClaudeHome, pid: u32) -> bool {
     lock(home, &["acquire", "--pid", &pid.to_string()], "")
         .code_any("either: the caller polls until it wins")
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["lock"]["acquired"].is_boolean(), "{doc}"))
         .stderr_with(|err| {
             assert!(
                 err.is_empty() || err.starts_with("dream-lock: busy: the lock is held by PID "),
@@ -395,7 +395,7 @@ fn releasing_a_live_holder_by_hand_needs_force() {
         &status.to_string(),
     )
     .success()
-    .stdout_json(|_| {})
+    .stdout_json(|doc| assert_eq!(doc["lock"]["released"], true, "{doc}"))
     .stderr_with(|err| assert!(err.contains("rolled back as failed"), "{err}"))
     .run()
     .json();
@@ -598,7 +598,10 @@ fn says_why(home: &ClaudeHome, bin: &str, args: &[&str], stdin: &str) -> String 
         .args(args)
         .stdin(stdin)
         .code(1)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            // Exit 1 is an answer (not due, held, not found), never a failure.
+            assert!(doc.get("error").is_none(), "{doc}");
+        })
         .stderr_with(|err| assert_eq!(err.lines().count(), 1, "{bin} {args:?}: {err:?}"))
         .run();
     Run::new(home, bin)

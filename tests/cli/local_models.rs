@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::{Recorded, Reply};
 use crate::support::transcript::{Transcript, SESSION};
 
@@ -71,7 +71,7 @@ fn turn_status(home: &ClaudeHome, base_url: &str, text: &str) -> Value {
         .stdin(stop_payload(text))
         .timeout(Duration::from_secs(300))
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status_category"], "completed", "{doc}"))
         .stderr_with(verbose_classified)
         .run()
         .json()
@@ -249,7 +249,7 @@ fn tool_messages(request: &Recorded) -> Vec<(String, String)> {
 
 /// `bin` with the Dream world's environment and fake model.
 fn tool<'a>(d: &Dream, bin: &str) -> Run<'a> {
-    Run::command(d.process(&bin_path(bin)), bin)
+    Run::ours(d.process(&bin_path(bin)), bin)
 }
 
 /// dream-run on the OpenAI-compatible server at `base_url`, the envelope on stdin; the caller
@@ -608,7 +608,11 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
     let undone = tool(&d, "dream-run")
         .args(["undo", doc["run"]["task_id"].as_str().unwrap()])
         .code(if undoes { 0 } else { 1 })
-        .stdout_json(|_| {})
+        .stdout_json(move |doc| {
+            if undoes {
+                assert_eq!(doc["undone"], true, "{doc}");
+            }
+        })
         .stderr_with(|e| lines_of("dream-run", e))
         .run();
     let (undo_stderr, undone) = (undone.stderr.clone(), undone.json());
@@ -665,7 +669,11 @@ fn real_model_dream_run_apply_undo_propose_and_show() {
     let shown = tool(&d, "dream-run")
         .arg("show")
         .code(if proposed { 0 } else { 1 })
-        .stdout_json(|_| {})
+        .stdout_json(move |doc| {
+            if proposed {
+                assert!(doc.get("error").is_none(), "{doc}");
+            }
+        })
         .stderr_with(|e| lines_of("dream-run", e))
         .run();
     if !proposed {

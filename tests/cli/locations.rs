@@ -19,21 +19,18 @@ const KEY: &str = "sk-ant-test-locations";
 /// Every file and directory under `root` with its content, to prove that nothing was written.
 fn tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
     let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.expect("dir entry").path();
-            let meta = std::fs::symlink_metadata(&path).expect("lstat");
-            if meta.is_dir() {
-                stack.push(path.clone());
-                out.push((path, None));
-            } else {
-                let content = std::fs::read(&path).ok();
-                out.push((path, content));
-            }
+    for entry in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+    {
+        let path = entry.into_path();
+        let meta = std::fs::symlink_metadata(&path).expect("lstat");
+        if meta.is_dir() {
+            out.push((path, None));
+        } else {
+            let content = std::fs::read(&path).ok();
+            out.push((path, content));
         }
     }
     out.sort();

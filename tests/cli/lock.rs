@@ -148,7 +148,7 @@ fn thirty_two_concurrent_acquirers_have_exactly_one_winner_each_round() {
                     .args(["acquire", "--pid", &shell.pid().to_string()])
                     .stdin_from(Stdio::null())
                     .code_any("one wins (0), the rest meet it busy (1): checked below")
-                    .stdout_json(|_| {})
+                    .stdout_json(|doc| assert!(doc["lock"]["acquired"].is_boolean(), "{doc}"))
                     .stderr_any("checked below against its exit")
                     .spawn()
             })
@@ -291,7 +291,7 @@ fn release_frees_or_rolls_back_for_each_outcome() {
             let case = format!("{outcome}, prior {had_prior}");
             let out = lock(&home, &["release"], &envelope.to_string())
                 .success()
-                .stdout_json(|_| {})
+                .stdout_json(|doc| assert_eq!(doc["lock"]["released"], true, "{doc}"))
                 .stderr_empty()
                 .run()
                 .json();
@@ -371,7 +371,7 @@ fn release_dry_run_says_what_it_would_do_and_changes_nothing() {
         envelope["run"] = json!({"status": outcome});
         let out = lock(&home, &["release", "--dry-run"], &envelope.to_string())
             .success()
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["lock"]["released"], false, "{doc}"))
             .stderr_with(|err| {
                 assert!(
                     err.starts_with("dream-lock: dry run: would release the lock as"),
@@ -690,7 +690,7 @@ fn an_unreadable_lock_file_fails_closed() {
         let out = Run::unprivileged(&home, "dream-lock")
             .args(args)
             .code(3)
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{doc}"))
             .stderr_with(|err| {
                 assert_eq!(err.lines().count(), 1, "{err}");
                 assert!(err.starts_with("dream-lock: "), "{err}");

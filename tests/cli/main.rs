@@ -33,6 +33,7 @@ mod recap;
 mod review;
 mod schemas;
 mod status;
+mod structure;
 mod suggest;
 mod support;
 mod terminal_text;

@@ -449,7 +449,7 @@ fn queue_draft(home: &ClaudeHome) -> String {
         .arg("queue")
         .stdin(json!({"type": "bug", "title": "t", "details": "d"}).to_string())
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert!(doc["draft_id"].is_string(), "{doc}"))
         .stderr_with(|err| {
             assert!(
                 err.starts_with("feedback: draft queued: t (review with `feedback show "),

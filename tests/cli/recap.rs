@@ -97,7 +97,7 @@ fn default_mode_summarises_and_never_writes() {
     let out = s
         .recap()
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status"], "ok", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -523,7 +523,7 @@ fn auto_appends_one_away_summary_record() {
         .recap()
         .arg("--auto")
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status"], "ok", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -639,7 +639,12 @@ fn skip_reason<'c>(
         .arg("--auto")
         .args(args)
         .code(code)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert!(
+                matches!(doc["status"].as_str(), Some("ok" | "skipped")),
+                "{doc}"
+            );
+        })
         .stderr_with(stderr)
         .run()
         .json();

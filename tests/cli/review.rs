@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::dream::{script_full_consolidation, Dream};
+use crate::support::dream::{script_full_consolidation, Dream};
 
 use crate::support::{sha256_hex, LiveProcess, Run};
 
@@ -30,7 +30,7 @@ impl Dream {
         let ran = self
             .dream_run(&envelope, &["--propose"])
             .success()
-            .stdout_json(|_| {})
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
             .stderr_empty()
             .run();
         self.tool("dream-lock")
@@ -474,7 +474,10 @@ fn a_failed_proposal_leaves_no_staging_copy() {
     let doc = d
         .dream_run(&envelope, &["--propose"])
         .code(4)
-        .stdout_json(|_| {})
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+        })
         .stderr_is("dream-run: run failed: auth: bad key\n")
         .run()
         .json();
@@ -501,7 +504,7 @@ fn show_shows_a_completed_runs_changes() {
     let doc = d
         .dream_run(&envelope, &[])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -511,7 +514,7 @@ fn show_shows_a_completed_runs_changes() {
     let shown = d
         .review(&["show", &id])
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status"], "completed", "{doc}"))
         .stderr_empty()
         .run()
         .json();

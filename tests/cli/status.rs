@@ -40,7 +40,8 @@ fn status<'a>(home: &ClaudeHome, args: &[&str], stdin: &str) -> Run<'a> {
 #[track_caller]
 fn ok(run: Run) -> Value {
     run.success()
-        .stdout_json(|_| {})
+        // What the document holds depends on the surface; each caller checks it.
+        .stdout_json(|doc| assert!(doc.get("error").is_none(), "{doc}"))
         .stderr_empty()
         .run()
         .json()
@@ -231,7 +232,7 @@ fn no_escape_or_bidi_control_reaches_the_detail() {
     let r = s
         .status(&[], &stop("x"))
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status_category"], "blocked", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -521,7 +522,7 @@ fn state_file_ends_holding_the_result() {
     let f = file.to_str().unwrap();
     let out = status(&home, &["--state-file", f], &stop("Opened PR #7."))
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status_category"], "completed", "{doc}"))
         .stderr_empty()
         .run();
     let written = std::fs::read_to_string(&file).unwrap();
@@ -571,7 +572,7 @@ fn previous_is_reused_for_a_turn_with_no_new_text() {
     let both = ["--previous", f, "--state-file", f];
     let first = status(&home, &both, &stop("Committed as 3f2a1b."))
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status_category"], "completed", "{doc}"))
         .stderr_empty()
         .run();
     // A turn with no text: the previous status again, file unchanged in content.
@@ -748,7 +749,7 @@ fn llm_engine_classifies_with_the_small_model() {
     let r = s
         .status(&[], &stop(&long))
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["status_category"], "blocked", "{doc}"))
         .stderr_empty()
         .run()
         .json();
@@ -778,7 +779,7 @@ fn llm_engine_classifies_with_the_small_model() {
     let r = s
         .status(&["--surface", "bg"], &stop("x"))
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["state"], "working", "{doc}"))
         .stderr_empty()
         .run()
         .json();

@@ -569,7 +569,7 @@ fn events_are_claude_codes_prompt_suggestion() {
         .arg("--events")
         .stdin(s.stop_payload(json!({})))
         .success()
-        .stdout_json(|_| {})
+        .stdout_json(|doc| assert_eq!(doc["type"], "prompt_suggestion", "{doc}"))
         .stderr_empty()
         .run()
         .json();

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::dream::Dream;
+use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::LiveProcess;
 

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 pub(crate) mod claude_code;
+pub(crate) mod dream;
 pub(crate) mod etcd;
 pub(crate) mod fake_api;
 pub(crate) mod run;
+pub(crate) mod schema;
 pub(crate) mod transcript;
 pub(crate) mod wait;
 
@@ -193,17 +195,10 @@ pub(crate) fn usage_stderr(tool: &str, line: &str) -> String {
     format!("{tool}: {line} (try --help)\n")
 }
 
+/// Where cargo built `bin` (one of [`BINARIES`]).
 pub(crate) fn bin_path(bin: &str) -> PathBuf {
-    match bin {
-        "dream-gate" => PathBuf::from(env!("CARGO_BIN_EXE_dream-gate")),
-        "dream-lock" => PathBuf::from(env!("CARGO_BIN_EXE_dream-lock")),
-        "dream-run" => PathBuf::from(env!("CARGO_BIN_EXE_dream-run")),
-        "recap" => PathBuf::from(env!("CARGO_BIN_EXE_recap")),
-        "turn-status" => PathBuf::from(env!("CARGO_BIN_EXE_turn-status")),
-        "feedback" => PathBuf::from(env!("CARGO_BIN_EXE_feedback")),
-        "suggest" => PathBuf::from(env!("CARGO_BIN_EXE_suggest")),
-        other => panic!("unknown binary {other}"),
-    }
+    assert!(BINARIES.contains(&bin), "unknown binary {bin}");
+    assert_cmd::cargo::cargo_bin(bin)
 }
 
 /// A live process standing in for a hook's shell: killed and reaped when dropped.
@@ -316,25 +311,19 @@ pub(crate) fn slug_of(path: &Path) -> String {
 /// "nothing else changed" checks. Symlinks are not followed.
 pub(crate) fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
     let mut found = std::collections::BTreeSet::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let name = path.to_string_lossy().into_owned();
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_symlink() {
-                let target = std::fs::read_link(&path).unwrap_or_default();
-                found.insert((name, target.to_string_lossy().as_bytes().to_vec()));
-            } else if kind.is_file() {
-                found.insert((name, std::fs::read(&path).unwrap_or_default()));
-            }
+    for entry in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+    {
+        let path = entry.path();
+        let kind = entry.file_type();
+        let name = path.to_string_lossy().into_owned();
+        if kind.is_symlink() {
+            let target = std::fs::read_link(path).unwrap_or_default();
+            found.insert((name, target.to_string_lossy().as_bytes().to_vec()));
+        } else if kind.is_file() {
+            found.insert((name, std::fs::read(path).unwrap_or_default()));
         }
     }
     found

@@ -14,6 +14,21 @@
 //!
 //! A process that a test signals or watches while it runs is described the same way and
 //! started with [`Run::spawn`]; [`Running::finish`] then checks it like `run` does.
+//!
+//! Built on the crates the spec names: the binaries are found by `assert_cmd`'s `cargo_bin`,
+//! stdout and stderr are checked with `predicates` (`.stdout(predicate::str::contains(..))`;
+//! the `*_is`/`*_contains`/`*_empty` helpers build those predicates) and the exit code, stdout
+//! and stderr are asserted by `assert_cmd`'s `Assert` over the run's `Output`. The process
+//! itself is spawned here, not by `assert_cmd::Command::output`, because that can neither
+//! hand the run to the test while it runs (signals, FIFOs), nor send stdout to `/dev/full`,
+//! nor stop waiting when a process the run left behind holds its pipes open.
+//!
+//! Every JSON document a test reads from stdout is validated against its command's schema
+//! (`schemas/`, see [`super::schema`]).
+//!
+//! Runs kept outside `Run`: the peak-RSS measurements (`net::run_measuring_peak_rss`), which
+//! start the binary under ptrace to read its VmHWM at the exit stop; their callers check the
+//! three streams themselves.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -24,25 +39,28 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use assert_cmd::assert::OutputAssertExt as _;
+use predicates::{prelude::*, BoxPredicate};
 use serde_json::Value;
 
-use super::{bin_path, wait, ClaudeHome};
+use super::{bin_path, schema, wait, ClaudeHome};
 
 /// How long any one run may take before it is killed and the test fails.
 pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 type TextCheck<'a> = Box<dyn FnOnce(&str) + 'a>;
 
-/// What a stream must hold: a list of checks, or a waiver with its reason.
+/// What a stream must hold: predicates and checks that read it, or a waiver with its reason.
 #[derive(Default)]
 struct Stream<'a> {
+    predicates: Vec<BoxPredicate<str>>,
     checks: Vec<TextCheck<'a>>,
     waived: Option<String>,
 }
 
 impl Stream<'_> {
     fn said(&self) -> bool {
-        !self.checks.is_empty() || self.waived.is_some()
+        !self.predicates.is_empty() || !self.checks.is_empty() || self.waived.is_some()
     }
 }
 
@@ -72,6 +90,8 @@ pub(crate) struct Run<'a> {
     exit: Option<Exit>,
     stdout: Stream<'a>,
     stderr: Stream<'a>,
+    /// The schema its stdout documents are validated against, when it is one of ours.
+    schema: Option<schema::Command>,
 }
 
 /// What a run printed, once every check passed.
@@ -82,24 +102,36 @@ pub(crate) struct Ran {
     pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+    schema: Option<schema::Command>,
 }
 
 impl Ran {
-    /// stdout as the one JSON document it was checked to be (see [`Run::stdout_json`]).
+    /// stdout as the one JSON document it was checked to be (see [`Run::stdout_json`]),
+    /// validated against its command's schema.
+    #[track_caller]
     pub(crate) fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).expect("stdout was checked as JSON")
+        let doc = serde_json::from_str(&self.stdout).expect("stdout was checked as JSON");
+        schema::validate(self.schema.as_ref(), &doc);
+        doc
     }
 }
 
 impl<'a> Run<'a> {
     /// `bin` (one of ours) with `home`'s clean environment, run from its project.
     pub(crate) fn new(home: &ClaudeHome, bin: &str) -> Self {
-        Self::command(home.process(bin_path(bin)), bin)
+        Self::ours(home.process(bin_path(bin)), bin)
     }
 
     /// `bin` as an unprivileged user when the tests run as root.
     pub(crate) fn unprivileged(home: &ClaudeHome, bin: &str) -> Self {
-        Self::command(home.process_unprivileged(bin), bin)
+        Self::ours(home.process_unprivileged(bin), bin)
+    }
+
+    /// A prepared command that runs our binary `bin`, so its stdout has a schema.
+    pub(crate) fn ours(cmd: Command, bin: &str) -> Self {
+        let mut run = Self::command(cmd, bin);
+        run.schema = Some(schema::Command::of(bin));
+        run
     }
 
     /// Any prepared command (for example `home.process("sh")`), named `label` on failure.
@@ -115,12 +147,17 @@ impl<'a> Run<'a> {
             exit: None,
             stdout: Stream::default(),
             stderr: Stream::default(),
+            schema: None,
         }
     }
 
     pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        let text = arg.as_ref().to_string_lossy();
+        if let Some(schema) = &mut self.schema {
+            schema.arg(&text);
+        }
         self.label.push(' ');
-        self.label.push_str(&arg.as_ref().to_string_lossy());
+        self.label.push_str(&text);
         self.cmd.arg(arg);
         self
     }
@@ -216,25 +253,36 @@ impl<'a> Run<'a> {
         self
     }
 
+    /// stdout must satisfy `predicate` (for example `predicate::str::starts_with("{")`).
+    pub(crate) fn stdout<P>(mut self, predicate: P) -> Self
+    where
+        P: Predicate<str> + Send + Sync + 'static,
+    {
+        self.stdout.predicates.push(predicate.boxed());
+        self
+    }
+
     pub(crate) fn stdout_is(self, expected: impl Into<String>) -> Self {
-        let expected = expected.into();
-        self.stdout_with(move |text| assert_eq!(text, expected, "stdout"))
+        self.stdout(predicate::str::diff(expected.into()))
     }
 
     pub(crate) fn stdout_empty(self) -> Self {
-        self.stdout_is("")
+        self.stdout(predicate::str::is_empty())
     }
 
     pub(crate) fn stdout_contains(self, needle: impl Into<String>) -> Self {
-        let needle = needle.into();
-        self.stdout_with(move |text| {
-            assert!(text.contains(&needle), "stdout lacks {needle:?}");
-        })
+        self.stdout(predicate::str::contains(needle.into()))
     }
 
-    /// stdout is one compact JSON line, which `check` then looks at.
+    /// stdout is one compact JSON line, valid for its command's schema, which `check` then
+    /// looks at.
     pub(crate) fn stdout_json(self, check: impl FnOnce(&Value) + 'a) -> Self {
-        self.stdout_with(move |text| check(&one_json_line(text)))
+        let schema = self.schema.clone();
+        self.stdout_with(move |text| {
+            let doc = one_json_line(text);
+            schema::validate(schema.as_ref(), &doc);
+            check(&doc);
+        })
     }
 
     /// Any other check of stdout.
@@ -249,20 +297,25 @@ impl<'a> Run<'a> {
         self
     }
 
+    /// stderr must satisfy `predicate` (for example `predicate::str::contains("not due")`).
+    pub(crate) fn stderr<P>(mut self, predicate: P) -> Self
+    where
+        P: Predicate<str> + Send + Sync + 'static,
+    {
+        self.stderr.predicates.push(predicate.boxed());
+        self
+    }
+
     pub(crate) fn stderr_is(self, expected: impl Into<String>) -> Self {
-        let expected = expected.into();
-        self.stderr_with(move |text| assert_eq!(text, expected, "stderr"))
+        self.stderr(predicate::str::diff(expected.into()))
     }
 
     pub(crate) fn stderr_empty(self) -> Self {
-        self.stderr_is("")
+        self.stderr(predicate::str::is_empty())
     }
 
     pub(crate) fn stderr_contains(self, needle: impl Into<String>) -> Self {
-        let needle = needle.into();
-        self.stderr_with(move |text| {
-            assert!(text.contains(&needle), "stderr lacks {needle:?}");
-        })
+        self.stderr(predicate::str::contains(needle.into()))
     }
 
     /// Any other check of stderr.
@@ -298,6 +351,7 @@ impl<'a> Run<'a> {
             exit,
             stdout,
             stderr,
+            schema,
         } = self;
         let mut unsaid = Vec::new();
         if exit.is_none() {
@@ -367,6 +421,7 @@ impl<'a> Run<'a> {
             feeder,
             drains,
             finished: false,
+            schema,
         }
     }
 }
@@ -401,6 +456,7 @@ pub(crate) struct Running<'a> {
     feeder: Option<JoinHandle<()>>,
     drains: Vec<JoinHandle<()>>,
     finished: bool,
+    schema: Option<schema::Command>,
 }
 
 impl Running<'_> {
@@ -463,11 +519,17 @@ impl Running<'_> {
             ),
             || drains.iter().all(JoinHandle::is_finished),
         );
+        let output = std::process::Output {
+            status,
+            stdout: bytes_of(&self.stdout_buf),
+            stderr: bytes_of(&self.stderr_buf),
+        };
         let ran = Ran {
             code: status.code(),
             signal: std::os::unix::process::ExitStatusExt::signal(&status),
             stdout: self.stdout_so_far(),
             stderr: self.stderr_so_far(),
+            schema: self.schema.take(),
         };
         let exit = self.exit.take();
         let stdout = std::mem::take(&mut self.stdout);
@@ -492,18 +554,34 @@ impl Running<'_> {
         let timeout = self.timeout;
         let checked = catch_unwind(AssertUnwindSafe(|| {
             assert!(!timed_out, "timed out after {timeout:?} and was killed");
+            let read_stdout = !stdout.checks.is_empty() || !stdout.predicates.is_empty();
+            let read_stderr = !stderr.checks.is_empty() || !stderr.predicates.is_empty();
+            let mut assert = output.assert();
             match exit {
-                Some(Exit::Code(code)) => assert_eq!(ran.code, Some(code), "exit code"),
+                Some(Exit::Code(code)) => assert = assert.code(code),
                 Some(Exit::Signal(signal)) => {
                     assert_eq!(ran.signal, Some(signal), "ended by signal");
                 }
                 Some(Exit::Any(_)) | None => {}
             }
+            for predicate in stdout.predicates {
+                assert = assert.stdout(predicate);
+            }
+            for predicate in stderr.predicates {
+                assert = assert.stderr(predicate);
+            }
             for check in stdout.checks {
                 check(&ran.stdout);
             }
+
             for check in stderr.checks {
                 check(&ran.stderr);
+            }
+            if read_stdout {
+                schema::validate_text(ran.schema.as_ref(), &ran.stdout);
+            }
+            if read_stderr {
+                schema::validate_events(ran.schema.as_ref(), &ran.stderr);
             }
         }));
         if let Err(panic) = checked {
@@ -530,6 +608,12 @@ impl Drop for Running<'_> {
             let _ = self.child.wait();
         }
     }
+}
+
+fn bytes_of(buf: &Mutex<Vec<u8>>) -> Vec<u8> {
+    buf.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
 }
 
 fn text_of(buf: &Mutex<Vec<u8>>) -> String {
