@@ -15,9 +15,13 @@ FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 SHAREDIR := $(DESTDIR)$(PREFIX)/share/dreamkit
 PLUGINDIR := $(SHAREDIR)/plugin
 
-.PHONY: all build test fuzz test-local-model test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
+.PHONY: all print-bins build test fuzz test-local-model test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
 
 all: build
+
+# For the test that checks the one list of tools.
+print-bins:
+	@echo $(BINS)
 
 build:
 	$(CARGO) build --release --locked -j $(JOBS)

@@ -32,17 +32,7 @@ pub fn refuse_link(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// Why [`open_regular`] refused a path that exists: what it is instead.
-#[derive(Debug)]
-pub struct NotRegular(pub &'static str);
-
-impl fmt::Display for NotRegular {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "not a regular file ({})", self.0)
-    }
-}
-
-impl std::error::Error for NotRegular {}
+pub use crate::cli::failure::{is_not_regular, NotRegular};
 
 /// The error [`open_regular`] gives for a FIFO, device, socket or directory.
 pub fn not_regular(file_type: std::fs::FileType) -> io::Error {
@@ -69,13 +59,6 @@ pub fn file_kind(file_type: std::fs::FileType) -> &'static str {
     } else {
         "not a file"
     }
-}
-
-/// True for the error of a path that exists but is not a regular file (see [`open_regular`]).
-pub fn is_not_regular(err: &io::Error) -> bool {
-    err.get_ref().is_some_and(
-        <dyn std::error::Error + std::marker::Send + std::marker::Sync + 'static>::is::<NotRegular>,
-    )
 }
 
 /// True for an error that means "this name leads nowhere": missing, a dangling link or a

@@ -57,9 +57,29 @@ impl schemars::JsonSchema for Failure {
     }
 }
 
+/// Why `files::open_regular` refused a path that exists: what it is instead.
+#[derive(Debug)]
+pub struct NotRegular(pub &'static str);
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not a regular file ({})", self.0)
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
+/// True for the error of a path that exists but is not a regular file (see `files::open_regular`): the
+/// marker error is defined here so that a failure names its `reason` without depending on
+/// `files`.
+pub fn is_not_regular(err: &std::io::Error) -> bool {
+    err.get_ref()
+        .is_some_and(<dyn std::error::Error + Send + Sync + 'static>::is::<NotRegular>)
+}
+
 /// The `reason` an I/O error gives a file named by a flag or a payload: the same in every tool.
 pub fn io_reason(err: &std::io::Error) -> Option<&'static str> {
-    if crate::files::is_not_regular(err) {
+    if is_not_regular(err) {
         return Some("not_a_file");
     }
     match err.kind() {
