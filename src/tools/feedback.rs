@@ -55,7 +55,7 @@ pub enum Subcommand {
     /// List drafts, newest first, after deleting those older than 30 days
     List(ListArgs),
     /// Print one draft
-    Show(IdArgs),
+    Show(ShowArgs),
     /// Send a draft to an endpoint or as a GitHub issue, after consent
     Send(SendArgs),
     /// Delete a draft
@@ -66,13 +66,12 @@ pub enum Subcommand {
 pub struct ListArgs {}
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct IdArgs {
+pub struct ShowArgs {
     /// The draft's id
     pub id: String,
 }
 
-/// `discard`'s arguments: the draft's id (a type apart from `show`'s, since each command is
-/// its own [`Tool`]).
+/// A type apart from `show`'s: each command is its own [`Tool`], with its own report.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DiscardArgs {
     /// The draft's id
@@ -202,7 +201,7 @@ impl Tool for ListArgs {
     }
 }
 
-impl Tool for IdArgs {
+impl Tool for ShowArgs {
     type Report = ShowReport;
 
     fn run(self, cx: &Context) -> Result<ShowReport, Failure> {
