@@ -370,7 +370,7 @@ impl Request {
 }
 
 /// The four usage counters, as every tool reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -474,6 +474,19 @@ pub struct ModelError {
 }
 
 impl ModelError {
+    /// The `error` object of a tool's result for this failed exchange: the model error kind,
+    /// the message made safe for a terminal (it may quote the server), the HTTP status (or
+    /// null) and the requests made.
+    pub fn body(&self) -> crate::cli::ErrorBody {
+        crate::cli::ErrorBody {
+            kind: self.kind.as_str(),
+            reason: None,
+            message: crate::cli::text::sanitize(&self.message).into_owned(),
+            status: Some(self.status),
+            attempts: Some(self.attempts),
+        }
+    }
+
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         ModelError {
             kind,

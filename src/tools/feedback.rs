@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
+use schemars::{JsonSchema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -18,7 +19,9 @@ use crate::claude::settings::FeedbackDrafts;
 use crate::claude::{Env, HookPayload, Settings};
 use crate::cli::duration::parse_duration;
 use crate::cli::text::{for_terminal, sanitize};
-use crate::cli::{CommonArgs, Diag, Exit, Failure, Input, Outcome, Tool};
+use crate::cli::{
+    CommonArgs, Context, Delivery, Diag, ErrorBody, Exit, Failure, Input, Report, Tool,
+};
 use crate::files::{create_private_dir, write_atomic};
 use crate::model::{self, ErrorKind, ModelError, RetryPolicy};
 use send::{attach, github_issue, payload, Attachment, PAYLOAD_BUDGET};
@@ -50,19 +53,29 @@ pub enum Subcommand {
     /// Queue a draft from JSON fields on stdin, or from flags (flags win)
     Queue(QueueArgs),
     /// List drafts, newest first, after deleting those older than 30 days
-    List,
+    List(ListArgs),
     /// Print one draft
-    Show {
-        /// The draft's id
-        id: String,
-    },
+    Show(ShowArgs),
     /// Send a draft to an endpoint or as a GitHub issue, after consent
     Send(SendArgs),
     /// Delete a draft
-    Discard {
-        /// The draft's id
-        id: String,
-    },
+    Discard(DiscardArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ListArgs {}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShowArgs {
+    /// The draft's id
+    pub id: String,
+}
+
+/// A type apart from `show`'s: each command is its own [`Tool`], with its own report.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiscardArgs {
+    /// The draft's id
+    pub id: String,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -134,53 +147,100 @@ impl crate::cli::Binary for Args {
         &self.common
     }
 
-    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
-        crate::cli::legacy::enter(cx, self)
+    fn dispatch(self, cx: &Context) -> Delivery {
+        match self.command {
+            Subcommand::Queue(args) => cx.finish(args),
+            Subcommand::List(args) => cx.finish(args),
+            Subcommand::Show(args) => cx.finish(args),
+            Subcommand::Send(args) => cx.finish(args),
+            Subcommand::Discard(args) => cx.finish(args),
+        }
     }
 }
 
-impl Tool for Args {
-    type Report = Outcome;
+/// Where the drafts are, as every command finds them.
+struct Drafts {
+    env: Env,
+    home: Option<PathBuf>,
+    config: PathBuf,
+    store: Store,
+}
 
-    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
-        let diag = cx.diag();
-        let env = Env::from_process();
+impl Drafts {
+    fn open(cx: &Context) -> Result<Drafts, Failure> {
+        let env = cx.env().clone();
         let home = home_dir(&env);
         let config = config_dir(&env, home.as_deref())?;
         // Draft paths are printed and then used by people and scripts: refuse a config dir
         // the JSON could not name exactly, before anything is written.
         check_location(config_source(&env), &config)?;
         let store = Store::new(&config);
-        let report = match &self.command {
-            Subcommand::Queue(args) => queue(args, &store, &config, &env, home.as_deref(), diag)?,
-            Subcommand::List => list(&store)?,
-            Subcommand::Show { id } => match store.read(id)? {
-                Some(draft) => FeedbackReport::Shown(Box::new(draft.for_display())),
-                None => FeedbackReport::not_found(id),
+        Ok(Drafts {
+            env,
+            home,
+            config,
+            store,
+        })
+    }
+}
+
+impl Tool for QueueArgs {
+    type Report = QueueReport;
+
+    fn run(self, cx: &Context) -> Result<QueueReport, Failure> {
+        let drafts = Drafts::open(cx)?;
+        queue(&self, &drafts, cx)
+    }
+}
+
+impl Tool for ListArgs {
+    type Report = ListReport;
+
+    fn run(self, cx: &Context) -> Result<ListReport, Failure> {
+        list(&Drafts::open(cx)?.store)
+    }
+}
+
+impl Tool for ShowArgs {
+    type Report = ShowReport;
+
+    fn run(self, cx: &Context) -> Result<ShowReport, Failure> {
+        Ok(match Drafts::open(cx)?.store.read(&self.id)? {
+            Some(draft) => ShowReport::Shown(Box::new(draft.for_display())),
+            None => ShowReport::NotFound(NotFound::of(&self.id)),
+        })
+    }
+}
+
+impl Tool for DiscardArgs {
+    type Report = DiscardReport;
+
+    fn run(self, cx: &Context) -> Result<DiscardReport, Failure> {
+        Ok(match Drafts::open(cx)?.store.delete(&self.id)? {
+            true => DiscardReport::Discarded {
+                discarded: Is,
+                draft_id: self.id,
             },
-            Subcommand::Discard { id } => {
-                if store.delete(id)? {
-                    FeedbackReport::Discarded {
-                        discarded: Is,
-                        draft_id: id.clone(),
-                    }
-                } else {
-                    FeedbackReport::NotDiscarded {
-                        discarded: Is,
-                        draft_id: id.clone(),
-                        reason: Reason::NotFound,
-                    }
-                }
-            }
-            Subcommand::Send(args) => send_draft(args, &store, &config, &env, diag)?,
-        };
-        Ok(report.into_outcome(diag))
+            false => DiscardReport::NotDiscarded {
+                discarded: Is,
+                draft_id: self.id,
+                reason: Reason::NotFound,
+            },
+        })
+    }
+}
+
+impl Tool for SendArgs {
+    type Report = SendReport;
+
+    fn run(self, cx: &Context) -> Result<SendReport, Failure> {
+        send_draft(&self, &Drafts::open(cx)?, cx.diag())
     }
 }
 
 /// A field whose value the variant fixes: `sent: True` always prints `"sent": true`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Is<const B: bool>;
+pub struct Is<const B: bool>;
 type True = Is<true>;
 type False = Is<false>;
 
@@ -190,10 +250,20 @@ impl<const B: bool> Serialize for Is<B> {
     }
 }
 
+impl<const B: bool> JsonSchema for Is<B> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        if B { "True" } else { "False" }.into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "boolean", "const": B })
+    }
+}
+
 /// Why the answer is a clean "no" (exit 1), as the JSON's `reason` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-enum Reason {
+pub enum Reason {
     /// No draft has that id.
     NotFound,
     /// `feedbackDrafts: off`.
@@ -204,52 +274,150 @@ enum Reason {
     Declined,
 }
 
-/// What one `feedback` command did: the variant decides the exit code ([`FeedbackReport::exit`])
-/// and the stderr line ([`FeedbackReport::line`]); the fields are the stdout document. A
-/// failure before there is anything to report (a bad id, a drafts dir that cannot be read) is
-/// a [`Failure`] instead, printed as `{"error": {kind, reason?, message}}`.
-#[derive(Debug, Serialize)]
+/// What `queue` did. A failure before there is anything to report (a bad field, a drafts
+/// dir that cannot be written) is a [`Failure`] instead, printed as `{"error": {...}}`.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
-enum FeedbackReport {
-    /// `queue` wrote a draft.
+pub enum QueueReport {
+    /// A draft was written (exit 0).
     Queued {
         draft_id: String,
         path: String,
         evicted: Vec<String>,
     },
-    /// `queue` wrote nothing: drafts are off, or the session's queue is full.
+    /// Nothing was written (exit 1): drafts are off, or the session's queue is full.
     Refused {
         queued: False,
         reason: Reason,
         #[serde(skip_serializing_if = "Option::is_none")]
         source_session_id: Option<String>,
     },
-    /// `list`, newest first, after the expired drafts were deleted.
-    Listed {
-        drafts: Vec<ListEntry>,
-        expired: Vec<String>,
-    },
-    /// `show`: the draft as a person may see it ([`Draft::for_display`]).
+}
+
+impl Report for QueueReport {
+    fn exit(&self) -> Exit {
+        match self {
+            QueueReport::Queued { .. } => Exit::Yes,
+            QueueReport::Refused { .. } => Exit::No,
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            QueueReport::Refused {
+                reason: Reason::SessionLimit,
+                source_session_id,
+                ..
+            } => Some(format!(
+                "not queued: session {} has queued {MAX_QUEUES_PER_SESSION} drafts already",
+                source_session_id.as_deref().unwrap_or("?")
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// `list`, newest first, after the expired drafts were deleted (exit 0).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListReport {
+    drafts: Vec<ListEntry>,
+    expired: Vec<String>,
+}
+
+impl Report for ListReport {
+    fn exit(&self) -> Exit {
+        Exit::Yes
+    }
+}
+
+/// `{found: false, draft_id, reason: "not_found"}` (exit 1): no draft has the id.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct NotFound {
+    found: False,
+    draft_id: String,
+    reason: Reason,
+}
+
+impl NotFound {
+    fn of(id: &str) -> Self {
+        NotFound {
+            found: Is,
+            draft_id: id.to_string(),
+            reason: Reason::NotFound,
+        }
+    }
+}
+
+/// The line for an id that names no draft.
+fn no_draft(draft_id: &str) -> String {
+    format!("no draft {draft_id} (`feedback list` shows the drafts)")
+}
+
+/// What `show` printed.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ShowReport {
+    /// The draft as a person may see it ([`Draft::for_display`]), exit 0.
     Shown(Box<Draft>),
-    /// `show` or `send` of an id that names no draft.
-    NotFound {
-        found: False,
-        draft_id: String,
-        reason: Reason,
-    },
-    Discarded {
-        discarded: True,
-        draft_id: String,
-    },
+    NotFound(NotFound),
+}
+
+impl Report for ShowReport {
+    fn exit(&self) -> Exit {
+        match self {
+            ShowReport::Shown(_) => Exit::Yes,
+            ShowReport::NotFound(_) => Exit::No,
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            ShowReport::Shown(_) => None,
+            ShowReport::NotFound(not_found) => Some(no_draft(&not_found.draft_id)),
+        }
+    }
+}
+
+/// What `discard` did.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DiscardReport {
+    /// Exit 0.
+    Discarded { discarded: True, draft_id: String },
+    /// Exit 1: no draft has the id.
     NotDiscarded {
         discarded: False,
         draft_id: String,
         reason: Reason,
     },
+}
+
+impl Report for DiscardReport {
+    fn exit(&self) -> Exit {
+        match self {
+            DiscardReport::Discarded { .. } => Exit::Yes,
+            DiscardReport::NotDiscarded { .. } => Exit::No,
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            DiscardReport::Discarded { .. } => None,
+            DiscardReport::NotDiscarded { draft_id, .. } => Some(no_draft(draft_id)),
+        }
+    }
+}
+
+/// What `send` did. A failure before the draft is read (a bad target) is a [`Failure`].
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SendReport {
+    NotFound(NotFound),
     /// The server took the draft (2xx). `error` only when the draft could not be deleted
     /// afterwards (exit 3: sending it again would send it twice).
     Sent {
         sent: True,
+        #[schemars(with = "Option<Value>")]
         feedback_id: Value,
         draft_id: String,
         transcript: Box<Attachment>,
@@ -259,9 +427,10 @@ enum FeedbackReport {
             skip_serializing_if = "Option::is_none",
             serialize_with = "optional_failure"
         )]
+        #[schemars(with = "Option<ErrorBody>")]
         error: Option<Failure>,
     },
-    /// The person said no at the prompt; the draft is kept.
+    /// The person said no at the prompt; the draft is kept (exit 1).
     Declined {
         sent: False,
         queued: True,
@@ -277,89 +446,44 @@ enum FeedbackReport {
     },
 }
 
-impl FeedbackReport {
-    fn not_found(id: &str) -> Self {
-        FeedbackReport::NotFound {
-            found: Is,
-            draft_id: id.to_string(),
-            reason: Reason::NotFound,
-        }
-    }
-
-    /// The exit code, for every report in one place.
+impl Report for SendReport {
     fn exit(&self) -> Exit {
         match self {
-            FeedbackReport::Queued { .. }
-            | FeedbackReport::Listed { .. }
-            | FeedbackReport::Shown(_)
-            | FeedbackReport::Discarded { .. }
-            | FeedbackReport::Sent { error: None, .. } => Exit::Yes,
-            FeedbackReport::Refused { .. }
-            | FeedbackReport::NotFound { .. }
-            | FeedbackReport::NotDiscarded { .. }
-            | FeedbackReport::Declined { .. } => Exit::No,
-            FeedbackReport::Sent {
+            SendReport::Sent { error: None, .. } => Exit::Yes,
+            SendReport::NotFound(_) | SendReport::Declined { .. } => Exit::No,
+            SendReport::Sent {
                 error: Some(failure),
                 ..
             } => failure.exit(),
-            FeedbackReport::NotSent { error, .. } => error.exit(),
+            SendReport::NotSent { error, .. } => error.exit(),
         }
     }
 
     /// The one line a person reads on stderr, when there is one. Text from a server is made
     /// safe for the terminal first.
-    fn line(&self) -> Option<String> {
+    fn note(&self) -> Option<String> {
         match self {
-            FeedbackReport::NotFound { draft_id, .. }
-            | FeedbackReport::NotDiscarded { draft_id, .. } => Some(format!(
-                "no draft {draft_id} (`feedback list` shows the drafts)"
-            )),
-            FeedbackReport::Refused {
-                reason: Reason::SessionLimit,
-                source_session_id,
-                ..
-            } => Some(format!(
-                "not queued: session {} has queued {MAX_QUEUES_PER_SESSION} drafts already",
-                source_session_id.as_deref().unwrap_or("?")
-            )),
-            FeedbackReport::Declined { .. } => {
-                Some("not sent (declined); the draft is kept".into())
-            }
-            FeedbackReport::Sent {
+            SendReport::NotFound(not_found) => Some(no_draft(&not_found.draft_id)),
+            SendReport::Declined { .. } => Some("not sent (declined); the draft is kept".into()),
+            SendReport::Sent {
                 error: Some(failure),
                 ..
             } => Some(format!(
                 "sent, but the draft is still there (do not send it again): {}",
                 sanitize(&failure.to_string())
             )),
-            FeedbackReport::NotSent { error, .. } => Some(format!(
+            SendReport::NotSent { error, .. } => Some(format!(
                 "not sent, the draft is kept: {}",
                 sanitize(&error.message())
             )),
-            _ => None,
-        }
-    }
-
-    /// The process's outcome: the document, its exit code and its line (a note for a clean
-    /// "no", which the shared main prints; otherwise printed here).
-    fn into_outcome(self, diag: &Diag) -> Outcome {
-        let exit = self.exit();
-        let line = self.line();
-        let outcome = Outcome::new(exit, &self);
-        match line {
-            Some(line) if exit == Exit::No => outcome.with_note(line),
-            Some(line) => {
-                diag.warn(&line);
-                outcome
-            }
-            None => outcome,
+            SendReport::Sent { error: None, .. } => None,
         }
     }
 }
 
 /// One entry of `list`: a draft with its path (as [`Draft::for_display`]), or a file that is
 /// not a readable draft, with its error.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
 enum ListEntry {
     Draft {
@@ -375,19 +499,30 @@ enum ListEntry {
 }
 
 /// Why a draft that exists was not sent.
-#[derive(Debug)]
-enum Unsent {
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Unsent {
     /// The request failed (after retries), or could not be authorised (no `GITHUB_TOKEN`):
-    /// exit 4, `{kind, status, message, attempts}`.
-    Remote(ModelError),
+    /// exit 4, `{kind, reason?, status, message, attempts}`.
+    Remote(RemoteBody),
     /// A local gate (the transcript file, the payload's size, consent, the machine): its
     /// own exit code, `{kind, reason?, message}`.
-    Local(Failure),
+    Local(
+        #[serde(serialize_with = "sanitized_failure")]
+        #[schemars(with = "ErrorBody")]
+        Failure,
+    ),
 }
 
 impl From<Failure> for Unsent {
     fn from(failure: Failure) -> Self {
         Unsent::Local(failure)
+    }
+}
+
+impl From<ModelError> for Unsent {
+    fn from(error: ModelError) -> Self {
+        Unsent::Remote(RemoteBody::of(&error))
     }
 }
 
@@ -401,38 +536,25 @@ impl Unsent {
 
     fn message(&self) -> String {
         match self {
-            Unsent::Remote(error) => error.message.clone(),
+            Unsent::Remote(body) => body.message.clone(),
             Unsent::Local(failure) => failure.to_string(),
         }
     }
 }
 
 /// `{kind, reason?, message}`, the message made safe to print.
-#[derive(Serialize)]
-struct ErrorBody {
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'static str>,
-    message: String,
-}
-
-impl ErrorBody {
-    fn of(failure: &Failure) -> Self {
-        ErrorBody {
-            kind: failure.kind(),
-            reason: failure.reason(),
-            message: sanitize(&failure.to_string()).into_owned(),
-        }
-    }
+fn sanitized_failure<S: Serializer>(failure: &Failure, s: S) -> Result<S::Ok, S::Error> {
+    ErrorBody::of_failure(failure).serialize(s)
 }
 
 fn optional_failure<S: Serializer>(failure: &Option<Failure>, s: S) -> Result<S::Ok, S::Error> {
-    failure.as_ref().map(ErrorBody::of).serialize(s)
+    failure.as_ref().map(ErrorBody::of_failure).serialize(s)
 }
 
 /// `{kind, reason?, status, message, attempts}` of a failed request.
-#[derive(Serialize)]
-struct RemoteBody {
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RemoteBody {
+    /// `too_large` (413), `rejected` (another refusal), or the model error kinds.
     kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'static str>,
@@ -441,20 +563,16 @@ struct RemoteBody {
     attempts: u32,
 }
 
-impl Serialize for Unsent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Unsent::Remote(error) => RemoteBody {
-                kind: send_kind(error),
-                // An auth failure before any attempt: no credential was there to send.
-                reason: (error.kind == ErrorKind::Auth && error.attempts == 0)
-                    .then_some("no_credential"),
-                status: error.status,
-                message: sanitize(&error.message).into_owned(),
-                attempts: error.attempts,
-            }
-            .serialize(s),
-            Unsent::Local(failure) => ErrorBody::of(failure).serialize(s),
+impl RemoteBody {
+    fn of(error: &ModelError) -> Self {
+        RemoteBody {
+            kind: send_kind(error),
+            // An auth failure before any attempt: no credential was there to send.
+            reason: (error.kind == ErrorKind::Auth && error.attempts == 0)
+                .then_some("no_credential"),
+            status: error.status,
+            message: sanitize(&error.message).into_owned(),
+            attempts: error.attempts,
         }
     }
 }
@@ -477,15 +595,10 @@ fn path_text(path: &std::path::Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn queue(
-    args: &QueueArgs,
-    store: &Store,
-    config: &std::path::Path,
-    env: &Env,
-    home: Option<&std::path::Path>,
-    diag: &Diag,
-) -> Result<FeedbackReport, Failure> {
-    let mut new = match Input::from_stdin()? {
+fn queue(args: &QueueArgs, drafts: &Drafts, cx: &Context) -> Result<QueueReport, Failure> {
+    let (store, config, env, diag) = (&drafts.store, &drafts.config, &drafts.env, cx.diag());
+    let home = drafts.home.as_deref();
+    let mut new = match cx.input()? {
         Input::Nothing => NewDraft::default(),
         Input::Envelope(fields) => serde_json::from_value(fields.into_value())
             .map_err(|e| Failure::bad_input(format!("draft fields on stdin: {e}")))?,
@@ -552,7 +665,7 @@ fn queue(
     let settings = Settings::load(config, &cwd)?;
     let mode = settings.feedback_drafts.unwrap_or(FeedbackDrafts::Notify);
     if mode == FeedbackDrafts::Off {
-        return Ok(FeedbackReport::Refused {
+        return Ok(QueueReport::Refused {
             queued: Is,
             reason: Reason::Disabled,
             source_session_id: None,
@@ -566,7 +679,7 @@ fn queue(
     let session = draft.source_session_id.clone();
     if let Some(session) = &session {
         if counts.get(session)? >= MAX_QUEUES_PER_SESSION {
-            return Ok(FeedbackReport::Refused {
+            return Ok(QueueReport::Refused {
                 queued: Is,
                 reason: Reason::SessionLimit,
                 source_session_id: Some(session.clone()),
@@ -594,7 +707,7 @@ fn queue(
             draft.draft_id
         ));
     }
-    Ok(FeedbackReport::Queued {
+    Ok(QueueReport::Queued {
         draft_id: draft.draft_id,
         path: path_text(&path),
         evicted,
@@ -654,7 +767,7 @@ fn draft_defaults(
     defaults
 }
 
-fn list(store: &Store) -> Result<FeedbackReport, Failure> {
+fn list(store: &Store) -> Result<ListReport, Failure> {
     let (remaining, expired) = store.expire(store.list()?, SystemTime::now())?;
     let safe = |text: &str| sanitize(text).into_owned();
     let drafts = remaining
@@ -675,7 +788,7 @@ fn list(store: &Store) -> Result<FeedbackReport, Failure> {
             },
         })
         .collect();
-    Ok(FeedbackReport::Listed {
+    Ok(ListReport {
         drafts,
         expired: expired.iter().map(|id| safe(id)).collect(),
     })
@@ -786,21 +899,16 @@ fn target(args: &SendArgs, env: &Env) -> Result<Target, Failure> {
     Ok(Target::Endpoint(url))
 }
 
-fn send_draft(
-    args: &SendArgs,
-    store: &Store,
-    config: &std::path::Path,
-    env: &Env,
-    diag: &Diag,
-) -> Result<FeedbackReport, Failure> {
+fn send_draft(args: &SendArgs, drafts: &Drafts, diag: &Diag) -> Result<SendReport, Failure> {
+    let (store, config, env) = (&drafts.store, &drafts.config, &drafts.env);
     // The caller's mistakes first, then the draft, then everything else about sending it.
     let target = target(args, env)?;
     let Some(draft) = store.read(&args.id)? else {
-        return Ok(FeedbackReport::not_found(&args.id));
+        return Ok(SendReport::NotFound(NotFound::of(&args.id)));
     };
     Ok(
         send_found(args, &draft, &target, store, config, env, diag).unwrap_or_else(|error| {
-            FeedbackReport::NotSent {
+            SendReport::NotSent {
                 sent: Is,
                 queued: Is,
                 draft_id: draft.draft_id.clone(),
@@ -821,7 +929,7 @@ fn send_found(
     config: &std::path::Path,
     env: &Env,
     diag: &Diag,
-) -> Result<FeedbackReport, Unsent> {
+) -> Result<SendReport, Unsent> {
     let mut body = match target {
         Target::Endpoint(_) => payload(draft),
         Target::GitHub { .. } => github_issue(draft),
@@ -879,20 +987,20 @@ fn send_found(
     }
     let request = Request::to(target)?;
     if ask && !ask_consent(&body, &attachment, &request.destination)? {
-        return Ok(FeedbackReport::Declined {
+        return Ok(SendReport::Declined {
             sent: Is,
             queued: Is,
             draft_id: draft.draft_id.clone(),
             reason: Reason::Declined,
         });
     }
-    let answer = deliver(&request, &bytes, args, env)?.map_err(Unsent::Remote)?;
+    let answer = deliver(&request, &bytes, args, env)??;
     let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
     let feedback_id = match target {
         Target::Endpoint(_) => answer.get("feedback_id").or_else(|| answer.get("id")),
         Target::GitHub { .. } => answer.get("number"),
     };
-    Ok(FeedbackReport::Sent {
+    Ok(SendReport::Sent {
         sent: Is,
         feedback_id: feedback_id.map_or(Value::Null, for_display),
         draft_id: draft.draft_id.clone(),
@@ -923,7 +1031,7 @@ impl Request {
             }),
             Target::GitHub { api, repo, token } => {
                 let token = token.as_ref().ok_or_else(|| {
-                    Unsent::Remote(ModelError {
+                    Unsent::from(ModelError {
                         attempts: 0,
                         ..ModelError::new(
                             ErrorKind::Auth,
@@ -1207,15 +1315,20 @@ never printed) and GITHUB_API_URL (default https://api.github.com).",
 mod tests {
     use super::*;
 
-    fn json_of(report: &FeedbackReport) -> String {
-        serde_json::to_string(report).unwrap()
+    /// The document, the exit code and the line of a report.
+    fn printed<R: Report>(report: &R) -> (String, u8, Option<String>) {
+        (
+            serde_json::to_string(report).unwrap(),
+            report.exit().code(),
+            report.note(),
+        )
     }
 
     #[test]
     fn every_report_prints_its_contract_and_decides_its_exit() {
-        let cases = [
+        let queue = [
             (
-                FeedbackReport::Queued {
+                QueueReport::Queued {
                     draft_id: "d1".into(),
                     path: "/c/d1.json".into(),
                     evicted: vec![],
@@ -1224,7 +1337,7 @@ mod tests {
                 0,
             ),
             (
-                FeedbackReport::Refused {
+                QueueReport::Refused {
                     queued: Is,
                     reason: Reason::Disabled,
                     source_session_id: None,
@@ -1233,7 +1346,7 @@ mod tests {
                 1,
             ),
             (
-                FeedbackReport::Refused {
+                QueueReport::Refused {
                     queued: Is,
                     reason: Reason::SessionLimit,
                     source_session_id: Some("s1".into()),
@@ -1241,21 +1354,28 @@ mod tests {
                 r#"{"queued":false,"reason":"session_limit","source_session_id":"s1"}"#,
                 1,
             ),
+        ];
+        for (report, json, code) in queue {
+            assert_eq!(printed(&report).0, json);
+            assert_eq!(printed(&report).1, code, "{json}");
+        }
+        let (json, code, note) = printed(&ShowReport::NotFound(NotFound::of("d1")));
+        assert_eq!(
+            (json.as_str(), code),
+            (r#"{"found":false,"draft_id":"d1","reason":"not_found"}"#, 1)
+        );
+        assert_eq!(note.as_deref(), Some(no_draft("d1").as_str()));
+        let (json, code, note) = printed(&DiscardReport::Discarded {
+            discarded: Is,
+            draft_id: "d1".into(),
+        });
+        assert_eq!(
+            (json.as_str(), code, note),
+            (r#"{"discarded":true,"draft_id":"d1"}"#, 0, None)
+        );
+        let send = [
             (
-                FeedbackReport::not_found("d1"),
-                r#"{"found":false,"draft_id":"d1","reason":"not_found"}"#,
-                1,
-            ),
-            (
-                FeedbackReport::Discarded {
-                    discarded: Is,
-                    draft_id: "d1".into(),
-                },
-                r#"{"discarded":true,"draft_id":"d1"}"#,
-                0,
-            ),
-            (
-                FeedbackReport::Declined {
+                SendReport::Declined {
                     sent: Is,
                     queued: Is,
                     draft_id: "d1".into(),
@@ -1265,11 +1385,11 @@ mod tests {
                 1,
             ),
             (
-                FeedbackReport::NotSent {
+                SendReport::NotSent {
                     sent: Is,
                     queued: Is,
                     draft_id: "d1".into(),
-                    error: Unsent::Remote(ModelError {
+                    error: Unsent::from(ModelError {
                         status: Some(413),
                         ..ModelError::new(ErrorKind::InvalidRequest, "big\u{1b}[2J")
                     }),
@@ -1278,7 +1398,7 @@ mod tests {
                 4,
             ),
             (
-                FeedbackReport::NotSent {
+                SendReport::NotSent {
                     sent: Is,
                     queued: Is,
                     draft_id: "d1".into(),
@@ -1288,7 +1408,7 @@ mod tests {
                 3,
             ),
             (
-                FeedbackReport::Sent {
+                SendReport::Sent {
                     sent: Is,
                     feedback_id: Value::from("fb1"),
                     draft_id: "d1".into(),
@@ -1300,9 +1420,11 @@ mod tests {
                 3,
             ),
         ];
-        for (report, json, code) in cases {
-            assert_eq!(json_of(&report), json);
-            assert_eq!(report.exit().code(), code, "{json}");
+        for (report, json, code) in send {
+            let (printed_json, printed_code, note) = printed(&report);
+            assert_eq!(printed_json, json);
+            assert_eq!(printed_code, code, "{json}");
+            assert!(note.is_some(), "{json}");
         }
     }
 

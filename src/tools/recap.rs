@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::claude::paths::ProjectHints;
@@ -13,14 +14,15 @@ use crate::claude::records::{self, AwaySummary, ClientFields};
 use crate::claude::transcript::{context_line, BackwardReader, Item, Record};
 use crate::claude::{Env, Project, Settings};
 use crate::cli::duration::{count, parse_duration};
+use crate::cli::failure::credentials_later;
 use crate::cli::failure::io_reason;
 use crate::cli::text::sanitize;
 use crate::cli::time::{epoch_ms, parse_rfc3339, rfc3339};
-use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
-use crate::files::append_undoable;
-use crate::model::{
-    self, Client, ErrorKind, ModelArgs, ModelConfig, ModelError, Request, Tier, Usage,
+use crate::cli::{
+    signals, CommonArgs, Context, Delivery, ErrorBody, Exit, Failure, LocationArgs, Report, Tool,
 };
+use crate::files::append_undoable;
+use crate::model::{self, Client, ErrorKind, ModelArgs, Request, Tier, Usage};
 
 /// The recent conversation sent to the model: at most this many messages.
 pub const CONTEXT_MESSAGES: usize = 30;
@@ -332,106 +334,74 @@ pub fn clean(text: &str) -> String {
     }
 }
 
-/// The `error` object of a failed result: `{kind, reason?, message}`, and for a failed model
-/// exchange also `status` (the HTTP status, or null) and `attempts` (requests made).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ErrorBody {
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'static str>,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<Option<u16>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u32>,
-}
-
-impl ErrorBody {
-    /// A failure of ours (or of the setup before any request), message cleaned for a terminal.
-    pub fn of_failure(failure: &Failure) -> Self {
-        ErrorBody {
-            kind: failure.kind(),
-            reason: failure.reason(),
-            message: sanitize(&failure.to_string()).into_owned(),
-            status: None,
-            attempts: None,
-        }
-    }
-
-    /// A model exchange that failed after its retries: the model error kind.
-    pub fn of_model(error: &ModelError) -> Self {
-        ErrorBody {
-            kind: error.kind.as_str(),
-            reason: None,
-            message: sanitize(&error.message).into_owned(),
-            status: Some(error.status),
-            attempts: Some(error.attempts),
-        }
-    }
-
-    /// The one stderr line of the failure.
-    fn line(&self) -> String {
-        match self.attempts {
-            Some(_) => format!("model request failed: {}: {}", self.kind, self.message),
-            None => format!("{}: {}", self.kind, self.message),
-        }
-    }
-}
-
-/// What recap did. The variant decides the exit code ([`RecapReport::exit`]) and the one
-/// document printed (its `Serialize`); [`RecapReport::into_outcome`] is the only way out.
-#[derive(Debug, Clone, PartialEq)]
+/// What recap did, as printed: one object tagged by `status`. The variant decides the exit
+/// code and the one stderr line ([`Report`]).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "status")]
 pub enum RecapReport {
     /// `ok` (exit 0); `record_uuid` names the appended `away_summary` record (`--auto`).
+    #[serde(rename = "ok")]
     Summary {
         text: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
         record_uuid: Option<String>,
         usage: Usage,
     },
     /// `dry-run` (exit 0): what would be asked and written; no request made.
-    DryRun { message: String },
+    #[serde(rename = "dry-run")]
+    DryRun { message: String, usage: Usage },
     /// `no-turn` (exit 1): no real user turn in the transcript; no request made.
-    NoTurn,
+    #[serde(rename = "no-turn")]
+    NoTurn { message: String, usage: Usage },
     /// `skipped` (exit 1): an away-summary gate said no (`--auto`); no request made.
+    #[serde(rename = "skipped")]
     Skipped {
         reason: &'static str,
         message: String,
+        usage: Usage,
     },
-    /// `aborted`, reason `stale` (exit 1): the transcript changed while the summary was
-    /// generated, so it was dropped and nothing written.
-    Stale { text: String, usage: Usage },
-    /// `aborted`, reason `interrupted` (exit 130 / 143): SIGINT or SIGTERM.
-    Interrupted { signal: i32, usage: Usage },
+    /// `aborted`: the summary was dropped, nothing written.
+    #[serde(rename = "aborted")]
+    Aborted(Aborted),
     /// `api-error` (exit 4): no summary from the model (`error.kind` is the model error kind).
-    ApiError { error: ErrorBody, usage: Usage },
+    #[serde(rename = "api-error")]
+    ApiError {
+        message: String,
+        error: ErrorBody,
+        usage: Usage,
+    },
     /// `failed` (exit 3): the transcript or the settings could not be read, or the summary
     /// not appended (`error.reason` `not_found`, `permission`, `not_a_file` when that is why).
-    Failed { failure: Failure, usage: Usage },
+    #[serde(rename = "failed")]
+    Failed {
+        message: String,
+        error: ErrorBody,
+        usage: Usage,
+    },
     /// The caller is wrong (exit 2, usage or bad input): `{error}` alone, as for every tool.
-    Refused(Failure),
+    #[serde(untagged)]
+    Refused { error: ErrorBody },
 }
 
-/// The document of every result but a refusal.
-#[derive(Serialize)]
-struct Document<'a> {
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<ErrorBody>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    record_uuid: Option<&'a str>,
-    usage: Usage,
-}
-
-/// `{error}`: a usage error or bad input.
-#[derive(Serialize)]
-struct Refusal {
-    error: ErrorBody,
+/// Why a summary was dropped, tagged by `reason`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "reason")]
+pub enum Aborted {
+    /// The transcript changed while the summary was generated (exit 1).
+    #[serde(rename = "stale")]
+    Stale {
+        text: String,
+        message: String,
+        usage: Usage,
+    },
+    /// SIGINT or SIGTERM (exit 130 / 143).
+    #[serde(rename = "interrupted")]
+    Interrupted {
+        #[serde(skip)]
+        signal: i32,
+        error: ErrorBody,
+        usage: Usage,
+    },
 }
 
 const NO_TURN: &str = "no real user turn in the transcript";
@@ -441,156 +411,99 @@ impl RecapReport {
     /// Where a failure belongs: the caller's mistakes are refused, the machine's are
     /// `failed`, the model's (a missing credential included) `api-error`, a signal `aborted`.
     pub fn from_failure(failure: Failure, usage: Usage) -> Self {
+        let error = ErrorBody::of_failure(&failure);
         match failure {
-            Failure::Usage(_) | Failure::BadInput { .. } => RecapReport::Refused(failure),
-            Failure::Environment { .. } => RecapReport::Failed { failure, usage },
-            Failure::Remote { .. } => RecapReport::ApiError {
-                error: ErrorBody::of_failure(&failure),
+            Failure::Usage(_) | Failure::BadInput { .. } => RecapReport::Refused { error },
+            Failure::Environment { .. } => RecapReport::Failed {
+                message: error.message.clone(),
+                error,
                 usage,
             },
-            Failure::Interrupted { signal } => RecapReport::Interrupted { signal, usage },
+            Failure::Remote { .. } => RecapReport::api_error(error, usage),
+            Failure::Interrupted { signal } => RecapReport::interrupted(signal, usage),
         }
     }
 
-    /// The exit code: decided here and nowhere else.
-    pub fn exit(&self) -> Exit {
+    fn dry_run(message: &str) -> Self {
+        RecapReport::DryRun {
+            message: sanitize(message).into_owned(),
+            usage: Usage::default(),
+        }
+    }
+
+    fn no_turn() -> Self {
+        RecapReport::NoTurn {
+            message: NO_TURN.into(),
+            usage: Usage::default(),
+        }
+    }
+
+    fn skipped(reason: &'static str, message: &str) -> Self {
+        RecapReport::Skipped {
+            reason,
+            message: sanitize(message).into_owned(),
+            usage: Usage::default(),
+        }
+    }
+
+    fn stale(text: String, usage: Usage) -> Self {
+        RecapReport::Aborted(Aborted::Stale {
+            text,
+            message: STALE.into(),
+            usage,
+        })
+    }
+
+    pub fn interrupted(signal: i32, usage: Usage) -> Self {
+        RecapReport::Aborted(Aborted::Interrupted {
+            signal,
+            error: ErrorBody::of_failure(&Failure::interrupted(signal)),
+            usage,
+        })
+    }
+
+    fn api_error(error: ErrorBody, usage: Usage) -> Self {
+        RecapReport::ApiError {
+            message: error.message.clone(),
+            error,
+            usage,
+        }
+    }
+}
+
+impl Report for RecapReport {
+    fn exit(&self) -> Exit {
         match self {
             RecapReport::Summary { .. } | RecapReport::DryRun { .. } => Exit::Yes,
-            RecapReport::NoTurn | RecapReport::Skipped { .. } | RecapReport::Stale { .. } => {
-                Exit::No
-            }
-            RecapReport::Interrupted { signal, .. } => signals::exit_for(*signal),
+            RecapReport::NoTurn { .. }
+            | RecapReport::Skipped { .. }
+            | RecapReport::Aborted(Aborted::Stale { .. }) => Exit::No,
+            RecapReport::Aborted(Aborted::Interrupted { signal, .. }) => signals::exit_for(*signal),
             RecapReport::ApiError { .. } => Exit::Remote,
-            RecapReport::Failed { failure, .. } | RecapReport::Refused(failure) => failure.exit(),
+            RecapReport::Failed { .. } => Exit::Environment,
+            RecapReport::Refused { .. } => Exit::Usage,
         }
     }
 
-    /// The one stderr line that says why (none for a summary).
-    fn line(&self) -> Option<String> {
-        match self {
-            RecapReport::Summary { .. } => None,
-            RecapReport::DryRun { message } => Some(format!("dry run: {message}")),
-            RecapReport::NoTurn => Some(format!("no-turn: {NO_TURN}")),
-            RecapReport::Skipped { reason, message } => {
-                Some(format!("skipped: {reason}: {message}"))
+    /// The one stderr line that says why (none for a summary), cleaned of control characters.
+    fn note(&self) -> Option<String> {
+        let line = match self {
+            RecapReport::Summary { .. } => return None,
+            RecapReport::DryRun { message, .. } => format!("dry run: {message}"),
+            RecapReport::NoTurn { message, .. } => format!("no-turn: {message}"),
+            RecapReport::Skipped {
+                reason, message, ..
+            } => format!("skipped: {reason}: {message}"),
+            RecapReport::Aborted(Aborted::Stale { message, .. }) => {
+                format!("aborted: stale: {message}")
             }
-            RecapReport::Stale { .. } => Some(format!("aborted: stale: {STALE}")),
-            RecapReport::Interrupted { signal, .. } => {
-                Some(Failure::interrupted(*signal).to_string())
-            }
-            RecapReport::ApiError { error, .. } => Some(error.line()),
-            RecapReport::Failed { failure, .. } | RecapReport::Refused(failure) => {
-                Some(failure.to_string())
-            }
-        }
-    }
-
-    /// The outcome the shared `main` prints: the document, and the line on stderr (a note for
-    /// exit 1, a warning for a failure), cleaned of control characters.
-    pub fn into_outcome(self, diag: &Diag) -> Outcome {
-        let exit = self.exit();
-        let outcome = Outcome::new(exit, &self);
-        match self.line() {
-            None => outcome,
-            Some(line) if exit == Exit::No => outcome.with_note(sanitize(&line)),
-            Some(line) => {
-                diag.warn(&sanitize(&line));
-                outcome
-            }
-        }
-    }
-}
-
-impl Serialize for RecapReport {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let document = |status| Document {
-            status,
-            reason: None,
-            text: None,
-            message: None,
-            error: None,
-            record_uuid: None,
-            usage: Usage::default(),
+            RecapReport::Aborted(Aborted::Interrupted { error, .. })
+            | RecapReport::Failed { error, .. }
+            | RecapReport::Refused { error } => error.message.clone(),
+            RecapReport::ApiError { error, .. } => error.line(),
         };
-        let document = match self {
-            RecapReport::Summary {
-                text,
-                record_uuid,
-                usage,
-            } => Document {
-                text: Some(text),
-                record_uuid: record_uuid.as_deref(),
-                usage: *usage,
-                ..document("ok")
-            },
-            RecapReport::DryRun { message } => Document {
-                message: Some(sanitize(message).into_owned()),
-                ..document("dry-run")
-            },
-            RecapReport::NoTurn => Document {
-                message: Some(NO_TURN.into()),
-                ..document("no-turn")
-            },
-            RecapReport::Skipped { reason, message } => Document {
-                reason: Some(reason),
-                message: Some(sanitize(message).into_owned()),
-                ..document("skipped")
-            },
-            RecapReport::Stale { text, usage } => Document {
-                reason: Some("stale"),
-                text: Some(text),
-                message: Some(STALE.into()),
-                usage: *usage,
-                ..document("aborted")
-            },
-            RecapReport::Interrupted { signal, usage } => Document {
-                reason: Some("interrupted"),
-                error: Some(ErrorBody::of_failure(&Failure::interrupted(*signal))),
-                usage: *usage,
-                ..document("aborted")
-            },
-            RecapReport::ApiError { error, usage } => Document {
-                message: Some(error.message.clone()),
-                error: Some(error.clone()),
-                usage: *usage,
-                ..document("api-error")
-            },
-            RecapReport::Failed { failure, usage } => {
-                let error = ErrorBody::of_failure(failure);
-                Document {
-                    message: Some(error.message.clone()),
-                    error: Some(error),
-                    usage: *usage,
-                    ..document("failed")
-                }
-            }
-            RecapReport::Refused(failure) => {
-                return Refusal {
-                    error: ErrorBody::of_failure(failure),
-                }
-                .serialize(serializer)
-            }
-        };
-        document.serialize(serializer)
+        Some(sanitize(&line).into_owned())
     }
-}
-
-/// A missing or unsendable credential is put off until a request is due, after every local
-/// gate (a hook that finds nothing to summarise says so, key or not); every other model
-/// setting is checked at once, so a bad one is a usage error whatever the gates say.
-fn credentials_later(
-    config: Result<ModelConfig, Failure>,
-) -> Result<Result<ModelConfig, Failure>, Failure> {
-    match config {
-        Ok(config) => Ok(Ok(config)),
-        Err(failure @ Failure::Remote { .. }) => Ok(Err(failure)),
-        Err(failure) => Err(failure),
-    }
-}
-
-/// A `-v` line, cleaned of control characters (paths and model names come from outside).
-fn explain(diag: &Diag, line: &str) {
-    diag.info(&sanitize(line));
 }
 
 /// The away-summary gates, in order; the first that fails is the skip reason. `explain` is
@@ -756,55 +669,51 @@ impl crate::cli::Binary for Args {
         &self.common
     }
 
-    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
-        crate::cli::legacy::enter(cx, self)
+    fn dispatch(self, cx: &Context) -> Delivery {
+        cx.finish(self)
     }
 }
 
 impl Tool for Args {
-    type Report = Outcome;
+    type Report = RecapReport;
 
-    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
-        let diag = cx.diag();
+    fn run(self, cx: &Context) -> Result<RecapReport, Failure> {
         // A signal outside the model exchange ends the process at once; it prints the same
         // `aborted` result as one inside it.
         signals::set_documents(|signal| {
-            let report = RecapReport::Interrupted {
-                signal,
-                usage: Usage::default(),
-            };
+            let report = RecapReport::interrupted(signal, Usage::default());
             serde_json::to_string(&report).unwrap_or_default()
         });
-        let report = self
-            .recap(diag)
-            .unwrap_or_else(|failure| RecapReport::from_failure(failure, Usage::default()));
-        Ok(report.into_outcome(diag))
+        Ok(self
+            .recap(cx)
+            .unwrap_or_else(|failure| RecapReport::from_failure(failure, Usage::default())))
     }
 }
 
 impl Args {
-    fn recap(&self, diag: &Diag) -> Result<RecapReport, Failure> {
-        let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
+    fn recap(&self, cx: &Context) -> Result<RecapReport, Failure> {
+        let diag = cx.diag();
+        let (hints, hook, _envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
         let transcript =
             crate::claude::hook::transcript_of(self.transcript.as_ref(), hook.as_ref())?;
         let session_id = hook.as_ref().and_then(|h| h.session_id.clone());
-        let env = Env::from_process();
-        let config = credentials_later(self.model.config(&env, Tier::SmallFast))?;
+        let env = cx.env();
+        let config = credentials_later(self.model.config(env, Tier::SmallFast))?;
         let recent = Recent::read(&transcript).map_err(|e| Failure::io("read", &transcript, &e))?;
-        explain(diag, &recent.describe(&transcript));
+        diag.info(&recent.describe(&transcript));
         if !recent.has_real_turn() {
-            return Ok(RecapReport::NoTurn);
+            return Ok(RecapReport::no_turn());
         }
         if self.auto {
-            let (_, settings) = Project::resolve(&hints, &env)?;
-            let gate = away_gate(self, &recent, &settings, &env, SystemTime::now(), &|line| {
-                explain(diag, line);
+            let (_, settings) = Project::resolve(&hints, env)?;
+            let gate = away_gate(self, &recent, &settings, env, SystemTime::now(), &|line| {
+                diag.info(line);
             });
             if let Some((reason, message)) = gate {
-                return Ok(RecapReport::Skipped { reason, message });
+                return Ok(RecapReport::skipped(reason, &message));
             }
         } else {
-            explain(diag, "default mode (/recap): no gates, nothing is written");
+            diag.info("default mode (/recap): no gates, nothing is written");
         }
         if self.dry_run {
             let model = config
@@ -819,18 +728,15 @@ impl Args {
             } else {
                 format!("would ask {model} about {asked} and print the summary")
             };
-            return Ok(RecapReport::DryRun { message });
+            return Ok(RecapReport::dry_run(&message));
         }
         let client = Client::new(config?)?;
         let request = request(&recent);
-        explain(
-            diag,
-            &format!(
-                "asking {} about {}",
-                client.model(),
-                count(recent.messages.len() as u64, "message", "messages")
-            ),
-        );
+        diag.info(&format!(
+            "asking {} about {}",
+            client.model(),
+            count(recent.messages.len() as u64, "message", "messages")
+        ));
         // Held, so that a signal during the exchange is answered with an `aborted` result.
         let hold = signals::hold();
         let answer = model::block_on(async {
@@ -840,10 +746,7 @@ impl Args {
             }
         });
         if let Some(signal) = hold.end() {
-            return Ok(RecapReport::Interrupted {
-                signal,
-                usage: Usage::default(),
-            });
+            return Ok(RecapReport::interrupted(signal, Usage::default()));
         }
         let response = match answer? {
             // Only a signal ends the exchange early, and that was answered above.
@@ -852,12 +755,7 @@ impl Args {
                     "the model exchange ended without an answer",
                 ))
             }
-            Some(Err(error)) => {
-                return Ok(RecapReport::ApiError {
-                    error: ErrorBody::of_model(&error),
-                    usage: Usage::default(),
-                })
-            }
+            Some(Err(error)) => return Ok(RecapReport::api_error(error.body(), Usage::default())),
             Some(Ok(response)) => response,
         };
         let usage = response.usage;
@@ -865,8 +763,8 @@ impl Args {
         // secret and no control character goes with it.
         let text = crate::cli::redact::redact(&clean(&response.text())).into_owned();
         if text.is_empty() {
-            return Ok(RecapReport::ApiError {
-                error: ErrorBody {
+            return Ok(RecapReport::api_error(
+                ErrorBody {
                     kind: ErrorKind::MalformedResponse.as_str(),
                     reason: None,
                     message: "the model returned no text".into(),
@@ -874,10 +772,10 @@ impl Args {
                     attempts: None,
                 },
                 usage,
-            });
+            ));
         }
         if !self.auto {
-            explain(diag, "summary printed; the default mode writes nothing");
+            diag.info("summary printed; the default mode writes nothing");
             return Ok(RecapReport::Summary {
                 text,
                 record_uuid: None,
@@ -890,15 +788,15 @@ impl Args {
         let _late = hold.end();
         Ok(match appended {
             Ok(Some(uuid)) => {
-                explain(diag, &format!("appended the away_summary record {uuid}"));
+                diag.info(&format!("appended the away_summary record {uuid}"));
                 RecapReport::Summary {
                     text,
                     record_uuid: Some(uuid),
                     usage,
                 }
             }
-            Ok(None) => RecapReport::Stale { text, usage },
-            Err(failure) => RecapReport::Failed { failure, usage },
+            Ok(None) => RecapReport::stale(text, usage),
+            Err(failure) => RecapReport::from_failure(failure, usage),
         })
     }
 }
@@ -999,6 +897,7 @@ says no; end hook commands with exit 0):
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ModelError;
 
     fn document(report: &RecapReport) -> serde_json::Value {
         serde_json::to_value(report).unwrap()
@@ -1007,21 +906,15 @@ mod tests {
     #[test]
     fn every_result_but_ok_has_its_one_line_and_its_exit() {
         let usage = Usage::default();
-        let stale = RecapReport::Stale {
-            text: "t".into(),
-            usage,
-        };
+        let stale = RecapReport::stale("t".into(), usage);
         assert_eq!(
-            stale.line().as_deref(),
+            stale.note().as_deref(),
             Some("aborted: stale: the transcript changed while the summary was written")
         );
         assert_eq!(stale.exit(), Exit::No);
-        let skipped = RecapReport::Skipped {
-            reason: "too_soon",
-            message: "away 2 minutes of 5".into(),
-        };
+        let skipped = RecapReport::skipped("too_soon", "away 2 minutes of 5");
         assert_eq!(
-            skipped.line().as_deref(),
+            skipped.note().as_deref(),
             Some("skipped: too_soon: away 2 minutes of 5")
         );
         let ok = RecapReport::Summary {
@@ -1029,12 +922,10 @@ mod tests {
             record_uuid: None,
             usage,
         };
-        assert_eq!((ok.line(), ok.exit()), (None, Exit::Yes));
-        let signal = RecapReport::Interrupted {
-            signal: libc::SIGTERM,
-            usage,
-        };
+        assert_eq!((ok.note(), ok.exit()), (None, Exit::Yes));
+        let signal = RecapReport::interrupted(libc::SIGTERM, usage);
         assert_eq!(signal.exit().code(), 143);
+        assert_eq!(signal.note().as_deref(), Some("interrupted by SIGTERM"));
     }
 
     #[test]
@@ -1052,10 +943,7 @@ mod tests {
 
         let mut error = ModelError::new(ErrorKind::RateLimited, "slow \u{1b}[2Jdown");
         error.status = Some(429);
-        let api = RecapReport::ApiError {
-            error: ErrorBody::of_model(&error),
-            usage,
-        };
+        let api = RecapReport::api_error(error.body(), usage);
         assert_eq!(api.exit(), Exit::Remote);
         let doc = document(&api);
         assert_eq!(
@@ -1071,11 +959,9 @@ mod tests {
             (Some(429), Some(1))
         );
 
-        let doc = document(&RecapReport::Interrupted {
-            signal: libc::SIGINT,
-            usage,
-        });
+        let doc = document(&RecapReport::interrupted(libc::SIGINT, usage));
         assert_eq!(doc["status"], "aborted");
+        assert_eq!(doc["reason"], "interrupted");
         assert_eq!(doc["error"]["kind"], "interrupted");
 
         let refused = RecapReport::from_failure(Failure::Usage("no transcript".into()), usage);

@@ -10,16 +10,20 @@ pub mod suppress;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
+use schemars::{JsonSchema, SchemaGenerator};
 use serde::Serialize;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::transcript::BackwardReader;
-use crate::claude::{Env, Project};
+use crate::claude::Project;
 use crate::cli::duration::count;
+use crate::cli::failure::credentials_later;
 use crate::cli::text::sanitize;
-use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, LocationArgs, Outcome, Tool};
+use crate::cli::{
+    signals, CommonArgs, Context, Delivery, ErrorBody, Exit, Failure, LocationArgs, Report, Tool,
+};
 use crate::files::open_regular;
-use crate::model::{self, Client, ModelArgs, ModelConfig, ModelError, Tier, Usage};
+use crate::model::{self, Client, ModelArgs, Tier, Usage};
 use suppress::{Conversation, LiveState};
 
 /// Suggest what the user would type next.
@@ -85,238 +89,189 @@ pub struct GenerateArgs {
     pub model: ModelArgs,
 }
 
-/// The `error` object of a failure: `{kind, reason?, message}`, and for a failed model
-/// exchange also `status` (the HTTP status, or null) and `attempts` (requests made).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ErrorBody {
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'static str>,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<Option<u16>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u32>,
-}
-
-impl ErrorBody {
-    /// A failure of ours (or of the setup before any request), message cleaned for a terminal.
-    pub fn of_failure(failure: &Failure) -> Self {
-        ErrorBody {
-            kind: failure.kind(),
-            reason: failure.reason(),
-            message: sanitize(&failure.to_string()).into_owned(),
-            status: None,
-            attempts: None,
-        }
-    }
-
-    /// A model exchange that failed after its retries: the model error kind.
-    pub fn of_model(error: &ModelError) -> Self {
-        ErrorBody {
-            kind: error.kind.as_str(),
-            reason: None,
-            message: sanitize(&error.message).into_owned(),
-            status: Some(error.status),
-            attempts: Some(error.attempts),
-        }
-    }
-}
-
-/// What suggest did. The variant decides the exit code ([`SuggestReport::exit`]) and the one
-/// document printed (its `Serialize`); [`SuggestReport::into_outcome`] is the only way out.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SuggestReport {
+/// A candidate after the cleanup and the filters: what `suggest check` prints, and what
+/// `suggest` prints for a model's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Verdict {
     /// `{suggestion, usage?}` (exit 0); `usage` when the candidate came from a model.
     Suggested {
         suggestion: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
-    },
-    /// `--events`: Claude Code's `{type: "prompt_suggestion", suggestion, uuid, session_id}`
-    /// (exit 0).
-    Event {
-        suggestion: String,
-        uuid: String,
-        session_id: Option<String>,
-    },
-    /// `{suppressed, usage}` (exit 1): no model call was made.
-    Suppressed {
-        reason: &'static str,
-        detail: String,
     },
     /// `{rejected, candidate, usage?}` (exit 1): the cleaned candidate failed a filter.
     Rejected {
-        rejection: filter::Rejection,
+        /// The filter that failed.
+        rejected: &'static str,
+        #[serde(skip)]
+        detail: String,
         candidate: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+    },
+}
+
+impl Report for Verdict {
+    fn exit(&self) -> Exit {
+        match self {
+            Verdict::Suggested { .. } => Exit::Yes,
+            Verdict::Rejected { .. } => Exit::No,
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            Verdict::Suggested { .. } => None,
+            Verdict::Rejected {
+                rejected, detail, ..
+            } => Some(sanitize(&format!("rejected: {rejected}: {detail}")).into_owned()),
+        }
+    }
+}
+
+/// What suggest did. The variant decides the exit code and the one stderr line ([`Report`]).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SuggestReport {
+    /// The model's answer, cleaned and filtered.
+    Verdict(Verdict),
+    /// `--events`: a suggestion as Claude Code's event (exit 0).
+    Event(PromptSuggestion),
+    /// No answer to filter.
+    Unanswered(Unanswered),
+}
+
+/// Why there is no candidate: suppressed, or the model could not be asked.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Unanswered {
+    /// `{suppressed, usage}` (exit 1): no model call was made.
+    Suppressed {
+        /// The suppression reason.
+        suppressed: &'static str,
+        #[serde(skip)]
+        detail: String,
+        usage: Usage,
+    },
+    /// `{aborted: "interrupted", error, usage}` (exit 130 / 143).
+    Interrupted {
+        aborted: Aborted,
+        #[serde(skip)]
+        signal: i32,
+        error: ErrorBody,
+        usage: Usage,
     },
     /// `{error, usage}` (exit 4): the model could not be asked or did not answer;
     /// `error.kind` is the model error kind (`auth` for a missing credential).
     ModelFailed { error: ErrorBody, usage: Usage },
-    /// `{aborted: "interrupted", error, usage}` (exit 130 / 143).
-    Interrupted { signal: i32 },
     /// `{error}`: usage or bad input (exit 2), or the environment (exit 3: a transcript that
     /// is missing, unreadable or not a regular file, with its `reason`).
-    Failed(Failure),
+    Failed {
+        error: ErrorBody,
+        #[serde(skip)]
+        exit: Exit,
+    },
 }
 
-#[derive(Serialize)]
-struct Suggested<'a> {
-    suggestion: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Usage>,
-}
-
-#[derive(Serialize)]
-struct Event<'a> {
+/// Claude Code's `{type: "prompt_suggestion", suggestion, uuid, session_id}` event.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PromptSuggestion {
     #[serde(rename = "type")]
-    kind: &'static str,
-    suggestion: &'a str,
-    uuid: &'a str,
-    session_id: Option<&'a str>,
+    pub kind: PromptSuggestionType,
+    pub suggestion: String,
+    pub uuid: String,
+    pub session_id: Option<String>,
 }
 
-#[derive(Serialize)]
-struct Suppressed {
-    suppressed: &'static str,
-    usage: Usage,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub enum PromptSuggestionType {
+    #[serde(rename = "prompt_suggestion")]
+    PromptSuggestion,
 }
 
-#[derive(Serialize)]
-struct Rejected<'a> {
-    rejected: &'static str,
-    candidate: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Usage>,
-}
-
-#[derive(Serialize)]
-struct ModelFailed<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    aborted: Option<&'static str>,
-    error: &'a ErrorBody,
-    usage: Usage,
-}
-
-#[derive(Serialize)]
-struct Failed {
-    error: ErrorBody,
+/// Why no answer came: a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub enum Aborted {
+    #[serde(rename = "interrupted")]
+    Interrupted,
 }
 
 impl SuggestReport {
     /// Where a failure belongs: a model's (a missing credential included) is `{error, usage}`,
     /// a signal's `aborted`, the others `{error}`.
     pub fn from_failure(failure: Failure) -> Self {
-        match failure {
-            Failure::Remote { .. } => SuggestReport::ModelFailed {
+        SuggestReport::Unanswered(match failure {
+            Failure::Remote { .. } => Unanswered::ModelFailed {
                 error: ErrorBody::of_failure(&failure),
                 usage: Usage::default(),
             },
-            Failure::Interrupted { signal } => SuggestReport::Interrupted { signal },
-            other => SuggestReport::Failed(other),
-        }
+            Failure::Interrupted { signal } => return SuggestReport::interrupted(signal),
+            other => Unanswered::Failed {
+                error: ErrorBody::of_failure(&other),
+                exit: other.exit(),
+            },
+        })
     }
 
-    /// The exit code: decided here and nowhere else.
-    pub fn exit(&self) -> Exit {
+    pub fn interrupted(signal: i32) -> Self {
+        SuggestReport::Unanswered(Unanswered::Interrupted {
+            aborted: Aborted::Interrupted,
+            signal,
+            error: ErrorBody::of_failure(&Failure::interrupted(signal)),
+            usage: Usage::default(),
+        })
+    }
+
+    fn suppressed(reason: &'static str, detail: String) -> Self {
+        SuggestReport::Unanswered(Unanswered::Suppressed {
+            suppressed: reason,
+            detail,
+            usage: Usage::default(),
+        })
+    }
+}
+
+impl Report for SuggestReport {
+    fn exit(&self) -> Exit {
         match self {
-            SuggestReport::Suggested { .. } | SuggestReport::Event { .. } => Exit::Yes,
-            SuggestReport::Suppressed { .. } | SuggestReport::Rejected { .. } => Exit::No,
-            SuggestReport::ModelFailed { .. } => Exit::Remote,
-            SuggestReport::Interrupted { signal } => signals::exit_for(*signal),
-            SuggestReport::Failed(failure) => failure.exit(),
+            SuggestReport::Verdict(verdict) => verdict.exit(),
+            SuggestReport::Event(_) => Exit::Yes,
+            SuggestReport::Unanswered(unanswered) => unanswered.exit(),
         }
     }
 
-    /// The one stderr line that says why (none for a suggestion).
-    fn line(&self) -> Option<String> {
+    fn note(&self) -> Option<String> {
         match self {
-            SuggestReport::Suggested { .. } | SuggestReport::Event { .. } => None,
-            SuggestReport::Suppressed { reason, detail } => {
-                Some(format!("suppressed: {reason}: {detail}"))
-            }
-            SuggestReport::Rejected { rejection, .. } => Some(format!(
-                "rejected: {}: {}",
-                rejection.reason, rejection.detail
-            )),
-            SuggestReport::ModelFailed { error, .. } => Some(match error.attempts {
-                Some(_) => format!("model request failed: {}: {}", error.kind, error.message),
-                None => format!("{}: {}", error.kind, error.message),
-            }),
-            SuggestReport::Interrupted { signal } => {
-                Some(Failure::interrupted(*signal).to_string())
-            }
-            SuggestReport::Failed(failure) => Some(failure.to_string()),
-        }
-    }
-
-    /// The outcome the shared `main` prints: the document, and the line on stderr (a note for
-    /// exit 1, a warning for a failure), cleaned of control characters.
-    pub fn into_outcome(self, diag: &Diag) -> Outcome {
-        let exit = self.exit();
-        let outcome = Outcome::new(exit, &self);
-        match self.line() {
-            None => outcome,
-            Some(line) if exit == Exit::No => outcome.with_note(sanitize(&line)),
-            Some(line) => {
-                diag.warn(&sanitize(&line));
-                outcome
-            }
+            SuggestReport::Verdict(verdict) => verdict.note(),
+            SuggestReport::Event(_) => None,
+            SuggestReport::Unanswered(unanswered) => unanswered.note(),
         }
     }
 }
 
-impl Serialize for SuggestReport {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl Report for Unanswered {
+    fn exit(&self) -> Exit {
         match self {
-            SuggestReport::Suggested { suggestion, usage } => Suggested {
-                suggestion,
-                usage: *usage,
-            }
-            .serialize(serializer),
-            SuggestReport::Event {
-                suggestion,
-                uuid,
-                session_id,
-            } => Event {
-                kind: "prompt_suggestion",
-                suggestion,
-                uuid,
-                session_id: session_id.as_deref(),
-            }
-            .serialize(serializer),
-            SuggestReport::Suppressed { reason, .. } => Suppressed {
-                suppressed: reason,
-                usage: Usage::default(),
-            }
-            .serialize(serializer),
-            SuggestReport::Rejected {
-                rejection,
-                candidate,
-                usage,
-            } => Rejected {
-                rejected: rejection.reason,
-                candidate,
-                usage: *usage,
-            }
-            .serialize(serializer),
-            SuggestReport::ModelFailed { error, usage } => ModelFailed {
-                aborted: None,
-                error,
-                usage: *usage,
-            }
-            .serialize(serializer),
-            SuggestReport::Interrupted { signal } => ModelFailed {
-                aborted: Some("interrupted"),
-                error: &ErrorBody::of_failure(&Failure::interrupted(*signal)),
-                usage: Usage::default(),
-            }
-            .serialize(serializer),
-            SuggestReport::Failed(failure) => Failed {
-                error: ErrorBody::of_failure(failure),
-            }
-            .serialize(serializer),
+            Unanswered::Suppressed { .. } => Exit::No,
+            Unanswered::ModelFailed { .. } => Exit::Remote,
+            Unanswered::Interrupted { signal, .. } => signals::exit_for(*signal),
+            Unanswered::Failed { exit, .. } => *exit,
         }
+    }
+
+    /// The one stderr line that says why, cleaned of control characters.
+    fn note(&self) -> Option<String> {
+        let line = match self {
+            Unanswered::Suppressed {
+                suppressed, detail, ..
+            } => format!("suppressed: {suppressed}: {detail}"),
+            Unanswered::ModelFailed { error, .. } => error.line(),
+            Unanswered::Interrupted { error, .. } | Unanswered::Failed { error, .. } => {
+                error.message.clone()
+            }
+        };
+        Some(sanitize(&line).into_owned())
     }
 }
 
@@ -325,65 +280,70 @@ impl crate::cli::Binary for Args {
         &self.common
     }
 
-    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
-        crate::cli::legacy::enter(cx, self)
+    fn dispatch(self, cx: &Context) -> Delivery {
+        match self.command {
+            Some(Subcommand::Check(check)) => cx.finish(check),
+            None => cx.finish(self.generate),
+        }
     }
 }
 
-impl Tool for Args {
-    type Report = Outcome;
+impl Tool for CheckArgs {
+    type Report = Verdict;
 
-    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
-        let diag = cx.diag();
-        let report = match &self.command {
-            Some(Subcommand::Check(check)) => run_check(check),
-            None => {
-                // A signal outside the model exchange ends the process at once; it prints
-                // the same `aborted` result as one inside it.
-                signals::set_documents(|signal| {
-                    serde_json::to_string(&SuggestReport::Interrupted { signal })
-                        .unwrap_or_default()
-                });
-                self.generate.run(diag)
-            }
+    /// `suggest check`: never reads a transcript, never starts a runtime, never connects.
+    fn run(self, cx: &Context) -> Result<Verdict, Failure> {
+        let text = match self.text {
+            Some(text) => text,
+            None => cx.stdin_text()?.ok_or_else(|| {
+                Failure::Usage("no text to check: pass TEXT, or plain text on stdin".into())
+            })?,
         };
-        Ok(report
-            .unwrap_or_else(SuggestReport::from_failure)
-            .into_outcome(diag))
+        Ok(verdict(&text, None))
+    }
+}
+
+impl Tool for GenerateArgs {
+    type Report = SuggestReport;
+
+    fn run(self, cx: &Context) -> Result<SuggestReport, Failure> {
+        // A signal outside the model exchange ends the process at once; it prints the same
+        // `aborted` result as one inside it.
+        signals::set_documents(|signal| {
+            serde_json::to_string(&SuggestReport::interrupted(signal)).unwrap_or_default()
+        });
+        Ok(self
+            .generate(cx)
+            .unwrap_or_else(SuggestReport::from_failure))
+    }
+
+    /// With `--events` a suggestion is Claude Code's event; every other result is as without.
+    fn schema(&self, generator: &mut SchemaGenerator) -> Result<schemars::Schema, &'static str> {
+        let mut results = vec![generator.subschema_for::<Verdict>().to_value()];
+        if self.events {
+            results.push(generator.subschema_for::<PromptSuggestion>().to_value());
+        }
+        results.push(generator.subschema_for::<Unanswered>().to_value());
+        Ok(schemars::json_schema!({ "anyOf": results }))
     }
 }
 
 /// Cleanup and filters over a candidate: `{suggestion}` (exit 0) or `{rejected, candidate}`
 /// (exit 1). `usage` is added when the candidate came from a model.
-pub fn verdict(raw: &str, usage: Option<Usage>) -> SuggestReport {
+pub fn verdict(raw: &str, usage: Option<Usage>) -> Verdict {
     let cleaned = filter::clean(raw);
     match filter::check(&cleaned) {
-        None => SuggestReport::Suggested {
+        None => Verdict::Suggested {
             suggestion: cleaned,
             usage,
         },
-        Some(rejection) => SuggestReport::Rejected {
-            rejection,
+        Some(rejection) => Verdict::Rejected {
+            rejected: rejection.reason,
+            detail: rejection.detail,
             candidate: cleaned,
             usage,
         },
     }
-}
-
-/// `suggest check`: never reads a transcript, never starts a runtime, never connects.
-fn run_check(args: &CheckArgs) -> Result<SuggestReport, Failure> {
-    let text = match &args.text {
-        Some(text) => text.clone(),
-        None => plain_stdin()?.ok_or_else(|| {
-            Failure::Usage("no text to check: pass TEXT, or plain text on stdin".into())
-        })?,
-    };
-    Ok(verdict(&text, None))
-}
-
-/// stdin as plain text (see [`crate::cli::Context::stdin_text`]).
-fn plain_stdin() -> Result<Option<String>, Failure> {
-    crate::cli::legacy::stdin_text()
 }
 
 /// Reads the end of the transcript, a regular file only: a FIFO, device, socket or directory
@@ -399,44 +359,26 @@ fn read_transcript(path: &Path) -> Result<Conversation, Failure> {
         .map_err(|e| Failure::io("read the transcript", path, &e))
 }
 
-/// A missing or unsendable credential is put off until a request is due, after every
-/// suppression (a hook that finds suggestions off or suppressed says so, key or not); every
-/// other model setting is checked at once, so a bad one is a usage error whatever the
-/// suppressions say.
-fn credentials_later(
-    config: Result<ModelConfig, Failure>,
-) -> Result<Result<ModelConfig, Failure>, Failure> {
-    match config {
-        Ok(config) => Ok(Ok(config)),
-        Err(failure @ Failure::Remote { .. }) => Ok(Err(failure)),
-        Err(failure) => Err(failure),
-    }
-}
-
-/// A `-v` line, cleaned of control characters (paths and model names come from outside).
-fn explain(diag: &Diag, line: &str) {
-    diag.info(&sanitize(line));
-}
-
 impl GenerateArgs {
-    fn run(self, diag: &Diag) -> Result<SuggestReport, Failure> {
-        let (hints, hook, _envelope) = ProjectHints::gather(&self.location, Input::from_stdin()?)?;
+    fn generate(self, cx: &Context) -> Result<SuggestReport, Failure> {
+        let diag = cx.diag();
+        let (hints, hook, _envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
         let transcript =
             crate::claude::hook::transcript_of(self.transcript.as_ref(), hook.as_ref())?;
-        let env = Env::from_process();
-        let config = credentials_later(self.model.config(&env, Tier::Main))?;
-        let (_project, settings) = Project::resolve(&hints, &env)?;
-        explain(
-            diag,
-            &format!("enabled: {}", suppress::enablement_source(&env, &settings)),
-        );
-        if !suppress::enabled(&env, &settings) {
-            return Ok(SuggestReport::Suppressed {
-                reason: "disabled",
-                detail: "prompt suggestions are turned off \
-                         (CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION, else promptSuggestionEnabled)"
+        let env = cx.env();
+        let config = credentials_later(self.model.config(env, Tier::Main))?;
+        let (_project, settings) = Project::resolve(&hints, env)?;
+        diag.info(&format!(
+            "enabled: {}",
+            suppress::enablement_source(env, &settings)
+        ));
+        if !suppress::enabled(env, &settings) {
+            return Ok(SuggestReport::suppressed(
+                "disabled",
+                "prompt suggestions are turned off \
+                 (CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION, else promptSuggestionEnabled)"
                     .into(),
-            });
+            ));
         }
         let conversation = read_transcript(&transcript)?;
         let in_plan_mode = hook
@@ -455,36 +397,33 @@ impl GenerateArgs {
             plan_mode: self.plan_mode || in_plan_mode,
             rate_limited: self.rate_limited,
         };
-        explain(
-            diag,
-            &format!(
-                "{} read: {} (2 needed), the last {}, {} in it (limit {}), plan mode {}",
-                transcript.display(),
-                count(
-                    conversation.assistant_turns as u64,
-                    "assistant turn",
-                    "assistant turns"
-                ),
-                if conversation.last_is_error {
-                    "an API error"
-                } else {
-                    "not an error"
-                },
-                count(
-                    conversation.last_uncached_tokens(),
-                    "uncached token",
-                    "uncached tokens"
-                ),
-                suppress::MAX_UNCACHED_TOKENS,
-                match (self.plan_mode, in_plan_mode) {
-                    (true, _) => "on (--plan-mode)",
-                    (false, true) => "on (the payload's permission_mode)",
-                    (false, false) => "off",
-                }
+        diag.info(&format!(
+            "{} read: {} (2 needed), the last {}, {} in it (limit {}), plan mode {}",
+            transcript.display(),
+            count(
+                conversation.assistant_turns as u64,
+                "assistant turn",
+                "assistant turns"
             ),
-        );
+            if conversation.last_is_error {
+                "an API error"
+            } else {
+                "not an error"
+            },
+            count(
+                conversation.last_uncached_tokens(),
+                "uncached token",
+                "uncached tokens"
+            ),
+            suppress::MAX_UNCACHED_TOKENS,
+            match (self.plan_mode, in_plan_mode) {
+                (true, _) => "on (--plan-mode)",
+                (false, true) => "on (the payload's permission_mode)",
+                (false, false) => "off",
+            }
+        ));
         if let Some((reason, detail)) = suppress::suppression(&conversation, live) {
-            return Ok(SuggestReport::Suppressed { reason, detail });
+            return Ok(SuggestReport::suppressed(reason, detail));
         }
         let session_id = self
             .session
@@ -496,14 +435,11 @@ impl GenerateArgs {
         // so (exit 1) even where no credential is set.
         let client = Client::new(config?)?;
         let request = generate::request(&conversation.messages);
-        explain(
-            diag,
-            &format!(
-                "asking {} about the last {} messages",
-                client.model(),
-                conversation.messages.len()
-            ),
-        );
+        diag.info(&format!(
+            "asking {} about the last {} messages",
+            client.model(),
+            conversation.messages.len()
+        ));
         // While the model is asked, a signal ends the exchange (not the process), so the
         // answer says it was interrupted.
         let hold = signals::hold();
@@ -518,22 +454,25 @@ impl GenerateArgs {
             None => answer,
         };
         let response = match answer {
-            Err(signal) => return Ok(SuggestReport::Interrupted { signal }),
+            Err(signal) => return Ok(SuggestReport::interrupted(signal)),
             Ok(Err(error)) => {
-                return Ok(SuggestReport::ModelFailed {
-                    error: ErrorBody::of_model(&error),
+                return Ok(SuggestReport::Unanswered(Unanswered::ModelFailed {
+                    error: error.body(),
                     usage: Usage::default(),
-                })
+                }))
             }
             Ok(Ok(response)) => response,
         };
         Ok(match verdict(&response.text(), Some(response.usage)) {
-            SuggestReport::Suggested { suggestion, .. } if self.events => SuggestReport::Event {
-                suggestion,
-                uuid: uuid::Uuid::new_v4().to_string(),
-                session_id,
-            },
-            report => report,
+            Verdict::Suggested { suggestion, .. } if self.events => {
+                SuggestReport::Event(PromptSuggestion {
+                    kind: PromptSuggestionType::PromptSuggestion,
+                    suggestion,
+                    uuid: uuid::Uuid::new_v4().to_string(),
+                    session_id,
+                })
+            }
+            verdict => SuggestReport::Verdict(verdict),
         })
     }
 }
@@ -650,26 +589,50 @@ commands with exit 0): suggest -q --events >> ~/suggestions.jsonl; exit 0",
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ModelError;
 
     #[test]
     fn verdict_documents() {
-        let quiet = Diag::new("suggest", true, false);
-        let outcome = verdict("<suggestion>run the tests</suggestion>", None).into_outcome(&quiet);
-        assert_eq!(outcome.exit, Exit::Yes);
+        let verdict_of = |raw| {
+            let verdict = verdict(raw, None);
+            let json = crate::cli::json::to_string(&verdict).unwrap();
+            (verdict.exit(), json, verdict.note())
+        };
+        let (exit, json, note) = verdict_of("<suggestion>run the tests</suggestion>");
+        assert_eq!(exit, Exit::Yes);
+        assert_eq!(json, r#"{"suggestion":"run the tests"}"#);
+        assert_eq!(note, None);
+        let (exit, json, note) = verdict_of(" Thanks! ");
+        assert_eq!(exit, Exit::No);
         assert_eq!(
-            outcome.json.as_deref(),
-            Some(r#"{"suggestion":"run the tests"}"#)
+            json,
+            r#"{"rejected":"too_few_words","candidate":"Thanks!"}"#
         );
-        let outcome = verdict(" Thanks! ", None).into_outcome(&quiet);
-        assert_eq!(outcome.exit, Exit::No);
+        assert!(note.is_some_and(|n| n.starts_with("rejected: too_few_words: ")));
+    }
+
+    #[test]
+    fn an_event_is_claude_codes_line() {
+        let event = SuggestReport::Event(PromptSuggestion {
+            kind: PromptSuggestionType::PromptSuggestion,
+            suggestion: "run it".into(),
+            uuid: "u".into(),
+            session_id: None,
+        });
         assert_eq!(
-            outcome.json.as_deref(),
-            Some(r#"{"rejected":"too_few_words","candidate":"Thanks!"}"#)
+            crate::cli::json::to_string(&event).unwrap(),
+            r#"{"type":"prompt_suggestion","suggestion":"run it","uuid":"u","session_id":null}"#
         );
-        assert!(outcome
-            .note
-            .as_deref()
-            .is_some_and(|n| n.starts_with("rejected: too_few_words: ")));
+        assert_eq!((event.exit(), event.note()), (Exit::Yes, None));
+        let suppressed = SuggestReport::suppressed("cache_cold", "too many".into());
+        assert_eq!(
+            crate::cli::json::to_string(&suppressed).unwrap(),
+            r#"{"suppressed":"cache_cold","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}"#
+        );
+        assert_eq!(
+            (suppressed.exit(), suppressed.note().as_deref()),
+            (Exit::No, Some("suppressed: cache_cold: too many"))
+        );
     }
 
     #[test]
@@ -681,20 +644,19 @@ mod tests {
         let doc = serde_json::to_value(&report).unwrap();
         assert_eq!(doc["error"]["kind"], "environment");
         assert_eq!(doc["error"]["reason"], "permission");
-        let report = SuggestReport::ModelFailed {
-            error: ErrorBody::of_model(&ModelError::new(
-                crate::model::ErrorKind::Overloaded,
-                "busy",
-            )),
+        let report = SuggestReport::Unanswered(Unanswered::ModelFailed {
+            error: ModelError::new(crate::model::ErrorKind::Overloaded, "busy").body(),
             usage: Usage::default(),
-        };
+        });
         assert_eq!(report.exit(), Exit::Remote);
+        assert_eq!(
+            report.note().as_deref(),
+            Some("model request failed: overloaded: busy")
+        );
         let doc = serde_json::to_value(&report).unwrap();
         assert_eq!(doc["error"]["kind"], "overloaded");
         assert!(doc["usage"].is_object());
-        let report = SuggestReport::Interrupted {
-            signal: libc::SIGINT,
-        };
+        let report = SuggestReport::interrupted(libc::SIGINT);
         assert_eq!(report.exit().code(), 130);
         let doc = serde_json::to_value(&report).unwrap();
         assert_eq!(

@@ -13,21 +13,25 @@ pub mod turn;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
+use schemars::{JsonSchema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::claude::paths::check_path;
 use crate::claude::HookPayload;
 use crate::cli::args::EnvNamed;
+use crate::cli::failure::credentials_later;
 use crate::cli::input::json_type_name;
 use crate::cli::output::write_stdout;
 use crate::cli::text::sanitize;
-use crate::cli::{signals, CommonArgs, Diag, Exit, Failure, Input, Outcome, Tool};
+use crate::cli::{
+    signals, CommonArgs, Context, Delivery, Diag, ErrorBody, Exit, Failure, Input, Report, Tool,
+};
 use crate::files::{create_private_dir, file_kind, open_regular, write_atomic};
-use crate::model::{Client, ModelArgs, ModelConfig, ModelError, Tier, Usage};
+use crate::model::{Client, ModelArgs, Tier, Usage};
 
 use rules::{Category, Verdict};
-use sink::{Sink, Status, Surface};
+use sink::{Document, Sink, Status, Surface};
 use turn::{read_small, Turn};
 
 /// The clearing line printed (`--events`) or written (`--state-file`) before the result.
@@ -247,10 +251,10 @@ fn uuid_for(text: &str, transcript: &Path, diag: &Diag) -> (Option<String>, Opti
         .ok()
         .and_then(|file| Turn::read(file).ok())
     else {
-        explain(
-            diag,
-            &format!("no summarizes_uuid: cannot read {}", transcript.display()),
-        );
+        diag.info(&format!(
+            "no summarizes_uuid: cannot read {}",
+            transcript.display()
+        ));
         return (None, None);
     };
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -259,10 +263,7 @@ fn uuid_for(text: &str, transcript: &Path, diag: &Diag) -> (Option<String>, Opti
         !a.is_empty() && (a == b || a.contains(&b) || b.contains(&a))
     });
     if !same {
-        explain(
-            diag,
-            "no summarizes_uuid: the transcript's last turn holds another text",
-        );
+        diag.info("no summarizes_uuid: the transcript's last turn holds another text");
     }
     (same.then_some(turn.uuid).flatten(), turn.session_id)
 }
@@ -338,129 +339,108 @@ fn check_state_file(path: &Path) -> Result<(), Failure> {
     }
 }
 
-/// A missing or unsendable credential is put off until the model is to be asked (a
-/// permission prompt, an API failure or a turn with no text never needs it); every other
-/// model setting is checked at once, so a bad one is a usage error.
-fn credentials_later(
-    config: Result<ModelConfig, Failure>,
-) -> Result<Result<ModelConfig, Failure>, Failure> {
-    match config {
-        Ok(config) => Ok(Ok(config)),
-        Err(failure @ Failure::Remote { .. }) => Ok(Err(failure)),
-        Err(failure) => Err(failure),
-    }
-}
-
-/// A `-v` line, cleaned of control characters (paths and model names come from outside).
-fn explain(diag: &Diag, line: &str) {
-    diag.info(&sanitize(line));
-}
-
-/// The `error` object of a failure: `{kind, reason?, message}`, and for a failed model
-/// exchange also `status` (the HTTP status, or null) and `attempts` (requests made).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ErrorBody {
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'static str>,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<Option<u16>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u32>,
-}
-
-impl ErrorBody {
-    /// A failure of ours (or of the setup before any request), message cleaned for a terminal.
-    pub fn of_failure(failure: &Failure) -> Self {
-        ErrorBody {
-            kind: failure.kind(),
-            reason: failure.reason(),
-            message: sanitize(&failure.to_string()).into_owned(),
-            status: None,
-            attempts: None,
-        }
-    }
-
-    /// A model exchange that failed after its retries: the model error kind.
-    pub fn of_model(error: &ModelError) -> Self {
-        ErrorBody {
-            kind: error.kind.as_str(),
-            reason: None,
-            message: sanitize(&error.message).into_owned(),
-            status: Some(error.status),
-            attempts: Some(error.attempts),
-        }
-    }
-}
-
-/// What turn-status did. The variant decides the exit code ([`StatusReport::exit`]) and the
-/// one document printed (its `Serialize`); [`StatusReport::into_outcome`] is the only way out.
-#[derive(Debug, Clone, PartialEq)]
+/// What turn-status did, as printed (one JSON line; `--state-file` holds the same). The
+/// variant decides the exit code and the one stderr line ([`Report`]).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
 pub enum StatusReport {
     /// A status in the sink's shape (exit 0).
-    Status { sink: Sink, status: Status },
-    /// The previous status printed again (exit 0): `--previous`'s last line.
-    Reused(Value),
+    Status(Document),
+    /// The previous status printed again as it is (exit 0): `--previous`'s last line, a
+    /// status of the sink's shape.
+    Reused(#[schemars(with = "Document")] Value),
     /// `{reason: "no_text", message}` (exit 1): nothing to report, nothing written.
-    NoText { message: String },
+    NoText { reason: NoText, message: String },
     /// `{post_turn_summary: null, error, usage}` (exit 4): the LLM engine failed (its
     /// credential missing included); `error.kind` is the model error kind.
-    LlmFailed { error: ErrorBody, usage: Usage },
+    LlmFailed {
+        post_turn_summary: (),
+        error: ErrorBody,
+        usage: Usage,
+    },
     /// `{post_turn_summary: null, aborted: "interrupted", error}` (exit 130 / 143).
-    Interrupted { signal: i32 },
+    Interrupted {
+        post_turn_summary: (),
+        aborted: Aborted,
+        #[serde(skip)]
+        signal: i32,
+        error: ErrorBody,
+    },
     /// `{post_turn_summary: null, error}` (exit 3): a file could not be read or written
     /// (`error.reason` `not_found`, `permission`, `not_a_file` when that is why).
-    Failed(Failure),
+    Failed {
+        post_turn_summary: (),
+        error: ErrorBody,
+    },
     /// `{error}` (exit 2): the caller is wrong (usage or bad input); nothing written.
-    Refused(Failure),
+    Refused { error: ErrorBody },
 }
 
-#[derive(Serialize)]
-struct NoText<'a> {
-    reason: &'static str,
-    message: &'a str,
+/// `no_text`: the turn has no new assistant text and no previous status to reuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub enum NoText {
+    #[serde(rename = "no_text")]
+    NoText,
 }
 
-/// Every failure with a section: `post_turn_summary: null` (no status), then why.
-#[derive(Serialize)]
-struct NoStatus {
-    post_turn_summary: (),
-    #[serde(skip_serializing_if = "Option::is_none")]
-    aborted: Option<&'static str>,
-    error: ErrorBody,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Usage>,
+/// Why no answer came: a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub enum Aborted {
+    #[serde(rename = "interrupted")]
+    Interrupted,
 }
 
-#[derive(Serialize)]
-struct Refusal {
-    error: ErrorBody,
+/// The clearing line ([`CLEAR`]): the first line `--events` prints and `--state-file` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Cleared {
+    pub post_turn_summary: (),
+}
+
+/// One line of `--events`: the clearing line, then the result.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum EventLine {
+    Cleared(Cleared),
+    Result(StatusReport),
 }
 
 impl StatusReport {
     /// Where a failure belongs: the caller's mistakes are refused, a missing credential is the
     /// LLM engine failing, a signal interrupts, the rest is the environment's.
     pub fn from_failure(failure: Failure) -> Self {
+        let error = ErrorBody::of_failure(&failure);
         match failure {
-            Failure::Usage(_) | Failure::BadInput { .. } => StatusReport::Refused(failure),
-            Failure::Environment { .. } => StatusReport::Failed(failure),
-            Failure::Remote { .. } => StatusReport::LlmFailed {
-                error: ErrorBody::of_failure(&failure),
-                usage: Usage::default(),
+            Failure::Usage(_) | Failure::BadInput { .. } => StatusReport::Refused { error },
+            Failure::Environment { .. } => StatusReport::Failed {
+                post_turn_summary: (),
+                error,
             },
-            Failure::Interrupted { signal } => StatusReport::Interrupted { signal },
+            Failure::Remote { .. } => StatusReport::llm_failed(error, Usage::default()),
+            Failure::Interrupted { signal } => StatusReport::interrupted(signal),
         }
     }
 
-    /// The exit code: decided here and nowhere else.
-    pub fn exit(&self) -> Exit {
-        match self {
-            StatusReport::Status { .. } | StatusReport::Reused(_) => Exit::Yes,
-            StatusReport::NoText { .. } => Exit::No,
-            StatusReport::LlmFailed { .. } => Exit::Remote,
-            StatusReport::Interrupted { signal } => signals::exit_for(*signal),
-            StatusReport::Failed(failure) | StatusReport::Refused(failure) => failure.exit(),
+    pub fn interrupted(signal: i32) -> Self {
+        StatusReport::Interrupted {
+            post_turn_summary: (),
+            aborted: Aborted::Interrupted,
+            signal,
+            error: ErrorBody::of_failure(&Failure::interrupted(signal)),
+        }
+    }
+
+    fn llm_failed(error: ErrorBody, usage: Usage) -> Self {
+        StatusReport::LlmFailed {
+            post_turn_summary: (),
+            error,
+            usage,
+        }
+    }
+
+    fn no_text(message: &str) -> Self {
+        StatusReport::NoText {
+            reason: NoText::NoText,
+            message: sanitize(message).into_owned(),
         }
     }
 
@@ -469,7 +449,7 @@ impl StatusReport {
     fn is_written(&self) -> bool {
         matches!(
             self,
-            StatusReport::Status { .. } | StatusReport::Reused(_) | StatusReport::LlmFailed { .. }
+            StatusReport::Status(_) | StatusReport::Reused(_) | StatusReport::LlmFailed { .. }
         )
     }
 
@@ -478,72 +458,33 @@ impl StatusReport {
         serde_json::to_string(self)
             .map_err(|e| Failure::environment(format!("cannot serialise the status: {e}")))
     }
-
-    /// The one stderr line that says why (none for a status).
-    fn line(&self) -> Option<String> {
-        match self {
-            StatusReport::Status { .. } | StatusReport::Reused(_) => None,
-            StatusReport::NoText { message } => Some(format!("no status: {message}")),
-            StatusReport::LlmFailed { error, .. } => Some(format!(
-                "llm engine failed: {}: {}",
-                error.kind, error.message
-            )),
-            StatusReport::Interrupted { signal } => Some(Failure::interrupted(*signal).to_string()),
-            StatusReport::Failed(failure) | StatusReport::Refused(failure) => {
-                Some(failure.to_string())
-            }
-        }
-    }
-
-    /// The outcome the shared `main` prints: the document, and the line on stderr (a note for
-    /// exit 1, a warning for a failure), cleaned of control characters.
-    pub fn into_outcome(self, diag: &Diag) -> Outcome {
-        let exit = self.exit();
-        let outcome = Outcome::new(exit, &self);
-        match self.line() {
-            None => outcome,
-            Some(line) if exit == Exit::No => outcome.with_note(sanitize(&line)),
-            Some(line) => {
-                diag.warn(&sanitize(&line));
-                outcome
-            }
-        }
-    }
 }
 
-impl Serialize for StatusReport {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let no_status = |aborted, error, usage| NoStatus {
-            post_turn_summary: (),
-            aborted,
-            error,
-            usage,
-        };
+impl Report for StatusReport {
+    fn exit(&self) -> Exit {
         match self {
-            StatusReport::Status { sink, status } => sink.document(status).serialize(serializer),
-            StatusReport::Reused(value) => value.serialize(serializer),
-            StatusReport::NoText { message } => NoText {
-                reason: "no_text",
-                message: &sanitize(message),
-            }
-            .serialize(serializer),
-            StatusReport::LlmFailed { error, usage } => {
-                no_status(None, error.clone(), Some(*usage)).serialize(serializer)
-            }
-            StatusReport::Interrupted { signal } => no_status(
-                Some("interrupted"),
-                ErrorBody::of_failure(&Failure::interrupted(*signal)),
-                None,
-            )
-            .serialize(serializer),
-            StatusReport::Failed(failure) => {
-                no_status(None, ErrorBody::of_failure(failure), None).serialize(serializer)
-            }
-            StatusReport::Refused(failure) => Refusal {
-                error: ErrorBody::of_failure(failure),
-            }
-            .serialize(serializer),
+            StatusReport::Status(_) | StatusReport::Reused(_) => Exit::Yes,
+            StatusReport::NoText { .. } => Exit::No,
+            StatusReport::LlmFailed { .. } => Exit::Remote,
+            StatusReport::Interrupted { signal, .. } => signals::exit_for(*signal),
+            StatusReport::Failed { .. } => Exit::Environment,
+            StatusReport::Refused { .. } => Exit::Usage,
         }
+    }
+
+    /// The one stderr line that says why (none for a status), cleaned of control characters.
+    fn note(&self) -> Option<String> {
+        let line = match self {
+            StatusReport::Status(_) | StatusReport::Reused(_) => return None,
+            StatusReport::NoText { message, .. } => format!("no status: {message}"),
+            StatusReport::LlmFailed { error, .. } => {
+                format!("llm engine failed: {}: {}", error.kind, error.message)
+            }
+            StatusReport::Interrupted { error, .. }
+            | StatusReport::Failed { error, .. }
+            | StatusReport::Refused { error } => error.message.clone(),
+        };
+        Some(sanitize(&line).into_owned())
     }
 }
 
@@ -552,29 +493,36 @@ impl crate::cli::Binary for Args {
         &self.common
     }
 
-    fn dispatch(self, cx: &crate::cli::Context) -> crate::cli::Delivery {
-        crate::cli::legacy::enter(cx, self)
+    fn dispatch(self, cx: &Context) -> Delivery {
+        cx.finish(self)
     }
 }
 
 impl Tool for Args {
-    type Report = Outcome;
+    type Report = StatusReport;
 
-    fn run(self, cx: &crate::cli::Context) -> Result<Outcome, Failure> {
-        let diag = cx.diag();
+    fn run(self, cx: &Context) -> Result<StatusReport, Failure> {
         // A signal outside the model exchange ends the process at once; it prints the same
         // result as one inside it.
         signals::set_documents(|signal| {
-            serde_json::to_string(&StatusReport::Interrupted { signal }).unwrap_or_default()
+            serde_json::to_string(&StatusReport::interrupted(signal)).unwrap_or_default()
         });
-        let report = self.report(diag).unwrap_or_else(StatusReport::from_failure);
-        Ok(report.into_outcome(diag))
+        Ok(self.report(cx).unwrap_or_else(StatusReport::from_failure))
+    }
+
+    /// `--events` prints JSON Lines: the schema is that of one line.
+    fn schema(&self, generator: &mut SchemaGenerator) -> Result<schemars::Schema, &'static str> {
+        Ok(match self.events {
+            true => generator.subschema_for::<EventLine>(),
+            false => generator.subschema_for::<StatusReport>(),
+        })
     }
 }
 
 impl Args {
-    fn report(&self, diag: &Diag) -> Result<StatusReport, Failure> {
-        let payload = payload_of(Input::from_stdin()?)?;
+    fn report(&self, cx: &Context) -> Result<StatusReport, Failure> {
+        let diag = cx.diag();
+        let payload = payload_of(cx.input()?)?;
         for (what, path) in [
             ("--transcript", self.transcript.as_deref()),
             ("--previous", self.previous.as_deref()),
@@ -592,12 +540,12 @@ impl Args {
         // error; the credential only once the model is to be asked.
         let (config, formats) = match self.engine {
             Engine::Llm => {
-                let env = crate::claude::Env::from_process();
-                let home = crate::claude::paths::home_dir(&env);
-                let formats = crate::claude::paths::state_home(&env, home.as_deref())
+                let env = cx.env();
+                let home = crate::claude::paths::home_dir(env);
+                let formats = crate::claude::paths::state_home(env, home.as_deref())
                     .ok()
                     .map(|dir| dir.join("dreamkit").join(crate::model::formats::FILE_NAME));
-                let config = credentials_later(self.model.config(&env, Tier::SmallFast))?;
+                let config = credentials_later(self.model.config(env, Tier::SmallFast))?;
                 (Some(config), formats)
             }
             Engine::Heuristic => (None, None),
@@ -612,10 +560,7 @@ impl Args {
         let mut summarizes_uuid = None;
         let (text, immediate) = match source {
             Source::Permission(detail) => {
-                explain(
-                    diag,
-                    "a permission prompt is pending: blocked, nothing classified",
-                );
+                diag.info("a permission prompt is pending: blocked, nothing classified");
                 (
                     None,
                     Some(Verdict::new(
@@ -626,7 +571,7 @@ impl Args {
                 )
             }
             Source::ApiFailure(detail) => {
-                explain(diag, "the turn ended on an API error: failed");
+                diag.info("the turn ended on an API error: failed");
                 (None, Some(Verdict::new(Category::Failed, &detail, "")))
             }
             Source::Text(text, transcript) => {
@@ -643,7 +588,7 @@ impl Args {
                     session = session.or(turn.session_id);
                     match (turn.text, turn.api_error) {
                         (Some(text), true) => {
-                            explain(diag, "the transcript's last turn is an API error: failed");
+                            diag.info("the transcript's last turn is an API error: failed");
                             (None, Some(Verdict::new(Category::Failed, &text, "")))
                         }
                         (text, false) => (text, None),
@@ -651,7 +596,7 @@ impl Args {
                     }
                 }
                 None => {
-                    explain(diag, &format!("{} does not exist yet", path.display()));
+                    diag.info(&format!("{} does not exist yet", path.display()));
                     (None, None)
                 }
             },
@@ -673,10 +618,7 @@ impl Args {
         };
         let text = text.unwrap_or_default();
         let report = match (immediate, config) {
-            (Some(verdict), _) => StatusReport::Status {
-                sink,
-                status: status(verdict, None),
-            },
+            (Some(verdict), _) => StatusReport::Status(sink.document(&status(verdict, None))),
             (None, None) => self.heuristic(&text, sink, diag, &status),
             (None, Some(config)) => {
                 let failed = |error: ErrorBody, usage: Usage| match self.fallback {
@@ -687,7 +629,7 @@ impl Args {
                         )));
                         self.heuristic(&text, sink, diag, &status)
                     }
-                    None => StatusReport::LlmFailed { error, usage },
+                    None => StatusReport::llm_failed(error, usage),
                 };
                 match config {
                     Err(failure) => failed(ErrorBody::of_failure(&failure), Usage::default()),
@@ -696,29 +638,21 @@ impl Args {
                         if let Some(path) = formats.clone() {
                             client = client.remembering_formats(path);
                         }
-                        explain(diag, &format!("asking {}", client.model()));
+                        diag.info(&format!("asking {}", client.model()));
                         match llm::classify(&client, &text)? {
                             llm::Outcome::Classified(answer, usage) => {
-                                explain(
-                                    diag,
-                                    &format!(
-                                        "llm: {} ({} input, {} output tokens)",
-                                        answer.verdict.category.as_str(),
-                                        usage.input_tokens,
-                                        usage.output_tokens
-                                    ),
-                                );
-                                StatusReport::Status {
-                                    sink,
-                                    status: status(answer.verdict, Some(answer.tempo)),
-                                }
+                                diag.info(&format!(
+                                    "llm: {} ({} input, {} output tokens)",
+                                    answer.verdict.category.as_str(),
+                                    usage.input_tokens,
+                                    usage.output_tokens
+                                ));
+                                StatusReport::Status(
+                                    sink.document(&status(answer.verdict, Some(answer.tempo))),
+                                )
                             }
-                            llm::Outcome::Failed(error, usage) => {
-                                failed(ErrorBody::of_model(&error), usage)
-                            }
-                            llm::Outcome::Interrupted(signal) => {
-                                StatusReport::Interrupted { signal }
-                            }
+                            llm::Outcome::Failed(error, usage) => failed(error.body(), usage),
+                            llm::Outcome::Interrupted(signal) => StatusReport::interrupted(signal),
                         }
                     }
                 }
@@ -740,14 +674,8 @@ impl Args {
         status: &dyn Fn(Verdict, Option<&'static str>) -> Status,
     ) -> StatusReport {
         let (verdict, why) = rules::classify_explained(text);
-        explain(
-            diag,
-            &format!("heuristic: {} ({why})", verdict.category.as_str()),
-        );
-        StatusReport::Status {
-            sink,
-            status: status(verdict, None),
-        }
+        diag.info(&format!("heuristic: {} ({why})", verdict.category.as_str()));
+        StatusReport::Status(sink.document(&status(verdict, None)))
     }
 
     /// `--events` prints, and `--state-file` writes, the clearing line.
@@ -777,9 +705,9 @@ impl Args {
                 ),
                 None => "the turn has no new assistant text".to_string(),
             };
-            return Ok(StatusReport::NoText { message });
+            return Ok(StatusReport::no_text(&message));
         };
-        explain(diag, "no new assistant text: the previous status is reused");
+        diag.info("no new assistant text: the previous status is reused");
         let report = StatusReport::Reused(previous);
         self.clear()?;
         if let Some(path) = &self.state_file {
@@ -987,5 +915,57 @@ mod tests {
         let p = payload(json!({"hook_event_name": "StopFailure", "error": "rate_limit"}));
         assert!(matches!(args.source(Some(&p)).unwrap(),
             Source::ApiFailure(d) if d == "rate_limit"));
+    }
+
+    #[test]
+    fn the_clearing_line_is_its_type() {
+        let cleared = Cleared {
+            post_turn_summary: (),
+        };
+        assert_eq!(crate::cli::json::to_string(&cleared).unwrap(), CLEAR);
+    }
+
+    #[test]
+    fn every_failure_says_no_status_but_a_refusal() {
+        let json = |report: &StatusReport| crate::cli::json::to_string(report).unwrap();
+        let signal = StatusReport::interrupted(libc::SIGTERM);
+        assert_eq!(
+            json(&signal),
+            r#"{"post_turn_summary":null,"aborted":"interrupted","error":{"kind":"interrupted","message":"interrupted by SIGTERM"}}"#
+        );
+        assert_eq!(
+            (signal.exit().code(), signal.note().as_deref()),
+            (143, Some("interrupted by SIGTERM"))
+        );
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let failed = StatusReport::from_failure(Failure::io("read", Path::new("/t"), &missing));
+        assert_eq!(failed.exit(), Exit::Environment);
+        assert!(json(&failed).starts_with(
+            r#"{"post_turn_summary":null,"error":{"kind":"environment","reason":"not_found""#
+        ));
+        let refused = StatusReport::from_failure(Failure::bad_input("no \u{7}text"));
+        assert_eq!(refused.exit(), Exit::Usage);
+        assert_eq!(
+            json(&refused),
+            r#"{"error":{"kind":"bad_input","message":"no text"}}"#
+        );
+        let no_text = StatusReport::no_text("nothing new");
+        assert_eq!(
+            json(&no_text),
+            r#"{"reason":"no_text","message":"nothing new"}"#
+        );
+        assert_eq!(
+            (no_text.exit(), no_text.note().as_deref()),
+            (Exit::No, Some("no status: nothing new"))
+        );
+        let llm = StatusReport::llm_failed(
+            crate::model::ModelError::new(crate::model::ErrorKind::Timeout, "slow").body(),
+            Usage::default(),
+        );
+        assert_eq!(
+            (llm.exit(), llm.note().as_deref()),
+            (Exit::Remote, Some("llm engine failed: timeout: slow"))
+        );
+        assert!(llm.is_written() && !refused.is_written());
     }
 }

@@ -33,7 +33,7 @@ pub const THIRD_PARTY_MARKERS: &[&str] = &[
 ];
 
 /// What happened to the transcript.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Attachment {
     pub attached: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -69,7 +69,7 @@ pub const MAX_COUNT: u64 = 1_000_000;
 
 /// A draft's transcript reference, as the client's schema has it: `session_file` required,
 /// `message_range` a pair or null, `project_dir_key` optional (absent rather than null).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TranscriptRef {
     pub session_file: Option<String>,
     #[serde(default)]
@@ -79,7 +79,7 @@ pub struct TranscriptRef {
 }
 
 /// One draft, in Claude Code's field names. Unknown fields read from disk are kept.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Draft {
     pub draft_id: String,
     pub created_at: String,

@@ -2,6 +2,8 @@
 //! the turn's final text as JSON; a reply that does not parse gets one second attempt with a
 //! format correction. The only place turn-status starts an async runtime.
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::rules::{cap, tail, Category, Verdict, DETAIL_CHARS};
@@ -49,23 +51,59 @@ pub enum Outcome {
     Interrupted(i32),
 }
 
-/// The answer's JSON schema, sent as `response_format` to OpenAI-compatible servers, where
-/// it makes even a 135M model answer JSON (0 of 10 replies without it, 9 of 10 with it).
+// The reply the model is asked for. Its JSON Schema is sent as `response_format` to
+// OpenAI-compatible servers, where it makes even a 135M model answer JSON (0 of 10 replies
+// without it, 9 of 10 with it). The schema asks for every field and no other, but `parse` is
+// lenient: a missing or null field reads as "", and a key more is ignored (small local models
+// add keys), so no `deny_unknown_fields` here. (Line comments: a doc comment would go on the
+// wire as the schema's description.)
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false))]
+struct Reply {
+    // Each field is read as it came, so that a wrong type is named ("`detail` is not a
+    // string"); the schema says what is asked.
+    #[schemars(with = "StateName")]
+    state: Option<Value>,
+    #[schemars(with = "String", length(max = 64))]
+    detail: Option<Value>,
+    #[schemars(with = "TempoName")]
+    tempo: Option<Value>,
+    #[schemars(with = "String")]
+    needs: Option<Value>,
+    #[schemars(with = "String", length(max = 180))]
+    result: Option<Value>,
+}
+
+// No doc comments on these two: they would become descriptions on the wire.
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum StateName {
+    Working,
+    Blocked,
+    Done,
+    Failed,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum TempoName {
+    Active,
+    Idle,
+    Blocked,
+}
+
+/// [`Reply`]'s schema, whole (no `$defs`, no `$schema`, no title), as servers take it.
 fn answer_schema() -> AnswerSchema {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.meta_schema = None;
+    settings.inline_subschemas = true;
+    let mut schema = settings.into_generator().into_root_schema_for::<Reply>();
+    schema.remove("title");
     AnswerSchema {
         name: "turn_status",
-        schema: serde_json::json!({
-            "type": "object",
-            "properties": {
-                "state": {"type": "string", "enum": ["working", "blocked", "done", "failed"]},
-                "detail": {"type": "string", "maxLength": 64},
-                "tempo": {"type": "string", "enum": ["active", "idle", "blocked"]},
-                "needs": {"type": "string"},
-                "result": {"type": "string", "maxLength": 180},
-            },
-            "required": ["state", "detail", "tempo", "needs", "result"],
-            "additionalProperties": false,
-        }),
+        schema: schema.to_value(),
     }
 }
 
@@ -152,29 +190,31 @@ pub fn parse(reply: &str) -> Result<Answer, String> {
     }
     let value: Value = serde_json::from_str(&reply[start..=end])
         .map_err(|e| format!("the JSON does not parse: {e}"))?;
-    let text = |key: &str| -> Result<String, String> {
-        match value.get(key) {
+    // An array or a scalar between the braces (`} {` aside) holds no field: all missing.
+    let reply: Reply = serde_json::from_value(value).unwrap_or_default();
+    let text = |key: &str, field: &Option<Value>| -> Result<String, String> {
+        match field {
             None | Some(Value::Null) => Ok(String::new()),
             Some(Value::String(s)) => Ok(s.trim().to_string()),
             Some(_) => Err(format!("`{key}` is not a string")),
         }
     };
-    let state = text("state")?;
+    let state = text("state", &reply.state)?;
     let category =
         Category::parse(&state).ok_or_else(|| format!("`state` {state:?} is not a state"))?;
-    let detail = text("detail")?;
+    let detail = text("detail", &reply.detail)?;
     if detail.is_empty() {
         return Err("`detail` is missing".into());
     }
-    let tempo = match text("tempo")?.as_str() {
+    let tempo = match text("tempo", &reply.tempo)?.as_str() {
         "active" => "active",
         "idle" => "idle",
         "blocked" => "blocked",
         "" => category.tempo(),
         other => return Err(format!("`tempo` {other:?} is not a tempo")),
     };
-    let needs = text("needs")?;
-    let result = cap(&text("result")?, RESULT_CHARS);
+    let needs = text("needs", &reply.needs)?;
+    let result = cap(&text("result", &reply.result)?, RESULT_CHARS);
     let mut verdict = Verdict::new(category, &detail, &needs);
     if category == Category::Blocked && verdict.needs.is_empty() {
         verdict.needs = cap(&detail, DETAIL_CHARS);
@@ -222,5 +262,31 @@ mod tests {
         let a = parse("{\"state\":\"blocked\",\"detail\":\"approve the push\"}").unwrap();
         assert_eq!(a.verdict.needs, "approve the push");
         assert_eq!(a.tempo, "blocked");
+    }
+
+    #[test]
+    fn the_schema_sent_is_the_replys_and_unchanged_on_the_wire() {
+        assert_eq!(
+            answer_schema().schema,
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "state": {"type": "string", "enum": ["working", "blocked", "done", "failed"]},
+                    "detail": {"type": "string", "maxLength": 64},
+                    "tempo": {"type": "string", "enum": ["active", "idle", "blocked"]},
+                    "needs": {"type": "string"},
+                    "result": {"type": "string", "maxLength": 180},
+                },
+                "required": ["state", "detail", "tempo", "needs", "result"],
+                "additionalProperties": false,
+            })
+        );
+    }
+
+    #[test]
+    fn a_key_more_is_accepted() {
+        let a =
+            parse(r#"{"state":"done","detail":"pushed","confidence":0.9,"notes":["x"]}"#).unwrap();
+        assert_eq!(a.verdict.category, Category::Done);
     }
 }

@@ -1,5 +1,6 @@
 //! Surfaces and their sinks: the shapes a status is printed in.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -67,37 +68,42 @@ impl Status {
     }
 }
 
-#[derive(Serialize)]
-pub struct Record<'a> {
+/// Claude Code's `post_turn_summary` record.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Record {
+    /// `system`.
     #[serde(rename = "type")]
     kind: &'static str,
+    /// `post_turn_summary`.
     subtype: &'static str,
-    summarizes_uuid: Option<&'a str>,
+    summarizes_uuid: Option<String>,
     status_category: &'static str,
-    status_detail: &'a str,
-    needs_action: &'a str,
-    uuid: &'a str,
-    session_id: Option<&'a str>,
+    status_detail: String,
+    needs_action: String,
+    uuid: String,
+    session_id: Option<String>,
 }
 
-#[derive(Serialize)]
-pub struct State<'a> {
+/// `{state, tempo, needs}`, for background task state machines.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct State {
     state: &'static str,
     tempo: &'static str,
-    needs: &'a str,
+    needs: String,
 }
 
-#[derive(Serialize)]
+/// `{headline}`, for a compact display.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Headline {
     headline: String,
 }
 
 /// A status in one sink's shape.
-#[derive(Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
-pub enum Document<'a> {
-    Record(Record<'a>),
-    State(State<'a>),
+pub enum Document {
+    Record(Record),
+    State(State),
     Headline(Headline),
 }
 
@@ -111,23 +117,23 @@ impl Sink {
     }
 
     /// `status` in this shape.
-    pub fn document(self, status: &Status) -> Document<'_> {
+    pub fn document(self, status: &Status) -> Document {
         let v = &status.verdict;
         match self {
             Sink::Summary => Document::Record(Record {
                 kind: "system",
                 subtype: "post_turn_summary",
-                summarizes_uuid: status.summarizes_uuid.as_deref(),
+                summarizes_uuid: status.summarizes_uuid.clone(),
                 status_category: v.category.status_category(),
-                status_detail: &v.detail,
-                needs_action: &v.needs,
-                uuid: &status.uuid,
-                session_id: status.session_id.as_deref(),
+                status_detail: v.detail.clone(),
+                needs_action: v.needs.clone(),
+                uuid: status.uuid.clone(),
+                session_id: status.session_id.clone(),
             }),
             Sink::State => Document::State(State {
                 state: v.category.as_str(),
                 tempo: status.tempo,
-                needs: &v.needs,
+                needs: v.needs.clone(),
             }),
             Sink::Headline => Document::Headline(Headline {
                 headline: headline(v),
