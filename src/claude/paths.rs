@@ -562,7 +562,7 @@ mod tests {
             let path = Path::new(std::ffi::OsStr::from_bytes(bytes));
             let err = check_location("--cwd", path).unwrap_err();
             assert_eq!(err.kind(), "bad_input");
-            assert_eq!(err.to_json()["reason"], "bad_path");
+            assert_eq!(err.reason(), Some("bad_path"));
             let message = err.to_string();
             assert!(
                 message.starts_with("--cwd ") && message.contains(why),

@@ -4,9 +4,6 @@ use serde_json::{Map, Value};
 
 use super::{Envelope, Failure};
 
-/// Kept for the callers that name it here.
-pub use super::json::type_name as json_type_name;
-
 /// The most stdin we accept; envelopes and hook payloads are far smaller.
 pub const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
 

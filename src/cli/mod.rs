@@ -13,7 +13,6 @@ pub mod exit;
 pub mod failure;
 pub mod input;
 pub mod json;
-pub mod legacy;
 pub mod output;
 #[cfg(test)]
 pub(crate) mod props;
@@ -52,7 +51,6 @@ pub use exit::Exit;
 pub use failure::Failure;
 pub use failure::{ErrorBody, FailureDocument};
 pub use input::Input;
-pub use legacy::Outcome;
 pub use output::Diag;
 pub use report::{Delivery, Report, Tool};
 pub use run::{main, Binary};

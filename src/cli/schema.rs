@@ -18,9 +18,11 @@ pub fn files<T: Binary>() -> Vec<(PathBuf, Vec<u8>)> {
     let command = T::command();
     let name = command.get_name().to_string();
     let mut files = Vec::new();
-    // A binary that must be given a subcommand prints nothing of its own.
     let mut commands = Vec::new();
-    if !command.is_subcommand_required_set() {
+    if command.is_subcommand_required_set() {
+        // Without its subcommand, such a binary prints only a usage error.
+        files.push((name.clone(), failure_only()));
+    } else {
         commands.push((Vec::new(), command.clone()));
     }
     commands.extend(
@@ -55,6 +57,18 @@ pub fn files<T: Binary>() -> Vec<(PathBuf, Vec<u8>)> {
         .collect()
 }
 
+/// The schema of `{"error": ...}` alone.
+fn failure_only() -> Vec<u8> {
+    let schema = super::report::generator().into_root_schema_for::<super::FailureDocument>();
+    pretty(&schema.to_value())
+}
+
+fn pretty(value: &serde_json::Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
 /// What `argv... [--flag] --schema` prints, indented.
 fn schema_of<T: Binary>(argv: &[String], flag: Option<&str>) -> Vec<u8> {
     let mut argv = argv.to_vec();
@@ -81,7 +95,5 @@ fn schema_of<T: Binary>(argv: &[String], flag: Option<&str>) -> Vec<u8> {
     let json = delivery.json.unwrap_or_default();
     let value: serde_json::Value = serde_json::from_str(&json)
         .unwrap_or_else(|e| panic!("{argv:?} --schema printed no JSON ({e}): {json}"));
-    let mut bytes = serde_json::to_vec_pretty(&value).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
+    pretty(&value)
 }

@@ -104,7 +104,7 @@ fn exit_now(signal: i32) -> ! {
     // SAFETY: _exit(2) is async-signal-safe and never returns (std's exit is neither).
     #[allow(unsafe_code)]
     unsafe {
-        libc::_exit(i32::from(exit_for(signal).code()))
+        libc::_exit(i32::from(Exit::of_signal(signal).code()))
     }
 }
 
@@ -233,7 +233,7 @@ impl Drop for Hold {
     }
 }
 
-/// The signal received, if any, now the caller's to report (with [`exit_for`]): from here on
+/// The signal received, if any, now the caller's to report (with [`Exit::of_signal`]): from here on
 /// signals no longer end the process by themselves, because it is on its way out.
 pub fn claim() -> Option<i32> {
     let signal = received();
@@ -265,11 +265,6 @@ pub fn received() -> Option<i32> {
         0 => None,
         signal => Some(signal),
     }
-}
-
-/// 130 for SIGINT, 143 for SIGTERM.
-pub fn exit_for(signal: i32) -> Exit {
-    Exit::of_signal(signal)
 }
 
 /// Makes a child spawned from `command` end when this process ends, even by SIGKILL (the

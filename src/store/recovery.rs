@@ -166,7 +166,8 @@ impl schemars::JsonSchema for Recovery {
         schemars::json_schema!({
             "type": "object",
             "properties": {
-                "recovered": generator.subschema_for::<Recovered>(),
+                // Flattened beside `recover`'s own verb, whose busy answer says `false` here.
+                "recovered": {"anyOf": [generator.subschema_for::<Recovered>(), {"const": false}]},
                 "journal_corrupt": generator.subschema_for::<CorruptJournal>(),
                 "orphans": generator.subschema_for::<Vec<OrphanRun>>(),
                 "swept": generator.subschema_for::<Swept>(),

@@ -1166,7 +1166,7 @@ fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
     // twice.
     if let Some(signal) = interrupted {
         return Ok(ExecReport::Ran {
-            exit: signals::exit_for(signal),
+            exit: Exit::of_signal(signal),
         });
     }
     let code = status

@@ -478,7 +478,7 @@ impl Report for RecapReport {
             RecapReport::NoTurn { .. }
             | RecapReport::Skipped { .. }
             | RecapReport::Aborted(Aborted::Stale { .. }) => Exit::No,
-            RecapReport::Aborted(Aborted::Interrupted { signal, .. }) => signals::exit_for(*signal),
+            RecapReport::Aborted(Aborted::Interrupted { signal, .. }) => Exit::of_signal(*signal),
             RecapReport::ApiError { .. } => Exit::Remote,
             RecapReport::Failed { .. } => Exit::Environment,
             RecapReport::Refused { .. } => Exit::Usage,

@@ -255,7 +255,7 @@ impl Report for Unanswered {
         match self {
             Unanswered::Suppressed { .. } => Exit::No,
             Unanswered::ModelFailed { .. } => Exit::Remote,
-            Unanswered::Interrupted { signal, .. } => signals::exit_for(*signal),
+            Unanswered::Interrupted { signal, .. } => Exit::of_signal(*signal),
             Unanswered::Failed { exit, .. } => *exit,
         }
     }

@@ -21,7 +21,7 @@ use crate::claude::paths::check_path;
 use crate::claude::HookPayload;
 use crate::cli::args::EnvNamed;
 use crate::cli::failure::credentials_later;
-use crate::cli::input::json_type_name;
+use crate::cli::json::type_name as json_type_name;
 use crate::cli::output::write_stdout;
 use crate::cli::text::sanitize;
 use crate::cli::{
@@ -466,7 +466,7 @@ impl Report for StatusReport {
             StatusReport::Status(_) | StatusReport::Reused(_) => Exit::Yes,
             StatusReport::NoText { .. } => Exit::No,
             StatusReport::LlmFailed { .. } => Exit::Remote,
-            StatusReport::Interrupted { signal, .. } => signals::exit_for(*signal),
+            StatusReport::Interrupted { signal, .. } => Exit::of_signal(*signal),
             StatusReport::Failed { .. } => Exit::Environment,
             StatusReport::Refused { .. } => Exit::Usage,
         }

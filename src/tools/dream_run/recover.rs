@@ -9,7 +9,7 @@ use super::lease::take_lock;
 use super::report::{verb, Interrupted, Refused};
 use super::RecoverArgs;
 use crate::claude::Project;
-use crate::cli::{signals, Context, Diag, Exit, Failure, Report};
+use crate::cli::{Context, Diag, Exit, Failure, Report};
 use crate::lock::{Backend, Lease, RunStatus};
 use crate::store::journal;
 use crate::store::recovery::{self, CorruptJournal, Found, OrphanRun, Recovered, Recovery};
@@ -69,7 +69,7 @@ impl Report for RecoverReport {
             RecoverReport::Recovered(RecoverDone {
                 late_signal: Some(signal),
                 ..
-            }) => signals::exit_for(*signal),
+            }) => Exit::of_signal(*signal),
             RecoverReport::Recovered(_) => Exit::Yes,
             RecoverReport::Busy(_) => Exit::No,
         }

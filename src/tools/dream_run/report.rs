@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::snapshot::Diff;
-use crate::cli::{signals, ErrorBody, Exit, Failure, Report};
+use crate::cli::{ErrorBody, Exit, Failure, Report};
 use crate::store::recovery::Recovery;
 
 /// An interrupted command, as read-only commands report it (`interrupted` in their JSON).
@@ -274,7 +274,7 @@ impl Cause {
 
     fn exit(&self) -> Exit {
         match self {
-            Cause::Signal(signal) => signals::exit_for(*signal),
+            Cause::Signal(signal) => Exit::of_signal(*signal),
             Cause::LockLost(_) | Cause::ChangedSince(_) => Exit::No,
             Cause::Failed(_) => Exit::Environment,
         }
@@ -347,7 +347,7 @@ impl<V: Verb> Report for Change<V> {
             Change::Done(Done {
                 late_signal: Some(signal),
                 ..
-            }) => signals::exit_for(*signal),
+            }) => Exit::of_signal(*signal),
             Change::Done(Done {
                 problem: Some(_), ..
             }) => Exit::Environment,

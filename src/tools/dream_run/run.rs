@@ -284,7 +284,7 @@ impl Report for RunReport {
             return failure.exit();
         }
         if let Some(signal) = self.late_signal {
-            return signals::exit_for(signal);
+            return Exit::of_signal(signal);
         }
         match &self.document {
             RunDocument::PassedThrough(..) => Exit::No,

@@ -91,30 +91,39 @@ impl Command {
             stem.push('-');
             stem.push_str(sub);
         }
-        if self.hook {
-            stem.push_str("-hook");
+        // A flag that changes what stdout holds has its own file (`make man completions`
+        // writes one only where the shape differs: `--events` of suggest and turn-status).
+        for (given, flag) in [(self.hook, "-hook"), (self.events, "-events")] {
+            if given && schema_path(&format!("{stem}{flag}")).exists() {
+                stem.push_str(flag);
+            }
         }
         stem
     }
 
-    /// The events schema file's name, when the run prints `--events` on stderr.
+    /// The events schema file's name, when the run prints `--events` on stderr and the
+    /// events have a schema of their own.
     fn events_stem(&self) -> Option<String> {
-        (self.events && self.subcommand.is_none()).then(|| format!("{}-events", self.bin))
+        let stem = format!("{}-events", self.bin);
+        (self.events && self.subcommand.is_none() && schema_path(&stem).exists()).then_some(stem)
     }
 
     fn shape(&self, stem: &str) -> Shape {
         if self.not_output {
             return Shape::Unchecked;
         }
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("schemas")
-            .join(format!("{stem}.json"));
-        compiled(path).map_or(Shape::Unchecked, Shape::Document)
+        compiled(schema_path(stem)).map_or(Shape::Unchecked, Shape::Document)
     }
 }
 
-/// The compiled schema at `path`, compiled once per test process; `None` where there is no
-/// file yet or it says the command prints no JSON.
+fn schema_path(stem: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(format!("{stem}.json"))
+}
+
+/// The compiled schema at `path`, compiled once per test process; `None` where it says the
+/// command prints no JSON. A missing file fails the test.
 fn compiled(path: PathBuf) -> Option<Arc<jsonschema::Validator>> {
     static CACHE: Mutex<Option<HashMap<PathBuf, Option<Arc<jsonschema::Validator>>>>> =
         Mutex::new(None);
@@ -125,7 +134,12 @@ fn compiled(path: PathBuf) -> Option<Arc<jsonschema::Validator>> {
         .get_or_insert_with(HashMap::new)
         .entry(path.clone())
         .or_insert_with(|| {
-            let text = std::fs::read_to_string(&path).ok()?;
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}: every command has a schema (`make man completions`)",
+                    path.display()
+                )
+            });
             let schema: Value = serde_json::from_str(&text)
                 .unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
             if schema.get("schema").is_some_and(Value::is_null) {
