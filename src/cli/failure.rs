@@ -266,6 +266,10 @@ mod tests {
             reason: Some("too_large"),
             message: "draft is 40000 bytes".into(),
         };
+        assert_eq!(
+            crate::cli::json::to_string(&FailureDocument::of(&f)).unwrap(),
+            r#"{"error":{"kind":"bad_input","reason":"too_large","message":"draft is 40000 bytes"}}"#
+        );
         assert_eq!(f.exit(), Exit::Usage);
     }
 

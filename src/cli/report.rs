@@ -155,18 +155,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bad_input_with_reason_serialises_in_contract_order() {
-        let f = Failure::BadInput {
-            reason: Some("too_large"),
-            message: "draft is 40000 bytes".into(),
-        };
-        assert_eq!(
-            crate::cli::json::to_string(&FailureDocument::of(&f)).unwrap(),
-            r#"{"error":{"kind":"bad_input","reason":"too_large","message":"draft is 40000 bytes"}}"#
-        );
-    }
-
-    #[test]
     fn the_exit_comes_from_the_report_and_a_child_owned_stdout_prints_nothing() {
         #[derive(Serialize, JsonSchema)]
         struct Ran {

@@ -309,22 +309,17 @@ impl Tool for PendingArgs {
     type Report = OrHook<history::PendingReport>;
 
     fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
-        if self.hook {
-            let pending = history::pending(&self, cx);
-            return Ok(OrHook::hook(
-                pending,
-                cx.diag(),
-                history::PendingReport::session_context,
-            ));
-        }
-        history::pending(&self, cx).map(OrHook::Report)
+        let pending = history::pending(&self, cx);
+        OrHook::of(
+            self.hook,
+            pending,
+            cx.diag(),
+            history::PendingReport::session_context,
+        )
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
-        Ok(match self.hook {
-            true => report::hook_schema(generator),
-            false => generator.subschema_for::<history::PendingReport>(),
-        })
+        Ok(Self::Report::schema(self.hook, generator))
     }
 }
 
@@ -340,24 +335,21 @@ impl Tool for ShowArgs {
     type Report = OrHook<review::ShowReport>;
 
     fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
-        if self.hook {
-            let shown = review::show(&self, cx);
-            return Ok(OrHook::hook(
-                shown,
-                cx.diag(),
-                review::ShowReport::session_context,
-            ));
-        }
-        review::show(&self, cx).map(OrHook::Report)
+        let shown = review::show(&self, cx);
+        OrHook::of(
+            self.hook,
+            shown,
+            cx.diag(),
+            review::ShowReport::session_context,
+        )
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
-        match (self.hook, self.diff) {
-            (true, _) => Ok(report::hook_schema(generator)),
-            (false, true) => Err(
+        match self.diff && !self.hook {
+            true => Err(
                 "stdout holds a unified diff, not JSON; for the JSON form (diff_text), run show without --diff",
             ),
-            (false, false) => Ok(generator.subschema_for::<review::ShowReport>()),
+            false => Ok(Self::Report::schema(self.hook, generator)),
         }
     }
 }
@@ -390,22 +382,12 @@ impl Tool for CheckArgs {
     type Report = OrHook<check::Health>;
 
     fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
-        if self.hook {
-            let health = check::check(&self, cx);
-            return Ok(OrHook::hook(
-                health,
-                cx.diag(),
-                check::Health::session_context,
-            ));
-        }
-        check::check(&self, cx).map(OrHook::Report)
+        let health = check::check(&self, cx);
+        OrHook::of(self.hook, health, cx.diag(), check::Health::session_context)
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
-        Ok(match self.hook {
-            true => report::hook_schema(generator),
-            false => generator.subschema_for::<check::Health>(),
-        })
+        Ok(Self::Report::schema(self.hook, generator))
     }
 }
 

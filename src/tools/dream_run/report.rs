@@ -420,6 +420,30 @@ impl<R> OrHook<R> {
             }
         }
     }
+
+    /// The report, or with `--hook` the SessionStart answer made from it (`context`).
+    pub fn of(
+        hook: bool,
+        result: Result<R, Failure>,
+        diag: &crate::cli::Diag,
+        context: impl FnOnce(&R) -> Option<String>,
+    ) -> Result<OrHook<R>, Failure> {
+        match hook {
+            true => Ok(OrHook::hook(result, diag, context)),
+            false => result.map(OrHook::Report),
+        }
+    }
+
+    /// What [`OrHook::of`] prints, as `--schema` describes it.
+    pub fn schema(hook: bool, generator: &mut schemars::SchemaGenerator) -> schemars::Schema
+    where
+        R: JsonSchema,
+    {
+        match hook {
+            true => hook_schema(generator),
+            false => generator.subschema_for::<R>(),
+        }
+    }
 }
 
 impl<R: Report> Report for OrHook<R> {
