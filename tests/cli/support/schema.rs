@@ -1,14 +1,11 @@
 //! The schema hook: every JSON document a test reads from a tool's stdout is validated
 //! against that command's JSON Schema (draft 2020-12), committed under `schemas/` at the
-//! repository root: `schemas/<binary>.json`, `schemas/<binary>-<subcommand>.json`, and the
-//! variants for output that is not the report (`dream-run-events.json` for each `--events`
-//! line on stderr, `dream-run-pending-hook.json`/`dream-run-show-hook.json` for a `--hook`
-//! answer). A
-//! file holding `{"schema": null, "reason": ..}` says the command prints no JSON document
-//! (`dream-lock exec`, `dream-run show --diff`): nothing is validated.
-//!
-//! A command whose schema file does not exist yet is not validated (the schemas land with
-//! issue 27's merge; then a missing file becomes a failure).
+//! repository root by `make man completions`: `schemas/<binary>.json`,
+//! `schemas/<binary>-<subcommand>.json`, and `-hook` / `-events` variants where that flag
+//! changes what stdout holds (`dream-run-show-hook.json`, `turn-status-events.json`; each
+//! `--events` line is validated on its own). A file holding `{"schema": null, "reason": ..}`
+//! says the command prints no JSON document (`dream-lock exec`, `dream-run show --diff`):
+//! nothing is validated. A command without a schema file fails the test.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
