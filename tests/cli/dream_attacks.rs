@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::support::dream::tool_results;
+use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::run::Ran;
 use crate::support::wait;
 use crate::support::{hours, mkfifo, session_id, set_age, sha256_hex, tree, ClaudeHome, Run};
@@ -132,28 +133,6 @@ impl RunClean for Run<'_> {
         no_secret(&ran);
         ran
     }
-}
-
-/// The tool results the last request carried back: (text, is_error), in order.
-fn tool_results(request: &Recorded) -> Vec<(String, bool)> {
-    request.body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_array())
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "tool_result")
-                .map(|b| {
-                    let text = match &b["content"] {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    (text, b["is_error"] == true)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A Messages API answer with exactly these content blocks (ids chosen by the test).
