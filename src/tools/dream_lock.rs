@@ -218,19 +218,74 @@ impl Section for LockSection {
     }
 }
 
-/// What `acquire` and `release` answer (and `exec` when it runs no command): the envelope
-/// with its `lock` section. The exit code is decided in [`Report::exit`], nowhere else.
+/// An upstream stage said no: the envelope untouched (exit 1), with why. `acquire`,
+/// `release` and `exec` all pass it on.
+#[derive(Serialize, JsonSchema)]
+pub struct PassedThrough {
+    #[serde(flatten)]
+    envelope: Envelope,
+    #[serde(skip)]
+    why: String,
+}
+
+impl Report for PassedThrough {
+    fn exit(&self) -> Exit {
+        Exit::No
+    }
+
+    fn note(&self) -> Option<String> {
+        Some(self.why.clone())
+    }
+}
+
+/// The envelope with its `lock` section, the exit code it stands for and the line that says
+/// why: a busy lock, a release done or refused, a dry run, or the lock's store failing.
+#[derive(Serialize, JsonSchema)]
+pub struct LockAnswer {
+    #[serde(flatten)]
+    document: Enveloped<LockSection>,
+    #[serde(skip)]
+    exit: Exit,
+    #[serde(skip)]
+    note: Option<String>,
+}
+
+impl LockAnswer {
+    fn new(envelope: Envelope, section: LockSection, exit: Exit, note: Option<String>) -> Self {
+        LockAnswer {
+            document: Enveloped { envelope, section },
+            exit,
+            note,
+        }
+    }
+
+    /// The store failed (exit 3 or 4): the failure goes into `lock.error` and the envelope's
+    /// `error`, and the envelope flows on.
+    fn failed(mut envelope: Envelope, mut lock: LockSection, failure: Failure) -> Self {
+        let error = json_value(&ErrorBody::of(&failure));
+        lock.error = Some(error.clone());
+        envelope.set("error", error);
+        LockAnswer::new(envelope, lock, failure.exit(), Some(failure.to_string()))
+    }
+}
+
+impl Report for LockAnswer {
+    fn exit(&self) -> Exit {
+        self.exit
+    }
+
+    fn note(&self) -> Option<String> {
+        self.note.clone()
+    }
+}
+
+/// What `acquire` answers (and `exec` when it runs no command). The exit code is decided in
+/// [`Report::exit`], nowhere else.
 #[derive(Serialize, JsonSchema)]
 #[serde(untagged)]
-pub enum LockReport {
-    /// An upstream stage said no: the envelope untouched (exit 1), with why.
-    PassedThrough {
-        #[serde(flatten)]
-        envelope: Envelope,
-        #[serde(skip)]
-        why: String,
-    },
-    /// acquire took the lock (exit 0). The lease is rolled back when the envelope, its only
+pub enum AcquireReport {
+    PassedThrough(PassedThrough),
+    /// The lock was taken (exit 0). The lease is rolled back when the envelope, its only
     /// record, cannot be printed.
     Acquired {
         #[serde(flatten)]
@@ -238,77 +293,35 @@ pub enum LockReport {
         #[serde(skip)]
         lease: Option<(Box<dyn Backend>, Lease)>,
     },
-    /// The lock is held by another (exit 1); release changed nothing (exit 1: not ours, a
-    /// live holder, a live claimant); `release --dry-run` would release (exit 0).
-    Answered {
-        #[serde(flatten)]
-        document: Enveloped<LockSection>,
-        #[serde(skip)]
-        exit: Exit,
-        #[serde(skip)]
-        note: Option<String>,
-    },
-    /// The lock's store failed (exit 3 or 4); the envelope flows with lock.error and error.
-    Failed {
-        #[serde(flatten)]
-        document: Enveloped<LockSection>,
-        #[serde(skip)]
-        failure: Failure,
-    },
+    /// Another holds the lock (exit 1).
+    Held(LockAnswer),
+    /// The lock's store failed (exit 3 or 4).
+    Failed(LockAnswer),
     /// A signal came while the lock was being taken: it was rolled back (exit 130/143).
     Interrupted(Interrupted),
 }
 
-impl LockReport {
-    fn answered(envelope: Envelope, lock: LockSection, exit: Exit, note: Option<String>) -> Self {
-        LockReport::Answered {
-            document: Enveloped {
-                envelope,
-                section: lock,
-            },
-            exit,
-            note,
-        }
-    }
-
-    /// The store failed: the failure goes into `lock.error` and the envelope's `error`.
-    fn failed(mut envelope: Envelope, mut lock: LockSection, failure: Failure) -> Self {
-        let error = json_value(&ErrorBody::of(&failure));
-        lock.error = Some(error.clone());
-        envelope.set("error", error);
-        LockReport::Failed {
-            document: Enveloped {
-                envelope,
-                section: lock,
-            },
-            failure,
-        }
-    }
-}
-
-impl Report for LockReport {
+impl Report for AcquireReport {
     fn exit(&self) -> Exit {
         match self {
-            LockReport::Acquired { .. } => Exit::Yes,
-            LockReport::PassedThrough { .. } => Exit::No,
-            LockReport::Answered { exit, .. } => *exit,
-            LockReport::Failed { failure, .. } => failure.exit(),
-            LockReport::Interrupted(interrupted) => interrupted.exit(),
+            AcquireReport::Acquired { .. } => Exit::Yes,
+            AcquireReport::PassedThrough(passed) => passed.exit(),
+            AcquireReport::Held(answer) | AcquireReport::Failed(answer) => answer.exit(),
+            AcquireReport::Interrupted(interrupted) => interrupted.exit(),
         }
     }
 
     fn note(&self) -> Option<String> {
         match self {
-            LockReport::PassedThrough { why, .. } => Some(why.clone()),
-            LockReport::Acquired { .. } => None,
-            LockReport::Answered { note, .. } => note.clone(),
-            LockReport::Failed { failure, .. } => Some(failure.to_string()),
-            LockReport::Interrupted(interrupted) => interrupted.note(),
+            AcquireReport::Acquired { .. } => None,
+            AcquireReport::PassedThrough(passed) => passed.note(),
+            AcquireReport::Held(answer) | AcquireReport::Failed(answer) => answer.note(),
+            AcquireReport::Interrupted(interrupted) => interrupted.note(),
         }
     }
 
     fn take_undo(&mut self) -> Option<Undo> {
-        let LockReport::Acquired { lease, .. } = self else {
+        let AcquireReport::Acquired { lease, .. } = self else {
             return None;
         };
         let (backend, lease) = lease.take()?;
@@ -328,6 +341,40 @@ impl Report for LockReport {
             };
             diag.warn(&line);
         }))
+    }
+}
+
+/// What `release` answers. The exit code is decided in [`Report::exit`], nowhere else.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReleaseReport {
+    PassedThrough(PassedThrough),
+    /// Released (exit 0), or with `--dry-run` would be.
+    Released(LockAnswer),
+    /// Not released (exit 1): not ours any more, a live holder, a live claimant; with
+    /// `--dry-run`, would not be.
+    Refused(LockAnswer),
+    /// The lock's store failed (exit 3 or 4).
+    Failed(LockAnswer),
+}
+
+impl Report for ReleaseReport {
+    fn exit(&self) -> Exit {
+        match self {
+            ReleaseReport::PassedThrough(passed) => passed.exit(),
+            ReleaseReport::Released(answer)
+            | ReleaseReport::Refused(answer)
+            | ReleaseReport::Failed(answer) => answer.exit(),
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            ReleaseReport::PassedThrough(passed) => passed.note(),
+            ReleaseReport::Released(answer)
+            | ReleaseReport::Refused(answer)
+            | ReleaseReport::Failed(answer) => answer.note(),
+        }
     }
 }
 
@@ -359,7 +406,7 @@ impl Report for StatusReport {
 #[serde(untagged)]
 pub enum ExecReport {
     /// Passed through, busy, or the lock's store failed: what acquire would print.
-    Lock(Box<LockReport>),
+    Lock(Box<AcquireReport>),
     /// The command could not be started (exit 126, or 127 when not found); the lock was
     /// rolled back.
     NotRun {
@@ -376,7 +423,7 @@ pub enum ExecReport {
 }
 
 impl ExecReport {
-    fn lock(report: LockReport) -> Self {
+    fn lock(report: AcquireReport) -> Self {
         ExecReport::Lock(Box::new(report))
     }
 }
@@ -457,17 +504,17 @@ impl Binary for Args {
 }
 
 impl Tool for AcquireArgs {
-    type Report = LockReport;
+    type Report = AcquireReport;
 
-    fn run(self, cx: &Context) -> Result<LockReport, Failure> {
+    fn run(self, cx: &Context) -> Result<AcquireReport, Failure> {
         acquire(&self, cx)
     }
 }
 
 impl Tool for ReleaseArgs {
-    type Report = LockReport;
+    type Report = ReleaseReport;
 
-    fn run(self, cx: &Context) -> Result<LockReport, Failure> {
+    fn run(self, cx: &Context) -> Result<ReleaseReport, Failure> {
         release(&self, cx)
     }
 }
@@ -543,7 +590,7 @@ fn held(
     backend: &dyn Backend,
     holder_pid: Option<u32>,
     since: Option<SystemTime>,
-) -> LockReport {
+) -> AcquireReport {
     let lock = LockSection {
         acquired: Some(false),
         reason: Some("held".into()),
@@ -552,12 +599,12 @@ fn held(
         ..LockSection::default()
     }
     .at(backend);
-    LockReport::answered(
+    AcquireReport::Held(LockAnswer::new(
         envelope,
         lock,
         Exit::No,
         Some(format!("busy: {}", holder_line(holder_pid, since))),
-    )
+    ))
 }
 
 /// `held by PID 4242 since 2026-12-03T10:00:00.000Z`.
@@ -614,7 +661,7 @@ fn take_lock(
 
 /// An acquire that failed on its environment or store: the envelope flows, lock.error set.
 /// Usage and input failures are returned as they are (exit 2).
-fn acquire_failed(envelope: Envelope, failure: Failure) -> Result<LockReport, Failure> {
+fn acquire_failed(envelope: Envelope, failure: Failure) -> Result<AcquireReport, Failure> {
     if !matches!(
         failure,
         Failure::Environment { .. } | Failure::Remote { .. }
@@ -626,14 +673,19 @@ fn acquire_failed(envelope: Envelope, failure: Failure) -> Result<LockReport, Fa
         reason: Some("error".into()),
         ..LockSection::default()
     };
-    Ok(LockReport::failed(envelope, lock, failure))
+    Ok(AcquireReport::Failed(LockAnswer::failed(
+        envelope, lock, failure,
+    )))
 }
 
-fn acquire(args: &AcquireArgs, cx: &Context) -> Result<LockReport, Failure> {
+fn acquire(args: &AcquireArgs, cx: &Context) -> Result<AcquireReport, Failure> {
     let diag = cx.diag();
     let (hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     if let Some(why) = declined(&envelope)? {
-        return Ok(LockReport::PassedThrough { envelope, why });
+        return Ok(AcquireReport::PassedThrough(PassedThrough {
+            envelope,
+            why,
+        }));
     }
     let pid = args.pid.unwrap_or_else(std::os::unix::process::parent_id);
     // A signal while the lock is being written waits; then a lock taken is rolled back, so
@@ -644,10 +696,10 @@ fn acquire(args: &AcquireArgs, cx: &Context) -> Result<LockReport, Failure> {
         if let Ok((ctx, Acquired::Yes(lease))) = &taken {
             finish(ctx.backend.as_ref(), lease, RunStatus::Aborted, None, diag);
         }
-        return Ok(LockReport::Interrupted(Interrupted(signal)));
+        return Ok(AcquireReport::Interrupted(Interrupted(signal)));
     }
     match taken {
-        Ok((ctx, Acquired::Yes(lease))) => Ok(LockReport::Acquired {
+        Ok((ctx, Acquired::Yes(lease))) => Ok(AcquireReport::Acquired {
             document: Enveloped {
                 envelope,
                 section: acquired_section(&ctx, &lease),
@@ -677,7 +729,7 @@ struct ReleaseSource {
 fn release_source(
     args: &ReleaseArgs,
     envelope: Envelope,
-) -> Result<Result<ReleaseSource, LockReport>, Failure> {
+) -> Result<Result<ReleaseSource, PassedThrough>, Failure> {
     let upstream = envelope.upstream()?;
     // `dream-lock status` prints `held` at the top level, which no envelope has.
     let from_status =
@@ -694,7 +746,7 @@ fn release_source(
     // token) or a token on the command line says what to release: whatever failed upstream,
     // a held lock is never stranded.
     if let (None, None, Upstream::Declined(why)) = (&args.token, &token, upstream) {
-        return Ok(Err(LockReport::PassedThrough { envelope, why }));
+        return Ok(Err(PassedThrough { envelope, why }));
     }
     let (token, prior_mtime) = match (&args.token, token) {
         (Some(flag), from_stdin) => {
@@ -740,7 +792,7 @@ fn release_source(
     }))
 }
 
-fn release(args: &ReleaseArgs, cx: &Context) -> Result<LockReport, Failure> {
+fn release(args: &ReleaseArgs, cx: &Context) -> Result<ReleaseReport, Failure> {
     let diag = cx.diag();
     let (hints, _hook, envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     let ReleaseSource {
@@ -750,7 +802,7 @@ fn release(args: &ReleaseArgs, cx: &Context) -> Result<LockReport, Failure> {
         by_hand,
     } = match release_source(args, envelope)? {
         Ok(source) => source,
-        Err(passed) => return Ok(passed),
+        Err(passed) => return Ok(ReleaseReport::PassedThrough(passed)),
     };
     // Without an outcome the command in the middle said nothing (`cat`, a script that died):
     // roll back, so the next gate retries and the lock is never left held.
@@ -784,9 +836,9 @@ fn release(args: &ReleaseArgs, cx: &Context) -> Result<LockReport, Failure> {
     let failed = |envelope, mut lock: LockSection, failure| {
         lock.released = Some(false);
         match failure {
-            Failure::Environment { .. } | Failure::Remote { .. } => {
-                Ok(LockReport::failed(envelope, lock, failure))
-            }
+            Failure::Environment { .. } | Failure::Remote { .. } => Ok(ReleaseReport::Failed(
+                LockAnswer::failed(envelope, lock, failure),
+            )),
             failure => Err(failure),
         }
     };
@@ -817,7 +869,7 @@ fn release(args: &ReleaseArgs, cx: &Context) -> Result<LockReport, Failure> {
         lock.released = Some(false);
         lock.reason = Some(reason.to_string());
         lock.holder_pid = Some(holder_pid);
-        LockReport::answered(envelope, lock, Exit::No, Some(note))
+        ReleaseReport::Refused(LockAnswer::new(envelope, lock, Exit::No, Some(note)))
     };
     // By hand, a live holder that is not the caller (this shell or a parent of it) is
     // somebody else's run: releasing it lets a second run start beside it, so it takes
@@ -904,7 +956,12 @@ fn release(args: &ReleaseArgs, cx: &Context) -> Result<LockReport, Failure> {
             }
             lock.released = Some(true);
             lock.last_consolidated_at = Some(last_consolidated.map(rfc3339));
-            Ok(LockReport::answered(envelope, lock, Exit::Yes, None))
+            Ok(ReleaseReport::Released(LockAnswer::new(
+                envelope,
+                lock,
+                Exit::Yes,
+                None,
+            )))
         }
         Ok(Released::NotHolder { holder_pid }) => Ok(refused(
             lock,
@@ -925,7 +982,7 @@ fn dry_release(
     token: &str,
     prior_mtime: i64,
     outcome: RunStatus,
-) -> LockReport {
+) -> ReleaseReport {
     lock.dry_run = Some(true);
     lock.released = Some(false);
     match backend.holds(token) {
@@ -945,18 +1002,18 @@ fn dry_release(
                 outcome.as_str()
             );
             // Said at exit 0 too: the person asked what would happen.
-            LockReport::answered(envelope, lock, Exit::Yes, Some(note))
+            ReleaseReport::Released(LockAnswer::new(envelope, lock, Exit::Yes, Some(note)))
         }
         Ok(false) => {
             lock.reason = Some("not_holder".into());
-            LockReport::answered(
+            ReleaseReport::Refused(LockAnswer::new(
                 envelope,
                 lock,
                 Exit::No,
                 Some("dry run: would not release: the lock is no longer ours (taken over, or released already)".into()),
-            )
+            ))
         }
-        Err(failure) => LockReport::failed(envelope, lock, failure),
+        Err(failure) => ReleaseReport::Failed(LockAnswer::failed(envelope, lock, failure)),
     }
 }
 
@@ -993,10 +1050,9 @@ fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
     let diag = cx.diag();
     let (hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     if let Some(why) = declined(&envelope)? {
-        return Ok(ExecReport::lock(LockReport::PassedThrough {
-            envelope,
-            why,
-        }));
+        return Ok(ExecReport::lock(AcquireReport::PassedThrough(
+            PassedThrough { envelope, why },
+        )));
     }
     // From before the lock is taken to its release, signals are forwarded to the command and
     // answered by a rollback, so none can leave the lock held with a moved mtime.
@@ -1017,7 +1073,7 @@ fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
     if let Some(signal) = signals::claim() {
         finish(backend, &lease, RunStatus::Aborted, None, diag);
         drop(hold);
-        return Ok(ExecReport::lock(LockReport::Interrupted(Interrupted(
+        return Ok(ExecReport::lock(AcquireReport::Interrupted(Interrupted(
             signal,
         ))));
     }
