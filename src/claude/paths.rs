@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::settings::expand_memory_directory;
 use super::{Env, HookPayload, Settings};
 use crate::cli::output::path_lossy;
-use crate::cli::{Envelope, Failure, Input, LocationArgs};
+use crate::cli::{Context, Envelope, Failure, Input, LocationArgs};
 
 /// Slugs longer than this are cut and given a hash suffix (Claude Code's rule).
 pub const MAX_SLUG_LEN: usize = 200;
@@ -28,6 +28,32 @@ pub struct ProjectHints {
     /// must not widen what a stage reads or writes), only checked against what this stage's
     /// own rules give (see [`Project::resolve`]).
     pub claimed: ClaimedLocations,
+}
+
+/// Where a command works, as its flags and stdin name it: worked out once per command.
+#[derive(Debug)]
+pub struct Located {
+    pub hints: ProjectHints,
+    pub project: Project,
+    pub settings: Settings,
+}
+
+impl Context {
+    /// The project this command works on, from its location flags and stdin (a hook
+    /// payload's `cwd` and `transcript_path`, an envelope's `project`), with the settings
+    /// that apply there. Resolved when first asked for and kept: every later ask in the same
+    /// command gets the same answer (or the same failure), without reading settings again.
+    pub fn project(&self, location: &LocationArgs) -> Result<&Located, Failure> {
+        self.project_once(|| {
+            let (hints, _hook, _envelope) = ProjectHints::gather(location, self.input()?)?;
+            let (project, settings) = Project::resolve(&hints, self.env())?;
+            Ok(Located {
+                hints,
+                project,
+                settings,
+            })
+        })
+    }
 }
 
 /// An envelope's `project` locations, to be checked.
@@ -571,6 +597,53 @@ mod tests {
         }
         // Not UTF-8 is fine where the path is never printed.
         assert!(check_path("x", Path::new(std::ffi::OsStr::from_bytes(b"/caf\xe9"))).is_ok());
+    }
+
+    #[test]
+    fn the_context_resolves_the_project_once_and_keeps_it() {
+        use crate::cli::{CommonArgs, Diag};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(tmp.path()).unwrap();
+        let project_dir = dir.join("proj");
+        std::fs::create_dir(&project_dir).unwrap();
+        let home = dir.join("home").display().to_string();
+        let cx = Context::with_stdin(
+            Diag::new("test", true, false),
+            CommonArgs::default(),
+            Env::from_pairs([("HOME", home.as_str())]),
+            None,
+            Ok(Some(format!(r#"{{"cwd": "{}"}}"#, project_dir.display()).into_bytes())),
+        );
+        let first = cx.project(&LocationArgs::default()).unwrap();
+        assert_eq!(first.project.cwd, project_dir);
+        assert_eq!(first.hints.cwd.as_deref(), Some(project_dir.as_path()));
+        // Later asks get the same value, even with other flags: one command, one project.
+        let other = LocationArgs {
+            cwd: Some(dir.clone()),
+            ..LocationArgs::default()
+        };
+        let again = cx.project(&other).unwrap();
+        assert!(std::ptr::eq(first, again));
+
+        // A failure is kept too: asking again does not resolve again.
+        let cx = Context::with_stdin(
+            Diag::new("test", true, false),
+            CommonArgs::default(),
+            Env::from_pairs([("HOME", home.as_str())]),
+            None,
+            Ok(None),
+        );
+        let missing = LocationArgs {
+            cwd: Some(dir.join("missing")),
+            ..LocationArgs::default()
+        };
+        let failure = cx.project(&missing).unwrap_err();
+        assert_eq!(failure.exit(), crate::cli::Exit::Usage);
+        let fine = LocationArgs {
+            cwd: Some(project_dir.clone()),
+            ..LocationArgs::default()
+        };
+        assert_eq!(cx.project(&fine).unwrap_err().to_string(), failure.to_string());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! What the shared `main` hands every command: the diagnostics printer, the common flags,
-//! the environment, and stdin, read once (no tool reads stdin itself, and no global holds it).
+//! the environment, stdin, read once (no tool reads stdin itself, and no global holds it), and
+//! the project, resolved when first asked for.
 
+use std::any::Any;
 use std::cell::{OnceCell, RefCell};
 use std::io::{IsTerminal, Read};
 
@@ -21,6 +23,10 @@ pub struct Context {
     /// The envelope stdin held, once parsed: a failure prints it with the stage's section
     /// failed, so the pipeline's release can still roll back.
     received: RefCell<Option<Envelope>>,
+    /// The project the command works on, once resolved. cli/ sits below claude/, which
+    /// defines the project, so the slot holds it untyped; `claude::paths` alone fills and
+    /// reads it (`Context::project`), with its type.
+    project: OnceCell<Result<Box<dyn Any>, Failure>>,
 }
 
 impl Context {
@@ -51,6 +57,7 @@ impl Context {
             stdin,
             input: OnceCell::new(),
             received: RefCell::new(None),
+            project: OnceCell::new(),
         }
     }
 
@@ -103,6 +110,23 @@ impl Context {
     /// The envelope stdin held, if it held one and a command asked for it.
     pub fn received_envelope(&self) -> Option<Envelope> {
         self.received.borrow().clone()
+    }
+
+    /// The value `resolve` gave the first time it was asked for (a failure too): what
+    /// `claude::paths` keeps of the project for the rest of the command.
+    pub(crate) fn project_once<T: Any>(
+        &self,
+        resolve: impl FnOnce() -> Result<T, Failure>,
+    ) -> Result<&T, Failure> {
+        let kept = self
+            .project
+            .get_or_init(|| resolve().map(|value| Box::new(value) as Box<dyn Any>));
+        match kept {
+            Ok(value) => value.downcast_ref::<T>().ok_or_else(|| {
+                Failure::environment("the project was kept as another type (a dreamkit bug)")
+            }),
+            Err(failure) => Err(failure.clone()),
+        }
     }
 
     pub(super) fn stage(&self) -> Option<&'static dyn Stage> {

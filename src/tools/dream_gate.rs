@@ -408,7 +408,7 @@ impl Tool for Args {
 
     fn run(self, cx: &Context) -> Result<GateReport, Failure> {
         let diag = cx.diag();
-        let (hints, hook, mut envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
+        let (_hints, hook, mut envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
         let current_session = self
             .current_session
             .clone()
@@ -421,7 +421,8 @@ impl Tool for Args {
         };
 
         let env = cx.env();
-        let result = Project::resolve(&hints, env).and_then(|(project, settings)| {
+        let result = cx.project(&self.location).and_then(|located| {
+            let (project, settings) = (&located.project, &located.settings);
             if diag.is_verbose() {
                 diag.info(&format!(
                     "memory dir {}, transcripts dir {}",
@@ -430,10 +431,10 @@ impl Tool for Args {
                 ));
             }
             envelope.set("project", project.to_json()?);
-            let backend = self.backend.open(&project)?;
+            let backend = self.backend.open(project)?;
             decide(
-                &project,
-                &settings,
+                project,
+                settings,
                 env,
                 backend.as_ref(),
                 &policy,

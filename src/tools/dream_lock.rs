@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::claude::paths::ProjectHints;
-use crate::claude::{Env, Project};
+use crate::claude::Project;
 use crate::cli::envelope::{json_value, over_held, Stage, StageOf};
 use crate::cli::report::{Interrupted, Undo};
 use crate::cli::time::{from_epoch_ms, rfc3339};
@@ -476,8 +476,8 @@ struct Target {
     recovered: Option<Value>,
 }
 
-fn target(at: &LockLocation, hints: &ProjectHints, env: &Env) -> Result<Target, Failure> {
-    let (project, _settings) = Project::resolve(hints, env)?;
+fn target(at: &LockLocation, cx: &Context) -> Result<Target, Failure> {
+    let project = cx.project(&at.location)?.project.clone();
     let backend = at.backend.open(&project)?;
     Ok(Target {
         project,
@@ -631,13 +631,12 @@ fn declined(envelope: &Envelope) -> Result<Option<String>, Failure> {
 /// top of half-written memory. What it put back is the lease's `recovery`.
 fn take_lock(
     at: &LockLocation,
-    hints: &ProjectHints,
     pid: u32,
     envelope: &mut Envelope,
     cx: &Context,
 ) -> Result<(Target, Acquired), Failure> {
     let diag = cx.diag();
-    let mut ctx = target(at, hints, cx.env())?;
+    let mut ctx = target(at, cx)?;
     envelope.set("project", ctx.project.to_json()?);
     let mut acquired = ctx.backend.acquire(pid, SystemTime::now())?;
     if let Acquired::Yes(lease) = &mut acquired {
@@ -680,7 +679,7 @@ fn acquire_failed(envelope: Envelope, failure: Failure) -> Result<AcquireReport,
 
 fn acquire(args: &AcquireArgs, cx: &Context) -> Result<AcquireReport, Failure> {
     let diag = cx.diag();
-    let (hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
+    let (_hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     if let Some(why) = declined(&envelope)? {
         return Ok(AcquireReport::PassedThrough(PassedThrough {
             envelope,
@@ -691,7 +690,7 @@ fn acquire(args: &AcquireArgs, cx: &Context) -> Result<AcquireReport, Failure> {
     // A signal while the lock is being written waits; then a lock taken is rolled back, so
     // the last-consolidated time never moves for a lease nobody will release.
     let hold = signals::hold();
-    let taken = take_lock(&args.at, &hints, pid, &mut envelope, cx);
+    let taken = take_lock(&args.at, pid, &mut envelope, cx);
     if let Some(signal) = hold.end() {
         if let Ok((ctx, Acquired::Yes(lease))) = &taken {
             finish(ctx.backend.as_ref(), lease, RunStatus::Aborted, None, diag);
@@ -794,7 +793,7 @@ fn release_source(
 
 fn release(args: &ReleaseArgs, cx: &Context) -> Result<ReleaseReport, Failure> {
     let diag = cx.diag();
-    let (hints, _hook, envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
+    let (_hints, _hook, envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     let ReleaseSource {
         token,
         prior_mtime,
@@ -842,7 +841,7 @@ fn release(args: &ReleaseArgs, cx: &Context) -> Result<ReleaseReport, Failure> {
             failure => Err(failure),
         }
     };
-    let ctx = match target(&args.at, &hints, cx.env()) {
+    let ctx = match target(&args.at, cx) {
         Ok(ctx) => ctx,
         Err(failure) => return failed(envelope, lock, failure),
     };
@@ -1018,8 +1017,7 @@ fn dry_release(
 }
 
 fn status(args: &StatusArgs, cx: &Context) -> Result<StatusReport, Failure> {
-    let (hints, _hook, _envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
-    let ctx = target(&args.at, &hints, cx.env())?;
+    let ctx = target(&args.at, cx)?;
     let s = ctx.backend.status(SystemTime::now())?;
     let (kind, place) = ctx.backend.location();
     let note = s.held.then(|| {
@@ -1048,7 +1046,7 @@ fn status(args: &StatusArgs, cx: &Context) -> Result<StatusReport, Failure> {
 
 fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
     let diag = cx.diag();
-    let (hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
+    let (_hints, _hook, mut envelope) = ProjectHints::gather(&args.at.location, cx.input()?)?;
     if let Some(why) = declined(&envelope)? {
         return Ok(ExecReport::lock(AcquireReport::PassedThrough(
             PassedThrough { envelope, why },
@@ -1057,7 +1055,7 @@ fn exec(args: &ExecArgs, cx: &Context) -> Result<ExecReport, Failure> {
     // From before the lock is taken to its release, signals are forwarded to the command and
     // answered by a rollback, so none can leave the lock held with a moved mtime.
     let hold = signals::hold();
-    let (ctx, lease) = match take_lock(&args.at, &hints, std::process::id(), &mut envelope, cx) {
+    let (ctx, lease) = match take_lock(&args.at, std::process::id(), &mut envelope, cx) {
         Ok((ctx, Acquired::Yes(lease))) => (ctx, lease),
         Ok((ctx, Acquired::Held { holder_pid, since })) => {
             return Ok(ExecReport::lock(held(

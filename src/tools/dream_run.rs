@@ -26,7 +26,6 @@ use clap::Parser;
 use schemars::{Schema, SchemaGenerator};
 
 use self::report::OrHook;
-use crate::claude::paths::ProjectHints;
 use crate::claude::Project;
 use crate::cli::args::EnvNamed;
 use crate::cli::duration::{parse_duration, parse_hours};
@@ -280,8 +279,7 @@ impl crate::cli::Binary for Args {
 
 /// The project a subcommand works on: its flags, and the hook payload or envelope on stdin.
 fn project(location: &LocationArgs, cx: &Context) -> Result<Project, Failure> {
-    let (hints, _hook, _envelope) = ProjectHints::gather(location, cx.input()?)?;
-    Ok(Project::resolve(&hints, cx.env())?.0)
+    Ok(cx.project(location)?.project.clone())
 }
 
 impl Tool for RunArgs {

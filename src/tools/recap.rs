@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::claude::paths::ProjectHints;
 use crate::claude::records::{self, AwaySummary, ClientFields};
 use crate::claude::transcript::{context_line, BackwardReader, Item, Record};
-use crate::claude::{Env, Project, Settings};
+use crate::claude::{Env, Settings};
 use crate::cli::duration::{count, parse_duration};
 use crate::cli::failure::credentials_later;
 use crate::cli::failure::io_reason;
@@ -693,7 +693,7 @@ impl Tool for Args {
 impl Args {
     fn recap(&self, cx: &Context) -> Result<RecapReport, Failure> {
         let diag = cx.diag();
-        let (hints, hook, _envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
+        let (_hints, hook, _envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
         let transcript =
             crate::claude::hook::transcript_of(self.transcript.as_ref(), hook.as_ref())?;
         let session_id = hook.as_ref().and_then(|h| h.session_id.clone());
@@ -705,8 +705,8 @@ impl Args {
             return Ok(RecapReport::no_turn());
         }
         if self.auto {
-            let (_, settings) = Project::resolve(&hints, env)?;
-            let gate = away_gate(self, &recent, &settings, env, SystemTime::now(), &|line| {
+            let settings = &cx.project(&self.location)?.settings;
+            let gate = away_gate(self, &recent, settings, env, SystemTime::now(), &|line| {
                 diag.info(line);
             });
             if let Some((reason, message)) = gate {

@@ -15,7 +15,6 @@ use serde::Serialize;
 
 use crate::claude::paths::ProjectHints;
 use crate::claude::transcript::BackwardReader;
-use crate::claude::Project;
 use crate::cli::duration::count;
 use crate::cli::failure::credentials_later;
 use crate::cli::text::sanitize;
@@ -362,17 +361,17 @@ fn read_transcript(path: &Path) -> Result<Conversation, Failure> {
 impl GenerateArgs {
     fn generate(self, cx: &Context) -> Result<SuggestReport, Failure> {
         let diag = cx.diag();
-        let (hints, hook, _envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
+        let (_hints, hook, _envelope) = ProjectHints::gather(&self.location, cx.input()?)?;
         let transcript =
             crate::claude::hook::transcript_of(self.transcript.as_ref(), hook.as_ref())?;
         let env = cx.env();
         let config = credentials_later(self.model.config(env, Tier::Main))?;
-        let (_project, settings) = Project::resolve(&hints, env)?;
+        let settings = &cx.project(&self.location)?.settings;
         diag.info(&format!(
             "enabled: {}",
-            suppress::enablement_source(env, &settings)
+            suppress::enablement_source(env, settings)
         ));
-        if !suppress::enabled(env, &settings) {
+        if !suppress::enabled(env, settings) {
             return Ok(SuggestReport::suppressed(
                 "disabled",
                 "prompt suggestions are turned off \

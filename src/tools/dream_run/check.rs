@@ -496,15 +496,14 @@ impl Health {
 /// `dream-run check`.
 pub(super) fn check(args: &CheckArgs, cx: &Context) -> Result<Health, Failure> {
     let diag = cx.diag();
-    let (hints, _hook, _envelope) =
-        crate::claude::paths::ProjectHints::gather(&args.location, cx.input()?)?;
+    let located = cx.project(&args.location)?;
     // With --memory-dir alone there is no project to check paths against.
-    let with_project = hints.cwd.is_some() || args.location.memory_dir.is_none();
-    let project = Project::resolve(&hints, cx.env())?.0;
+    let with_project = located.hints.cwd.is_some() || args.location.memory_dir.is_none();
+    let project = &located.project;
     // A half-done apply or undo explains what the check is about to find: said first, and
     // how to roll it back (the check itself changes nothing).
-    super::recover::report(&project, diag);
-    let scope = ProjectScope::new(&project, with_project, args.min_hours);
+    super::recover::report(project, diag);
+    let scope = ProjectScope::new(project, with_project, args.min_hours);
     let health = match run_check(&project.memory_dir, &scope.scope()) {
         Ok(health) => health,
         // Normal before the first consolidation: nothing to check, nothing wrong. A dir

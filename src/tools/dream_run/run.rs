@@ -489,12 +489,12 @@ fn check_notify_transcript(path: &Path) -> Result<PathBuf, Failure> {
 
 pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     let diag = cx.diag();
-    let (hints, hook, envelope) = ProjectHints::gather(&args.location, cx.input()?)?;
+    let (_hints, hook, envelope) = ProjectHints::gather(&args.location, cx.input()?)?;
     if let Upstream::Declined(why) = envelope.upstream()? {
         return Ok(RunReport::passed_through(envelope, why));
     }
     let env = cx.env();
-    let (project, _settings) = Project::resolve(&hints, env)?;
+    let project = cx.project(&args.location)?.project.clone();
     let backend = args.backend.open(&project)?;
     let claim = Claim::read(&envelope, env)?;
     let mode = Mode::resolve(args.propose, env)?;
