@@ -612,7 +612,9 @@ mod tests {
             CommonArgs::default(),
             Env::from_pairs([("HOME", home.as_str())]),
             None,
-            Ok(Some(format!(r#"{{"cwd": "{}"}}"#, project_dir.display()).into_bytes())),
+            Ok(Some(
+                format!(r#"{{"cwd": "{}"}}"#, project_dir.display()).into_bytes(),
+            )),
         );
         let first = cx.project(&LocationArgs::default()).unwrap();
         assert_eq!(first.project.cwd, project_dir);
@@ -643,7 +645,10 @@ mod tests {
             cwd: Some(project_dir.clone()),
             ..LocationArgs::default()
         };
-        assert_eq!(cx.project(&fine).unwrap_err().to_string(), failure.to_string());
+        assert_eq!(
+            cx.project(&fine).unwrap_err().to_string(),
+            failure.to_string()
+        );
     }
 
     #[test]
