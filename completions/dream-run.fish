@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dream_run_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input schema backend= provider= model= timeout= retries= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= read-project unlocked propose dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input schema backend= provider= model= timeout= retries= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= no-read-project read-project unlocked propose dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
 end
 
 function __fish_dream_run_needs_command
@@ -47,7 +47,8 @@ complete -c dream-run -n "__fish_dream_run_needs_command" -l pretty -d 'Indent t
 complete -c dream-run -n "__fish_dream_run_needs_command" -l compact -d 'One-line JSON output, even on a terminal'
 complete -c dream-run -n "__fish_dream_run_needs_command" -s n -l null-input -d 'Read no stdin (as jq\'s -n): for loops and scripts whose stdin is not for us'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l schema -d 'Print the JSON Schema of what this command prints on stdout, and run nothing'
-complete -c dream-run -n "__fish_dream_run_needs_command" -l read-project -d 'Let the shell tool read the project directory too (to check memory against the code)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l no-read-project -d 'Keep the project directory out of the agent\'s reach (by default it may read the project, read-only, to check memory against the current code; files that may hold secrets are refused either way)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l read-project -d 'The default; kept so that scripts written for earlier versions still run'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l unlocked -d 'Run without holding the consolidation lock (no fencing)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l propose -d 'Stage every write in a copy under the state dir and record a proposal instead of changing the memory dir (also DREAMKIT_DREAM_MODE=propose)'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l dry-run -d 'Print {prompt, tools, sessions} and stop: no model request, no credentials needed'

@@ -4,6 +4,7 @@
 //! Nothing here talks to the network.
 
 pub mod hook;
+pub mod instructions;
 pub mod paths;
 #[cfg(test)]
 mod props;

@@ -109,8 +109,13 @@ pub struct RunArgs {
     /// Most memory files one run may change; writes to further files get a tool error
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_files: u32,
-    /// Let the shell tool read the project directory too (to check memory against the code)
-    #[arg(long)]
+    /// Keep the project directory out of the agent's reach (by default it may read the
+    /// project, read-only, to check memory against the current code; files that may hold
+    /// secrets are refused either way)
+    #[arg(long, overrides_with = "read_project")]
+    pub no_read_project: bool,
+    /// The default; kept so that scripts written for earlier versions still run
+    #[arg(long, hide = true, overrides_with = "no_read_project")]
     pub read_project: bool,
     /// Run without holding the consolidation lock (no fencing)
     #[arg(long)]
@@ -425,9 +430,15 @@ It builds a digest of each session under <state_dir>/digests/ (real user turns, 
 text and tool calls named with their key argument; rebuilt only when a transcript's size or \
 mtime changed), then runs one model conversation (the main model, prompt caching on the stable \
 prefix) with five tools: shell (ls find grep cat stat wc head tail joined by |, no shell, paths \
-confined to the memory dir, transcripts dir, digests and with --read-project the project dir; \
-a FIFO, device or socket as an argument is refused; Landlock-confined where the kernel offers \
-it, see -v; never / or a folder above the home directory, which is exit 2), read_file, \
+confined to the memory dir, transcripts dir, digests, the project dir unless --no-read-project \
+(not when the project dir is / or holds the home directory: then it stays out, said with -v), \
+and the CLAUDE.md files the sessions load (the user's <config>/CLAUDE.md; CLAUDE.md, \
+CLAUDE.local.md and .claude/CLAUDE.md in each session's working directory and every folder \
+above it), all read-only; files that may hold secrets are never read, wherever they are \
+(.env*, *.pem, *.key, id_rsa and the other SSH key names, .netrc, .npmrc, .pypirc, \
+credentials, .git/, .ssh/, .aws/ and the like; refused as arguments and skipped by grep's \
+recursion); a FIFO, device or socket as an argument is refused; Landlock-confined where the \
+kernel offers it, see -v; never / or a folder above the home directory, which is exit 2), read_file, \
 write_file, edit_file and delete_file (.md files strictly inside the memory dir, no symlinks, \
 no protected folders such as .git or agents, atomic writes; a write of the bytes a file \
 already holds writes nothing). read_file returns a bounded window of lines and refuses (a tool \

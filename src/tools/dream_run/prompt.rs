@@ -1,81 +1,150 @@
 //! The consolidation prompt, in our own words: a stable system part (cached: it is the same
 //! for every run) and the run's task (the memory dir, the digests, the sessions).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::digest::Digest;
 
 /// Claude Code loads only this much of `MEMORY.md`; the check reports what is over.
-pub use super::check::{INDEX_FILE, INDEX_LINE_CHARS, INDEX_MAX_CHARS, INDEX_MAX_LINES};
+pub use super::check::{INDEX_FILE, INDEX_MAX_CHARS, INDEX_MAX_LINES};
+
+/// What an index line aims at (Claude Code's own guidance; `check` flags only lines over
+/// 200, where the client warns).
+const INDEX_LINE_AIM: usize = 150;
+/// About how large one memory file should stay.
+const MEMORY_FILE_AIM_KB: usize = 4;
 
 /// The stable part: what a consolidation is and how to do it. No run-specific text here, so
-/// the prefix (with the tool list) is cached across runs.
+/// the prefix (with the tool list) is cached across runs. What a memory is, what is never
+/// saved and how files and the index look follow what Claude Code itself tells its agent
+/// about memory (its recall reads `description`, its loader cuts the index), said in our
+/// own words.
 pub fn system_prompt() -> String {
     format!(
-        "You maintain a software project's long-term memory: a folder of Markdown files that a \
-coding assistant loads at the start of every session. Your job now is one consolidation pass: \
-read what happened in recent sessions and fold what is worth keeping into the memory files, so \
-the next session starts from accurate, compact notes.
+        "You maintain the long-term memory a coding assistant keeps about one user and one \
+project: a folder of small Markdown files, one memory per file, and an index, {INDEX_FILE}, \
+that the assistant loads at the start of every session. Your job now is one consolidation \
+pass: read what happened in recent sessions and leave the memory folder accurate, compact and \
+in the format below, so the next session starts from the right notes.
 
-You have five tools. `shell` runs read-only commands (ls, find, grep, cat, stat, wc, head, \
-tail, optionally joined with |; no other programs, no redirection, no shell syntax). \
-`read_file`, `write_file`, `edit_file` and `delete_file` work on files; you may write, edit and \
-delete only `.md` files inside the memory folder. Paths may be absolute or relative to the \
-memory folder. Read a file with `read_file` before you replace, edit or delete it: a change \
-to a file you have not read, or that someone else changed since you read it, is refused (read \
-it again and redo the change on top). A refused call tells you why: adjust and go on.
+Tools. `shell` runs read-only commands (ls, find, grep, cat, stat, wc, head, tail, optionally \
+joined with |; no other programs, no redirection, no shell syntax). `read_file`, `write_file`, \
+`edit_file` and `delete_file` work on files; you may write, edit and delete only `.md` files \
+inside the memory folder. Paths may be absolute or relative to the memory folder. Read a file \
+with `read_file` before you replace, edit or delete it: a change to a file you have not read, \
+or that someone else changed since you read it, is refused (read it again and redo the change \
+on top). Files that may hold secrets (.env files, keys, .git/) are never readable. A refused \
+call tells you why: adjust and go on.
+
+What a memory is. Each memory has one of four types:
+- `user`: who the user is: their role, expertise and preferences, so answers fit them.
+- `feedback`: how the user wants the work done: corrections they made and approaches they \
+confirmed, both.
+- `project`: context about the work that the code itself does not show: goals, decisions and \
+their reasons, deadlines, who is involved.
+- `reference`: where to look outside the project: dashboards, ticket queues, documents, \
+channels.
+A `feedback` or `project` memory states the rule or fact first, then a line starting \
+**Why:** (the reason, often the incident or request behind it) and a line starting \
+**How to apply:** (when and how it changes what the assistant does).
+
+Never saved, even when a session asked for it: code patterns, conventions, architecture, file \
+paths and project structure (the assistant reads these from the project itself, and a copy in \
+memory only goes stale); git history; recipes for fixing a bug; anything a CLAUDE.md file \
+already says; the state of a task in progress. If memory holds such notes, delete them or cut \
+them down to the part that is none of these.
+
+One memory per file, at the top level of the memory folder (not in subfolders), named by type \
+and subject, such as `feedback_testing.md` or `user_role.md`, and under about \
+{MEMORY_FILE_AIM_KB} KB. Each file starts with frontmatter:
+---
+name: feedback-testing
+description: One specific line saying what this memory holds
+metadata:
+  type: feedback
+---
+`name` is a kebab-case slug; `description` is one specific line, because the assistant picks \
+which memories to recall by their descriptions alone; `metadata.type` is one of the four types. \
+Keep any other `metadata` keys a file already has. When you change what a memory says, make \
+its description follow.
+
+{INDEX_FILE} is only an index: no frontmatter, no memory content, one line per memory file:
+- [Title](file.md) — a short hook saying when it matters
+(a dash, a link, an em dash, a hook), each line under about {INDEX_LINE_AIM} characters. \
+Headings may group the lines.
+
+CLAUDE.md files hold the user's and the project's standing instructions. They are readable \
+but never yours to change. When memory and a CLAUDE.md disagree, decide which is stale: if \
+the memory is, fix or delete the memory; if the CLAUDE.md may be, keep a short `project` \
+memory noting the disagreement, and never edit the CLAUDE.md.
+
+Files under `team/` in the memory folder are shared with other people. Change or prune them \
+only when they are clearly wrong, never copy a personal memory into them, and do not delete \
+them (a delete there is refused unless the run allows it).
 
 Work in four phases.
 
-1. Orient. List the memory folder, read {INDEX_FILE} (the index) and skim the topic files it \
-points to, so you know what is already recorded and where.
+1. Orient. List the memory folder, read {INDEX_FILE} and skim the memory files it points to, \
+so you know what is already recorded and where.
 
 2. Gather recent signal. Read the session digests named in the task first: they hold what the \
-person asked, what was answered and which tools ran. Look for decisions, conventions, \
-preferences, facts about the code and environment, and things that turned out to be wrong. \
-Check facts already in memory that may have drifted from what the sessions show. Use narrow \
-`grep` calls on the raw transcripts (.jsonl) only to confirm a detail; never read a whole raw \
-transcript.
+person asked, what was answered and which tools ran. Look for what the user said about \
+themselves, how they want the work done, decisions and their reasons, deadlines, pointers to \
+outside systems, and memories that turned out to be wrong. Check memories that may have \
+drifted against the current project files and the CLAUDE.md files. Use narrow `grep` calls on \
+the raw transcripts (.jsonl) only to confirm a detail; never read a whole raw transcript.
 
-3. Consolidate. Merge new facts into the existing topic files instead of creating \
-near-duplicates; create a new topic file only for a genuinely new subject. Turn relative dates \
-(\"yesterday\", \"last week\") into absolute dates. Delete facts that the sessions contradict, \
-and files whose content has been fully absorbed elsewhere. Record facts, not narration: no \
-session diaries, no secrets or credentials, nothing you merely guess.
+3. Consolidate. Update the memory on the same subject instead of writing a near-duplicate; \
+create a new file only for a new subject. Turn relative dates (\"yesterday\", \"last week\") \
+into absolute dates. Delete memories the sessions contradict, and merge files that say the \
+same thing. Record what was said or decided, not narration: no session diaries, no secrets or \
+credentials, nothing you merely guess.
 
 4. Prune and index. Keep {INDEX_FILE} under {INDEX_MAX_LINES} lines and {INDEX_MAX_CHARS} \
-characters: one line per entry, at most about {INDEX_LINE_CHARS} characters, each pointing to \
-its topic file; drop pointers to files that no longer exist. Everything beyond the limits is \
-never loaded.
+characters, one line per memory file in the shape above; add lines for new files, drop lines \
+whose file is gone. Everything beyond the limits is never loaded.
 
 When you are done, reply with a short summary (at most three sentences) of what you changed \
 and why, and call no more tools."
     )
 }
 
+/// Where a run's task points the agent.
+pub struct Task<'a> {
+    pub memory_dir: &'a Path,
+    pub transcripts_dir: &'a Path,
+    pub digests: &'a [Digest],
+    pub session_ids: &'a [String],
+    /// The project tree, readable (read-only) unless `--no-read-project`.
+    pub project_dir: Option<&'a Path>,
+    /// The CLAUDE.md files the sessions load, readable and read-only.
+    pub claude_md: &'a [PathBuf],
+    /// What a check of the memory folder found before the run.
+    pub problems: Option<&'a str>,
+}
+
 /// The run's task: where things are, the digests first, then the sessions.
-pub fn task_prompt(
-    memory_dir: &Path,
-    transcripts_dir: &Path,
-    digests: &[Digest],
-    session_ids: &[String],
-    project_dir: Option<&Path>,
-    problems: Option<&str>,
-) -> String {
+pub fn task_prompt(task: &Task) -> String {
     let mut text = format!(
         "Memory folder: {}\nTranscripts folder (raw .jsonl, for narrow greps): {}\n",
-        memory_dir.display(),
-        transcripts_dir.display()
+        task.memory_dir.display(),
+        task.transcripts_dir.display()
     );
-    if let Some(dir) = project_dir {
+    if let Some(dir) = task.project_dir {
         text.push_str(&format!(
-            "Project folder (read-only, to check facts against the code): {}\n",
+            "Project folder (read-only, to check memories against the current code): {}\n",
             dir.display()
         ));
     }
-    if !digests.is_empty() {
+    if !task.claude_md.is_empty() {
+        text.push_str("\nCLAUDE.md files (read-only; never edit them):\n");
+        for file in task.claude_md {
+            text.push_str(&format!("- {}\n", file.display()));
+        }
+    }
+    if !task.digests.is_empty() {
         text.push_str("\nSession digests (read these first):\n");
-        for d in digests {
+        for d in task.digests {
             text.push_str(&format!(
                 "- {} ({} bytes; raw transcript {} bytes: {})\n",
                 d.path.display(),
@@ -87,12 +156,12 @@ pub fn task_prompt(
     }
     text.push_str(&format!(
         "\nSessions since last consolidation ({}):\n",
-        session_ids.len()
+        task.session_ids.len()
     ));
-    for id in session_ids {
+    for id in task.session_ids {
         text.push_str(&format!("- {id}\n"));
     }
-    if let Some(problems) = problems {
+    if let Some(problems) = task.problems {
         text.push_str(
             "\nProblems a check of the memory folder found before this run (fix what you can, \
 most in phase 4; a credential is deleted, never copied):\n",
@@ -106,7 +175,18 @@ most in phase 4; a credential is deleted, never copied):\n",
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
+
+    fn task_with(claude_md: &[PathBuf], digests: &[Digest], problems: Option<&str>) -> String {
+        task_prompt(&Task {
+            memory_dir: Path::new("/m"),
+            transcripts_dir: Path::new("/t"),
+            digests,
+            session_ids: &["s1".into(), "s2".into()],
+            project_dir: Some(Path::new("/p")),
+            claude_md,
+            problems,
+        })
+    }
 
     #[test]
     fn the_system_prompt_names_the_phases_and_limits() {
@@ -125,6 +205,64 @@ mod tests {
     }
 
     #[test]
+    fn the_system_prompt_says_what_a_memory_is_and_what_is_never_saved() {
+        let p = system_prompt();
+        for needle in [
+            // The four types, each with what it holds.
+            "- `user`: who the user is",
+            "- `feedback`: how the user wants the work done",
+            "- `project`: context about the work that the code itself does not show",
+            "- `reference`: where to look outside the project",
+            "**Why:**",
+            "**How to apply:**",
+            // The never-save list.
+            "Never saved, even when a session asked for it: code patterns, conventions, \
+architecture, file paths and project structure",
+            "git history",
+            "recipes for fixing a bug",
+            "anything a CLAUDE.md file already says",
+            "the state of a task in progress",
+            // The file format.
+            "One memory per file, at the top level of the memory folder",
+            "`feedback_testing.md`",
+            "under about 4 KB",
+            "---\nname: feedback-testing\ndescription: ",
+            "metadata:\n  type: feedback\n---",
+            "`name` is a kebab-case slug",
+            "its description follow",
+            // The index.
+            "MEMORY.md is only an index: no frontmatter, no memory content",
+            "- [Title](file.md) \u{2014} a short hook",
+            "under about 150 characters",
+            // CLAUDE.md and team/.
+            "if the CLAUDE.md may be, keep a short `project` memory noting the disagreement, \
+and never edit the CLAUDE.md",
+            "Files under `team/` in the memory folder are shared with other people",
+        ] {
+            assert!(p.contains(needle), "{needle:?} missing from:\n{p}");
+        }
+        // What the old prompt asked for and the client's guidance forbids.
+        assert!(!p.contains("facts about the code"));
+        assert!(!p.contains("Merge new facts into the existing topic files"));
+    }
+
+    #[test]
+    fn the_task_names_the_claude_md_files_and_the_project() {
+        let files = [
+            PathBuf::from("/p/CLAUDE.md"),
+            PathBuf::from("/h/.claude/CLAUDE.md"),
+        ];
+        let t = task_with(&files, &[], None);
+        assert!(t.contains(
+            "Project folder (read-only, to check memories against the current code): /p\n"
+        ));
+        assert!(t.contains(
+            "CLAUDE.md files (read-only; never edit them):\n- /p/CLAUDE.md\n- /h/.claude/CLAUDE.md\n"
+        ));
+        assert!(!task_with(&[], &[], None).contains("CLAUDE.md files"));
+    }
+
+    #[test]
     fn the_task_lists_digests_before_sessions() {
         let d = Digest {
             session_id: "s1".into(),
@@ -134,12 +272,9 @@ mod tests {
             digest_bytes: 80,
             reused: false,
         };
-        let t = task_prompt(
-            Path::new("/m"),
-            Path::new("/t"),
+        let t = task_with(
+            &[],
             &[d],
-            &["s1".into(), "s2".into()],
-            None,
             Some("- dangling_link MEMORY.md:3: links to gone.md, which does not exist\n"),
         );
         let digest_at = t.find("/state/digests/s1.md").unwrap();

@@ -18,6 +18,7 @@ use super::snapshot::{self, Diff, Snapshot};
 use super::staging::{self, Mode};
 use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore, Turn};
 use super::{RunArgs, FILE_LOCK_MAX_DEADLINE};
+use crate::claude::instructions;
 use crate::claude::paths::ProjectHints;
 use crate::claude::records::{self, ClientFields, MemorySaved};
 use crate::claude::sessions::{is_session_id, sessions_touched_since};
@@ -487,6 +488,25 @@ fn check_notify_transcript(path: &Path) -> Result<PathBuf, Failure> {
     })
 }
 
+/// The project dir, when the agent may read it: not with `--no-read-project`, and not when it
+/// is `/` or holds the home directory (that would open every key and token of the user's to
+/// the model; said with -v, and the run goes on without it).
+fn readable_project<'a>(args: &RunArgs, project: &'a Project, diag: &Diag) -> Option<&'a Path> {
+    if args.no_read_project {
+        return None;
+    }
+    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    let holds_home = home.is_some_and(|home| home.starts_with(&project.cwd));
+    if project.cwd == Path::new("/") || holds_home {
+        diag.info(&format!(
+            "the project dir {} is / or holds the home directory: the agent does not read it",
+            project.cwd.display()
+        ));
+        return None;
+    }
+    Some(project.cwd.as_path())
+}
+
 pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     let diag = cx.diag();
     let (_hints, hook, envelope) = ProjectHints::gather(&args.location, cx.input()?)?;
@@ -534,7 +554,13 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         .filter(|id| readable.contains(id))
         .cloned()
         .collect();
-    let project_dir = args.read_project.then_some(project.cwd.as_path());
+    let project_dir = readable_project(args, &project, diag);
+    let claude_md = {
+        let mut cwds = vec![project.cwd.clone()];
+        let reviewed = listed.iter().filter(|(id, _)| session_ids.contains(id));
+        cwds.extend(reviewed.filter_map(|(_, transcript)| instructions::session_cwd(transcript)));
+        instructions::files(&cwds, &project.config_dir)
+    };
     let task_id = new_task_id();
     // A proposing run works in its staging copy, but the model is told (and may use) the real
     // memory dir's path: the sandbox maps it onto the copy.
@@ -554,14 +580,15 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
             }
         };
         let problems = health.as_ref().and_then(check::Health::for_prompt);
-        let task = prompt::task_prompt(
-            &project.memory_dir,
-            &project.transcripts_dir,
-            &digests,
-            &session_ids,
+        let task = prompt::task_prompt(&prompt::Task {
+            memory_dir: &project.memory_dir,
+            transcripts_dir: &project.transcripts_dir,
+            digests: &digests,
+            session_ids: &session_ids,
             project_dir,
-            problems.as_deref(),
-        );
+            claude_md: &claude_md,
+            problems: problems.as_deref(),
+        });
         (task, health)
     };
     if args.dry_run {
@@ -727,7 +754,8 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         } else {
             Failure::io("set up the sandbox for", &work_dir, &e)
         }
-    }));
+    }))
+    .with_readable_files(&claude_md);
     if mode == Mode::Propose {
         sandbox = sandbox.with_alias(&project.memory_dir);
     }

@@ -4,7 +4,10 @@
 //!   joined by `|`, tokenized and checked by our own code ([`shell`]), spawned without a shell,
 //!   every path argument inside a readable root, Landlock-confined when the kernel allows
 //!   ([`confine`]).
-//! - `read_file`: regular files inside the readable roots ([`files`]).
+//! - `read_file`: regular files inside the readable roots ([`files`]), and the read-only
+//!   files named on their own (the CLAUDE.md files).
+//! - Reading is refused for secret-bearing files anywhere in a root (`.env*`, keys, `.git/`:
+//!   [`secrets`]), as a path and in `grep`'s recursion.
 //! - `write_file`, `edit_file`, `delete_file`: `*.md` files strictly inside the memory dir, no
 //!   symlink on the way, no forbidden segment ([`paths`]), atomic, after the run's
 //!   [`WriteGuard`] agrees.
@@ -18,6 +21,7 @@ mod input;
 mod paths;
 #[cfg(test)]
 mod props;
+mod secrets;
 mod shell;
 #[cfg(test)]
 #[allow(unsafe_code)] // the tests make FIFOs with mkfifo(3)
@@ -147,6 +151,8 @@ pub struct Sandbox {
     memory_dir_given: PathBuf,
     /// Canonical readable roots; always includes the memory dir.
     roots: Vec<PathBuf>,
+    /// Canonical files readable on their own, outside the roots (the CLAUDE.md files).
+    files: Vec<PathBuf>,
     limits: Limits,
     /// Absolute paths of the allowed programs found in the system directories.
     programs: shell::Programs,
@@ -203,11 +209,33 @@ impl Sandbox {
             memory_dir: canonical,
             memory_dir_given,
             roots,
+            files: Vec::new(),
             limits,
             programs,
             confinement,
             alias: Vec::new(),
         })
+    }
+
+    /// Makes each of `files` that is a regular file readable on its own (read-only, like
+    /// everything but the memory dir), wherever it is: `~/.claude/CLAUDE.md` may be read
+    /// though the home directory may not. Files that do not exist are skipped.
+    pub fn with_readable_files(mut self, files: &[PathBuf]) -> Sandbox {
+        for file in files {
+            let Ok(canonical) = std::fs::canonicalize(file) else {
+                continue;
+            };
+            let regular = std::fs::metadata(&canonical).is_ok_and(|m| m.is_file());
+            if regular && !self.files.contains(&canonical) {
+                self.files.push(canonical);
+            }
+        }
+        if !self.files.is_empty() && self.confinement.is_some() {
+            let granted: Vec<PathBuf> = self.roots.iter().chain(&self.files).cloned().collect();
+            self.confinement =
+                confine::Confinement::probe(&granted, &self.programs, &self.memory_dir);
+        }
+        self
     }
 
     /// Makes paths under `real` (the real memory dir, while the sandbox works in a staging
@@ -360,8 +388,28 @@ again with JSON arguments",
     }
 
     /// Whether a canonical path lies inside one of the readable roots.
-    fn inside_roots(&self, canonical: &Path) -> bool {
-        self.roots.iter().any(|root| canonical.starts_with(root))
+    /// Whether the agent may read `canonical` (what `raw` resolved to): inside a root (or one
+    /// of the files readable on their own) and not a secret-bearing file. The refusal says
+    /// why, for the model.
+    fn check_readable(&self, raw: &str, canonical: &Path) -> Result<(), String> {
+        if self.files.iter().any(|file| canonical == file) {
+            return Ok(());
+        }
+        let root = self
+            .roots
+            .iter()
+            .filter(|root| canonical.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len());
+        let Some(root) = root else {
+            return Err(paths::outside_roots_message(self, raw, canonical));
+        };
+        let relative = canonical.strip_prefix(root).unwrap_or(canonical);
+        match secrets::refusal(relative) {
+            Some(why) => Err(format!(
+                "{raw} is not readable: {why}; files that may hold secrets are never read"
+            )),
+            None => Ok(()),
+        }
     }
 }
 

@@ -207,9 +207,7 @@ pub(super) fn read_target(sandbox: &Sandbox, raw: &str) -> Result<PathBuf, Strin
         }
         Err(e) => return Err(format!("{raw}: {e}")),
     };
-    if !sandbox.inside_roots(&canonical) {
-        return Err(outside_roots_message(sandbox, raw, &canonical));
-    }
+    sandbox.check_readable(raw, &canonical)?;
     Ok(canonical)
 }
 
@@ -218,6 +216,7 @@ pub(super) fn outside_roots_message(sandbox: &Sandbox, raw: &str, canonical: &Pa
     let roots: Vec<String> = sandbox
         .roots
         .iter()
+        .chain(&sandbox.files)
         .map(|r| r.display().to_string())
         .collect();
     let via = if Path::new(raw) != canonical {

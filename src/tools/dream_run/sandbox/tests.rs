@@ -1348,3 +1348,187 @@ mod schema_agreement {
         }
     }
 }
+
+/// base/project/ with ordinary files and secret-bearing ones (each holding the canary), the
+/// project a root beside the memory dir.
+fn project_with_secrets(f: &Fixture) -> PathBuf {
+    let project = f.base.join("project");
+    for dir in ["src", ".git", "keys", ".ssh"] {
+        std::fs::create_dir_all(project.join(dir)).unwrap();
+    }
+    std::fs::write(
+        project.join("src/main.rs"),
+        "fn main() {} // CANARY-free code\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("README.md"), "the project\n").unwrap();
+    for secret in [
+        ".env",
+        ".env.local",
+        "keys/id_rsa",
+        "keys/server.pem",
+        "keys/tls.key",
+        ".netrc",
+        ".git/config",
+        ".ssh/config",
+    ] {
+        std::fs::write(project.join(secret), format!("TOKEN={CANARY}\n")).unwrap();
+    }
+    // A link with an innocent name to a secret is refused by what it resolves to.
+    symlink(".env", project.join("settings.txt")).unwrap();
+    project
+}
+
+#[test]
+fn the_project_is_readable_but_its_secret_bearing_files_are_not() {
+    let f = fixture();
+    let project = project_with_secrets(&f);
+    let roots = [f.transcripts.clone(), project.clone()];
+    let mut sb = Sandbox::new(&f.mem, &roots, Limits::default()).unwrap();
+    let p = |rel: &str| project.join(rel).display().to_string();
+
+    let read = sb.call(
+        "read_file",
+        &json!({"path": p("src/main.rs")}),
+        &mut AllowAll,
+    );
+    assert!(!read.is_error, "{}", read.content);
+    let cat = sb.call(
+        "shell",
+        &json!({"command": format!("cat {}", p("README.md"))}),
+        &mut AllowAll,
+    );
+    assert!(
+        !cat.is_error && cat.content.contains("the project"),
+        "{}",
+        cat.content
+    );
+
+    for secret in [
+        ".env",
+        ".env.local",
+        "keys/id_rsa",
+        "keys/server.pem",
+        "keys/tls.key",
+        ".netrc",
+        ".git/config",
+        ".ssh/config",
+        "settings.txt",
+    ] {
+        let read = sb.call("read_file", &json!({"path": p(secret)}), &mut AllowAll);
+        assert!(read.is_error, "read_file {secret}: {}", read.content);
+        assert!(
+            read.content
+                .contains("files that may hold secrets are never read"),
+            "{secret}: {}",
+            read.content
+        );
+        assert!(!read.content.contains(CANARY), "{secret}: {}", read.content);
+        for command in [
+            format!("cat {}", p(secret)),
+            format!("head -n 1 {}", p(secret)),
+            format!("grep TOKEN {}", p(secret)),
+            format!("grep -f {} README.md", p(secret)),
+        ] {
+            let result = sb.call("shell", &json!({ "command": command }), &mut AllowAll);
+            assert!(result.is_error, "{command}: {}", result.content);
+            assert!(
+                !result.content.contains(CANARY),
+                "{command}: {}",
+                result.content
+            );
+        }
+    }
+    // grep's own recursion skips them, whatever the model's --include says and wherever it
+    // puts `--`.
+    for command in [
+        format!("grep -r TOKEN {}", project.display()),
+        format!("grep -r --include=* TOKEN {}", project.display()),
+        format!("grep -r --include=.env -e TOKEN -- {}", project.display()),
+        format!("grep -rl -e -- {}", project.display()),
+    ] {
+        let result = sb.call("shell", &json!({ "command": command }), &mut AllowAll);
+        assert!(
+            !result.content.contains(CANARY),
+            "{command}: {}",
+            result.content
+        );
+        assert!(
+            !result.content.contains(".env"),
+            "{command}: {}",
+            result.content
+        );
+    }
+    // Names are fine: listing shows a .env exists, never what it holds.
+    let ls = sb.call(
+        "shell",
+        &json!({"command": format!("ls -a {}", project.display())}),
+        &mut AllowAll,
+    );
+    assert!(
+        !ls.is_error && ls.content.contains(".env"),
+        "{}",
+        ls.content
+    );
+}
+
+#[test]
+fn claude_md_files_are_readable_on_their_own_and_never_written() {
+    let f = fixture();
+    let home_claude = f.base.join("home/.claude");
+    std::fs::create_dir_all(&home_claude).unwrap();
+    let claude_md = home_claude.join("CLAUDE.md");
+    std::fs::write(&claude_md, "Always answer in French.\n").unwrap();
+    std::fs::write(home_claude.join("other.md"), CANARY).unwrap();
+    let mut sb = sandbox(&f, Limits::default())
+        .with_readable_files(&[claude_md.clone(), f.base.join("missing/CLAUDE.md")]);
+    let path = claude_md.display().to_string();
+
+    let read = sb.call("read_file", &json!({ "path": path }), &mut AllowAll);
+    assert!(
+        !read.is_error && read.content.contains("French"),
+        "{}",
+        read.content
+    );
+    let cat = sb.call(
+        "shell",
+        &json!({"command": format!("cat {path}")}),
+        &mut AllowAll,
+    );
+    assert!(
+        !cat.is_error && cat.content.contains("French"),
+        "{}",
+        cat.content
+    );
+    // Its folder is not opened with it.
+    let other = home_claude.join("other.md").display().to_string();
+    let read = sb.call("read_file", &json!({ "path": other }), &mut AllowAll);
+    assert!(
+        read.is_error && !read.content.contains(CANARY),
+        "{}",
+        read.content
+    );
+    let ls = sb.call(
+        "shell",
+        &json!({"command": format!("ls {}", home_claude.display())}),
+        &mut AllowAll,
+    );
+    assert!(ls.is_error, "{}", ls.content);
+
+    let before = std::fs::read_to_string(&claude_md).unwrap();
+    for (tool, input) in [
+        (
+            "write_file",
+            json!({"path": path, "content": "Answer in English.\n"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": path, "old_string": "French", "new_string": "English"}),
+        ),
+        ("delete_file", json!({ "path": path })),
+    ] {
+        let result = sb.call(tool, &input, &mut AllowAll);
+        assert!(result.is_error, "{tool}: {}", result.content);
+    }
+    assert_eq!(std::fs::read_to_string(&claude_md).unwrap(), before);
+}

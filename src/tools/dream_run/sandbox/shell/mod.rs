@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Sandbox, ToolResult};
+use super::{secrets, Sandbox, ToolResult};
 use options::{check_find, check_getopt, CAT, GREP, HEAD, LS, STAT, TAIL, WC};
 use tokenize::tokenize;
 
@@ -136,8 +136,11 @@ fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
                 allowed_list()
             ));
         };
-        match name {
-            "find" => check_find(sandbox, args)?,
+        let options_end = match name {
+            "find" => {
+                check_find(sandbox, args)?;
+                args.len()
+            }
             "ls" => check_getopt(sandbox, &LS, args)?,
             "grep" => check_getopt(sandbox, &GREP, args)?,
             "cat" => check_getopt(sandbox, &CAT, args)?,
@@ -146,14 +149,22 @@ fn plan(sandbox: &Sandbox, command: &str) -> Result<Vec<Stage>, String> {
             "head" => check_getopt(sandbox, &HEAD, args)?,
             "tail" => check_getopt(sandbox, &TAIL, args)?,
             _ => return Err(format!("`{name}` is not allowed")),
-        }
+        };
         let Some(program) = sandbox.programs.path(name) else {
             return Err(format!("`{name}` is not installed on this system"));
         };
+        let mut args: Vec<String> = args.iter().map(|w| w.text.clone()).collect();
+        if name == "grep" {
+            // After the model's options (the last of contradicting --include/--exclude wins),
+            // before the `--` that ends them (after it they would be file names).
+            let at = options_end;
+            let excludes = secrets::GREP_EXCLUDES.iter().map(ToString::to_string);
+            args.splice(at..at, excludes);
+        }
         planned.push(Stage {
             name,
             program: program.to_path_buf(),
-            args: args.iter().map(|w| w.text.clone()).collect(),
+            args,
             is_grep: name == "grep",
         });
     }

@@ -1,7 +1,6 @@
 //! Per-program option allow-lists and the path check of every path argument.
 
 use super::tokenize::Word;
-use crate::tools::dream_run::sandbox::paths::outside_roots_message;
 use crate::tools::dream_run::sandbox::Sandbox;
 
 /// What an option's value is.
@@ -233,11 +232,8 @@ fn check_path(sandbox: &Sandbox, program: &str, word: &Word) -> Result<(), Strin
         }
         Err(e) => return Err(format!("{program}: {raw}: {e}")),
     };
-    if !sandbox.inside_roots(&canonical) {
-        return Err(format!(
-            "{program}: {}",
-            outside_roots_message(sandbox, raw, &canonical)
-        ));
+    if let Err(refusal) = sandbox.check_readable(raw, &canonical) {
+        return Err(format!("{program}: {refusal}"));
     }
     // A FIFO would make the command wait for a writer until the timeout, a device may never
     // end: only regular files and directories are arguments.
@@ -252,7 +248,13 @@ fn check_path(sandbox: &Sandbox, program: &str, word: &Word) -> Result<(), Strin
 }
 
 /// Parses a getopt-style program's arguments against its allow-list and checks every path.
-pub(super) fn check_getopt(sandbox: &Sandbox, spec: &Spec, words: &[Word]) -> Result<(), String> {
+/// Returns where the options end: the index of the `--` that ends them (not a `--` given as
+/// an option's value), or the number of words.
+pub(super) fn check_getopt(
+    sandbox: &Sandbox,
+    spec: &Spec,
+    words: &[Word],
+) -> Result<usize, String> {
     let name = spec.name;
     let refuse = |option: &str| -> Option<String> {
         spec.refused
@@ -265,6 +267,7 @@ pub(super) fn check_getopt(sandbox: &Sandbox, spec: &Spec, words: &[Word]) -> Re
     let mut value_paths: Vec<Word> = Vec::new();
     let mut index = 0;
     let mut after_dashdash = false;
+    let mut options_end = words.len();
     while index < words.len() {
         let word = &words[index];
         index += 1;
@@ -275,6 +278,7 @@ pub(super) fn check_getopt(sandbox: &Sandbox, spec: &Spec, words: &[Word]) -> Re
         }
         if text == "--" {
             after_dashdash = true;
+            options_end = index - 1;
             continue;
         }
         if let Some(long) = text.strip_prefix("--") {
@@ -385,7 +389,7 @@ pub(super) fn check_getopt(sandbox: &Sandbox, spec: &Spec, words: &[Word]) -> Re
         }
         check_path(sandbox, name, word)?;
     }
-    Ok(())
+    Ok(options_end)
 }
 
 fn unknown_option(spec: &Spec, option: &str) -> String {
