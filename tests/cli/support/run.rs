@@ -28,7 +28,8 @@
 //! spawned here: [`Run::spawn`], whose run the test signals or feeds while it runs, and the
 //! runs whose stdin comes from a file or FIFO or whose stdout or stderr goes elsewhere
 //! (`/dev/full`, a file): `assert_cmd::Command::output` pipes all three itself, and cannot
-//! hand a run over while it runs. A run that may leave a process behind holding its outputs
+//! hand a run over while it runs. So is a run fed more than a pipe holds: `assert_cmd` writes
+//! stdin before its timeout starts, and a run that never reads it would block it there. A run that may leave a process behind holding its outputs
 //! sends them elsewhere (`.stdout_into`/`.stderr_into`): `assert_cmd` reads them to their end
 //! after its timeout, so such a process would hold the read up. Both ways fail the test, not
 //! hang it, when that happens anyway.
