@@ -18,10 +18,21 @@
 //! Built on the crates the spec names: the binaries are found by `assert_cmd`'s `cargo_bin`,
 //! stdout and stderr are checked with `predicates` (`.stdout(predicate::str::contains(..))`;
 //! the `*_is`/`*_contains`/`*_empty` helpers build those predicates) and the exit code, stdout
-//! and stderr are asserted by `assert_cmd`'s `Assert` over the run's `Output`. The process
-//! itself is spawned here, not by `assert_cmd::Command::output`, because that can neither
-//! hand the run to the test while it runs (signals, FIFOs), nor send stdout to `/dev/full`,
-//! nor stop waiting when a process the run left behind holds its pipes open.
+//! and stderr are asserted by `assert_cmd`'s `Assert` over the run's `Output`, whichever way
+//! it was started.
+//!
+//! A run is described once, as a `std::process::Command` (program, arguments, environment,
+//! directory, and the uid of [`ClaudeHome::process_unprivileged`]), and started one of two
+//! ways. [`Run::run`] hands a run that reads bytes (or nothing) and gives both outputs back
+//! to `assert_cmd::Command` (`from_std`, `write_stdin`, `timeout`, `output`). The rest is
+//! spawned here: [`Run::spawn`], whose run the test signals or feeds while it runs, and the
+//! runs whose stdin comes from a file or FIFO or whose stdout or stderr goes elsewhere
+//! (`/dev/full`, a file): `assert_cmd::Command::output` pipes all three itself, and cannot
+//! hand a run over while it runs. So is a run fed more than a pipe holds: `assert_cmd` writes
+//! stdin before its timeout starts, and a run that never reads it would block it there. A run that may leave a process behind holding its outputs
+//! sends them elsewhere (`.stdout_into`/`.stderr_into`): `assert_cmd` reads them to their end
+//! after its timeout, so such a process would hold the read up. Both ways fail the test, not
+//! hang it, when that happens anyway.
 //!
 //! Every JSON document a test reads from stdout is validated against its command's schema
 //! (`schemas/`, see [`super::schema`]).
@@ -35,7 +46,7 @@ use std::io::{Read, Write};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -47,6 +58,9 @@ use super::{bin_path, schema, wait, ClaudeHome};
 
 /// How long any one run may take before it is killed and the test fails.
 pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a pipe holds on Linux before its writer blocks.
+const PIPE_CAPACITY: usize = 64 * 1024;
 
 type TextCheck<'a> = Box<dyn FnOnce(&str) + 'a>;
 
@@ -332,42 +346,75 @@ impl<'a> Run<'a> {
 
     /// Runs it and checks the exit, stdout and stderr; panics, printing all three, when one
     /// of them is wrong or was never said.
+    ///
+    /// A run that reads bytes (or nothing) and whose stdout and stderr both come back to the
+    /// test is run by `assert_cmd::Command::output`, with its timeout. Any other run (stdin
+    /// from a file or FIFO, an output sent elsewhere, stdin bigger than a pipe holds) is
+    /// started like [`Run::spawn`] and finished at once.
     #[track_caller]
     pub(crate) fn run(self) -> Ran {
-        self.spawn().finish()
+        let plain = self.stdout_to.is_none()
+            && self.stderr_to.is_none()
+            // assert_cmd writes stdin before its timeout starts, so a run that reads no more
+            // than a pipe holds never leaves it blocked there.
+            && matches!(&self.input, Input::Bytes(bytes) if bytes.len() <= PIPE_CAPACITY);
+        if plain {
+            self.run_by_assert_cmd()
+        } else {
+            self.spawn().finish()
+        }
+    }
+
+    /// [`Run::run`] through `assert_cmd::Command`: stdin bytes in, both outputs captured,
+    /// killed past its timeout.
+    #[track_caller]
+    fn run_by_assert_cmd(self) -> Ran {
+        let (launch, checks) = self.split();
+        checks.assert_all_said();
+        let Input::Bytes(bytes) = launch.input else {
+            unreachable!("run() sends only stdin bytes here")
+        };
+        let mut cmd = assert_cmd::Command::from_std(launch.cmd);
+        cmd.write_stdin(bytes).timeout(checks.timeout);
+        // assert_cmd kills the run past its timeout, then reads stdout and stderr to their
+        // end: a process the run left behind that holds them open would block that read, so
+        // it reads on a thread of its own and this one stops waiting (and fails) like
+        // `Running::finish` does.
+        let (sent, received) = mpsc::channel();
+        let started = Instant::now();
+        std::thread::spawn(move || {
+            let _ = sent.send(cmd.output());
+        });
+        let output = match received.recv_timeout(checks.timeout + wait::WAIT_TIMEOUT) {
+            Ok(Ok(output)) => output,
+            Ok(Err(e)) => panic!("{}: cannot run: {e}", checks.label),
+            Err(_) => panic!(
+                "{}: its stdout and stderr did not close within {:?} of its end (a process \
+                 it started keeps them open? send them elsewhere with \
+                 .stdout_into/.stderr_into)",
+                checks.label,
+                wait::WAIT_TIMEOUT
+            ),
+        };
+        let elapsed = started.elapsed();
+        // assert_cmd says nothing when it kills a run: a SIGKILL at or past the limit is it.
+        let timed_out = elapsed >= checks.timeout
+            && std::os::unix::process::ExitStatusExt::signal(&output.status) == Some(libc::SIGKILL);
+        checks.check(output, elapsed, timed_out)
     }
 
     /// Starts it, checked like [`Run::run`] once [`Running::finish`] is called; meanwhile the
-    /// test may signal it and watch what it prints.
+    /// test may signal it and watch what it does.
     #[track_caller]
     pub(crate) fn spawn(self) -> Running<'a> {
-        let Run {
+        let (launch, checks) = self.split();
+        checks.assert_all_said();
+        let Launch {
             mut cmd,
             input,
             stdout_to,
             stderr_to,
-            label,
-            timeout,
-            exit,
-            stdout,
-            stderr,
-            schema,
-        } = self;
-        let mut unsaid = Vec::new();
-        if exit.is_none() {
-            unsaid.push("the exit status (.code/.success/.killed_by/.code_any)");
-        }
-        if !stdout.said() {
-            unsaid.push("stdout (.stdout_*)");
-        }
-        if !stderr.said() {
-            unsaid.push("stderr (.stderr_*)");
-        }
-        assert!(
-            unsaid.is_empty(),
-            "{label}: the test does not say {}",
-            unsaid.join(", ")
-        );
+        } = launch;
         let (stdout_captured, stderr_captured) = (stdout_to.is_none(), stderr_to.is_none());
         cmd.stdout(stdout_to.unwrap_or_else(Stdio::piped))
             .stderr(stderr_to.unwrap_or_else(Stdio::piped));
@@ -383,9 +430,9 @@ impl<'a> Run<'a> {
         };
         let mut child = cmd
             .spawn()
-            .unwrap_or_else(|e| panic!("{label}: cannot run: {e}"));
+            .unwrap_or_else(|e| panic!("{}: cannot run: {e}", checks.label));
         // stdin is fed and both outputs drained by threads, so no pipe fills up and blocks
-        // the run, and the test can watch the output while it runs.
+        // the run, even when the test holds the run for long.
         let feeder = bytes.map(|bytes| {
             let mut pipe = child.stdin.take().expect("piped stdin");
             std::thread::spawn(move || {
@@ -411,129 +458,127 @@ impl<'a> Run<'a> {
         Running {
             child,
             started: Instant::now(),
+            checks: Some(checks),
+            stdout_buf,
+            stderr_buf,
+            feeder,
+            drains,
+        }
+    }
+
+    /// What to start, and what to check once it ended.
+    fn split(self) -> (Launch, Checks<'a>) {
+        let Run {
+            cmd,
+            input,
+            stdout_to,
+            stderr_to,
             label,
             timeout,
             exit,
             stdout,
             stderr,
-            stdout_buf,
-            stderr_buf,
-            feeder,
-            drains,
-            finished: false,
             schema,
-        }
+        } = self;
+        (
+            Launch {
+                cmd,
+                input,
+                stdout_to,
+                stderr_to,
+            },
+            Checks {
+                label,
+                timeout,
+                exit,
+                stdout,
+                stderr,
+                schema,
+            },
+        )
     }
 }
 
-fn drain(mut from: impl Read + Send + 'static, into: &Arc<Mutex<Vec<u8>>>) -> JoinHandle<()> {
-    let into = Arc::clone(into);
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 8192];
-        while let Ok(n) = from.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            into.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .extend_from_slice(&chunk[..n]);
-        }
-    })
+/// How a run is started: its command line, environment and directory (the one description
+/// both ways of starting use), and where its stdio goes.
+struct Launch {
+    cmd: Command,
+    input: Input,
+    stdout_to: Option<Stdio>,
+    stderr_to: Option<Stdio>,
 }
 
-/// A run that was started and is not yet checked. Dropped unfinished, it is killed and
-/// reaped, so no test leaves a process behind.
-pub(crate) struct Running<'a> {
-    child: Child,
-    started: Instant,
+/// What a run must end with, checked the same way however it was started.
+struct Checks<'a> {
     label: String,
     timeout: Duration,
     exit: Option<Exit>,
     stdout: Stream<'a>,
     stderr: Stream<'a>,
-    stdout_buf: Arc<Mutex<Vec<u8>>>,
-    stderr_buf: Arc<Mutex<Vec<u8>>>,
-    feeder: Option<JoinHandle<()>>,
-    drains: Vec<JoinHandle<()>>,
-    finished: bool,
     schema: Option<schema::Command>,
 }
 
-impl Running<'_> {
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Sends `signal` to the process.
+impl Checks<'_> {
+    /// Fails before anything starts when the exit, stdout or stderr was neither checked nor
+    /// waived.
     #[track_caller]
-    pub(crate) fn signal(&self, signal: i32) {
-        let pid = i32::try_from(self.child.id()).expect("pid");
-        assert_eq!(
-            unsafe { libc::kill(pid, signal) },
-            0,
-            "{}: kill {signal}",
-            self.label
-        );
-    }
-
-    /// What it printed on stdout so far.
-    pub(crate) fn stdout_so_far(&self) -> String {
-        text_of(&self.stdout_buf)
-    }
-
-    /// What it printed on stderr so far.
-    pub(crate) fn stderr_so_far(&self) -> String {
-        text_of(&self.stderr_buf)
-    }
-
-    /// Waits for it to end (killing it past its timeout) and checks the exit, stdout and
-    /// stderr as described; panics, printing all three, when one of them is wrong.
-    #[track_caller]
-    pub(crate) fn finish(mut self) -> Ran {
-        self.finished = true;
-        let deadline = self.started + self.timeout;
-        let mut timed_out = false;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                break status;
-            }
-            if Instant::now() >= deadline {
-                timed_out = true;
-                let _ = self.child.kill();
-                break self.child.wait().expect("wait");
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        };
-        let elapsed = self.started.elapsed();
-        if let Some(feeder) = self.feeder.take() {
-            let _ = feeder.join();
+    fn assert_all_said(&self) {
+        let mut unsaid = Vec::new();
+        if self.exit.is_none() {
+            unsaid.push("the exit status (.code/.success/.killed_by/.code_any)");
         }
-        // The outputs end when the last writer closes them; a process the run left behind
-        // that keeps them open fails the test instead of hanging it.
-        let drains = std::mem::take(&mut self.drains);
-        wait::for_true(
-            &format!(
-                "{}: its stdout and stderr to close (a process it started keeps them open? \
-                 send them elsewhere with .stdout_into/.stderr_into)",
-                self.label
-            ),
-            || drains.iter().all(JoinHandle::is_finished),
+        if !self.stdout.said() {
+            unsaid.push("stdout (.stdout_*)");
+        }
+        if !self.stderr.said() {
+            unsaid.push("stderr (.stderr_*)");
+        }
+        assert!(
+            unsaid.is_empty(),
+            "{}: the test does not say {}",
+            self.label,
+            unsaid.join(", ")
         );
-        let output = std::process::Output {
-            status,
-            stdout: bytes_of(&self.stdout_buf),
-            stderr: bytes_of(&self.stderr_buf),
+        let exit_waiver = match self.exit {
+            Some(Exit::Any(why)) => Some(why),
+            _ => None,
         };
+        let unexplained: Vec<&str> = [
+            ("the exit status", exit_waiver),
+            ("stdout", self.stdout.waived.as_deref()),
+            ("stderr", self.stderr.waived.as_deref()),
+        ]
+        .into_iter()
+        .filter(|(_, why)| why.is_some_and(|why| why.trim().is_empty()))
+        .map(|(what, _)| what)
+        .collect();
+        assert!(
+            unexplained.is_empty(),
+            "{}: the test waives {} without saying why",
+            self.label,
+            unexplained.join(", ")
+        );
+    }
+
+    /// Checks the exit, stdout and stderr of a run that ended after `elapsed`; panics,
+    /// printing all three, when one of them is wrong.
+    #[track_caller]
+    fn check(self, output: std::process::Output, elapsed: Duration, timed_out: bool) -> Ran {
+        let Checks {
+            label,
+            timeout,
+            exit,
+            stdout,
+            stderr,
+            schema,
+        } = self;
         let ran = Ran {
-            code: status.code(),
-            signal: std::os::unix::process::ExitStatusExt::signal(&status),
-            stdout: self.stdout_so_far(),
-            stderr: self.stderr_so_far(),
-            schema: self.schema.take(),
+            code: output.status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&output.status),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            schema,
         };
-        let exit = self.exit.take();
-        let stdout = std::mem::take(&mut self.stdout);
-        let stderr = std::mem::take(&mut self.stderr);
         let waived: Vec<String> = [
             match exit {
                 Some(Exit::Any(why)) => Some(format!("exit not checked: {why}\n")),
@@ -551,7 +596,6 @@ impl Running<'_> {
         .into_iter()
         .flatten()
         .collect();
-        let timeout = self.timeout;
         let checked = catch_unwind(AssertUnwindSafe(|| {
             assert!(!timed_out, "timed out after {timeout:?} and was killed");
             let read_stdout = !stdout.checks.is_empty() || !stdout.predicates.is_empty();
@@ -586,9 +630,8 @@ impl Running<'_> {
         }));
         if let Err(panic) = checked {
             eprintln!(
-                "---- {}\nexit: {:?} (signal {:?}) after {elapsed:?}\n{}\
+                "---- {label}\nexit: {:?} (signal {:?}) after {elapsed:?}\n{}\
                  ---- stdout\n{}\n---- stderr\n{}\n----",
-                self.label,
                 ran.code,
                 ran.signal,
                 waived.concat(),
@@ -601,9 +644,102 @@ impl Running<'_> {
     }
 }
 
+fn drain(mut from: impl Read + Send + 'static, into: &Arc<Mutex<Vec<u8>>>) -> JoinHandle<()> {
+    let into = Arc::clone(into);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = from.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            into.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(&chunk[..n]);
+        }
+    })
+}
+
+/// A run that was started and is not yet checked. Dropped unfinished, it is killed and
+/// reaped, so no test leaves a process behind.
+pub(crate) struct Running<'a> {
+    child: Child,
+    started: Instant,
+    /// Taken by [`Running::finish`]; still here when it is dropped unfinished.
+    checks: Option<Checks<'a>>,
+    stdout_buf: Arc<Mutex<Vec<u8>>>,
+    stderr_buf: Arc<Mutex<Vec<u8>>>,
+    feeder: Option<JoinHandle<()>>,
+    drains: Vec<JoinHandle<()>>,
+}
+
+impl Running<'_> {
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn label(&self) -> &str {
+        self.checks
+            .as_ref()
+            .map_or("", |checks| checks.label.as_str())
+    }
+
+    /// Sends `signal` to the process.
+    #[track_caller]
+    pub(crate) fn signal(&self, signal: i32) {
+        let pid = i32::try_from(self.child.id()).expect("pid");
+        assert_eq!(
+            unsafe { libc::kill(pid, signal) },
+            0,
+            "{}: kill {signal}",
+            self.label()
+        );
+    }
+
+    /// Waits for it to end (killing it past its timeout) and checks the exit, stdout and
+    /// stderr as described; panics, printing all three, when one of them is wrong.
+    #[track_caller]
+    pub(crate) fn finish(mut self) -> Ran {
+        let checks = self.checks.take().expect("finished once");
+        let deadline = self.started + checks.timeout;
+        let mut timed_out = false;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                timed_out = true;
+                let _ = self.child.kill();
+                break self.child.wait().expect("wait");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let elapsed = self.started.elapsed();
+        if let Some(feeder) = self.feeder.take() {
+            let _ = feeder.join();
+        }
+        // The outputs end when the last writer closes them; a process the run left behind
+        // that keeps them open fails the test instead of hanging it.
+        let drains = std::mem::take(&mut self.drains);
+        wait::for_true(
+            &format!(
+                "{}: its stdout and stderr to close (a process it started keeps them open? \
+                 send them elsewhere with .stdout_into/.stderr_into)",
+                checks.label
+            ),
+            || drains.iter().all(JoinHandle::is_finished),
+        );
+        let output = std::process::Output {
+            status,
+            stdout: bytes_of(&self.stdout_buf),
+            stderr: bytes_of(&self.stderr_buf),
+        };
+        checks.check(output, elapsed, timed_out)
+    }
+}
+
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        if !self.finished {
+        if self.checks.is_some() {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
@@ -614,14 +750,6 @@ fn bytes_of(buf: &Mutex<Vec<u8>>) -> Vec<u8> {
     buf.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone()
-}
-
-fn text_of(buf: &Mutex<Vec<u8>>) -> String {
-    String::from_utf8_lossy(
-        &buf.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    )
-    .into_owned()
 }
 
 /// The one JSON document a tool printed: one line, newline-terminated.
@@ -636,4 +764,110 @@ pub(crate) fn one_json_line(text: &str) -> Value {
         "not one compact line: {text:?}"
     );
     serde_json::from_str(text).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text:?}"))
+}
+
+/// The runner itself: what it refuses and what it stops.
+mod tests {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    use super::{Ran, Run};
+    use crate::support::ClaudeHome;
+
+    /// The message `run` panicked with; fails when it did not panic.
+    fn panic_of(run: impl FnOnce() -> Ran) -> String {
+        let panic = catch_unwind(AssertUnwindSafe(run)).expect_err("the run was accepted");
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
+            .expect("a text panic")
+    }
+
+    fn echo(home: &ClaudeHome) -> Run<'static> {
+        Run::command(home.process("sh"), "sh").args(["-c", "echo out; echo err >&2"])
+    }
+
+    #[test]
+    fn a_stream_left_unchecked_fails_the_run() {
+        let home = ClaudeHome::new();
+        let message = panic_of(|| echo(&home).success().stdout_is("out\n").run());
+        assert!(
+            message.ends_with("the test does not say stderr (.stderr_*)"),
+            "{message}"
+        );
+        let message = panic_of(|| echo(&home).stderr_is("err\n").stdout_is("out\n").run());
+        assert!(
+            message.ends_with(
+                "the test does not say the exit status \
+                 (.code/.success/.killed_by/.code_any)"
+            ),
+            "{message}"
+        );
+        // The same rule holds for a run the test is handed.
+        let message = panic_of(|| echo(&home).success().stderr_is("err\n").spawn().finish());
+        assert!(
+            message.ends_with("the test does not say stdout (.stdout_*)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_waiver_without_a_reason_fails_the_run() {
+        let home = ClaudeHome::new();
+        let message = panic_of(|| {
+            echo(&home)
+                .success()
+                .stdout_any(" ")
+                .stderr_is("err\n")
+                .run()
+        });
+        assert!(
+            message.ends_with("the test waives stdout without saying why"),
+            "{message}"
+        );
+        let message = panic_of(|| {
+            echo(&home)
+                .code_any("")
+                .stdout_is("out\n")
+                .stderr_any("")
+                .run()
+        });
+        assert!(
+            message.ends_with("the test waives the exit status, stderr without saying why"),
+            "{message}"
+        );
+        // Said, with reasons, the same run passes.
+        let ran = echo(&home)
+            .code_any("the runner is under test")
+            .stdout_is("out\n")
+            .stderr_any("the runner is under test")
+            .run();
+        assert_eq!((ran.code, ran.stderr.as_str()), (Some(0), "err\n"));
+    }
+
+    /// Both ways of starting kill a run past its timeout and fail the test.
+    #[test]
+    fn a_run_past_its_timeout_is_killed_and_fails() {
+        let home = ClaudeHome::new();
+        let sleeper = || {
+            Run::command(home.process("sleep"), "sleep 30")
+                .arg("30")
+                .timeout(Duration::from_millis(200))
+                .code_any("it is killed")
+                .stdout_empty()
+                .stderr_empty()
+        };
+        let started = Instant::now();
+        let message = panic_of(|| sleeper().run());
+        assert_eq!(message, "timed out after 200ms and was killed");
+        let message = panic_of(|| sleeper().stdin_from(Stdio::null()).run());
+        assert_eq!(message, "timed out after 200ms and was killed");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 }
