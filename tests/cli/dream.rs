@@ -1278,3 +1278,151 @@ fn unread_files_are_refused_and_the_runs_own_files_stay_writable() {
     assert_eq!(d.read("new.md"), "three\n");
     assert!(!d.mem().join("stale.md").exists());
 }
+
+const PROJECT_CANARY: &str = "CANARY-51f0 a token in the project";
+
+/// A project with code, a CLAUDE.md (and the user's), and secret-bearing files.
+fn project_with_instructions_and_secrets(d: &Dream) {
+    let project = &d.home.project;
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::create_dir_all(project.join("keys")).unwrap();
+    std::fs::write(
+        project.join("src/lib.rs"),
+        "pub fn deploy() {} // blue-green\n",
+    )
+    .unwrap();
+    std::fs::write(
+        project.join("CLAUDE.md"),
+        "Run the tests with `make test`.\n",
+    )
+    .unwrap();
+    std::fs::write(d.home.config.join("CLAUDE.md"), "Answer briefly.\n").unwrap();
+    std::fs::write(project.join(".env"), format!("TOKEN={PROJECT_CANARY}\n")).unwrap();
+    std::fs::write(project.join("keys/id_rsa"), PROJECT_CANARY).unwrap();
+}
+
+#[test]
+fn the_dry_run_prompt_says_what_a_memory_is_and_names_the_claude_md_files() {
+    let d = Dream::new();
+    project_with_instructions_and_secrets(&d);
+    let project = d.home.project.display().to_string();
+    let prompt_of = |args: &[&str]| -> String {
+        let doc = d
+            .tool("dream-run")
+            .args(["--dry-run", "-n"])
+            .args(args)
+            .success()
+            .stdout_json(|doc| assert_eq!(doc["run"]["status"], "dry_run", "{doc}"))
+            .stderr_empty()
+            .run()
+            .json();
+        doc["prompt"].as_str().unwrap().to_string()
+    };
+    let prompt = prompt_of(&[]);
+    for needle in [
+        "- `user`: who the user is",
+        "- `feedback`: how the user wants the work done",
+        "- `project`: context about the work that the code itself does not show",
+        "- `reference`: where to look outside the project",
+        "**Why:**",
+        "**How to apply:**",
+        "Never saved, even when a session asked for it: code patterns, conventions",
+        "anything a CLAUDE.md file already says",
+        "One memory per file",
+        "metadata:\n  type: feedback\n---",
+        "- [Title](file.md) \u{2014} a short hook",
+        "never edit the CLAUDE.md",
+        "Files under `team/`",
+    ] {
+        assert!(prompt.contains(needle), "{needle:?} missing");
+    }
+    let claude_md = format!(
+        "CLAUDE.md files (read-only; never edit them):\n- {}\n- {project}/CLAUDE.md\n",
+        d.home.config.join("CLAUDE.md").display()
+    );
+    assert!(prompt.contains(&claude_md), "{prompt}");
+    let project_line = format!(
+        "Project folder (read-only, to check memories against the current code): {project}\n"
+    );
+    assert!(prompt.contains(&project_line), "{prompt}");
+
+    let without = prompt_of(&["--no-read-project"]);
+    assert!(!without.contains("Project folder"), "{without}");
+    assert!(
+        without.contains(&claude_md),
+        "the CLAUDE.md files stay readable"
+    );
+    // The earlier flag is still taken, and is the default.
+    assert!(prompt_of(&["--no-read-project", "--read-project"]).contains(&project_line));
+}
+
+#[test]
+fn the_agent_reads_the_project_and_claude_md_but_never_a_secret_nor_writes_claude_md() {
+    let d = Dream::new();
+    project_with_instructions_and_secrets(&d);
+    let project = d.home.project.clone();
+    let p = |rel: &str| project.join(rel).display().to_string();
+    d.api
+        .push(Reply::anthropic_tools(
+            "Checking the code and the instructions.",
+            &[
+                (
+                    "shell",
+                    json!({"command": format!("cat {}", p("src/lib.rs"))}),
+                ),
+                ("read_file", json!({"path": p("CLAUDE.md")})),
+                ("shell", json!({"command": format!("cat {}", p(".env"))})),
+                ("read_file", json!({"path": p("keys/id_rsa")})),
+                (
+                    "shell",
+                    json!({"command": format!("grep -r CANARY {}", project.display())}),
+                ),
+                (
+                    "write_file",
+                    json!({"path": p("CLAUDE.md"), "content": "Changed.\n"}),
+                ),
+            ],
+        ))
+        .push(Reply::anthropic_text("Nothing to change."));
+    d.tool("dream-run")
+        .args(["--unlocked", "-n"])
+        .code(0)
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "completed", "{doc}");
+            assert_eq!(doc["run"]["files_touched"], json!([]), "{doc}");
+        })
+        .stderr_any("the run's notes are not what this test checks")
+        .run();
+    let requests = d.api.requests();
+    let results = tool_results(&requests[1]);
+    let errors: Vec<bool> = results.iter().map(|(_, is_error)| *is_error).collect();
+    assert_eq!(
+        errors,
+        [false, false, true, true, false, true],
+        "{results:?}"
+    );
+    assert!(results[0].0.contains("blue-green"), "{results:?}");
+    assert!(results[1].0.contains("make test"), "{results:?}");
+    assert!(
+        results[2]
+            .0
+            .contains("files that may hold secrets are never read"),
+        "{results:?}"
+    );
+    assert!(
+        results[3]
+            .0
+            .contains("files that may hold secrets are never read"),
+        "{results:?}"
+    );
+    for request in &requests {
+        assert!(
+            !request.body.to_string().contains(PROJECT_CANARY),
+            "a secret reached the model"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(project.join("CLAUDE.md")).unwrap(),
+        "Run the tests with `make test`.\n"
+    );
+}
