@@ -6,5 +6,6 @@
 pub mod journal;
 pub mod recovery;
 pub mod snapshot;
+pub mod staging;
 pub mod sweep;
 pub mod tasks;

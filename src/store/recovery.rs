@@ -22,19 +22,12 @@ use serde::Serialize;
 
 use super::journal::{self, Intent, Journal};
 use super::snapshot::{self, Snapshot};
+use super::staging::PROPOSALS_DIR;
 use super::sweep::{self, Swept};
 use super::tasks::{TaskRecord, TaskStore};
 use crate::claude::Project;
 use crate::cli::time::rfc3339;
 use crate::cli::{Diag, Failure};
-
-/// Under the state dir: one folder per proposing run (`proposals/<task id>/staging`).
-pub const PROPOSALS_DIR: &str = "proposals";
-
-/// A proposal's folder (its staging copy is under it).
-pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
-    state_dir.join(PROPOSALS_DIR).join(task_id)
-}
 
 /// What a command found and rolled back before doing its own work (`recovered` in its JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]

@@ -12,10 +12,11 @@ use serde_json::Value;
 
 use super::check;
 use super::digest::{self, Digest};
+use super::mode::Mode;
 use super::prompt;
 use super::sandbox::{Change, GuardRefusal, Limits, Sandbox, WriteGuard};
 use super::snapshot::{self, Diff, Snapshot};
-use super::staging::{self, Mode};
+use super::staging;
 use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore, Turn};
 use super::{RunArgs, FILE_LOCK_MAX_DEADLINE};
 use crate::claude::paths::ProjectHints;
