@@ -9,7 +9,7 @@ use super::tasks::TaskRecord;
 use crate::files::{copy_regular_atomic, create_private_dir};
 
 /// Under the state dir: one folder per proposal, holding the staged `memory` copy.
-pub const PROPOSALS_DIR: &str = "proposals";
+pub(super) const PROPOSALS_DIR: &str = "proposals";
 
 /// A proposal's folder (its staging copy is under it).
 pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
@@ -65,7 +65,7 @@ pub fn stage_copy(memory_dir: &Path, staging: &Path) -> std::io::Result<BTreeMap
 
 /// The proposal manifest: every file a proposal changes, with the sha256 it had in the memory
 /// dir when the proposal was made (`None`: it did not exist).
-pub fn manifest(diff: &Diff, base: &BTreeMap<String, String>) -> BTreeMap<String, Option<String>> {
+fn manifest(diff: &Diff, base: &BTreeMap<String, String>) -> BTreeMap<String, Option<String>> {
     diff.created
         .iter()
         .chain(&diff.modified)

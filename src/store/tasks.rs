@@ -13,16 +13,16 @@ use crate::files::{create_private_dir, write_atomic};
 use crate::lock::process;
 use crate::model::Usage;
 
-pub const TASKS_DIR: &str = "tasks";
-pub const PENDING_FILE: &str = "pending-updates.jsonl";
+pub(super) const TASKS_DIR: &str = "tasks";
+pub(super) const PENDING_FILE: &str = "pending-updates.jsonl";
 /// A record keeps the last this many assistant turns.
-pub const KEEP_TURNS: usize = 30;
+pub(super) const KEEP_TURNS: usize = 30;
 /// A task record (30 turns of 500 characters, at most 500 files with their provenance) is
 /// well under this; a larger file is refused (listed as unreadable), never read whole.
-pub const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+pub(super) const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
 /// `pending-updates.jsonl` grows by one line per completed run until a session reads it
 /// (`pending --hook` clears it); past this it is an error naming the cap, never read whole.
-pub const MAX_PENDING_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const MAX_PENDING_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One assistant turn as the record shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -16,7 +16,6 @@ pub mod review;
 pub mod run;
 pub mod sandbox;
 // The store is shared with dream-lock; its modules keep their names here.
-pub use crate::store::{journal, snapshot, staging, tasks};
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -6,14 +6,14 @@ use std::time::SystemTime;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::journal::{Intent, Journal};
 use super::lease::take_lock;
 use super::report::{verb, Cause, Change, Done, Interrupted, Refusal, Stopped, WouldDo};
-use super::snapshot::Snapshot;
-use super::tasks::{self, is_task_id, PendingUpdate, TaskRecord, TaskStore};
 use super::{PendingArgs, TasksArgs, UndoArgs};
 use crate::cli::time::rfc3339;
 use crate::cli::{signals, Context, Exit, Failure, Report, RunStatus};
+use crate::store::{
+    self, is_task_id, Intent, Journal, PendingUpdate, Snapshot, TaskRecord, TaskStore,
+};
 
 /// `tasks`' answer.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -137,13 +137,13 @@ pub(super) fn pending(args: &PendingArgs, cx: &Context) -> Result<PendingReport,
     let project = super::project(&args.location, cx)?;
     let state = &project.state_dir;
     let interrupted = super::recover::report(&project, diag);
-    let updates = tasks::read_pending(state)
-        .map_err(|e| Failure::io("read", &tasks::pending_path(state), &e))?;
+    let updates = store::read_pending(state)
+        .map_err(|e| Failure::io("read", &store::pending_path(state), &e))?;
     // A hook announces the updates once.
     let clear = (args.clear || args.hook) && !args.dry_run && !updates.is_empty();
     if clear {
-        tasks::clear_pending(state, &updates)
-            .map_err(|e| Failure::io("clear", &tasks::pending_path(state), &e))?;
+        store::clear_pending(state, &updates)
+            .map_err(|e| Failure::io("clear", &store::pending_path(state), &e))?;
     }
     let would_clear = args.dry_run.then_some(args.clear && !updates.is_empty());
     Ok(PendingReport {
@@ -179,7 +179,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
     let project = super::project(&args.location, cx)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
-        crate::store::recovery::Recovery::default()
+        store::Recovery::default()
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
     };
@@ -238,13 +238,13 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
         .into());
     }
     // Always the task's own folder under the state dir: the record only says one exists.
-    let snapshot_dir = super::snapshot::dir_of(&project.state_dir, &id);
+    let snapshot_dir = store::snapshot_dir(&project.state_dir, &id);
     let snapshot = Snapshot::load(&snapshot_dir)
         .map_err(|e| Failure::io("read the snapshot", &snapshot_dir, &e))?;
     let memory_dir = &project.memory_dir;
     let absolute = |rels: &[String]| -> Vec<String> {
         rels.iter()
-            .map(|rel| super::snapshot::absolute(memory_dir, rel))
+            .map(|rel| store::absolute_path(memory_dir, rel))
             .collect()
     };
     let touched: Vec<String> = snapshot.manifest.before.keys().cloned().collect();
@@ -318,7 +318,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
             release(&lease);
             return Err(Failure::io(
                 "write the journal",
-                &super::journal::path(&project.state_dir),
+                &store::journal_path(&project.state_dir),
                 &e,
             ));
         }
@@ -333,7 +333,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
             Ok(None) => {}
             Ok(Some(why)) => {
                 // Checked above, so only a race (a file changed, a symlink swapped in).
-                let path = super::snapshot::absolute(memory_dir, rel);
+                let path = store::absolute_path(memory_dir, rel);
                 stop = Some(Cause::ChangedSince(format!("{path}: {why}")));
                 break;
             }
@@ -389,12 +389,12 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
     release(&lease);
     let late_signal = hold.end();
     // No session hears of changes that are gone again.
-    let withdrawn = match tasks::withdraw_pending(&project.state_dir, &id) {
+    let withdrawn = match store::withdraw_pending(&project.state_dir, &id) {
         Ok(withdrawn) => withdrawn,
         Err(e) => {
             diag.warn(&format!(
                 "cannot withdraw the task's line from {}: {e}",
-                tasks::pending_path(&project.state_dir).display()
+                store::pending_path(&project.state_dir).display()
             ));
             false
         }
