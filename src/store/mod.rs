@@ -35,5 +35,5 @@ pub use staging::{proposal_dir, record_proposal, stage_copy, staging_dir};
 pub use sweep::{is_stray, Swept};
 pub use tasks::{
     append_pending, clear_pending, is_task_id, pending_path, prune_snapshots, read_pending,
-    withdraw_pending, PendingUpdate, TaskRecord, TaskStore, Turn, UsageRecord,
+    withdraw_pending, PendingUpdate, TaskRecord, TaskStatus, TaskStore, Turn, UsageRecord,
 };

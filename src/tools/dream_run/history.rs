@@ -12,7 +12,7 @@ use super::{PendingArgs, TasksArgs, UndoArgs};
 use crate::cli::time::rfc3339;
 use crate::cli::{signals, Context, Exit, Failure, Report, RunStatus};
 use crate::store::{
-    self, is_task_id, Intent, Journal, PendingUpdate, Snapshot, TaskRecord, TaskStore,
+    self, is_task_id, Intent, Journal, PendingUpdate, Snapshot, TaskRecord, TaskStatus, TaskStore,
 };
 
 /// `tasks`' answer.
@@ -100,7 +100,7 @@ pub(super) fn tasks(args: &TasksArgs, cx: &Context) -> Result<TasksReport, Failu
         .map(|mut r| {
             if r.is_orphaned() {
                 super::recover::say_orphaned(&r, diag);
-                r.status = RunStatus::Failed.as_str().into();
+                r.status = TaskStatus::Failed;
                 r.error = Some("orphaned".into());
             }
             r
@@ -158,16 +158,16 @@ pub(super) fn pending(args: &PendingArgs, cx: &Context) -> Result<PendingReport,
 /// Why a record cannot be undone, or `None` when it can: a completed run, or a run that
 /// failed, was aborted or was killed (orphaned) and left its snapshot (nothing restored it).
 fn not_undoable(record: &TaskRecord) -> Option<String> {
-    if record.status == "undone" || record.undone_at.is_some() {
+    if record.status == TaskStatus::Undone || record.undone_at.is_some() {
         return Some("already undone".into());
     }
-    if record.mode == "propose" && record.status != "completed" {
+    if record.mode == "propose" && record.status != TaskStatus::Completed {
         return Some("it proposed: it never changed the memory dir".into());
     }
-    match record.status.as_str() {
-        "completed" | "failed" | "aborted" => None,
-        "running" if record.is_orphaned() => None,
-        "running" => Some(format!("it is still running (PID {})", record.pid)),
+    match record.status {
+        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Aborted => None,
+        TaskStatus::Running if record.is_orphaned() => None,
+        TaskStatus::Running => Some(format!("it is still running (PID {})", record.pid)),
         other => Some(format!("it is {other}")),
     }
 }
@@ -277,7 +277,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
     };
     // A run killed while it held the lock left the lock's time moved: undoing it gives back
     // the time from before that run too, while the lock still shows the run's time.
-    if record.status != RunStatus::Completed.as_str()
+    if record.status != TaskStatus::Completed
         && record.prior_mtime > 0
         && record
             .lock_token
@@ -346,7 +346,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
     let mut record = record;
     if stop.is_none() {
         snapshot.remove_created_dirs(memory_dir);
-        record.status = "undone".into();
+        record.status = TaskStatus::Undone;
         record.undone_at = Some(rfc3339(SystemTime::now()));
         record.snapshot = None;
         if let Err(e) = store.save(&record) {
@@ -424,9 +424,7 @@ fn newest_consolidation(store: &TaskStore, task_id: &str, lock_ms: i64, prior: i
     let newest = records
         .iter()
         .filter(|r| {
-            r.status == RunStatus::Completed.as_str()
-                && r.undone_at.is_none()
-                && r.task_id != task_id
+            r.status == TaskStatus::Completed && r.undone_at.is_none() && r.task_id != task_id
         })
         .map(TaskRecord::landed_at)
         .max();

@@ -18,7 +18,7 @@ use crate::cli::{signals, Context, Exit, Failure, Report, RunStatus};
 use crate::files::write_atomic;
 use crate::store::{
     self, is_task_id, proposal_dir, staging_dir, Diff, Intent, Journal, PendingUpdate, Snapshot,
-    TaskRecord, TaskStore,
+    TaskRecord, TaskStatus, TaskStore,
 };
 
 /// `show`'s answer: a task's recorded changes, the diff itself (`--diff`: text, not JSON), or
@@ -35,7 +35,8 @@ pub enum ShowReport {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Shown {
     pub task_id: String,
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: TaskStatus,
     pub diff: Diff,
     pub diff_text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,7 +69,7 @@ impl ShowReport {
         let ShowReport::Shown(shown) = self else {
             return None;
         };
-        if shown.status != RunStatus::Proposed.as_str() {
+        if shown.status != TaskStatus::Proposed {
             return None;
         }
         let diff = &shown.diff;
@@ -97,7 +98,7 @@ fn pick(
     store: &TaskStore,
     state_dir: &Path,
     task_id: Option<&str>,
-    status: RunStatus,
+    status: TaskStatus,
 ) -> Result<Result<TaskRecord, Refusal>, Failure> {
     match task_id {
         Some(id) => {
@@ -118,7 +119,7 @@ fn pick(
             let (records, _) = store
                 .list()
                 .map_err(|e| Failure::io("list the task records in", state_dir, &e))?;
-            match records.into_iter().find(|r| r.status == status.as_str()) {
+            match records.into_iter().find(|r| r.status == status) {
                 Some(record) => Ok(Ok(record)),
                 None => Ok(Err(Refusal::new(
                     "no_proposal",
@@ -139,7 +140,7 @@ pub(super) fn show(args: &ShowArgs, cx: &Context) -> Result<ShowReport, Failure>
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        RunStatus::Proposed,
+        TaskStatus::Proposed,
     )? {
         Ok(record) => record,
         Err(refusal) => return Ok(ShowReport::Refused(refusal)),
@@ -153,7 +154,7 @@ pub(super) fn show(args: &ShowArgs, cx: &Context) -> Result<ShowReport, Failure>
                 format!("task {} has no recorded changes to show", record.task_id),
             )
             .of_task(&record.task_id)
-            .with_status(&record.status),
+            .with_status(record.status.as_str()),
         ));
     };
     if args.diff {
@@ -210,10 +211,10 @@ fn colorize(text: &str) -> String {
 /// `running` with its process gone, or already marked orphaned by a recovery): discarding
 /// either drops whatever staging copy is left and ends the task as `discarded`.
 fn discardable(record: &TaskRecord) -> bool {
-    record.status == RunStatus::Proposed.as_str()
+    record.status == TaskStatus::Proposed
         || (record.mode == "propose"
             && (record.is_orphaned()
-                || (record.status == RunStatus::Failed.as_str()
+                || (record.status == TaskStatus::Failed
                     && record.error.as_deref() == Some("orphaned"))))
 }
 
@@ -233,7 +234,7 @@ pub(super) fn discard(args: &DiscardArgs, cx: &Context) -> Result<DiscardReport,
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        RunStatus::Proposed,
+        TaskStatus::Proposed,
     )? {
         Ok(record) => record,
         Err(refusal) => return Ok(refusal.after_recovering(recovered).into()),
@@ -249,7 +250,7 @@ pub(super) fn discard(args: &DiscardArgs, cx: &Context) -> Result<DiscardReport,
         .into()
     };
     if !discardable(&record) {
-        return Ok(not_a_proposal(&record, &record.status));
+        return Ok(not_a_proposal(&record, record.status.as_str()));
     }
     let dir = proposal_dir(&project.state_dir, &record.task_id);
     if args.dry_run {
@@ -279,7 +280,7 @@ pub(super) fn discard(args: &DiscardArgs, cx: &Context) -> Result<DiscardReport,
         // The record is the commit point, the staging copy goes after it: a discard killed
         // midway leaves a whole proposal or a discarded one whose leftover copy the next
         // command's sweep removes, never a proposal with half its staged files.
-        now.status = "discarded".into();
+        now.status = TaskStatus::Discarded;
         store
             .save(&now)
             .map_err(|e| Failure::io("write", &store.path_of(&now.task_id), &e))?;
@@ -324,7 +325,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        RunStatus::Proposed,
+        TaskStatus::Proposed,
     )? {
         Ok(record) => record,
         Err(refusal) => return Ok(refusal.after_recovering(recovered).into()),
@@ -337,7 +338,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
                 .after_recovering(recovered.clone())
                 .into())
         };
-    if record.proposal.is_none() || record.status != RunStatus::Proposed.as_str() {
+    if record.proposal.is_none() || record.status != TaskStatus::Proposed {
         return refuse(
             "not_a_proposal",
             format!(
@@ -456,7 +457,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
     );
     let stopped = match stopped {
         Stopped::No => {
-            record.status = RunStatus::Completed.as_str().into();
+            record.status = TaskStatus::Completed;
             record.phase = "done".into();
             record.files_touched = files
                 .keys()

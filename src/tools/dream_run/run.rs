@@ -29,7 +29,7 @@ use crate::cli::{
 };
 use crate::lock::{Backend, Claimed};
 use crate::model::{Block, Client, Message, Request, Role, SystemBlock, Tier, Usage};
-use crate::store::{self, Diff, PendingUpdate, Snapshot, TaskRecord, TaskStore, Turn};
+use crate::store::{self, Diff, PendingUpdate, Snapshot, TaskRecord, TaskStatus, TaskStore, Turn};
 
 /// A turn's text in the task record and events is cut to this.
 const TURN_TEXT_CHARS: usize = 500;
@@ -615,7 +615,7 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
             let crashed = !other.alive()
                 && TaskStore::new(&project.state_dir)
                     .load(&other.task_id)
-                    .map_or(true, |r| r.status == "running");
+                    .map_or(true, |r| r.status == TaskStatus::Running);
             if crashed {
                 diag.info(&format!(
                     "task {} claimed this lock and died: its claim is taken over",
@@ -1672,7 +1672,7 @@ keep it short, and use the tools for changes.",
             RunStatus::NoChanges => Vec::new(),
             _ => self.absolute_touched(),
         };
-        self.record.status = status.as_str().into();
+        self.record.status = status.into();
         self.record.phase = "done".into();
         self.record.error = error.map(str::to_string);
         self.record.ended_at = Some(rfc3339(SystemTime::now()));
