@@ -1,6 +1,7 @@
-//! Putting back what a killed command left half done ([`crate::store::recovery`]): every
-//! command that changes state does it first, under the lock; read-only commands report an
-//! interrupted command and leave it; `dream-run recover` does only this.
+//! Putting back what a killed command left half done
+//! ([`crate::store::recover_under_lock`]): every command that changes state does it first,
+//! under the lock; read-only commands report an interrupted command and leave it;
+//! `dream-run recover` does only this.
 
 use schemars::JsonSchema;
 use serde::Serialize;
