@@ -23,7 +23,7 @@ use crate::files::{create_private_dir, read_regular, write_atomic};
 use crate::lock::process;
 
 /// Under the state dir.
-pub const JOURNAL_DIR: &str = "journal";
+pub(super) const JOURNAL_DIR: &str = "journal";
 const INTENT: &str = "intent.json";
 /// A journal being built, beside the state dir's `journal` (renamed into place when whole).
 const BUILDING: &str = ".journal-";
@@ -350,14 +350,14 @@ fn corrupt(message: String) -> std::io::Error {
 
 /// Whether an error of [`Journal::find`] or [`Journal::roll_back`] means the journal itself
 /// cannot be used (as opposed to the machine failing: a permission, a full disk).
-pub fn is_corrupt(err: &std::io::Error) -> bool {
+pub(super) fn is_corrupt(err: &std::io::Error) -> bool {
     err.kind() == std::io::ErrorKind::InvalidData
 }
 
 /// The backing copies a journal folder holds: each memory file (relative) and its copy.
 /// Symlinks are not followed, the journal's own place and its `files` included: a link
 /// there leads to what is not a journal's copy.
-pub fn backing_copies(journal_dir: &Path) -> Vec<(String, PathBuf)> {
+pub(super) fn backing_copies(journal_dir: &Path) -> Vec<(String, PathBuf)> {
     if !std::fs::symlink_metadata(journal_dir).is_ok_and(|meta| meta.is_dir()) {
         return Vec::new();
     }

@@ -22,19 +22,12 @@ use serde::Serialize;
 
 use super::journal::{self, Intent, Journal};
 use super::snapshot::{self, Snapshot};
+use super::staging::PROPOSALS_DIR;
 use super::sweep::{self, Swept};
-use super::tasks::{TaskRecord, TaskStore};
+use super::tasks::{TaskRecord, TaskStatus, TaskStore};
 use crate::claude::Project;
 use crate::cli::time::rfc3339;
 use crate::cli::{Diag, Failure};
-
-/// Under the state dir: one folder per proposing run (`proposals/<task id>/staging`).
-pub const PROPOSALS_DIR: &str = "proposals";
-
-/// A proposal's folder (its staging copy is under it).
-pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
-    state_dir.join(PROPOSALS_DIR).join(task_id)
-}
 
 /// What a command found and rolled back before doing its own work (`recovered` in its JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -183,8 +176,8 @@ fn committed(store: &TaskStore, intent: &Intent) -> bool {
         return false;
     };
     match intent.command.as_str() {
-        "apply" => record.status == "completed" && record.applied_at.is_some(),
-        "undo" => record.status == "undone",
+        "apply" => record.status == TaskStatus::Completed && record.applied_at.is_some(),
+        "undo" => record.status == TaskStatus::Undone,
         _ => false,
     }
 }
@@ -457,7 +450,7 @@ fn move_aside(project: &Project, why: &str, diag: &Diag) -> Result<CorruptJourna
 
 /// Marks an orphaned run's record as what it is now: failed, orphaned, put back or kept.
 fn mark_orphan(project: &Project, record: &mut TaskRecord, snapshot_kept: bool) {
-    record.status = "failed".into();
+    record.status = TaskStatus::Failed;
     record.phase = "done".into();
     record.error = Some("orphaned".into());
     let now = rfc3339(SystemTime::now());
@@ -620,7 +613,9 @@ fn sweep_dead_proposals(project: &Project, swept: &mut Swept) {
             continue;
         }
         let dead = match store.load(&name) {
-            Ok(record) => record.status != "proposed" && record.status != "running",
+            Ok(record) => {
+                record.status != TaskStatus::Proposed && record.status != TaskStatus::Running
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => entry
                 .metadata()
                 .is_ok_and(|meta| sweep::is_stale(&meta, now)),

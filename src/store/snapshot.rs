@@ -17,9 +17,9 @@ use sha2::Digest as _;
 use crate::files::{create_private_dir, read_regular, write_atomic};
 
 /// Under the state dir: one folder per run.
-pub const SNAPSHOTS_DIR: &str = "snapshots";
+pub(super) const SNAPSHOTS_DIR: &str = "snapshots";
 /// How many completed runs keep their snapshot (so `undo` can reach them).
-pub const KEEP_COMPLETED: usize = 10;
+pub(super) const KEEP_COMPLETED: usize = 10;
 /// The manifest as one document (snapshots made before the log existed; still read).
 const MANIFEST: &str = "manifest.json";
 /// The manifest as a log of events, one JSON line each, appended as the run goes: the cost

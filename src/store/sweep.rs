@@ -18,10 +18,10 @@ use crate::files::temp_file_writer;
 use crate::lock::process;
 
 /// A temporary file this old is a stray whoever wrote it (no write takes that long).
-pub const STALE_AFTER: Duration = Duration::from_secs(600);
+pub(super) const STALE_AFTER: Duration = Duration::from_secs(600);
 
 /// Whether what `meta` describes was last written over [`STALE_AFTER`] ago.
-pub fn is_stale(meta: &Metadata, now: SystemTime) -> bool {
+pub(super) fn is_stale(meta: &Metadata, now: SystemTime) -> bool {
     meta.modified()
         .is_ok_and(|at| now.duration_since(at).is_ok_and(|age| age > STALE_AFTER))
 }
@@ -52,7 +52,7 @@ pub fn is_stray(name: &str, meta: &Metadata, now: SystemTime) -> bool {
 
 /// Every stray temporary file under `dir`, at any depth; symlinks are never followed, and
 /// nothing is read but names and metadata.
-pub fn strays(dir: &Path, now: SystemTime) -> Vec<PathBuf> {
+pub(super) fn strays(dir: &Path, now: SystemTime) -> Vec<PathBuf> {
     walkdir::WalkDir::new(dir)
         .follow_links(false)
         .into_iter()
@@ -89,7 +89,7 @@ impl Swept {
 }
 
 /// Removes the stray temporary files in each of `dirs` (the memory dir and the state dir).
-pub fn sweep_temp_files(dirs: &[&Path], swept: &mut Swept) {
+pub(super) fn sweep_temp_files(dirs: &[&Path], swept: &mut Swept) {
     let now = SystemTime::now();
     for dir in dirs {
         for path in strays(dir, now) {

@@ -8,21 +8,21 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::time::{parse_rfc3339, rfc3339};
-use crate::cli::Diag;
+use crate::cli::{Diag, RunStatus};
 use crate::files::{create_private_dir, write_atomic};
 use crate::lock::process;
 use crate::model::Usage;
 
-pub const TASKS_DIR: &str = "tasks";
-pub const PENDING_FILE: &str = "pending-updates.jsonl";
+pub(super) const TASKS_DIR: &str = "tasks";
+pub(super) const PENDING_FILE: &str = "pending-updates.jsonl";
 /// A record keeps the last this many assistant turns.
-pub const KEEP_TURNS: usize = 30;
+pub(super) const KEEP_TURNS: usize = 30;
 /// A task record (30 turns of 500 characters, at most 500 files with their provenance) is
 /// well under this; a larger file is refused (listed as unreadable), never read whole.
-pub const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+pub(super) const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
 /// `pending-updates.jsonl` grows by one line per completed run until a session reads it
 /// (`pending --hook` clears it); past this it is an error naming the cap, never read whole.
-pub const MAX_PENDING_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const MAX_PENDING_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One assistant turn as the record shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -53,6 +53,70 @@ impl From<Usage> for UsageRecord {
     }
 }
 
+/// Where a task stands (SPEC §5's `status`), spelled in the record as before it was typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Running,
+    Completed,
+    Failed,
+    Aborted,
+    Skipped,
+    Proposed,
+    NoChanges,
+    Discarded,
+    Undone,
+}
+
+impl TaskStatus {
+    pub const ALL: [TaskStatus; 9] = [
+        TaskStatus::Running,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Aborted,
+        TaskStatus::Skipped,
+        TaskStatus::Proposed,
+        TaskStatus::NoChanges,
+        TaskStatus::Discarded,
+        TaskStatus::Undone,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Running => "running",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Aborted => "aborted",
+            TaskStatus::Skipped => "skipped",
+            TaskStatus::Proposed => "proposed",
+            TaskStatus::NoChanges => "no_changes",
+            TaskStatus::Discarded => "discarded",
+            TaskStatus::Undone => "undone",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a run that ended is recorded. A dry run keeps no record; were one kept, it changed
+/// nothing, as a skipped run.
+impl From<RunStatus> for TaskStatus {
+    fn from(status: RunStatus) -> TaskStatus {
+        match status {
+            RunStatus::Completed => TaskStatus::Completed,
+            RunStatus::Failed => TaskStatus::Failed,
+            RunStatus::Aborted => TaskStatus::Aborted,
+            RunStatus::Proposed => TaskStatus::Proposed,
+            RunStatus::Skipped | RunStatus::DryRun => TaskStatus::Skipped,
+            RunStatus::NoChanges => TaskStatus::NoChanges,
+        }
+    }
+}
+
 /// SPEC §5's task record, plus where its snapshot is and what the run changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskRecord {
@@ -61,7 +125,9 @@ pub struct TaskRecord {
     pub kind: String,
     /// running | completed | failed | aborted | skipped | proposed | no_changes | discarded |
     /// undone
-    pub status: String,
+    // The schema stays the string it always was (the values are in its description).
+    #[schemars(with = "String")]
+    pub status: TaskStatus,
     /// starting | updating | done
     pub phase: String,
     pub sessions_reviewing: usize,
@@ -117,7 +183,7 @@ impl TaskRecord {
         TaskRecord {
             task_id: task_id.to_string(),
             kind: "dream".into(),
-            status: "running".into(),
+            status: TaskStatus::Running,
             phase: "starting".into(),
             sessions_reviewing: sessions,
             files_touched: Vec::new(),
@@ -161,7 +227,7 @@ impl TaskRecord {
     /// A `running` record whose process is gone (or is a later process with the same PID)
     /// was orphaned: its run died without recording an end.
     pub fn is_orphaned(&self) -> bool {
-        if self.status != "running" {
+        if self.status != TaskStatus::Running {
             return false;
         }
         let info = process::probe(self.pid);
@@ -352,9 +418,9 @@ pub fn prune_snapshots(store: &TaskStore, diag: &Diag) {
     let Ok((records, _)) = store.list() else {
         return;
     };
-    let with_snapshot = records
-        .into_iter()
-        .filter(|r| r.status == "completed" && r.snapshot.is_some() && is_task_id(&r.task_id));
+    let with_snapshot = records.into_iter().filter(|r| {
+        r.status == TaskStatus::Completed && r.snapshot.is_some() && is_task_id(&r.task_id)
+    });
     for mut old in with_snapshot.skip(super::snapshot::KEEP_COMPLETED) {
         // Always the task's own folder under the state dir: the record only says one exists.
         let dir = super::snapshot::dir_of(store.state_dir(), &old.task_id);
@@ -382,6 +448,61 @@ pub fn is_task_id(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_status_round_trips_as_the_string_records_always_held() {
+        for status in TaskStatus::ALL {
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+            assert_eq!(serde_json::from_str::<TaskStatus>(&json).unwrap(), status);
+            assert_eq!(status.to_string(), status.as_str());
+        }
+        let spelled: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(
+            spelled,
+            [
+                "running",
+                "completed",
+                "failed",
+                "aborted",
+                "skipped",
+                "proposed",
+                "no_changes",
+                "discarded",
+                "undone"
+            ]
+        );
+        assert!(serde_json::from_str::<TaskStatus>("\"finished\"").is_err());
+    }
+
+    #[test]
+    fn a_record_on_disk_reads_and_writes_back_byte_identical_whatever_its_status() {
+        let mut record = TaskRecord::new("t", 1, 0, None);
+        record.started_at = "2026-12-01T00:00:00.000Z".into();
+        let running = serde_json::to_string(&record).unwrap();
+        assert!(running.contains("\"status\":\"running\""), "{running}");
+        for status in TaskStatus::ALL {
+            let on_disk = running.replace(
+                "\"status\":\"running\"",
+                &format!("\"status\":\"{status}\""),
+            );
+            let read: TaskRecord = serde_json::from_str(&on_disk).unwrap();
+            assert_eq!(read.status, status);
+            assert_eq!(serde_json::to_string(&read).unwrap(), on_disk);
+        }
+    }
+
+    #[test]
+    fn a_run_status_is_recorded_as_the_same_word() {
+        for run in RunStatus::ALL {
+            let recorded = TaskStatus::from(run);
+            if run == RunStatus::DryRun {
+                assert_eq!(recorded, TaskStatus::Skipped);
+            } else {
+                assert_eq!(recorded.as_str(), run.as_str());
+            }
+        }
+    }
 
     #[test]
     fn records_round_trip_and_list_newest_first() {
@@ -422,7 +543,7 @@ mod tests {
         assert!(!r.is_orphaned(), "our own live process");
         r.pid = u32::MAX - 7;
         assert!(r.is_orphaned());
-        r.status = "completed".into();
+        r.status = TaskStatus::Completed;
         assert!(!r.is_orphaned());
     }
 

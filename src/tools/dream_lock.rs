@@ -23,6 +23,7 @@ use crate::cli::{
 };
 use crate::lock::process::is_self_or_ancestor;
 use crate::lock::{Acquired, Backend, BackendArgs, Lease, Released};
+use crate::store;
 
 /// The cross-process consolidation lock.
 #[derive(Debug, Clone, Parser)]
@@ -641,7 +642,7 @@ fn take_lock(
     let mut acquired = ctx.backend.acquire(pid, SystemTime::now())?;
     if let Acquired::Yes(lease) = &mut acquired {
         let recovered =
-            crate::store::recovery::under_lock(&ctx.project, Some(&mut lease.prior_mtime_ms), diag);
+            store::recover_under_lock(&ctx.project, Some(&mut lease.prior_mtime_ms), diag);
         match recovered {
             Ok(recovery) if recovery.is_empty() => {}
             Ok(recovery) => {

@@ -6,6 +6,7 @@ pub mod diff;
 pub mod digest;
 pub mod history;
 mod lease;
+pub mod mode;
 pub mod prompt;
 #[cfg(test)]
 mod props;
@@ -14,9 +15,7 @@ pub mod report;
 pub mod review;
 pub mod run;
 pub mod sandbox;
-pub mod staging;
 // The store is shared with dream-lock; its modules keep their names here.
-pub use crate::store::{journal, snapshot, tasks};
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -26,6 +26,7 @@ use crate::cli::output::path_lossy;
 use crate::cli::time::rfc3339;
 use crate::cli::{Context, Exit, Failure, Report};
 use crate::files::file_kind;
+use crate::store;
 
 pub use self::index::{MAX_CHARS as INDEX_MAX_CHARS, MAX_LINES as INDEX_MAX_LINES};
 
@@ -599,7 +600,7 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
 fn stray_temp(entry: &walkdir::DirEntry, name: &str, prefix: &str) -> Option<Problem> {
     let writer = crate::files::temp_file_writer(name)?;
     let meta = entry.metadata().ok()?;
-    if !crate::store::sweep::is_stray(name, &meta, std::time::SystemTime::now()) {
+    if !store::is_stray(name, &meta, std::time::SystemTime::now()) {
         return None;
     }
     let by = writer.map_or_else(String::new, |pid| format!(" (PID {pid})"));

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::check::{SecretLines, SECRET_LINE};
-use crate::store::snapshot::{current, Diff, Snapshot};
+use crate::store::{current_content, Diff, Snapshot};
 
 /// One file's unified diff, `--- a/<rel>` / `+++ b/<rel>` as git writes it (a created file's
 /// old side is `/dev/null`, a deleted file's new side), empty when nothing changed. It is
@@ -71,7 +71,7 @@ pub fn diff_text(snapshot: &Snapshot, dir: &Path, diff: &Diff) -> std::io::Resul
     let mut text = String::new();
     for rel in rels {
         let before = snapshot.before_content(rel)?.map(|(bytes, _)| bytes);
-        let after = current(dir, rel)?;
+        let after = current_content(dir, rel)?;
         text.push_str(&unified_diff(rel, before.as_deref(), after.as_deref()));
     }
     Ok(text)

@@ -6,14 +6,14 @@ use std::time::SystemTime;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::journal::{Intent, Journal};
 use super::lease::take_lock;
 use super::report::{verb, Cause, Change, Done, Interrupted, Refusal, Stopped, WouldDo};
-use super::snapshot::Snapshot;
-use super::tasks::{self, is_task_id, PendingUpdate, TaskRecord, TaskStore};
 use super::{PendingArgs, TasksArgs, UndoArgs};
 use crate::cli::time::rfc3339;
 use crate::cli::{signals, Context, Exit, Failure, Report, RunStatus};
+use crate::store::{
+    self, is_task_id, Intent, Journal, PendingUpdate, Snapshot, TaskRecord, TaskStatus, TaskStore,
+};
 
 /// `tasks`' answer.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -100,7 +100,7 @@ pub(super) fn tasks(args: &TasksArgs, cx: &Context) -> Result<TasksReport, Failu
         .map(|mut r| {
             if r.is_orphaned() {
                 super::recover::say_orphaned(&r, diag);
-                r.status = RunStatus::Failed.as_str().into();
+                r.status = TaskStatus::Failed;
                 r.error = Some("orphaned".into());
             }
             r
@@ -137,13 +137,13 @@ pub(super) fn pending(args: &PendingArgs, cx: &Context) -> Result<PendingReport,
     let project = super::project(&args.location, cx)?;
     let state = &project.state_dir;
     let interrupted = super::recover::report(&project, diag);
-    let updates = tasks::read_pending(state)
-        .map_err(|e| Failure::io("read", &tasks::pending_path(state), &e))?;
+    let updates = store::read_pending(state)
+        .map_err(|e| Failure::io("read", &store::pending_path(state), &e))?;
     // A hook announces the updates once.
     let clear = (args.clear || args.hook) && !args.dry_run && !updates.is_empty();
     if clear {
-        tasks::clear_pending(state, &updates)
-            .map_err(|e| Failure::io("clear", &tasks::pending_path(state), &e))?;
+        store::clear_pending(state, &updates)
+            .map_err(|e| Failure::io("clear", &store::pending_path(state), &e))?;
     }
     let would_clear = args.dry_run.then_some(args.clear && !updates.is_empty());
     Ok(PendingReport {
@@ -158,16 +158,16 @@ pub(super) fn pending(args: &PendingArgs, cx: &Context) -> Result<PendingReport,
 /// Why a record cannot be undone, or `None` when it can: a completed run, or a run that
 /// failed, was aborted or was killed (orphaned) and left its snapshot (nothing restored it).
 fn not_undoable(record: &TaskRecord) -> Option<String> {
-    if record.status == "undone" || record.undone_at.is_some() {
+    if record.status == TaskStatus::Undone || record.undone_at.is_some() {
         return Some("already undone".into());
     }
-    if record.mode == "propose" && record.status != "completed" {
+    if record.mode == "propose" && record.status != TaskStatus::Completed {
         return Some("it proposed: it never changed the memory dir".into());
     }
-    match record.status.as_str() {
-        "completed" | "failed" | "aborted" => None,
-        "running" if record.is_orphaned() => None,
-        "running" => Some(format!("it is still running (PID {})", record.pid)),
+    match record.status {
+        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Aborted => None,
+        TaskStatus::Running if record.is_orphaned() => None,
+        TaskStatus::Running => Some(format!("it is still running (PID {})", record.pid)),
         other => Some(format!("it is {other}")),
     }
 }
@@ -179,7 +179,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
     let project = super::project(&args.location, cx)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
-        crate::store::recovery::Recovery::default()
+        store::Recovery::default()
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
     };
@@ -238,13 +238,13 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
         .into());
     }
     // Always the task's own folder under the state dir: the record only says one exists.
-    let snapshot_dir = super::snapshot::dir_of(&project.state_dir, &id);
+    let snapshot_dir = store::snapshot_dir(&project.state_dir, &id);
     let snapshot = Snapshot::load(&snapshot_dir)
         .map_err(|e| Failure::io("read the snapshot", &snapshot_dir, &e))?;
     let memory_dir = &project.memory_dir;
     let absolute = |rels: &[String]| -> Vec<String> {
         rels.iter()
-            .map(|rel| super::snapshot::absolute(memory_dir, rel))
+            .map(|rel| store::absolute_path(memory_dir, rel))
             .collect()
     };
     let touched: Vec<String> = snapshot.manifest.before.keys().cloned().collect();
@@ -277,7 +277,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
     };
     // A run killed while it held the lock left the lock's time moved: undoing it gives back
     // the time from before that run too, while the lock still shows the run's time.
-    if record.status != RunStatus::Completed.as_str()
+    if record.status != TaskStatus::Completed
         && record.prior_mtime > 0
         && record
             .lock_token
@@ -318,7 +318,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
             release(&lease);
             return Err(Failure::io(
                 "write the journal",
-                &super::journal::path(&project.state_dir),
+                &store::journal_path(&project.state_dir),
                 &e,
             ));
         }
@@ -333,7 +333,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
             Ok(None) => {}
             Ok(Some(why)) => {
                 // Checked above, so only a race (a file changed, a symlink swapped in).
-                let path = super::snapshot::absolute(memory_dir, rel);
+                let path = store::absolute_path(memory_dir, rel);
                 stop = Some(Cause::ChangedSince(format!("{path}: {why}")));
                 break;
             }
@@ -346,7 +346,7 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
     let mut record = record;
     if stop.is_none() {
         snapshot.remove_created_dirs(memory_dir);
-        record.status = "undone".into();
+        record.status = TaskStatus::Undone;
         record.undone_at = Some(rfc3339(SystemTime::now()));
         record.snapshot = None;
         if let Err(e) = store.save(&record) {
@@ -389,12 +389,12 @@ pub(super) fn undo(args: &UndoArgs, cx: &Context) -> Result<UndoReport, Failure>
     release(&lease);
     let late_signal = hold.end();
     // No session hears of changes that are gone again.
-    let withdrawn = match tasks::withdraw_pending(&project.state_dir, &id) {
+    let withdrawn = match store::withdraw_pending(&project.state_dir, &id) {
         Ok(withdrawn) => withdrawn,
         Err(e) => {
             diag.warn(&format!(
                 "cannot withdraw the task's line from {}: {e}",
-                tasks::pending_path(&project.state_dir).display()
+                store::pending_path(&project.state_dir).display()
             ));
             false
         }
@@ -424,9 +424,7 @@ fn newest_consolidation(store: &TaskStore, task_id: &str, lock_ms: i64, prior: i
     let newest = records
         .iter()
         .filter(|r| {
-            r.status == RunStatus::Completed.as_str()
-                && r.undone_at.is_none()
-                && r.task_id != task_id
+            r.status == TaskStatus::Completed && r.undone_at.is_none() && r.task_id != task_id
         })
         .map(TaskRecord::landed_at)
         .max();

@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::journal::{self, Journal};
 use crate::cli::props::config;
+use crate::store::{self, Journal};
 
 /// Names a journal may hold: memory files, and every way out of the memory dir.
 const NAMES: &[&str] = &[
@@ -91,7 +91,7 @@ proptest! {
     #[test]
     fn a_found_journal_names_only_paths_inside_the_memory_dir(bytes in intent_bytes()) {
         let state = tempfile::tempdir().unwrap();
-        let dir = journal::path(state.path());
+        let dir = store::journal_path(state.path());
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("intent.json"), &bytes).unwrap();
         // Ok or Err, never a panic; read through the intent's own serialisation so the test

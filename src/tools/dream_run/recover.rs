@@ -1,6 +1,7 @@
-//! Putting back what a killed command left half done ([`crate::store::recovery`]): every
-//! command that changes state does it first, under the lock; read-only commands report an
-//! interrupted command and leave it; `dream-run recover` does only this.
+//! Putting back what a killed command left half done
+//! ([`crate::store::recover_under_lock`]): every command that changes state does it first,
+//! under the lock; read-only commands report an interrupted command and leave it;
+//! `dream-run recover` does only this.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -11,9 +12,7 @@ use super::RecoverArgs;
 use crate::claude::Project;
 use crate::cli::{Context, Diag, Exit, Failure, Report};
 use crate::lock::{Backend, Lease, RunStatus};
-use crate::store::journal;
-use crate::store::recovery::{self, CorruptJournal, Found, OrphanRun, Recovered, Recovery};
-use crate::store::sweep::Swept;
+use crate::store::{self, CorruptJournal, Found, OrphanRun, Recovered, Recovery, Swept};
 
 /// `recover`'s answer: what was put back (`recovered` is always said: the journal rolled
 /// back, or null), or the lock was busy.
@@ -85,8 +84,8 @@ impl Report for RecoverReport {
 
 /// For read-only commands: the interrupted command, reported on stderr; nothing is changed.
 pub(super) fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
-    let journal_path = journal::path(&project.state_dir);
-    let journal = match recovery::find_journal(project) {
+    let journal_path = store::journal_path(&project.state_dir);
+    let journal = match store::find_journal(project) {
         Ok(Found::Interrupted(journal)) => journal,
         Ok(Found::None) => return None,
         Ok(Found::Corrupt(why)) => {
@@ -122,7 +121,7 @@ pub(super) fn report(project: &Project, diag: &Diag) -> Option<Interrupted> {
 /// gone) is said on stderr with the way back: its writes stay in the memory dir until a
 /// command that changes state rolls them back. Its record names its snapshot from its first
 /// write on; a proposal writes only its staging copy.
-pub(super) fn say_orphaned(record: &crate::store::tasks::TaskRecord, diag: &Diag) {
+pub(super) fn say_orphaned(record: &store::TaskRecord, diag: &Diag) {
     if record.mode != "propose" && record.snapshot.is_some() {
         diag.warn(&format!(
             "task {} died without an end (killed) while it changed the memory dir: \
@@ -136,7 +135,7 @@ pub(super) fn say_orphaned(record: &crate::store::tasks::TaskRecord, diag: &Diag
 /// its holder never released (its time is no consolidation, and Claude Code reads the
 /// lock's mtime).
 fn needs_lock(project: &Project, backend: &dyn Backend) -> Result<bool, Failure> {
-    Ok(recovery::needs_lock(project)? || backend.unreleased_hold()?)
+    Ok(store::needs_recovery(project)? || backend.unreleased_hold()?)
 }
 
 /// Puts back under `lease`, then releases it as it was: recovering is no consolidation.
@@ -146,7 +145,7 @@ fn under_own_lock(
     mut lease: Lease,
     diag: &Diag,
 ) -> Result<Recovery, Failure> {
-    let recovered = recovery::under_lock(project, Some(&mut lease.prior_mtime_ms), diag);
+    let recovered = store::recover_under_lock(project, Some(&mut lease.prior_mtime_ms), diag);
     if let Err(failure) = backend.release(&lease.token, lease.prior_mtime_ms, RunStatus::Failed) {
         diag.warn(&format!("cannot release the lock: {failure}"));
     }
@@ -163,7 +162,7 @@ pub(super) fn when_needed(
 ) -> Result<Recovery, Failure> {
     let backend = backend.open(project)?;
     if !needs_lock(project, backend.as_ref())? {
-        return Ok(recovery::sweep(project, diag));
+        return Ok(store::sweep(project, diag));
     }
     let hold = crate::cli::signals::hold();
     let lease = match backend.acquire(std::process::id(), std::time::SystemTime::now())? {
@@ -187,7 +186,7 @@ pub(super) fn recover(args: &RecoverArgs, cx: &Context) -> Result<RecoverReport,
     let backend = args.backend.open(&project)?;
     let needs_lock = needs_lock(&project, backend.as_ref())?;
     if args.dry_run {
-        for record in recovery::orphaned_runs(&project.state_dir) {
+        for record in store::orphaned_runs(&project.state_dir) {
             say_orphaned(&record, diag);
         }
         return Ok(RecoverReport::Recovered(RecoverDone::of(
@@ -197,7 +196,7 @@ pub(super) fn recover(args: &RecoverArgs, cx: &Context) -> Result<RecoverReport,
         )));
     }
     if !needs_lock {
-        let swept = recovery::sweep(&project, diag);
+        let swept = store::sweep(&project, diag);
         if swept.is_empty() {
             diag.info("nothing to recover: no interrupted apply, undo or run");
         }
@@ -206,7 +205,7 @@ pub(super) fn recover(args: &RecoverArgs, cx: &Context) -> Result<RecoverReport,
         )));
     }
     let hold = crate::cli::signals::hold();
-    let task_id = recovery::orphaned_runs(&project.state_dir)
+    let task_id = store::orphaned_runs(&project.state_dir)
         .first()
         .map(|r| r.task_id.clone())
         .unwrap_or_default();

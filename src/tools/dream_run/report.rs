@@ -6,9 +6,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::snapshot::Diff;
 use crate::cli::{ErrorBody, Exit, Failure, Report};
-use crate::store::recovery::Recovery;
+use crate::store::{Diff, Recovery};
 
 /// An interrupted command, as read-only commands report it (`interrupted` in their JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]

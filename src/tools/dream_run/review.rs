@@ -10,16 +10,16 @@ use std::time::SystemTime;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::journal::{Intent, Journal};
 use super::lease::take_lock;
 use super::report::{self, verb, Cause, Change, Done, Interrupted, Refusal, WouldDo};
-use super::snapshot::{self, Diff, Snapshot};
-use super::staging::{proposal_dir, staging_dir};
-use super::tasks::{self, is_task_id, PendingUpdate, TaskRecord, TaskStore};
 use super::{ApplyArgs, DiscardArgs, ShowArgs};
 use crate::cli::time::rfc3339;
 use crate::cli::{signals, Context, Exit, Failure, Report, RunStatus};
 use crate::files::write_atomic;
+use crate::store::{
+    self, is_task_id, proposal_dir, staging_dir, Diff, Intent, Journal, PendingUpdate, Snapshot,
+    TaskRecord, TaskStatus, TaskStore,
+};
 
 /// `show`'s answer: a task's recorded changes, the diff itself (`--diff`: text, not JSON), or
 /// a clean no.
@@ -35,7 +35,8 @@ pub enum ShowReport {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Shown {
     pub task_id: String,
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: TaskStatus,
     pub diff: Diff,
     pub diff_text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,7 +69,7 @@ impl ShowReport {
         let ShowReport::Shown(shown) = self else {
             return None;
         };
-        if shown.status != RunStatus::Proposed.as_str() {
+        if shown.status != TaskStatus::Proposed {
             return None;
         }
         let diff = &shown.diff;
@@ -97,7 +98,7 @@ fn pick(
     store: &TaskStore,
     state_dir: &Path,
     task_id: Option<&str>,
-    status: RunStatus,
+    status: TaskStatus,
 ) -> Result<Result<TaskRecord, Refusal>, Failure> {
     match task_id {
         Some(id) => {
@@ -118,7 +119,7 @@ fn pick(
             let (records, _) = store
                 .list()
                 .map_err(|e| Failure::io("list the task records in", state_dir, &e))?;
-            match records.into_iter().find(|r| r.status == status.as_str()) {
+            match records.into_iter().find(|r| r.status == status) {
                 Some(record) => Ok(Ok(record)),
                 None => Ok(Err(Refusal::new(
                     "no_proposal",
@@ -139,7 +140,7 @@ pub(super) fn show(args: &ShowArgs, cx: &Context) -> Result<ShowReport, Failure>
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        RunStatus::Proposed,
+        TaskStatus::Proposed,
     )? {
         Ok(record) => record,
         Err(refusal) => return Ok(ShowReport::Refused(refusal)),
@@ -153,7 +154,7 @@ pub(super) fn show(args: &ShowArgs, cx: &Context) -> Result<ShowReport, Failure>
                 format!("task {} has no recorded changes to show", record.task_id),
             )
             .of_task(&record.task_id)
-            .with_status(&record.status),
+            .with_status(record.status.as_str()),
         ));
     };
     if args.diff {
@@ -210,10 +211,10 @@ fn colorize(text: &str) -> String {
 /// `running` with its process gone, or already marked orphaned by a recovery): discarding
 /// either drops whatever staging copy is left and ends the task as `discarded`.
 fn discardable(record: &TaskRecord) -> bool {
-    record.status == RunStatus::Proposed.as_str()
+    record.status == TaskStatus::Proposed
         || (record.mode == "propose"
             && (record.is_orphaned()
-                || (record.status == RunStatus::Failed.as_str()
+                || (record.status == TaskStatus::Failed
                     && record.error.as_deref() == Some("orphaned"))))
 }
 
@@ -224,7 +225,7 @@ pub(super) fn discard(args: &DiscardArgs, cx: &Context) -> Result<DiscardReport,
     let project = super::project(&args.location, cx)?;
     // An apply killed midway may be of this very proposal: rolled back first, under the lock.
     let recovered = if args.dry_run {
-        crate::store::recovery::Recovery::default()
+        store::Recovery::default()
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
     };
@@ -233,7 +234,7 @@ pub(super) fn discard(args: &DiscardArgs, cx: &Context) -> Result<DiscardReport,
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        RunStatus::Proposed,
+        TaskStatus::Proposed,
     )? {
         Ok(record) => record,
         Err(refusal) => return Ok(refusal.after_recovering(recovered).into()),
@@ -249,7 +250,7 @@ pub(super) fn discard(args: &DiscardArgs, cx: &Context) -> Result<DiscardReport,
         .into()
     };
     if !discardable(&record) {
-        return Ok(not_a_proposal(&record, &record.status));
+        return Ok(not_a_proposal(&record, record.status.as_str()));
     }
     let dir = proposal_dir(&project.state_dir, &record.task_id);
     if args.dry_run {
@@ -279,7 +280,7 @@ pub(super) fn discard(args: &DiscardArgs, cx: &Context) -> Result<DiscardReport,
         // The record is the commit point, the staging copy goes after it: a discard killed
         // midway leaves a whole proposal or a discarded one whose leftover copy the next
         // command's sweep removes, never a proposal with half its staged files.
-        now.status = "discarded".into();
+        now.status = TaskStatus::Discarded;
         store
             .save(&now)
             .map_err(|e| Failure::io("write", &store.path_of(&now.task_id), &e))?;
@@ -315,7 +316,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
     let project = super::project(&args.location, cx)?;
     // An apply or undo killed midway is rolled back first (under the lock).
     let recovered = if args.dry_run {
-        crate::store::recovery::Recovery::default()
+        store::Recovery::default()
     } else {
         super::recover::when_needed(&project, &args.backend, diag)?
     };
@@ -324,7 +325,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
         &store,
         &project.state_dir,
         args.task_id.as_deref(),
-        RunStatus::Proposed,
+        TaskStatus::Proposed,
     )? {
         Ok(record) => record,
         Err(refusal) => return Ok(refusal.after_recovering(recovered).into()),
@@ -337,7 +338,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
                 .after_recovering(recovered.clone())
                 .into())
         };
-    if record.proposal.is_none() || record.status != RunStatus::Proposed.as_str() {
+    if record.proposal.is_none() || record.status != TaskStatus::Proposed {
         return refuse(
             "not_a_proposal",
             format!(
@@ -353,7 +354,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
             .proposal
             .iter()
             .flat_map(|p| p.keys())
-            .map(|rel| snapshot::absolute(&project.memory_dir, rel))
+            .map(|rel| store::absolute_path(&project.memory_dir, rel))
             .collect();
         let mut would = WouldDo::new(
             record.task_id,
@@ -389,16 +390,16 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
     // Every touched file must still be what the proposal was made against.
     let mut changed = Vec::new();
     for (rel, base) in &files {
-        match snapshot::current_hash(&memory_dir, rel) {
+        match store::current_hash(&memory_dir, rel) {
             Ok(now) if now == *base => {}
-            Ok(_) | Err(_) => changed.push(snapshot::absolute(&memory_dir, rel)),
+            Ok(_) | Err(_) => changed.push(store::absolute_path(&memory_dir, rel)),
         }
     }
     // And the staged copy must still be what the proposal showed.
     let proposed = record.proposed.clone().unwrap_or_default();
     let mut tampered = Vec::new();
     for rel in files.keys() {
-        match (snapshot::current_hash(&staging, rel), proposed.get(rel)) {
+        match (store::current_hash(&staging, rel), proposed.get(rel)) {
             (Ok(now), Some(shown)) if now == *shown => {}
             _ => tampered.push(staging.join(rel).to_string_lossy().into_owned()),
         }
@@ -431,7 +432,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
         .keys()
         .map(|rel| (rel.clone(), proposed.get(rel).cloned().flatten()))
         .collect();
-    let snapshot_dir = snapshot::dir_of(&project.state_dir, &record.task_id);
+    let snapshot_dir = store::snapshot_dir(&project.state_dir, &record.task_id);
     let prepared = prepare(
         &memory_dir,
         &project.state_dir,
@@ -456,11 +457,11 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
     );
     let stopped = match stopped {
         Stopped::No => {
-            record.status = RunStatus::Completed.as_str().into();
+            record.status = TaskStatus::Completed;
             record.phase = "done".into();
             record.files_touched = files
                 .keys()
-                .map(|rel| snapshot::absolute(&memory_dir, rel))
+                .map(|rel| store::absolute_path(&memory_dir, rel))
                 .collect();
             record.snapshot = Some(snapshot.dir.to_string_lossy().into_owned());
             record.applied_at = Some(rfc3339(SystemTime::now()));
@@ -484,7 +485,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
             Ok(done) => done
                 .skipped
                 .into_iter()
-                .map(|(rel, why)| format!("{}: {why}", snapshot::absolute(&memory_dir, &rel)))
+                .map(|(rel, why)| format!("{}: {why}", store::absolute_path(&memory_dir, &rel)))
                 .collect(),
             Err(e) => vec![format!(
                 "the roll-back failed ({e}); run `dream-run recover` once the problem is fixed"
@@ -513,7 +514,7 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
     let late = hold.end();
     let touched = record.files_touched.clone();
     let _ = std::fs::remove_dir_all(proposal_dir(&project.state_dir, &record.task_id));
-    tasks::prune_snapshots(&store, diag);
+    store::prune_snapshots(&store, diag);
     let mut problem = None;
     if !touched.is_empty() {
         let update = PendingUpdate {
@@ -522,10 +523,10 @@ pub(super) fn apply(args: &ApplyArgs, cx: &Context) -> Result<ApplyReport, Failu
             files_touched: touched.clone(),
             at: rfc3339(SystemTime::now()),
         };
-        if let Err(e) = tasks::append_pending(&project.state_dir, &update) {
+        if let Err(e) = store::append_pending(&project.state_dir, &update) {
             let message = format!(
                 "cannot append to {}: {e}",
-                tasks::pending_path(&project.state_dir).display()
+                store::pending_path(&project.state_dir).display()
             );
             diag.warn(&message);
             problem = Some(message);
@@ -565,7 +566,7 @@ fn prepare(
     let journal = Journal::begin(state_dir, memory_dir, intent, after).map_err(|e| {
         format!(
             "cannot write the journal {}: {e}",
-            super::journal::path(state_dir).display()
+            store::journal_path(state_dir).display()
         )
     })?;
     Ok((snapshot, journal))
@@ -598,19 +599,19 @@ fn write_all(
             Ok(false) => return Stopped::LockLost("the lock was taken by another process".into()),
             Err(e) => return Stopped::LockLost(format!("the lock cannot be checked: {e}")),
         }
-        let staged = match snapshot::current(staging, rel) {
+        let staged = match store::current_content(staging, rel) {
             Ok(staged) => staged,
             Err(e) => return Stopped::Failed(format!("cannot read the staged {rel}: {e}")),
         };
         // Exactly what the proposal showed, read at the moment it is written: a staged copy
         // changed or removed meanwhile is never taken for "delete this file".
-        if staged.as_deref().map(snapshot::sha256_hex) != proposed.get(rel).cloned().flatten() {
+        if staged.as_deref().map(store::sha256_hex) != proposed.get(rel).cloned().flatten() {
             return Stopped::Failed(format!(
                 "the staged {rel} is not what the proposal showed any more"
             ));
         }
         let written = (|| -> std::io::Result<()> {
-            let path = snapshot::target(memory_dir, rel)?;
+            let path = store::memory_target(memory_dir, rel)?;
             match staged {
                 Some(bytes) => {
                     let mode = match std::fs::metadata(&path) {
@@ -621,7 +622,7 @@ fn write_all(
                         std::fs::create_dir_all(parent)?;
                     }
                     // The folders were checked for symlinks before they were made.
-                    snapshot::target(memory_dir, rel)?;
+                    store::memory_target(memory_dir, rel)?;
                     write_atomic(&path, &bytes, mode)
                 }
                 None => match std::fs::remove_file(&path) {

@@ -12,11 +12,9 @@ use serde_json::Value;
 
 use super::check;
 use super::digest::{self, Digest};
+use super::mode::Mode;
 use super::prompt;
 use super::sandbox::{Change, GuardRefusal, Limits, Sandbox, WriteGuard};
-use super::snapshot::{self, Diff, Snapshot};
-use super::staging::{self, Mode};
-use super::tasks::{self, PendingUpdate, TaskRecord, TaskStore, Turn};
 use super::{RunArgs, FILE_LOCK_MAX_DEADLINE};
 use crate::claude::instructions;
 use crate::claude::paths::ProjectHints;
@@ -32,6 +30,7 @@ use crate::cli::{
 };
 use crate::lock::{Backend, Claimed};
 use crate::model::{Block, Client, Message, Request, Role, SystemBlock, Tier, Usage};
+use crate::store::{self, Diff, PendingUpdate, Snapshot, TaskRecord, TaskStatus, TaskStore, Turn};
 
 /// A turn's text in the task record and events is cut to this.
 const TURN_TEXT_CHARS: usize = 500;
@@ -384,7 +383,7 @@ pub struct RunSection {
     /// Every assistant turn of the run (the record keeps the last 30).
     turns: u32,
     tool_calls: usize,
-    #[schemars(with = "crate::store::tasks::UsageRecord")]
+    #[schemars(with = "store::UsageRecord")]
     usage: Usage,
     landlock: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -395,7 +394,7 @@ pub struct RunSection {
     /// What killed commands left that this run put back before it started: `recovered`
     /// (an interrupted apply or undo), `journal_corrupt`, `orphans`, `swept`.
     #[serde(flatten)]
-    recovered: crate::store::recovery::Recovery,
+    recovered: store::Recovery,
     /// Sessions whose transcript could not be read (they got no digest and are not listed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     unreadable_sessions: Vec<digest::Unreadable>,
@@ -428,7 +427,7 @@ impl RunSection {
             landlock: false,
             snapshot: None,
             diff_text: None,
-            recovered: crate::store::recovery::Recovery::default(),
+            recovered: store::Recovery::default(),
             unreadable_sessions: Vec::new(),
             claimed_by: None,
             health: None,
@@ -565,7 +564,7 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     // A proposing run works in its staging copy, but the model is told (and may use) the real
     // memory dir's path: the sandbox maps it onto the copy.
     let work_dir = match mode {
-        Mode::Propose if !args.dry_run => staging::staging_dir(&project.state_dir, &task_id),
+        Mode::Propose if !args.dry_run => store::staging_dir(&project.state_dir, &task_id),
         _ => project.memory_dir.clone(),
     };
     // The memory's health before the run: its problems are the prompt's concrete work.
@@ -643,7 +642,7 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
             let crashed = !other.alive()
                 && TaskStore::new(&project.state_dir)
                     .load(&other.task_id)
-                    .map_or(true, |r| r.status == "running");
+                    .map_or(true, |r| r.status == TaskStatus::Running);
             if crashed {
                 diag.info(&format!(
                     "task {} claimed this lock and died: its claim is taken over",
@@ -709,7 +708,7 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     // shell tool while it waits).
     let hold = signals::hold();
     // An apply or undo killed midway is rolled back first, under this run's lock.
-    let recovered = or_fail!(crate::store::recovery::under_lock(&project, None, diag));
+    let recovered = or_fail!(store::recover_under_lock(&project, None, diag));
     // Nothing is written in the memory dir when proposing, not even the dir itself.
     let base = match mode {
         Mode::Apply => {
@@ -722,13 +721,12 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
             );
             BTreeMap::new()
         }
-        Mode::Propose => or_fail!(staging::stage_copy(&project.memory_dir, &work_dir).map_err(
-            |e| {
-                let _ =
-                    std::fs::remove_dir_all(staging::proposal_dir(&project.state_dir, &task_id));
+        Mode::Propose => or_fail!(
+            store::stage_copy(&project.memory_dir, &work_dir).map_err(|e| {
+                let _ = std::fs::remove_dir_all(store::proposal_dir(&project.state_dir, &task_id));
                 Failure::io("copy the memory dir to", &work_dir, &e)
-            }
-        )),
+            })
+        ),
     };
 
     // Checked where the run works (a proposal's copy keeps the files' mtimes), after any
@@ -966,7 +964,7 @@ impl Fence<'_> {
         match self.snapshot.as_mut() {
             Some(snapshot) => {
                 snapshot.remember(self.memory_dir, &rel)?;
-                snapshot.intend(&rel, content.map(snapshot::sha256_hex))
+                snapshot.intend(&rel, content.map(store::sha256_hex))
             }
             None => Ok(()),
         }
@@ -1319,7 +1317,7 @@ keep it short, and use the tools for changes.",
             backend: self.backend,
             token: self.claim.token.as_deref(),
             memory_dir: &memory_dir,
-            snapshot_dir: snapshot::dir_of(&self.project.state_dir, &self.record.task_id),
+            snapshot_dir: store::snapshot_dir(&self.project.state_dir, &self.record.task_id),
             task_id: &self.record.task_id,
             snapshot: &mut self.snapshot,
             seen: &self.seen,
@@ -1341,7 +1339,7 @@ keep it short, and use the tools for changes.",
         if self.snapshot.is_some() && self.record.snapshot.is_none() {
             self.record.phase = "updating".into();
             self.record.snapshot = Some(
-                snapshot::dir_of(&self.project.state_dir, &self.record.task_id)
+                store::snapshot_dir(&self.project.state_dir, &self.record.task_id)
                     .to_string_lossy()
                     .into_owned(),
             );
@@ -1407,7 +1405,7 @@ keep it short, and use the tools for changes.",
         let memory_dir = &self.project.memory_dir;
         self.touched
             .iter()
-            .map(|rel| snapshot::absolute(memory_dir, rel))
+            .map(|rel| store::absolute_path(memory_dir, rel))
             .collect()
     }
 
@@ -1553,7 +1551,7 @@ keep it short, and use the tools for changes.",
             }
             self.record.snapshot = None;
             let text = diff_text.get_or_insert_with(String::new).clone();
-            if let Err(e) = staging::record_proposal(
+            if let Err(e) = store::record_proposal(
                 self.record,
                 &diff,
                 text,
@@ -1572,7 +1570,7 @@ keep it short, and use the tools for changes.",
                 let _ = std::fs::remove_dir_all(&snapshot.dir);
             }
             self.record.snapshot = None;
-            let _ = std::fs::remove_dir_all(staging::proposal_dir(
+            let _ = std::fs::remove_dir_all(store::proposal_dir(
                 &self.project.state_dir,
                 &self.record.task_id,
             ));
@@ -1592,10 +1590,8 @@ keep it short, and use the tools for changes.",
                 self.record.snapshot = None;
                 diff_text = None;
             } else {
-                self.record.diff = Some(snapshot::absolute_diff(
-                    &self.project.memory_dir,
-                    diff.clone(),
-                ));
+                self.record.diff =
+                    Some(store::absolute_diff(&self.project.memory_dir, diff.clone()));
                 self.record.diff_text.clone_from(&diff_text);
             }
             match self.announce(&diff) {
@@ -1636,8 +1632,7 @@ keep it short, and use the tools for changes.",
             // --keep-partial: what the run changed stays, and the record says what it is,
             // so that `undo` and the report tell the truth.
             if let Some((d, text)) = self.changes_or_warn(&memory_dir) {
-                self.record.diff =
-                    Some(snapshot::absolute_diff(&self.project.memory_dir, d.clone()));
+                self.record.diff = Some(store::absolute_diff(&self.project.memory_dir, d.clone()));
                 self.record.diff_text = Some(text.clone());
                 diff = d;
                 diff_text = Some(text);
@@ -1697,7 +1692,7 @@ keep it short, and use the tools for changes.",
                     .iter()
                     .chain(&diff.modified)
                     .chain(&diff.deleted)
-                    .map(|rel| snapshot::absolute(&self.project.memory_dir, rel))
+                    .map(|rel| store::absolute_path(&self.project.memory_dir, rel))
                     .collect();
                 all.sort();
                 all
@@ -1705,14 +1700,14 @@ keep it short, and use the tools for changes.",
             RunStatus::NoChanges => Vec::new(),
             _ => self.absolute_touched(),
         };
-        self.record.status = status.as_str().into();
+        self.record.status = status.into();
         self.record.phase = "done".into();
         self.record.error = error.map(str::to_string);
         self.record.ended_at = Some(rfc3339(SystemTime::now()));
         self.record.files_touched = files_touched.clone();
         self.save_record();
         if status == RunStatus::Completed {
-            tasks::prune_snapshots(self.store, self.diag);
+            store::prune_snapshots(self.store, self.diag);
         }
         self.progress.done(status.as_str(), &files_touched);
         Finished {
@@ -1726,7 +1721,7 @@ keep it short, and use the tools for changes.",
                 message,
                 sessions_reviewed: digests.len(),
                 files_touched,
-                diff: snapshot::absolute_diff(&self.project.memory_dir, diff),
+                diff: store::absolute_diff(&self.project.memory_dir, diff),
                 warnings,
                 summary,
                 turns: self.turns,
@@ -1735,7 +1730,7 @@ keep it short, and use the tools for changes.",
                 landlock: self.sandbox.landlock_active(),
                 snapshot: self.record.snapshot.clone(),
                 diff_text: diff_text.filter(|_| proposing),
-                recovered: crate::store::recovery::Recovery::default(),
+                recovered: store::Recovery::default(),
                 unreadable_sessions: Vec::new(),
                 claimed_by: None,
                 health,
@@ -1755,7 +1750,7 @@ keep it short, and use the tools for changes.",
             .iter()
             .chain(&diff.modified)
             .chain(&diff.deleted)
-            .map(|rel| snapshot::absolute(&self.project.memory_dir, rel))
+            .map(|rel| store::absolute_path(&self.project.memory_dir, rel))
             .collect();
         files.sort();
         let update = PendingUpdate {
@@ -1764,10 +1759,10 @@ keep it short, and use the tools for changes.",
             files_touched: files,
             at: at.clone(),
         };
-        tasks::append_pending(&self.project.state_dir, &update).map_err(|e| {
+        store::append_pending(&self.project.state_dir, &update).map_err(|e| {
             format!(
                 "cannot append to {}: {e}",
-                tasks::pending_path(&self.project.state_dir).display()
+                store::pending_path(&self.project.state_dir).display()
             )
         })?;
         let Some(transcript) = &self.notify else {
@@ -1777,7 +1772,7 @@ keep it short, and use the tools for changes.",
             .created
             .iter()
             .chain(&diff.modified)
-            .map(|rel| snapshot::absolute(&self.project.memory_dir, rel))
+            .map(|rel| store::absolute_path(&self.project.memory_dir, rel))
             .collect();
         match notify_transcript(transcript, &written, &at) {
             Ok(Notified::Appended) => Ok(None),

@@ -6,48 +6,17 @@ use std::path::{Path, PathBuf};
 
 use super::snapshot::{self, Diff};
 use super::tasks::TaskRecord;
-use crate::claude::Env;
-use crate::cli::Failure;
 use crate::files::{copy_regular_atomic, create_private_dir};
 
 /// Under the state dir: one folder per proposal, holding the staged `memory` copy.
-pub use crate::store::recovery::{proposal_dir, PROPOSALS_DIR};
-/// The mode without flags, for hook pipelines.
-pub const MODE_ENV: &str = "DREAMKIT_DREAM_MODE";
+pub(super) const PROPOSALS_DIR: &str = "proposals";
 
-/// Apply (write the memory dir) or propose (write a staging copy).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Apply,
-    Propose,
+/// A proposal's folder (its staging copy is under it).
+pub fn proposal_dir(state_dir: &Path, task_id: &str) -> PathBuf {
+    state_dir.join(PROPOSALS_DIR).join(task_id)
 }
 
-impl Mode {
-    /// `--propose` wins; else `DREAMKIT_DREAM_MODE` (`apply` when unset or empty). Any other
-    /// value is bad input.
-    pub fn resolve(propose: bool, env: &Env) -> Result<Mode, Failure> {
-        if propose {
-            return Ok(Mode::Propose);
-        }
-        match env.get(MODE_ENV).map(|v| v.to_str()) {
-            None => Ok(Mode::Apply),
-            Some(Some("" | "apply")) => Ok(Mode::Apply),
-            Some(Some("propose")) => Ok(Mode::Propose),
-            Some(other) => Err(Failure::bad_input(format!(
-                "{MODE_ENV} must be \"propose\" or \"apply\", not {:?}",
-                other.unwrap_or("(not UTF-8)")
-            ))),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Apply => "apply",
-            Mode::Propose => "propose",
-        }
-    }
-}
-
+/// Where a proposing run writes: the `memory` copy in its proposal's folder.
 pub fn staging_dir(state_dir: &Path, task_id: &str) -> PathBuf {
     proposal_dir(state_dir, task_id).join("memory")
 }
@@ -96,7 +65,7 @@ pub fn stage_copy(memory_dir: &Path, staging: &Path) -> std::io::Result<BTreeMap
 
 /// The proposal manifest: every file a proposal changes, with the sha256 it had in the memory
 /// dir when the proposal was made (`None`: it did not exist).
-pub fn manifest(diff: &Diff, base: &BTreeMap<String, String>) -> BTreeMap<String, Option<String>> {
+fn manifest(diff: &Diff, base: &BTreeMap<String, String>) -> BTreeMap<String, Option<String>> {
     diff.created
         .iter()
         .chain(&diff.modified)
