@@ -638,6 +638,28 @@ fn read_project_never_makes_the_home_directory_itself_readable() {
         .iter()
         .any(|r| r.body.to_string().contains("secret-key-bytes"));
     assert!(!leaked, "the private key in ~/.ssh was sent to the model");
+
+    // Without the flag the project is read by default, but never a home directory: the run
+    // goes on without it (-v says so), and the key stays out of reach.
+    let verbose_line = format!(
+        "dream-run: the project dir {} is / or holds the home directory: the agent does not read it",
+        home.display()
+    );
+    d.tool("dream-run")
+        .args(["-n", "-v", "--unlocked", "--cwd"])
+        .arg(&home)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_with(move |stderr| assert!(stderr.contains(&verbose_line), "{stderr}"))
+        .run();
+    let requests = d.api.requests();
+    let results = crate::support::dream::tool_results(&requests[1]);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results.iter().all(|(_, is_error)| *is_error), "{results:?}");
+    let leaked = requests
+        .iter()
+        .any(|r| r.body.to_string().contains("secret-key-bytes"));
+    assert!(!leaked, "the private key in ~/.ssh was sent to the model");
 }
 
 /// BUG (undo takes a run that changed nothing): a `--propose` run killed midway (its writes

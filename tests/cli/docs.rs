@@ -500,9 +500,17 @@ fn readme_licenses_and_rust_version_hold() {
                 doc.display()
             );
         }
-        // Relative links point at files that exist (relative to the document's folder).
+        // Relative links point at files that exist (relative to the document's folder). Text
+        // in backticks is code, not a link (the index line's shape, `- [Title](file.md)`).
         let dir = root.join(doc.parent().unwrap_or(std::path::Path::new("")));
-        for link in text.split("](").skip(1) {
+        let prose: String = text
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, part)| part)
+            .collect::<Vec<_>>()
+            .join(" ");
+        for link in prose.split("](").skip(1) {
             let target = link.split(')').next().unwrap_or_default();
             let file = target.split('#').next().unwrap_or_default();
             if !target.contains("://") && !file.is_empty() {

@@ -487,12 +487,16 @@ fn check_notify_transcript(path: &Path) -> Result<PathBuf, Failure> {
     })
 }
 
-/// The project dir, when the agent may read it: not with `--no-read-project`, and not when it
-/// is `/` or holds the home directory (that would open every key and token of the user's to
-/// the model; said with -v, and the run goes on without it).
+/// The project dir, when the agent may read it: not with `--no-read-project`, and by default
+/// not when it is `/` or holds the home directory (that would open every key and token of the
+/// user's to the model; said with -v, and the run goes on without it). Asked for with
+/// `--read-project`, such a dir is refused by the sandbox instead (exit 2): the caller named it.
 fn readable_project<'a>(args: &RunArgs, project: &'a Project, diag: &Diag) -> Option<&'a Path> {
     if args.no_read_project {
         return None;
+    }
+    if args.read_project {
+        return Some(project.cwd.as_path());
     }
     let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
     let holds_home = home.is_some_and(|home| home.starts_with(&project.cwd));
