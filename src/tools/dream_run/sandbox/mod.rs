@@ -7,7 +7,8 @@
 //! - `read_file`: regular files inside the readable roots ([`files`]).
 //! - `write_file`, `edit_file`, `delete_file`: `*.md` files strictly inside the memory dir, no
 //!   symlink on the way, no forbidden segment ([`paths`]), atomic, after the run's
-//!   [`WriteGuard`] agrees.
+//!   [`WriteGuard`] agrees. A topic file with frontmatter lands stamped as Claude Code stamps
+//!   it ([`stamp`]); team memory (`team/`) is not deleted unless the run allows it.
 //!
 //! Every refusal is a [`ToolResult`] with `is_error: true` and a reason the model can act on;
 //! nothing here panics on model input.
@@ -19,6 +20,7 @@ mod paths;
 #[cfg(test)]
 mod props;
 mod shell;
+mod stamp;
 #[cfg(test)]
 #[allow(unsafe_code)] // the tests make FIFOs with mkfifo(3)
 mod tests;
@@ -155,6 +157,10 @@ pub struct Sandbox {
     /// Proposing: the real memory dir (as given, and canonical), whose paths the tools read as
     /// paths in the staging copy, so the model sees one memory dir whichever it names.
     alias: Vec<PathBuf>,
+    /// `originSessionId` of a topic file the model creates (the newest session reviewed).
+    origin_session: Option<String>,
+    /// Whether `delete_file` may delete under the memory dir's shared `team/` folder.
+    allow_team_delete: bool,
 }
 
 impl Sandbox {
@@ -207,7 +213,21 @@ impl Sandbox {
             programs,
             confinement,
             alias: Vec::new(),
+            origin_session: None,
+            allow_team_delete: false,
         })
+    }
+
+    /// Names `session` as the `originSessionId` of the topic files the model creates.
+    pub fn with_origin_session(mut self, session: Option<String>) -> Sandbox {
+        self.origin_session = session;
+        self
+    }
+
+    /// Lets `delete_file` delete team memory (`team/`), refused by default.
+    pub fn with_team_delete(mut self, allowed: bool) -> Sandbox {
+        self.allow_team_delete = allowed;
+        self
     }
 
     /// Makes paths under `real` (the real memory dir, while the sandbox works in a staging
