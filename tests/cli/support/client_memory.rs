@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 /// The session that wrote the four topic files and the index.
 pub(crate) const WRITING_SESSION: &str = "0b6e0c44-3f1c-4c7e-9a51-2f0d8c1e7a10";
 
+/// The session that read `feedback_testing.md` and edited one line of its body.
+pub(crate) const EDITING_SESSION: &str = "5d2f7a90-8c3e-4b1a-b6d4-9e0f1a2b3c4d";
+
 /// The edit the second session made to `feedback_testing.md`'s body (old, new).
 pub(crate) const EDIT: (&str, &str) = (
     "start the database fixture.",
