@@ -38,7 +38,7 @@ pub(super) fn stamp(previous: Option<&str>, written: &str, stamp: &Stamp) -> Opt
     let mut front = Frontmatter::parse(written)?;
     let previous = previous
         .and_then(Frontmatter::parse)
-        .and_then(|p| p.metadata().map(|m| m.pairs()))
+        .and_then(|p| p.metadata().map(Metadata::pairs))
         .unwrap_or_default();
     front.stamp(&previous, stamp);
     Some(front.render())
@@ -162,7 +162,9 @@ impl<'a> Frontmatter<'a> {
             if text.starts_with(' ') {
                 // A block line: only under a `key:` whose value is empty.
                 match items.last_mut() {
-                    Some(Item::Entry { value, lines, .. }) if value.is_empty() => {
+                    Some(Item::Entry {
+                        value: "", lines, ..
+                    }) => {
                         lines.push(line);
                         continue;
                     }
