@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dream_run_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input schema backend= provider= model= timeout= retries= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= no-read-project read-project unlocked propose dry-run keep-partial events shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input schema backend= provider= model= timeout= retries= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= no-read-project read-project unlocked propose dry-run keep-partial events allow-team-delete shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
 end
 
 function __fish_dream_run_needs_command
@@ -54,6 +54,7 @@ complete -c dream-run -n "__fish_dream_run_needs_command" -l propose -d 'Stage e
 complete -c dream-run -n "__fish_dream_run_needs_command" -l dry-run -d 'Print {prompt, tools, sessions} and stop: no model request, no credentials needed'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l keep-partial -d 'Keep what a failed or aborted run wrote instead of restoring the snapshot'
 complete -c dream-run -n "__fish_dream_run_needs_command" -l events -d 'Progress as JSON Lines events on stderr (turn, tool, file_touched, done)'
+complete -c dream-run -n "__fish_dream_run_needs_command" -l allow-team-delete -d 'Let the agent delete files under the memory dir\'s team/ folder: team memory is shared, so by default the agent may only edit it'
 complete -c dream-run -n "__fish_dream_run_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dream-run -n "__fish_dream_run_needs_command" -s V -l version -d 'Print version'
 complete -c dream-run -n "__fish_dream_run_needs_command" -f -a "tasks" -d 'List task records, newest first (a running record whose process is gone is orphaned)'

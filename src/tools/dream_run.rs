@@ -135,6 +135,10 @@ pub struct RunArgs {
     /// Append a memory_saved record to this Claude Code transcript when files changed
     #[arg(long, value_name = "PATH")]
     pub notify_transcript: Option<PathBuf>,
+    /// Let the agent delete files under the memory dir's team/ folder: team memory is shared,
+    /// so by default the agent may only edit it
+    #[arg(long)]
+    pub allow_team_delete: bool,
     /// Per-command timeout of the agent's shell tool
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = positive_duration)]
     pub shell_timeout: Duration,

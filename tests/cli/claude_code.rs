@@ -12,6 +12,10 @@ use crate::support::claude_code::{
     client, git_repo, git_worktree, hook_responses, message_texts, on_path, plugin_dir, records,
     stream_result, system_path, Offline, CLIENT_VERSION,
 };
+use crate::support::client_memory::{
+    assert_stamped_like_the_client, first_session_writes, EDIT, EDITED_FILE, EDITING_SESSION,
+    WRITING_SESSION,
+};
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::{slug_of, ClaudeHome, Run};
 
@@ -536,4 +540,100 @@ fn marketplace_add_and_install_work_offline_and_the_hooks_fire() {
     })
     .run();
     assert!(home.state_dir().join("last-scan").is_file());
+}
+
+/// One session of the client whose model makes the tool calls `calls` (name, input), one a
+/// turn, then says it is done; acceptEdits, as in the fixture's capture.
+fn memory_session(cc: &Offline, home: &ClaudeHome, session: &str, calls: Vec<(&str, Value)>) {
+    let mut replies: Vec<Value> = calls
+        .into_iter()
+        .enumerate()
+        .map(|(n, (name, input))| {
+            json!({"tool_use": {"name": name, "id": format!("toolu_{n:02}"), "input": input}})
+        })
+        .collect();
+    replies.push(json!("Saved."));
+    cc.claude(
+        home,
+        &home.project,
+        &Value::Array(replies),
+        &[
+            "-p",
+            "remember this",
+            "--output-format",
+            "json",
+            "--session-id",
+            session,
+            "--permission-mode",
+            "acceptEdits",
+        ],
+    )
+    .stdout_json(|result| assert_eq!(result["is_error"], false, "{result}"))
+    .run();
+}
+
+/// The capture of tests/fixtures/claude-code-memory again: a client that stamps its memory
+/// files otherwise than the fixture (which dream-run copies) fails here.
+#[test]
+fn the_client_stamps_memory_files_as_the_committed_fixture_shows() {
+    let claude = claude_or_skip!("the_client_stamps_memory_files_as_the_committed_fixture_shows");
+    let home = ClaudeHome::new();
+    let cc = Offline::new(claude, &home);
+    let mem = home.memory_dir();
+    std::fs::create_dir_all(&mem).unwrap();
+    let file_path = |name: &str| mem.join(name).to_string_lossy().into_owned();
+    // The topic files first, the index last, as the fixture's model did.
+    let (index, topics): (Vec<_>, Vec<_>) = first_session_writes()
+        .into_iter()
+        .partition(|(name, _)| name == "MEMORY.md");
+    let writes = topics
+        .into_iter()
+        .chain(index)
+        .map(|(name, content)| {
+            (
+                "Write",
+                json!({"file_path": file_path(&name), "content": content}),
+            )
+        })
+        .collect();
+    memory_session(&cc, &home, WRITING_SESSION, writes);
+    let first = crate::support::tree(&mem);
+    let modified_of = |text: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix("  modified: "))
+            .map(str::to_string)
+    };
+    let edited_before = modified_of(&std::fs::read_to_string(mem.join(EDITED_FILE)).unwrap());
+
+    // The client's Edit wants a Read of the file first.
+    memory_session(
+        &cc,
+        &home,
+        EDITING_SESSION,
+        vec![
+            ("Read", json!({"file_path": file_path(EDITED_FILE)})),
+            (
+                "Edit",
+                json!({"file_path": file_path(EDITED_FILE), "old_string": EDIT.0, "new_string": EDIT.1}),
+            ),
+        ],
+    );
+    // The edit moved `modified` alone: `originSessionId` stays the writing session's, and
+    // the other files are as the first session left them.
+    assert_stamped_like_the_client(&mem, WRITING_SESSION);
+    let edited_after = modified_of(&std::fs::read_to_string(mem.join(EDITED_FILE)).unwrap());
+    assert!(
+        edited_after > edited_before,
+        "{edited_before:?} -> {edited_after:?}"
+    );
+    let second = crate::support::tree(&mem);
+    let changed: Vec<_> = first
+        .symmetric_difference(&second)
+        .map(|(path, _)| path.clone())
+        .filter(|path| path.ends_with(".md"))
+        .collect();
+    assert!(
+        changed.iter().all(|path| path.ends_with(EDITED_FILE)),
+        "{changed:?}"
+    );
 }

@@ -18,6 +18,7 @@ mod crash;
 mod docs;
 mod dream;
 mod dream_attacks;
+mod dream_stamps;
 mod etcd;
 mod examples;
 mod feedback;

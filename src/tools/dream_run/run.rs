@@ -761,6 +761,11 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     if mode == Mode::Propose {
         sandbox = sandbox.with_alias(&project.memory_dir);
     }
+    // Oldest first: a file the model creates names the newest session as its origin (until
+    // the model says where its content came from).
+    sandbox = sandbox
+        .with_origin_session(session_ids.last().cloned())
+        .with_team_delete(args.allow_team_delete);
     diag.info(&format!(
         "sandbox: Landlock {}",
         if sandbox.landlock_active() {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 pub(crate) mod claude_code;
+pub(crate) mod client_memory;
 pub(crate) mod dream;
 pub(crate) mod etcd;
 pub(crate) mod fake_api;

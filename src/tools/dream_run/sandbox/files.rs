@@ -5,6 +5,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
 use super::input::{DeleteFileInput, EditFileInput, ReadFileInput, WriteFileInput};
 use super::paths::{self, WriteTarget};
+use super::stamp::{self, Stamp};
 use super::{Change, Sandbox, ToolResult, WriteGuard};
 
 /// Longest line `read_file` returns whole; longer ones are cut with a marker.
@@ -213,6 +214,62 @@ fn done(target: WriteTarget, change: Change, what: &str) -> ToolResult {
     }
 }
 
+/// What a write or edit lands.
+enum Landing {
+    /// The file already holds it (up to `modified`): nothing is written.
+    Unchanged,
+    Bytes(String),
+}
+
+/// `content` as it lands: a topic file with frontmatter stamped like the client stamps it
+/// ([`stamp`]), knowing what the file held before. `source_session`: the session the content
+/// came from, when the model says (a new file without one names the newest session reviewed).
+fn landing(
+    sandbox: &Sandbox,
+    target: &WriteTarget,
+    previous: Option<&str>,
+    content: &str,
+    source_session: Option<&str>,
+) -> Landing {
+    if previous == Some(content) {
+        return Landing::Unchanged;
+    }
+    if !stamp::is_topic_file(&target.relative) {
+        return Landing::Bytes(content.to_string());
+    }
+    let origin_session = match target.existing {
+        None => source_session.or(sandbox.origin_session.as_deref()),
+        Some(_) => source_session,
+    };
+    let stamp_at = |now: &str| {
+        stamp::stamp(
+            previous,
+            content,
+            &Stamp {
+                now,
+                origin_session,
+            },
+        )
+    };
+    // Content that only lacks the stamps the file has is no change: `modified` stays.
+    if let Some(current) = previous {
+        if let Some(modified) = stamp::modified_of(current) {
+            if stamp_at(&modified).as_deref() == Some(current) {
+                return Landing::Unchanged;
+            }
+        }
+    }
+    let now = crate::cli::time::rfc3339(std::time::SystemTime::now());
+    Landing::Bytes(stamp_at(&now).unwrap_or_else(|| content.to_string()))
+}
+
+fn unchanged(target: &WriteTarget) -> ToolResult {
+    ToolResult::ok(format!(
+        "unchanged: {} already holds exactly this content (nothing written)",
+        target.relative.display()
+    ))
+}
+
 pub(super) fn write_file(
     sandbox: &Sandbox,
     input: &WriteFileInput,
@@ -230,18 +287,22 @@ pub(super) fn write_file(
         Ok(t) => t,
         Err(e) => return ToolResult::error(e),
     };
-    if target.existing.is_some() {
+    let previous = match target.existing {
+        Some(_) => load(sandbox, &target, raw).ok(),
+        None => None,
+    };
+    let bytes = match landing(sandbox, &target, previous.as_deref(), content, None) {
         // The same bytes again are no change: nothing is written, nothing is touched.
-        if let Ok(current) = load(sandbox, &target, raw) {
-            if current.as_bytes() == content.as_bytes() {
-                return ToolResult::ok(format!(
-                    "unchanged: {} already holds exactly this content (nothing written)",
-                    target.relative.display()
-                ));
-            }
-        }
+        Landing::Unchanged => return unchanged(&target),
+        Landing::Bytes(bytes) => bytes,
+    };
+    if bytes.len() > cap {
+        return ToolResult::error(format!(
+            "write_file: with its metadata stamped the file would be {} bytes; memory files are capped at {cap} bytes, split it into topic files",
+            bytes.len()
+        ));
     }
-    match land(sandbox, &target, content.as_bytes(), guard) {
+    match land(sandbox, &target, bytes.as_bytes(), guard) {
         Ok(change) => {
             let verb = if change == Change::Created {
                 "created"
@@ -299,6 +360,10 @@ pub(super) fn edit_file(
         }
     }
     let updated = current.replacen(old, new, 1);
+    let updated = match landing(sandbox, &target, Some(&current), &updated, None) {
+        Landing::Unchanged => return unchanged(&target),
+        Landing::Bytes(bytes) => bytes,
+    };
     let cap = sandbox.limits.max_file_bytes;
     if updated.len() > cap {
         return ToolResult::error(format!(
@@ -310,6 +375,19 @@ pub(super) fn edit_file(
         Ok(change) => done(target, change, "edited"),
         Err(result) => result,
     }
+}
+
+/// The memory dir's `team/` folder holds memory shared with the whole team (any case: a
+/// case-insensitive file system names the same folder).
+const TEAM_DIR: &str = "team";
+
+/// Whether a path relative to the memory dir lies under [`TEAM_DIR`].
+fn in_team_dir(relative: &std::path::Path) -> bool {
+    relative.components().count() > 1
+        && relative
+            .components()
+            .next()
+            .is_some_and(|first| first.as_os_str().eq_ignore_ascii_case(TEAM_DIR))
 }
 
 pub(super) fn delete_file(
@@ -324,6 +402,12 @@ pub(super) fn delete_file(
     };
     if target.existing.is_none() {
         return ToolResult::error(format!("{raw} does not exist; nothing to delete"));
+    }
+    if in_team_dir(&target.relative) && !sandbox.allow_team_delete {
+        return ToolResult::error(format!(
+            "{raw} is team memory, shared with the rest of the team: it is not deleted. Prune \
+only what is clearly wrong, by editing it with edit_file"
+        ));
     }
     if let Err(refusal) = guard.before_write(&target.path, None) {
         return ToolResult {

@@ -10,7 +10,8 @@
 //!   [`secrets`]), as a path and in `grep`'s recursion.
 //! - `write_file`, `edit_file`, `delete_file`: `*.md` files strictly inside the memory dir, no
 //!   symlink on the way, no forbidden segment ([`paths`]), atomic, after the run's
-//!   [`WriteGuard`] agrees.
+//!   [`WriteGuard`] agrees. A topic file with frontmatter lands stamped as Claude Code stamps
+//!   it ([`stamp`]); team memory (`team/`) is not deleted unless the run allows it.
 //!
 //! Every refusal is a [`ToolResult`] with `is_error: true` and a reason the model can act on;
 //! nothing here panics on model input.
@@ -23,6 +24,7 @@ mod paths;
 mod props;
 mod secrets;
 mod shell;
+mod stamp;
 #[cfg(test)]
 #[allow(unsafe_code)] // the tests make FIFOs with mkfifo(3)
 mod tests;
@@ -161,6 +163,10 @@ pub struct Sandbox {
     /// Proposing: the real memory dir (as given, and canonical), whose paths the tools read as
     /// paths in the staging copy, so the model sees one memory dir whichever it names.
     alias: Vec<PathBuf>,
+    /// `originSessionId` of a topic file the model creates (the newest session reviewed).
+    origin_session: Option<String>,
+    /// Whether `delete_file` may delete under the memory dir's shared `team/` folder.
+    allow_team_delete: bool,
 }
 
 impl Sandbox {
@@ -214,6 +220,8 @@ impl Sandbox {
             programs,
             confinement,
             alias: Vec::new(),
+            origin_session: None,
+            allow_team_delete: false,
         })
     }
 
@@ -235,6 +243,18 @@ impl Sandbox {
             self.confinement =
                 confine::Confinement::probe(&granted, &self.programs, &self.memory_dir);
         }
+        self
+    }
+
+    /// Names `session` as the `originSessionId` of the topic files the model creates.
+    pub fn with_origin_session(mut self, session: Option<String>) -> Sandbox {
+        self.origin_session = session;
+        self
+    }
+
+    /// Lets `delete_file` delete team memory (`team/`), refused by default.
+    pub fn with_team_delete(mut self, allowed: bool) -> Sandbox {
+        self.allow_team_delete = allowed;
         self
     }
 

@@ -1578,3 +1578,160 @@ fn claude_md_files_are_readable_on_their_own_and_never_written() {
     }
     assert_eq!(std::fs::read_to_string(&claude_md).unwrap(), before);
 }
+
+/// A guard that keeps what each write was about to land.
+#[derive(Default)]
+struct Contents(Vec<Option<String>>);
+
+impl WriteGuard for Contents {
+    fn before_write(&mut self, _path: &Path, content: Option<&[u8]>) -> Result<(), GuardRefusal> {
+        self.0
+            .push(content.map(|c| String::from_utf8_lossy(c).into_owned()));
+        Ok(())
+    }
+}
+
+/// `modified:`'s value in a stamped file.
+fn modified(text: &str) -> &str {
+    let at = text.find("  modified: ").expect("stamped") + "  modified: ".len();
+    &text[at..at + "2026-12-05T08:27:20.002Z".len()]
+}
+
+/// `2026-12-05T08:27:20.002Z`: UTC, milliseconds, `Z`.
+fn is_client_time(text: &str) -> bool {
+    let shape = "0000-00-00T00:00:00.000Z";
+    text.len() == shape.len()
+        && text
+            .chars()
+            .zip(shape.chars())
+            .all(|(c, s)| if s == '0' { c.is_ascii_digit() } else { c == s })
+}
+
+#[test]
+fn topic_files_land_stamped_and_the_guard_sees_what_lands() {
+    let f = fixture();
+    let session = "5d2f7a90-8c3e-4b1a-b6d4-9e0f1a2b3c4d";
+    let mut sb = sandbox(&f, Limits::default()).with_origin_session(Some(session.into()));
+    let mut guard = Contents::default();
+    let written = "---\nname: tea\ndescription: Alice likes tea\nmetadata:\n  type: user\n---\n\nAlice likes tea.\n";
+    let created = sb.call(
+        "write_file",
+        &json!({"path": "alice.md", "content": written}),
+        &mut guard,
+    );
+    assert!(!created.is_error, "{created:?}");
+    let on_disk = std::fs::read_to_string(f.mem.join("alice.md")).unwrap();
+    let now = modified(&on_disk).to_string();
+    assert!(is_client_time(&now), "{on_disk}");
+    assert_eq!(
+        on_disk,
+        format!("---\nname: tea\ndescription: Alice likes tea\nmetadata:\n  node_type: memory\n  type: user\n  originSessionId: {session}\n  modified: {now}\n---\n\nAlice likes tea.\n")
+    );
+    assert_eq!(guard.0, vec![Some(on_disk.clone())]);
+
+    // A rewrite without the metadata keeps the stamps; only `modified` moves.
+    std::thread::sleep(Duration::from_millis(5));
+    let rewrite =
+        "---\nname: tea\ndescription: Alice likes green tea\n---\n\nAlice likes green tea.\n";
+    let replaced = sb.call(
+        "write_file",
+        &json!({"path": "alice.md", "content": rewrite}),
+        &mut guard,
+    );
+    assert!(!replaced.is_error, "{replaced:?}");
+    let after = std::fs::read_to_string(f.mem.join("alice.md")).unwrap();
+    let later = modified(&after).to_string();
+    assert!(is_client_time(&later) && later > now, "{now} {later}");
+    assert_eq!(
+        after,
+        format!("---\nname: tea\ndescription: Alice likes green tea\nmetadata:\n  node_type: memory\n  type: user\n  originSessionId: {session}\n  modified: {later}\n---\n\nAlice likes green tea.\n")
+    );
+    // The same content again, stamps left out, is no change: `modified` stays.
+    let again = sb.call(
+        "write_file",
+        &json!({"path": "alice.md", "content": rewrite}),
+        &mut guard,
+    );
+    assert!(
+        !again.is_error && again.touched.is_none() && again.content.starts_with("unchanged"),
+        "{again:?}"
+    );
+    // An edit moves `modified` and keeps the rest.
+    std::thread::sleep(Duration::from_millis(5));
+    let edited = sb.call(
+        "edit_file",
+        &json!({"path": "alice.md", "old_string": "likes green tea.", "new_string": "likes oolong."}),
+        &mut guard,
+    );
+    assert!(!edited.is_error, "{edited:?}");
+    let edited_text = std::fs::read_to_string(f.mem.join("alice.md")).unwrap();
+    assert!(modified(&edited_text) > later.as_str(), "{edited_text}");
+    assert_eq!(
+        edited_text.replace(modified(&edited_text), &later),
+        after.replace("likes green tea.", "likes oolong.")
+    );
+    assert_eq!(guard.0.len(), 3);
+    assert_eq!(guard.0[2].as_deref(), Some(edited_text.as_str()));
+
+    // MEMORY.md and a file without frontmatter land as written.
+    let index = "---\nname: index\n---\n- [Tea](alice.md)\n";
+    sb.call(
+        "write_file",
+        &json!({"path": "MEMORY.md", "content": index}),
+        &mut guard,
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.mem.join("MEMORY.md")).unwrap(),
+        index
+    );
+    sb.call(
+        "write_file",
+        &json!({"path": "plain.md", "content": "no frontmatter\n"}),
+        &mut guard,
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.mem.join("plain.md")).unwrap(),
+        "no frontmatter\n"
+    );
+}
+
+#[test]
+fn team_memory_is_not_deleted_unless_the_run_allows_it() {
+    let f = fixture();
+    for dir in ["team", "Team"] {
+        std::fs::create_dir_all(f.mem.join(dir).join("deep")).unwrap();
+        std::fs::write(f.mem.join(dir).join("shared.md"), "shared\n").unwrap();
+        std::fs::write(f.mem.join(dir).join("deep/more.md"), "more\n").unwrap();
+    }
+    // A top-level file named like the folder is no team memory.
+    std::fs::write(f.mem.join("team.md"), "mine\n").unwrap();
+    let mut sb = sandbox(&f, Limits::default());
+    let before = tree(&f.base);
+    for path in ["team/shared.md", "Team/deep/more.md", "./team/deep/more.md"] {
+        let mut guard = Recorder::default();
+        let refused = sb.call("delete_file", &json!({ "path": path }), &mut guard);
+        assert!(refused.is_error, "{path}: {refused:?}");
+        assert!(
+            refused.content.contains("team memory") && refused.content.contains("edit_file"),
+            "{refused:?}"
+        );
+        assert!(guard.seen.is_empty());
+    }
+    assert_eq!(tree(&f.base), before);
+    // Editing team memory stays allowed.
+    let edited = sb.call(
+        "edit_file",
+        &json!({"path": "team/shared.md", "old_string": "shared", "new_string": "shared, fixed"}),
+        &mut AllowAll,
+    );
+    assert!(!edited.is_error, "{edited:?}");
+    let mine = sb.call("delete_file", &json!({"path": "team.md"}), &mut AllowAll);
+    assert!(!mine.is_error, "{mine:?}");
+
+    let mut sb = sandbox(&f, Limits::default()).with_team_delete(true);
+    for path in ["team/shared.md", "Team/deep/more.md"] {
+        let deleted = sb.call("delete_file", &json!({ "path": path }), &mut AllowAll);
+        assert!(!deleted.is_error, "{path}: {deleted:?}");
+        assert!(!f.mem.join(path).exists());
+    }
+}
