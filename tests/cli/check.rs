@@ -414,7 +414,7 @@ fn topic_files_need_the_clients_frontmatter() {
 fn the_index_holds_headings_and_one_entry_a_line() {
     let home = home_with("index_shape");
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("index_shape".into(), 4)]);
+    assert_eq!(counts(&doc), [("index_shape".into(), 7)]);
     assert_eq!(
         doc["problems"],
         json!([
@@ -426,6 +426,12 @@ fn the_index_holds_headings_and_one_entry_a_line() {
              "detail": "a bullet that links to no memory file: an entry is `- [Title](file.md) — hook`"},
             {"kind": "index_shape", "file": "MEMORY.md", "line": 8,
              "detail": "2 links on one line: one entry per memory file"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 11,
+             "detail": "code in the index: it belongs in a topic file"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 12,
+             "detail": "code in the index: it belongs in a topic file"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 13,
+             "detail": "code in the index: it belongs in a topic file"},
         ])
     );
 }
