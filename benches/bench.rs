@@ -469,7 +469,7 @@ fn check_benchmarks() {
         }
         let next = format!("note-{:04}.md", i + 50);
         let body = format!(
-            "---\nname: note {i}\ndescription: generated note {i}\ntype: project\n---\n\n\
+            "---\nname: note-{i}\ndescription: generated note {i}\ntype: project\n---\n\n\
 # Note {i}\n\nOn 2026-11-{:02} the team agreed on rule {i}: run `make test` before a commit \
 and keep `src/lib.rs` small.\nSee [the next note]({next}) for more.\n\n\
 - fact {i}.1: the build takes about {i} seconds on a cold cache\n\

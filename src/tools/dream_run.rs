@@ -615,7 +615,7 @@ credential, and every line of a private key block (BEGIN to END), is shown whole
 holds no_memory_dir when the project has no memory dir yet (as before its first \
 consolidation): exit 0, files 0, nothing else to say.
 
-The project (for missing_path and the session half of stale_index) is --cwd, the hook \
+The project (for missing_path and stale_index) is --cwd, the hook \
 payload's or envelope's cwd, else the current directory; project_root is its git root (the \
 folder the memory dir is named after). With --memory-dir alone there is no project: \
 project_root is null and neither is checked.",
@@ -628,23 +628,44 @@ last newline at or before character 25,000 (characters as JavaScript counts them
 units). index.cut_at_load holds exactly the lines it drops, with their line numbers in the \
 file; line is the first of them.
 
+index_shape: MEMORY.md as the client writes it: no frontmatter (line 1), and each non-blank \
+line a Markdown heading or one bullet entry linking a .md file, its hook after it (- \
+[Title](file.md) — hook). A prose line, a code block, a bullet without such a link and two \
+links on one line are each reported; the line is never quoted.
+
 dangling_link: a Markdown link ([text](file.md), <...> targets, reference definitions) in the \
 index or a topic file to a path inside the memory dir that does not exist. Links to the web, \
 to anchors and to paths outside the memory dir are not memory links.
 
 orphan_file: a .md file no chain of links from an index reaches (MEMORY.md, and a MEMORY.md \
-in a sub-folder, is an index). The client loads only the index; an orphan is never found.
+in a sub-folder, is an index). The index does not link it; recall may still find it by its \
+description.
 
 duplicate_entry: two index lines linking the same file, two index lines with the same text \
 once case, punctuation and white space are folded, or the same folded line (24 characters or \
 more) in two places of the topic files. The detail names the first.
 
-long_entry: an index line over 150 characters.
+long_entry: an index line over 200 characters, counted in UTF-16 units as the client counts \
+(151 to 200 is fine; the dream prompt still asks for about 150).
+
+front_matter: a topic file (a .md file other than a MEMORY.md) not in the client's format: no \
+frontmatter (a --- block at the top), one never closed, no name or no description, a name \
+that is not a kebab-case slug (lowercase ASCII letters and digits joined by single -), a \
+description over 300 characters, or a type (metadata.type, else a top-level type, as the \
+client reads it) other than user, feedback, project or reference. No type at all is fine: \
+older files have none and the client reads them. The frontmatter is read minimally (key: \
+value lines, quoted values, block scalars, the nested metadata block by indentation); what it \
+cannot read is passed over, never an error.
+
+large_file: a topic file over 4,096 bytes: one memory per file, a few lines.
+
+continuation_file: name-2.md (any -<digits> suffix) beside name.md in the same folder: one \
+memory spilled over two files.
 
 relative_date: yesterday, today, tomorrow, tonight, last/next/this/coming/past week (month, \
 year, quarter, weekend, sprint, night, morning, afternoon, evening, a weekday), N units ago, \
-in N units: in prose, not in code spans or fenced code. The dream prompt asks for absolute \
-dates.
+in N units: in prose, not in code spans, fenced code or quoted text (\"...\", '...', “...”, \
+‘...’; an apostrophe as in don't quotes nothing). The dream prompt asks for absolute dates.
 
 missing_path: a repository path written in memory that the project no longer has, relative \
 to its root or to the directory it was named by. Paths are words with a slash (checked when \
@@ -654,9 +675,9 @@ such as Makefile (looked for anywhere in the project, leaving out dot folders, n
 and target, and not at all in a project of more than 200,000 entries). URLs, absolute and ~ \
 paths, and names of memory files are not checked.
 
-stale_index: a topic file the index links to that changed more than 2 s after the index \
-(its entry may be out of date; line is the entry), or the index older than the project's \
-newest session by more than --min-hours (the gate's DREAMKIT_MIN_HOURS, default 24).
+stale_index: the index older than the project's newest session by more than --min-hours \
+(the gate's DREAMKIT_MIN_HOURS, default 24). A topic file newer than the index is no problem: \
+the client updates topic files in place.
 
 secret: a credential: sk-ant-, sk-, ghp_, github_pat_, AKIA, xoxb-/xoxp-/xoxa-/xoxs-/xoxr- \
 at a token boundary followed by a long key-shaped run (letters and digits mixed; AKIA and 16 \

@@ -98,7 +98,7 @@ fn discard_during_a_live_apply_must_not_make_the_apply_delete_memory_files() {
                 ("topics/build.md", "Build with make -j2.\n"),
             ],
         ),
-        "orphan_file 0 -> 400, duplicate_entry 0 -> 15999",
+        "orphan_file 0 -> 400, duplicate_entry 0 -> 15999, front_matter 2 -> 402",
     );
     let apply = d
         .background(&["apply"])
@@ -343,7 +343,7 @@ fn pruning_snapshots_never_removes_a_folder_a_record_names_outside_the_state_dir
     d.dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
-        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .stderr_is(more_problems("orphan_file 0 -> 1, front_matter 2 -> 3"))
         .run();
     assert!(
         precious.join("thesis.md").exists(),
@@ -420,7 +420,7 @@ fn undo_after_apply_undoes_the_apply_not_an_older_run() {
         .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
-        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .stderr_is(more_problems("orphan_file 0 -> 1, front_matter 2 -> 3"))
         .run();
     d.release(&out.stdout, "completed");
     drop(holder);
@@ -510,7 +510,10 @@ fn a_symlinked_notify_transcript_is_judged_the_same_before_and_after_the_run() {
     );
     if appended {
         assert_eq!(out.json()["run"]["status"], "completed");
-        assert_eq!(out.stderr, more_problems("orphan_file 0 -> 1"));
+        assert_eq!(
+            out.stderr,
+            more_problems("orphan_file 0 -> 1, front_matter 2 -> 3")
+        );
     } else {
         assert_eq!(out.json()["error"]["kind"], "bad_input");
     }
@@ -529,7 +532,7 @@ fn sigterm_during_recover_still_reports_what_was_rolled_back() {
     let id = d.propose_with(
         &[],
         Dream::many_writes(500, &[]),
-        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
+        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999, front_matter 2 -> 502",
     );
     let before = d.md_tree();
     // kill -9 in the middle of an apply.
@@ -689,7 +692,7 @@ fn undo_without_id_skips_a_killed_proposal_and_takes_the_completed_run() {
         .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
-        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .stderr_is(more_problems("orphan_file 0 -> 1, front_matter 2 -> 3"))
         .run();
     let completed = out.json()["run"]["task_id"].as_str().unwrap().to_string();
     d.release(&out.stdout, "completed");
@@ -947,7 +950,7 @@ fn held_a_journal_of_a_live_process_is_left_alone() {
     let id = d.propose_with(
         &[],
         Dream::many_writes(500, &[]),
-        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
+        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999, front_matter 2 -> 502",
     );
     let apply = d
         .background(&["apply"])
@@ -1027,7 +1030,7 @@ fn held_a_full_disk_during_apply_rolls_back() {
                 ("zz-big.md", &big),
             ],
         ),
-        "orphan_file 0 -> 53, duplicate_entry 0 -> 1999",
+        "index_shape 0 -> 1, orphan_file 0 -> 53, duplicate_entry 0 -> 1999, front_matter 2 -> 53, large_file 0 -> 1",
     );
     let before = d.md_tree();
     let temp = format!("{}/.dreamkit-", d.mem().display());
@@ -1075,7 +1078,7 @@ fn held_an_apply_killed_at_a_write_is_recovered() {
                 ("zz-big.md", &big),
             ],
         ),
-        "orphan_file 0 -> 53, duplicate_entry 0 -> 1999",
+        "index_shape 0 -> 1, orphan_file 0 -> 53, duplicate_entry 0 -> 1999, front_matter 2 -> 53, large_file 0 -> 1",
     );
     let before = d.md_tree();
     limited(&d, 64 * 1024, false)
@@ -1120,7 +1123,7 @@ fn held_a_staging_copy_tampered_before_apply_is_refused() {
                     json!({"path": "topics/new.md", "content": "new\n"}),
                 ),
             ],
-            "orphan_file 0 -> 1",
+            "orphan_file 0 -> 1, front_matter 2 -> 3",
         );
         let staged = d
             .home
@@ -1387,7 +1390,7 @@ fn held_default_call_and_file_limits() {
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["files_touched"].as_array().unwrap().len(), 500))
         .stderr_is(more_problems(
-            "orphan_file 0 -> 500, duplicate_entry 0 -> 2559",
+            "orphan_file 0 -> 500, duplicate_entry 0 -> 2559, front_matter 2 -> 502",
         ))
         .run();
     let results = tool_results(&d.api.requests()[1]);
@@ -1405,7 +1408,7 @@ fn held_kill_9_during_undo_is_rolled_back_and_undo_works_again() {
     let id = d.propose_with(
         &[],
         Dream::many_writes(500, &[]),
-        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
+        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999, front_matter 2 -> 502",
     );
     d.tool("dream-run")
         .arg("apply")
@@ -1464,7 +1467,7 @@ fn held_the_state_dir_stays_private_with_a_journal_left_by_a_kill() {
     let id = d.propose_with(
         &[],
         Dream::many_writes(500, &[]),
-        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999",
+        "orphan_file 0 -> 500, duplicate_entry 0 -> 19999, front_matter 2 -> 502",
     );
     let apply = d
         .background(&["apply"])

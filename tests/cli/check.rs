@@ -10,12 +10,16 @@ use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
 use crate::support::{bin_path, hours, set_age, tree, ClaudeHome, LiveProcess, Run};
 
-const KINDS: [&str; 12] = [
+const KINDS: [&str; 16] = [
     "index_over_limit",
+    "index_shape",
     "dangling_link",
     "orphan_file",
     "duplicate_entry",
     "long_entry",
+    "front_matter",
+    "large_file",
+    "continuation_file",
     "relative_date",
     "missing_path",
     "stale_index",
@@ -202,14 +206,22 @@ fn a_healthy_memory_exits_0_with_every_count_zero() {
 fn over_200_lines_cut_at_load_is_what_the_client_drops() {
     let home = home_with("index_over_limit_lines");
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("index_over_limit".into(), 1)]);
+    // Its lines are bullets without a link: each is index_shape too.
     assert_eq!(
-        problems(&doc),
-        [p("index_over_limit", "MEMORY.md", Some(201))]
+        counts(&doc),
+        [("index_over_limit".into(), 1), ("index_shape".into(), 260)]
     );
-    assert!(doc["problems"][0]["detail"].as_str().unwrap().starts_with(
-        "260 lines (limit: 200); Claude Code does not load 60 of 260 lines, from line 201 on"
-    ));
+    let mut expected: Vec<_> = (1..=260)
+        .map(|line| p("index_shape", "MEMORY.md", Some(line)))
+        .collect();
+    expected.insert(200, p("index_over_limit", "MEMORY.md", Some(201)));
+    assert_eq!(problems(&doc), expected);
+    assert!(doc["problems"][200]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with(
+            "260 lines (limit: 200); Claude Code does not load 60 of 260 lines, from line 201 on"
+        ));
     let cut = doc["index"]["cut_at_load"].as_array().unwrap();
     assert_eq!(doc["index"]["lines"], 260);
     assert_eq!(cut.len(), 60);
@@ -228,9 +240,14 @@ fn over_25000_characters_the_cut_is_at_the_last_newline_before() {
     // SPEC 5: a 150-line, 31 KB index of 213-character lines loses line 118 on.
     let home = home_with("index_over_limit_chars");
     let doc = unhealthy(&home, &[]);
+    // Its lines are bullets without a link: each is index_shape too.
     assert_eq!(
         counts(&doc),
-        [("index_over_limit".into(), 1), ("long_entry".into(), 150)]
+        [
+            ("index_over_limit".into(), 1),
+            ("index_shape".into(), 150),
+            ("long_entry".into(), 150)
+        ]
     );
     assert_eq!(doc["index"]["lines"], 150);
     assert_eq!(doc["index"]["chars"], 150 * 213 - 1);
@@ -258,16 +275,21 @@ fn over_25000_characters_the_cut_is_at_the_last_newline_before() {
 fn dangling_links_from_the_index_and_from_topic_files() {
     let home = home_with("dangling_link");
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("dangling_link".into(), 2)]);
+    // a.md has no frontmatter.
+    assert_eq!(
+        counts(&doc),
+        [("dangling_link".into(), 2), ("front_matter".into(), 1)]
+    );
     assert_eq!(
         problems(&doc),
         [
             p("dangling_link", "MEMORY.md", Some(3)),
+            p("front_matter", "a.md", None),
             p("dangling_link", "a.md", Some(1)),
         ]
     );
     assert_eq!(
-        doc["problems"][1]["detail"],
+        doc["problems"][2]["detail"],
         "links to missing-too.md, which does not exist"
     );
 }
@@ -276,8 +298,25 @@ fn dangling_links_from_the_index_and_from_topic_files() {
 fn an_orphan_is_a_topic_no_index_reaches_even_through_other_topics() {
     let home = home_with("orphan_file");
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("orphan_file".into(), 1)]);
-    assert_eq!(problems(&doc), [p("orphan_file", "c.md", None)]);
+    // Its topic files have no frontmatter.
+    assert_eq!(
+        counts(&doc),
+        [("orphan_file".into(), 1), ("front_matter".into(), 4)]
+    );
+    assert_eq!(
+        problems(&doc),
+        [
+            p("front_matter", "a.md", None),
+            p("front_matter", "b.md", None),
+            p("orphan_file", "c.md", None),
+            p("front_matter", "c.md", None),
+            p("front_matter", "team/x.md", None),
+        ]
+    );
+    assert_eq!(
+        doc["problems"][2]["detail"],
+        "no MEMORY.md entry leads here: the index does not link it (recall may still find it by its description)"
+    );
     assert_eq!(doc["files"], 6);
 }
 
@@ -285,16 +324,34 @@ fn an_orphan_is_a_topic_no_index_reaches_even_through_other_topics() {
 fn duplicates_by_target_and_by_folded_text() {
     let home = home_with("duplicate_entry");
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("duplicate_entry".into(), 3)]);
+    // The index's plain bullets are index_shape, the topic files have no frontmatter.
+    assert_eq!(
+        counts(&doc),
+        [
+            ("index_shape".into(), 2),
+            ("duplicate_entry".into(), 3),
+            ("front_matter".into(), 2)
+        ]
+    );
     assert_eq!(
         problems(&doc),
         [
             p("duplicate_entry", "MEMORY.md", Some(3)),
+            p("index_shape", "MEMORY.md", Some(4)),
+            p("index_shape", "MEMORY.md", Some(5)),
             p("duplicate_entry", "MEMORY.md", Some(5)),
+            p("front_matter", "build.md", None),
+            p("front_matter", "other.md", None),
             p("duplicate_entry", "other.md", Some(2)),
         ]
     );
-    let details = details(&doc);
+    let details: Vec<&str> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "duplicate_entry")
+        .map(|p| p["detail"].as_str().unwrap())
+        .collect();
     assert_eq!(
         details,
         [
@@ -306,11 +363,162 @@ fn duplicates_by_target_and_by_folded_text() {
 }
 
 #[test]
+fn topic_files_need_the_clients_frontmatter() {
+    let home = home_with("front_matter");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("front_matter".into(), 7)]);
+    // old.md (no type: older files have none) and quoted.md (quoted values) are fine.
+    assert_eq!(
+        doc["problems"],
+        json!([
+            {"kind": "front_matter", "file": "bad_name.md", "line": 2,
+             "detail": "name \"Bad Name\" is not a kebab-case slug (lowercase letters and digits joined by single -)"},
+            {"kind": "front_matter", "file": "convention.md", "line": 6,
+             "detail": "type \"convention\" is none of user, feedback, project, reference"},
+            {"kind": "front_matter", "file": "long_description.md", "line": 3,
+             "detail": "description is 301 characters (at most 300): one line recall can pick the memory by"},
+            {"kind": "front_matter", "file": "no_name.md", "line": 1,
+             "detail": "the frontmatter has no name"},
+            {"kind": "front_matter", "file": "plain.md",
+             "detail": "no frontmatter: a memory file starts with a `---` block holding name, description and metadata.type"},
+            {"kind": "front_matter", "file": "top_type.md", "line": 4,
+             "detail": "type \"convention\" is none of user, feedback, project, reference"},
+            {"kind": "front_matter", "file": "unclosed.md", "line": 1,
+             "detail": "the frontmatter's `---` block is never closed: the whole file is read as frontmatter"},
+        ])
+    );
+    // No description: recall has nothing to pick the memory by.
+    let mem = home.memory_dir();
+    std::fs::write(
+        mem.join("no_name.md"),
+        "---\nname: no-name\n---\n\nThe body.\n",
+    )
+    .unwrap();
+    let doc = unhealthy(&home, &[]);
+    let no_description: Vec<&Value> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["file"] == "no_name.md")
+        .collect();
+    assert_eq!(
+        no_description,
+        [
+            &json!({"kind": "front_matter", "file": "no_name.md", "line": 1,
+                 "detail": "the frontmatter has no description: recall picks memories by it"})
+        ]
+    );
+}
+
+#[test]
+fn the_index_holds_headings_and_one_entry_a_line() {
+    let home = home_with("index_shape");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("index_shape".into(), 7)]);
+    assert_eq!(
+        doc["problems"],
+        json!([
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 1,
+             "detail": "frontmatter in the index: MEMORY.md holds entries only"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 6,
+             "detail": "neither a heading nor a `- [Title](file.md) — hook` entry: content belongs in a topic file"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 7,
+             "detail": "a bullet that links to no memory file: an entry is `- [Title](file.md) — hook`"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 8,
+             "detail": "2 links on one line: one entry per memory file"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 11,
+             "detail": "code in the index: it belongs in a topic file"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 12,
+             "detail": "code in the index: it belongs in a topic file"},
+            {"kind": "index_shape", "file": "MEMORY.md", "line": 13,
+             "detail": "code in the index: it belongs in a topic file"},
+        ])
+    );
+}
+
+#[test]
+fn a_topic_file_over_4096_bytes() {
+    let home = home_with("large_file");
+    assert_eq!(
+        std::fs::metadata(home.memory_dir().join("edge.md"))
+            .unwrap()
+            .len(),
+        4096,
+        "at the limit: fine"
+    );
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(
+        doc["problems"],
+        json!([{"kind": "large_file", "file": "big.md",
+                "detail": "4097 bytes (at most 4096): one memory per file, a few lines; split it or move the detail out"}])
+    );
+}
+
+#[test]
+fn a_continuation_file_beside_its_first_part() {
+    let home = home_with("continuation_file");
+    let doc = unhealthy(&home, &[]);
+    // release-2026.md has no release.md beside it: a name, not a continuation.
+    assert_eq!(
+        doc["problems"],
+        json!([{"kind": "continuation_file", "file": "notes-2.md",
+                "detail": "continues notes.md: one memory per file; merge the two or give this one its own name"}])
+    );
+}
+
+#[test]
+fn a_memory_dir_the_real_client_wrote_is_healthy() {
+    let written =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code-memory/memory");
+    let home = ClaudeHome::new();
+    let doc = healthy(&home, &["--memory-dir", written.to_str().unwrap()]);
+    assert_eq!(doc["files"], 5);
+    assert_eq!(counts(&doc), []);
+    // As a project's memory too, with a session newer than the index by less than a day.
+    copy_tree(&written, &home.memory_dir());
+    home.add_session(&crate::support::session_id(1), hours(0));
+    let doc = healthy(&home, &[]);
+    assert_eq!(doc["files"], 5);
+}
+
+#[test]
 fn a_long_index_line() {
     let home = home_with("long_entry");
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("long_entry".into(), 1)]);
-    assert_eq!(problems(&doc), [p("long_entry", "MEMORY.md", Some(2))]);
+    // style.md has no frontmatter.
+    assert_eq!(
+        counts(&doc),
+        [("long_entry".into(), 1), ("front_matter".into(), 1)]
+    );
+    assert_eq!(
+        problems(&doc),
+        [
+            p("long_entry", "MEMORY.md", Some(2)),
+            p("front_matter", "style.md", None)
+        ]
+    );
+    assert_eq!(
+        details(&doc)[0],
+        "211 characters (at most 200): keep one short line, the detail in the topic file"
+    );
+    // Over 200 UTF-16 units, as the client counts: 151 to 200 is fine, and a character
+    // outside the BMP counts two.
+    let entry = |units: usize| {
+        let head = "- [Style](style.md) — 😀 ";
+        let head_units = head.encode_utf16().count();
+        format!("{head}{}\n", "x".repeat(units - head_units))
+    };
+    let index = home.memory_dir().join("MEMORY.md");
+    std::fs::write(&index, format!("# Memory\n{}", entry(200))).unwrap();
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(counts(&doc), [("front_matter".into(), 1)]);
+    std::fs::write(&index, format!("# Memory\n{}", entry(201))).unwrap();
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(problems(&doc)[0], p("long_entry", "MEMORY.md", Some(2)));
+    assert_eq!(
+        details(&doc)[0],
+        "201 characters (at most 200): keep one short line, the detail in the topic file"
+    );
 }
 
 #[test]
@@ -329,16 +537,41 @@ fn relative_dates_in_prose_but_not_in_code() {
         .as_str()
         .unwrap()
         .starts_with("\"last week\": write the date itself"));
+    // Quoted text is a quote, not a date the memory states; an apostrophe quotes nothing.
+    let log = home.memory_dir().join("log.md");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("The user wrote \"ship it tomorrow\" in the review.\n"); // 15
+    text.push_str("The bot answers 'done yesterday'; the chart says “last week”.\n"); // 16
+    text.push_str("Don't merge today: it's frozen.\n"); // 17
+    std::fs::write(&log, text).unwrap();
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(
+        problems(&doc),
+        [
+            p("relative_date", "log.md", Some(7)),
+            p("relative_date", "log.md", Some(8)),
+            p("relative_date", "log.md", Some(17)),
+        ]
+    );
+    assert!(doc["problems"][2]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("\"today\": write the date itself"));
 }
 
 #[test]
 fn missing_paths_against_the_project_and_not_without_one() {
     let home = home_with("missing_path");
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("missing_path".into(), 3)]);
+    // code.md has no frontmatter.
+    assert_eq!(
+        counts(&doc),
+        [("front_matter".into(), 1), ("missing_path".into(), 3)]
+    );
     assert_eq!(
         problems(&doc),
         [
+            p("front_matter", "code.md", None),
             p("missing_path", "code.md", Some(1)),
             p("missing_path", "code.md", Some(2)),
             p("missing_path", "code.md", Some(3)),
@@ -346,7 +579,7 @@ fn missing_paths_against_the_project_and_not_without_one() {
     );
     let details = details(&doc);
     assert_eq!(
-        details,
+        details[1..],
         [
             "src/old.rs is not in the project any more",
             "Justfile is not in the project any more",
@@ -376,7 +609,7 @@ fn missing_paths_against_the_project_and_not_without_one() {
         let from_root = unhealthy(&home, &[]);
         assert_eq!(
             counts(&from_root),
-            [("missing_path".into(), 4)],
+            [("front_matter".into(), 1), ("missing_path".into(), 4)],
             "{from_root}"
         );
         let sub = home.project.join("src").display().to_string();
@@ -387,41 +620,42 @@ fn missing_paths_against_the_project_and_not_without_one() {
         );
         assert_eq!(
             counts(&from_sub),
-            [("missing_path".into(), 3)],
+            [("front_matter".into(), 1), ("missing_path".into(), 3)],
             "{from_sub}"
         );
     }
     // With --memory-dir alone there is no project: no path is checked.
     let mem = home.memory_dir().display().to_string();
-    let doc = healthy(&home, &["--memory-dir", &mem]);
+    let doc = unhealthy(&home, &["--memory-dir", &mem]);
     assert_eq!(doc["project_root"], Value::Null);
-    assert_eq!(counts(&doc), []);
+    assert_eq!(counts(&doc), [("front_matter".into(), 1)]);
 }
 
 #[test]
-fn a_stale_index_against_its_topics_and_the_newest_session() {
+fn a_stale_index_against_the_newest_session_not_its_topics() {
     let home = home_with("stale_index");
     let mem = home.memory_dir();
     set_age(&mem.join("MEMORY.md"), hours(72));
+    // A topic file newer than the index is no problem: the client updates files in place.
     set_age(&mem.join("deploy.md"), hours(1));
     home.add_session(&crate::support::session_id(1), hours(2));
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("stale_index".into(), 2)]);
+    // deploy.md has no frontmatter.
+    assert_eq!(
+        counts(&doc),
+        [("front_matter".into(), 1), ("stale_index".into(), 1)]
+    );
     assert_eq!(
         problems(&doc),
         [
             p("stale_index", "MEMORY.md", None),
-            p("stale_index", "MEMORY.md", Some(2)),
+            p("front_matter", "deploy.md", None),
         ]
     );
     assert!(doc["problems"][0]["detail"]
         .as_str()
         .unwrap()
         .starts_with("written 70.0 h before the newest session"));
-    assert!(doc["problems"][1]["detail"]
-        .as_str()
-        .unwrap()
-        .starts_with("deploy.md changed after the index was written"));
     // --min-hours (or the gate's DREAMKIT_MIN_HOURS) moves the session threshold.
     for args in [&["--min-hours", "100"][..], &[]] {
         let mut cmd = check(&home, args);
@@ -429,7 +663,7 @@ fn a_stale_index_against_its_topics_and_the_newest_session() {
             cmd = cmd.env("DREAMKIT_MIN_HOURS", "96h");
         }
         let doc = unhealthy_run(cmd);
-        assert_eq!(counts(&doc), [("stale_index".into(), 1)], "{args:?}");
+        assert_eq!(counts(&doc), [("front_matter".into(), 1)], "{args:?}");
     }
     check(&home, &["--min-hours", "soon"])
         .code(2)
@@ -479,9 +713,15 @@ fn secrets_are_named_by_kind_and_never_printed() {
         assert!(!out.stderr.contains(secret));
     }
     let doc = out.json();
+    // The index's plain bullets are index_shape (lines 3 to 206), env.md has no frontmatter.
     assert_eq!(
         counts(&doc),
-        [("index_over_limit".into(), 1), ("secret".into(), 3)]
+        [
+            ("index_over_limit".into(), 1),
+            ("index_shape".into(), 204),
+            ("front_matter".into(), 1),
+            ("secret".into(), 3)
+        ]
     );
     assert_eq!(
         problems(&doc)
@@ -608,8 +848,18 @@ fn secret_lines_past_the_cut_are_never_printed_and_the_cut_is_bounded() {
 fn files_the_client_will_not_load() {
     let home = home_with("not_markdown");
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("not_markdown".into(), 1)]);
-    assert_eq!(problems(&doc), [p("not_markdown", "todo.txt", None)]);
+    // notes.md has no frontmatter.
+    assert_eq!(
+        counts(&doc),
+        [("front_matter".into(), 1), ("not_markdown".into(), 1)]
+    );
+    assert_eq!(
+        problems(&doc),
+        [
+            p("front_matter", "notes.md", None),
+            p("not_markdown", "todo.txt", None)
+        ]
+    );
 
     // Not UTF-8, a FIFO (never opened: the check does not wait on it), a symlink to a device.
     let home = home_with("unreadable");
@@ -618,16 +868,24 @@ fn files_the_client_will_not_load() {
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     std::os::unix::fs::symlink("/dev/zero", mem.join("zero.md")).unwrap();
     let doc = unhealthy(&home, &[]);
-    assert_eq!(counts(&doc), [("unreadable".into(), 3)]);
+    // good.md has no frontmatter.
+    assert_eq!(
+        counts(&doc),
+        [("front_matter".into(), 1), ("unreadable".into(), 3)]
+    );
     assert_eq!(
         problems(&doc),
         [
             p("unreadable", "bad.md", None),
+            p("front_matter", "good.md", None),
             p("unreadable", "pipe.md", None),
             p("unreadable", "zero.md", None),
         ]
     );
-    let details = details(&doc);
+    let details: Vec<&str> = details(&doc)
+        .into_iter()
+        .filter(|d| !d.starts_with("no frontmatter"))
+        .collect();
     assert_eq!(
         details,
         [
@@ -740,7 +998,7 @@ fn as_a_session_start_hook() {
                 .as_str()
                 .unwrap();
             assert!(
-                context.starts_with("dreamkit's memory check found 2 problems in this project's memory (2 dangling_link):\ndangling_link MEMORY.md:3: links to gone.md"),
+                context.starts_with("dreamkit's memory check found 3 problems in this project's memory (2 dangling_link, 1 front_matter):\ndangling_link MEMORY.md:3: links to gone.md"),
                 "{context}"
             );
         })

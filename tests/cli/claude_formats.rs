@@ -28,10 +28,11 @@ fn dream_run(d: &Dream, envelope: &str, args: &[&str], stderr: &str) -> Value {
         .json()
 }
 
-/// What a run that wrote a file no index links says (the file is new, so it is an orphan).
+/// What a run that wrote a file no index links says (the file is new, so it is an orphan;
+/// written without frontmatter, it is one more front_matter beside the world's two).
 const LEFT_AN_ORPHAN: &str =
-    "dream-run: the run left more problems than it found: orphan_file 0 -> 1 \
-                              (dream-run check lists them)\n";
+    "dream-run: the run left more problems than it found: orphan_file 0 -> 1, \
+                              front_matter 2 -> 3 (dream-run check lists them)\n";
 
 /// The line `feedback queue` says for a draft titled `title`.
 fn queued_line(title: &str, err: &str) {

@@ -29,11 +29,13 @@ impl Dream {
     fn propose_many(&self, files: usize) -> String {
         let index = "# Memory\n- [Many](many/0000.md): many notes\n";
         // The new index links only the first new file (the others, stale.md and
-        // topics/build.md are orphans), and the 40 lines of each body repeat in every file.
+        // topics/build.md are orphans), the 40 lines of each body repeat in every file, and
+        // no file has frontmatter.
         let warning = format!(
-            "orphan_file 0 -> {}, duplicate_entry 0 -> {}",
+            "orphan_file 0 -> {}, duplicate_entry 0 -> {}, front_matter 2 -> {}",
             files + 1,
-            40 * files - 1
+            40 * files - 1,
+            files + 2
         );
         self.propose_with(
             &["MEMORY.md"],
@@ -619,7 +621,7 @@ fn the_file_limit_and_the_turn_output_cap_are_tool_errors() {
             assert_eq!(doc["run"]["status"], "completed", "{doc}");
             assert_eq!(doc["run"]["files_touched"].as_array().unwrap().len(), 3);
         })
-        .stderr_is(more_problems("orphan_file 0 -> 3"))
+        .stderr_is(more_problems("orphan_file 0 -> 3, front_matter 2 -> 5"))
         .run();
     let requests = d.api.requests();
     let writes = tool_results(&requests[1]);
@@ -769,7 +771,7 @@ fn notify_transcript_never_corrupts_a_transcript() {
             assert_eq!(doc["run"]["status"], "completed", "{doc}");
             assert_eq!(doc["run"]["warnings"], json!(["health_worse"]), "{doc}");
         })
-        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .stderr_is(more_problems("orphan_file 0 -> 1, front_matter 2 -> 3"))
         .run();
     let text = std::fs::read_to_string(&live).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
@@ -1360,7 +1362,7 @@ fn two_runs_on_one_token_cannot_both_write() {
         .dream_run(&envelope, &[])
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
-        .stderr_is(more_problems("orphan_file 0 -> 1"))
+        .stderr_is(more_problems("orphan_file 0 -> 1, front_matter 2 -> 3"))
         .spawn();
     crate::support::wait::busy_until("the first run's second request", || {
         d.api.requests().len() == 2

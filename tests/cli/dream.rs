@@ -238,7 +238,7 @@ fn keep_partial_keeps_what_a_failed_run_wrote() {
                 lines[0].starts_with("dream-run: --keep-partial: what the failed run changed stays; `dream-run undo "),
                 "{err}"
             );
-            assert_eq!(lines[1], "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)");
+            assert_eq!(lines[1], "dream-run: the run left more problems than it found: orphan_file 0 -> 1, front_matter 2 -> 3 (dream-run check lists them)");
             assert_eq!(lines[2], "dream-run: run failed: invalid_request: bad");
         })
         .run();
@@ -393,7 +393,7 @@ fn a_lost_lock_stops_the_run_without_restoring() {
         ran.stderr,
         format!(
             "dream-run: the lock was lost: nothing was restored; the snapshot is {}\n\
-             dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n\
+             dream-run: the run left more problems than it found: orphan_file 0 -> 1, front_matter 2 -> 3 (dream-run check lists them)\n\
              dream-run: run failed: the consolidation lock was taken by another process\n",
             record["snapshot"].as_str().unwrap()
         )
@@ -1108,27 +1108,33 @@ fn an_index_over_claude_codes_limits_is_a_warning() {
         .stderr_with(|stderr| {
             assert!(stderr.contains("MEMORY.md is over"), "{stderr}");
             assert!(
-                stderr.contains("the run left more problems than it found: index_over_limit 0 -> 1, orphan_file 0 -> 2, duplicate_entry 0 -> 249"),
+                stderr.contains("the run left more problems than it found: index_over_limit 0 -> 1, index_shape 0 -> 250, orphan_file 0 -> 2, duplicate_entry 0 -> 249"),
                 "{stderr}"
             );
         })
         .stderr_is(
             "dream-run: MEMORY.md is over Claude Code's limits (200 lines, 25000 characters): the rest is never loaded\n\
-             dream-run: the run left more problems than it found: index_over_limit 0 -> 1, orphan_file 0 -> 2, duplicate_entry 0 -> 249 (dream-run check lists them)\n",
+             dream-run: the run left more problems than it found: index_over_limit 0 -> 1, index_shape 0 -> 250, orphan_file 0 -> 2, duplicate_entry 0 -> 249 (dream-run check lists them)\n",
         )
         .run();
     let doc = ran.json();
     let run = &doc["run"];
     assert_eq!(run["warnings"], json!(["index_over_limit", "health_worse"]));
-    // 250 identical lines: over the limit, 249 duplicates, and the two topic files the old
-    // index pointed at are reached by nothing now.
+    // 250 identical lines: over the limit, 249 duplicates, 250 bullets without a link, and
+    // the two topic files the old index pointed at are reached by nothing now.
     assert_eq!(run["health"]["before"]["counts"]["index_over_limit"], 0);
     assert_eq!(run["health"]["after"]["counts"]["index_over_limit"], 1);
     assert_eq!(run["health"]["after"]["counts"]["duplicate_entry"], 249);
     assert_eq!(run["health"]["after"]["counts"]["orphan_file"], 2);
+    assert_eq!(run["health"]["after"]["counts"]["index_shape"], 250);
     assert_eq!(
         run["health"]["worse"],
-        json!(["index_over_limit", "orphan_file", "duplicate_entry"])
+        json!([
+            "index_over_limit",
+            "index_shape",
+            "orphan_file",
+            "duplicate_entry"
+        ])
     );
     // The task record keeps both.
     let record = d.task_record(run["task_id"].as_str().unwrap());

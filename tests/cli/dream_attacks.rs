@@ -96,9 +96,9 @@ impl Lab {
             .run(&[])
             .success()
             .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
-            // topics/new.md is in no index.
+            // topics/new.md is in no index, and has no frontmatter.
             .stderr_is(
-                "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n",
+                "dream-run: the run left more problems than it found: orphan_file 0 -> 1, front_matter 1 -> 2 (dream-run check lists them)\n",
             )
             .run_clean()
             .json();
@@ -378,7 +378,7 @@ assert_eq!(doc["run"]["status"], "completed", "{doc}");
         .stderr_is(format!(
             "dream-run: cannot append to {}: not a regular file (a FIFO)\n{}",
             pending.display(),
-            "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n"
+            "dream-run: the run left more problems than it found: orphan_file 0 -> 1, front_matter 1 -> 2 (dream-run check lists them)\n"
         ))
         .run_clean()
         .json();
@@ -682,8 +682,9 @@ fn a_reply_with_500_tool_calls_is_answered_call_by_call() {
             .code(0)
             .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
             .stderr_is(format!(
-                "dream-run: the run left more problems than it found: orphan_file 0 -> {} (dream-run check lists them)\n",
-                run / 2
+                "dream-run: the run left more problems than it found: orphan_file 0 -> {}, front_matter 1 -> {} (dream-run check lists them)\n",
+                run / 2,
+                run / 2 + 1
             ))
             .run_clean()
             .json();
@@ -1049,7 +1050,7 @@ fn fifo_session_transcript_and_notify_transcript_never_block() {
         .stderr_is(format!(
             "dream-run: session not readable, left out: {}: a FIFO\n{}",
             fifo_session.display(),
-            "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n"
+            "dream-run: the run left more problems than it found: orphan_file 0 -> 1, front_matter 1 -> 2 (dream-run check lists them)\n"
         ))
         .run_clean()
         .json();
@@ -1453,7 +1454,7 @@ assert_eq!(doc["run"]["status"], "failed", "{doc}");
 })
         // The session's note is in no index.
         .stderr_is(
-            "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run check lists them)\n\
+            "dream-run: the run left more problems than it found: orphan_file 0 -> 1, front_matter 1 -> 2 (dream-run check lists them)\n\
              dream-run: run failed: auth: bad key\n",
         )
         .run_clean();

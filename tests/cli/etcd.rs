@@ -12,10 +12,11 @@ use crate::support::etcd::{free_ports, Etcd};
 use crate::support::run::Ran;
 use crate::support::*;
 
-/// What a run that wrote a file no index links says (the file is new, so it is an orphan).
+/// What a run that wrote a file no index links says (the file is new, so it is an orphan;
+/// written without frontmatter, it is a front_matter problem too).
 const LEFT_AN_ORPHAN: &str =
-    "dream-run: the run left more problems than it found: orphan_file 0 -> 1 \
-                              (dream-run check lists them)\n";
+    "dream-run: the run left more problems than it found: orphan_file 0 -> 1, \
+                              front_matter 0 -> 1 (dream-run check lists them)\n";
 
 /// The run's stderr is `tool`'s one line: the message its document holds at `pointer`.
 fn said(ran: &Ran, tool: &str, pointer: &str) {

@@ -200,7 +200,7 @@ impl World {
         .unwrap();
         std::fs::write(
             memory.join("build.md"),
-            "Run make test before committing.\n",
+            "---\nname: build\ndescription: how to build and test\nmetadata:\n  type: project\n---\n\nRun make test before committing.\n",
         )
         .unwrap();
         std::fs::write(home.join("dirs.txt"), format!("{}\n", project.display())).unwrap();

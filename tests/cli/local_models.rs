@@ -290,7 +290,7 @@ fn what_weak_models_send_comes_back_to_them_as_tool_errors() {
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
         // deploys.md is linked from no index.
         .stderr_is(
-            "dream-run: the run left more problems than it found: orphan_file 0 -> 1 (dream-run \
+            "dream-run: the run left more problems than it found: orphan_file 0 -> 1, front_matter 2 -> 3 (dream-run \
              check lists them)\n",
         )
         .run()

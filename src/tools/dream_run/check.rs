@@ -2,6 +2,7 @@
 //! recovery. Every run also checks before and after itself (`run.health`), and the problems
 //! found before are the prompt's concrete work for the prune-and-index phase.
 
+mod front_matter;
 mod index;
 mod markdown;
 mod patterns;
@@ -11,7 +12,7 @@ mod props;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use schemars::JsonSchema;
 use serde::ser::{SerializeMap, Serializer};
@@ -32,8 +33,16 @@ pub use self::index::{MAX_CHARS as INDEX_MAX_CHARS, MAX_LINES as INDEX_MAX_LINES
 
 /// The index Claude Code loads at every session start.
 pub const INDEX_FILE: &str = "MEMORY.md";
-/// One index line per entry, about this long at most (longer is `long_entry`).
+/// One index line per entry, about this long at most: what the prompt asks for, as the
+/// client's own dream prompt does.
 pub const INDEX_LINE_CHARS: usize = 150;
+/// An index line longer than this, in UTF-16 units as the client counts, is `long_entry`
+/// (the client's dream prompt: "if an index line is over ~200 chars, ... shorten the line").
+pub const LONG_ENTRY_UNITS: usize = 200;
+/// A topic file larger than this is `large_file`: one memory per file, a few lines long.
+pub const LARGE_FILE_BYTES: usize = 4_096;
+/// A `description` longer than this (characters) is `front_matter`: recall reads them all.
+pub const DESCRIPTION_CHARS: usize = 300;
 pub(crate) use self::patterns::{redact_lines, SecretLines, SECRET_LINE};
 
 /// Text that may quote memory (a model's words, a tool call, a diff), as it is shown to a
@@ -47,8 +56,6 @@ pub(crate) fn for_a_person(text: &str) -> String {
 const MAX_FILE_BYTES: u64 = 16 << 20;
 /// Topic lines shorter than this (folded) are not compared: headings such as "## Why" recur.
 const MIN_DUPLICATE_CHARS: usize = 24;
-/// A topic file this much newer than its index entry counts as newer (one run writes both).
-const STALE_SLACK: Duration = Duration::from_secs(2);
 /// Most project entries looked at to find bare file names (`Makefile`, `lib.rs`) anywhere.
 const MAX_PROJECT_ENTRIES: usize = 200_000;
 /// The prompt lists at most this many problems.
@@ -64,10 +71,14 @@ pub const CUT_LINE_CHARS: usize = 200;
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     IndexOverLimit,
+    IndexShape,
     DanglingLink,
     OrphanFile,
     DuplicateEntry,
     LongEntry,
+    FrontMatter,
+    LargeFile,
+    ContinuationFile,
     RelativeDate,
     MissingPath,
     StaleIndex,
@@ -78,12 +89,16 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 16] = [
         Kind::IndexOverLimit,
+        Kind::IndexShape,
         Kind::DanglingLink,
         Kind::OrphanFile,
         Kind::DuplicateEntry,
         Kind::LongEntry,
+        Kind::FrontMatter,
+        Kind::LargeFile,
+        Kind::ContinuationFile,
         Kind::RelativeDate,
         Kind::MissingPath,
         Kind::StaleIndex,
@@ -96,10 +111,14 @@ impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::IndexOverLimit => "index_over_limit",
+            Kind::IndexShape => "index_shape",
             Kind::DanglingLink => "dangling_link",
             Kind::OrphanFile => "orphan_file",
             Kind::DuplicateEntry => "duplicate_entry",
             Kind::LongEntry => "long_entry",
+            Kind::FrontMatter => "front_matter",
+            Kind::LargeFile => "large_file",
+            Kind::ContinuationFile => "continuation_file",
             Kind::RelativeDate => "relative_date",
             Kind::MissingPath => "missing_path",
             Kind::StaleIndex => "stale_index",
@@ -543,6 +562,9 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
         if file.relative == INDEX_FILE {
             (Some(lines), links, Vec::new(), found)
         } else {
+            if !is_index(&file.relative) {
+                topic_format(file, &mut found);
+            }
             let keys = duplicate_keys(&file.text, &lines);
             (None, links, keys, found)
         }
@@ -565,6 +587,7 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
         .enumerate()
         .map(|(i, f)| (f.relative.as_str(), i))
         .collect();
+    continuation_files(&files, &by_name, &mut problems);
     let index_at = by_name.get(INDEX_FILE).copied();
     let mut index = IndexHealth {
         exists: entries.contains(INDEX_FILE),
@@ -574,7 +597,7 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
     if let (Some(at), Some(lines)) = (index_at, &index_lines) {
         let file = &files[at];
         check_index(file, lines, &mut index, &mut problems);
-        stale_entries(dir, file, lines, &files, &by_name, &mut problems);
+        index_shape(file, lines, &mut problems);
         if let Some(transcripts) = scope.transcripts_dir {
             stale_against_sessions(file, transcripts, scope.min_hours, &mut problems);
         }
@@ -875,10 +898,183 @@ fn percent_decoded(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| text.to_string())
 }
 
+/// Every `MEMORY.md` (the top one and any in a sub-folder) is an index.
+fn is_index(name: &str) -> bool {
+    name == INDEX_FILE
+        || name
+            .strip_suffix(INDEX_FILE)
+            .is_some_and(|folder| folder.ends_with('/'))
+}
+
+/// A topic file in the client's format: frontmatter with a slug `name`, a one-line
+/// `description` and a known type (none is fine: older files have none, and the client
+/// reads them); a few lines, not a document.
+fn topic_format(file: &MemoryFile, problems: &mut Vec<Problem>) {
+    if file.text.len() > LARGE_FILE_BYTES {
+        problems.push(Problem::new(
+            Kind::LargeFile,
+            &file.relative,
+            None,
+            format!(
+                "{} bytes (at most {LARGE_FILE_BYTES}): one memory per file, a few lines; split it or move the detail out",
+                file.text.len()
+            ),
+        ));
+    }
+    let mut problem = |line: Option<usize>, detail: String| {
+        problems.push(Problem::new(
+            Kind::FrontMatter,
+            &file.relative,
+            line,
+            detail,
+        ));
+    };
+    let Some(front) = front_matter::parse(&file.text) else {
+        return problem(
+            None,
+            "no frontmatter: a memory file starts with a `---` block holding name, description and metadata.type".to_string(),
+        );
+    };
+    if !front.closed {
+        return problem(
+            Some(1),
+            "the frontmatter's `---` block is never closed: the whole file is read as frontmatter"
+                .to_string(),
+        );
+    }
+    match front.name.as_ref().filter(|v| !v.text.is_empty()) {
+        None => problem(Some(1), "the frontmatter has no name".to_string()),
+        Some(name) if !front_matter::is_slug(&name.text) => problem(
+            Some(name.line),
+            format!(
+                "name {:?} is not a kebab-case slug (lowercase letters and digits joined by single -)",
+                name.text
+            ),
+        ),
+        Some(_) => {}
+    }
+    match front.description.as_ref().filter(|v| !v.text.is_empty()) {
+        None => problem(
+            Some(1),
+            "the frontmatter has no description: recall picks memories by it".to_string(),
+        ),
+        Some(description) => {
+            let chars = description.text.chars().count();
+            if chars > DESCRIPTION_CHARS {
+                problem(
+                    Some(description.line),
+                    format!(
+                        "description is {chars} characters (at most {DESCRIPTION_CHARS}): one line recall can pick the memory by"
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(kind) = front.memory_type() {
+        if !front_matter::TYPES.contains(&kind.text.as_str()) {
+            problem(
+                Some(kind.line),
+                format!(
+                    "type {:?} is none of {}",
+                    kind.text,
+                    front_matter::TYPES.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// `name-2.md` beside `name.md` (any `-<digits>` suffix): one memory spilled over two files.
+fn continuation_files(
+    files: &[MemoryFile],
+    by_name: &HashMap<&str, usize>,
+    problems: &mut Vec<Problem>,
+) {
+    for file in files {
+        let Some(stem) = file.relative.strip_suffix(".md") else {
+            continue;
+        };
+        let Some((base, digits)) = stem.rsplit_once('-') else {
+            continue;
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let first = format!("{base}.md");
+        if base.is_empty() || base.ends_with('/') || !by_name.contains_key(first.as_str()) {
+            continue;
+        }
+        let first_name = first.rsplit('/').next().unwrap_or(&first);
+        problems.push(Problem::new(
+            Kind::ContinuationFile,
+            &file.relative,
+            None,
+            format!("continues {first_name}: one memory per file; merge the two or give this one its own name"),
+        ));
+    }
+}
+
+/// The index as the client writes it: no frontmatter; each line a heading or one
+/// `- [Title](file.md) — hook` entry. Content belongs in topic files.
+fn index_shape(file: &MemoryFile, lines: &[Line<'_>], problems: &mut Vec<Problem>) {
+    let mut problem = |line: usize, detail: String| {
+        problems.push(Problem::new(
+            Kind::IndexShape,
+            &file.relative,
+            Some(line),
+            detail,
+        ));
+    };
+    if lines.first().is_some_and(|l| l.front_matter) {
+        problem(
+            1,
+            "frontmatter in the index: MEMORY.md holds entries only".to_string(),
+        );
+    }
+    for line in lines {
+        let text = line.text.trim();
+        if line.front_matter || text.is_empty() || is_heading(text) {
+            continue;
+        }
+        let bullet = text
+            .strip_prefix(['-', '*', '+'])
+            .filter(|rest| rest.starts_with([' ', '\t']))
+            .map(str::trim_start);
+        let prose = markdown::prose(text, &markdown::code_spans(text));
+        let links = markdown::links(&prose);
+        let to_memory = |link: &markdown::Link| {
+            let target = link.target.split(['#', '?']).next().unwrap_or_default();
+            target.len() > ".md".len() && target.to_ascii_lowercase().ends_with(".md")
+        };
+        let detail = match bullet {
+            _ if line.code => "code in the index: it belongs in a topic file".to_string(),
+            Some(_) if links.len() > 1 => format!(
+                "{} links on one line: one entry per memory file",
+                links.len()
+            ),
+            Some(entry) if entry.starts_with('[') && links.first().is_some_and(to_memory) => {
+                continue
+            }
+            Some(_) => "a bullet that links to no memory file: an entry is `- [Title](file.md) — hook`".to_string(),
+            None => "neither a heading nor a `- [Title](file.md) — hook` entry: content belongs in a topic file".to_string(),
+        };
+        problem(line.number, detail);
+    }
+}
+
+/// `# Title` to `###### Title` (or a bare `#`).
+fn is_heading(text: &str) -> bool {
+    let hashes = text.bytes().take_while(|&b| b == b'#').count();
+    (1..=6).contains(&hashes)
+        && text[hashes..]
+            .chars()
+            .next()
+            .is_none_or(char::is_whitespace)
+}
+
 /// Topic files no link path from an index reaches. Every `MEMORY.md` (the top one and any in
 /// a sub-folder) is an index.
 fn orphans(files: &[MemoryFile], edges: &HashMap<&str, Vec<String>>, problems: &mut Vec<Problem>) {
-    let is_index = |name: &str| name == INDEX_FILE || name.ends_with(&format!("/{INDEX_FILE}"));
     let mut reached: HashSet<&str> = HashSet::new();
     let mut queue: VecDeque<&str> = files
         .iter()
@@ -901,7 +1097,7 @@ fn orphans(files: &[MemoryFile], edges: &HashMap<&str, Vec<String>>, problems: &
                 Kind::OrphanFile,
                 &file.relative,
                 None,
-                format!("no {INDEX_FILE} entry leads here: the client never finds it"),
+                format!("no {INDEX_FILE} entry leads here: the index does not link it (recall may still find it by its description)"),
             ));
         }
     }
@@ -974,14 +1170,19 @@ fn check_index(
         if line.code || line.front_matter || line.text.trim().is_empty() {
             continue;
         }
-        let length = line.text.chars().count();
-        if length > INDEX_LINE_CHARS {
+        // UTF-16 units, as the client counts; most lines are ASCII and short.
+        let length = if line.text.len() <= LONG_ENTRY_UNITS {
+            0
+        } else {
+            line.text.encode_utf16().count()
+        };
+        if length > LONG_ENTRY_UNITS {
             problems.push(Problem::new(
                 Kind::LongEntry,
                 &file.relative,
                 Some(line.number),
                 format!(
-                    "{length} characters (at most {INDEX_LINE_CHARS}): keep one short line, the detail in the topic file"
+                    "{length} characters (at most {LONG_ENTRY_UNITS}): keep one short line, the detail in the topic file"
                 ),
             ));
         }
@@ -1018,49 +1219,6 @@ fn check_index(
                 None => {
                     seen_target.insert(target, line.number);
                 }
-            }
-        }
-    }
-}
-
-/// Topic files the index links to that changed after the index was written: their entry
-/// may no longer say what they hold.
-fn stale_entries(
-    dir: &Path,
-    index: &MemoryFile,
-    lines: &[Line<'_>],
-    files: &[MemoryFile],
-    by_name: &HashMap<&str, usize>,
-    problems: &mut Vec<Problem>,
-) {
-    let mut reported = HashSet::new();
-    for line in lines {
-        if line.code {
-            continue;
-        }
-        let prose = markdown::prose(line.text, &markdown::code_spans(line.text));
-        for link in markdown::links(&prose) {
-            let Some(target) = resolve_link(dir, "", &link.target) else {
-                continue;
-            };
-            let Some(topic) = by_name.get(target.as_str()).map(|&i| &files[i]) else {
-                continue;
-            };
-            let newer = topic
-                .modified
-                .duration_since(index.modified)
-                .is_ok_and(|d| d > STALE_SLACK);
-            if newer && reported.insert(target.clone()) {
-                problems.push(Problem::new(
-                    Kind::StaleIndex,
-                    &index.relative,
-                    Some(line.number),
-                    format!(
-                        "{target} changed after the index was written ({} > {}): its entry may be out of date",
-                        rfc3339(topic.modified),
-                        rfc3339(index.modified)
-                    ),
-                ));
             }
         }
     }
@@ -1224,7 +1382,7 @@ fn scan_text(
         }
         let spans = markdown::code_spans(line.text);
         let prose = markdown::prose(line.text, &spans);
-        if let Some(phrase) = patterns::relative_date(&prose) {
+        if let Some(phrase) = patterns::relative_date(&patterns::unquoted(&prose)) {
             problems.push(Problem::new(
                 Kind::RelativeDate,
                 &file.relative,

@@ -364,6 +364,67 @@ pub(super) fn relative_date(prose: &str) -> Option<String> {
     found
 }
 
+/// `prose` with every quoted run blanked out (same length in bytes): `"..."`, `'...'`,
+/// `“...”`, `‘...’` (code spans are blanked already). A quote is a quote, not a date the memory
+/// states. A quote opens where a word may start and closes where one may end, so the
+/// apostrophes of "don't" and "it's" open and close nothing.
+pub(super) fn unquoted(prose: &str) -> Cow<'_, str> {
+    /// Each quote's opening and closing character.
+    const PAIRS: [(char, char); 4] = [('"', '"'), ('\'', '\''), ('“', '”'), ('‘', '’')];
+    if !prose.contains(['"', '\'', '“', '‘']) {
+        return Cow::Borrowed(prose);
+    }
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let chars: Vec<(usize, char)> = prose.char_indices().collect();
+    let before = |i: usize| i.checked_sub(1).map(|j| chars[j].1);
+    let after = |i: usize| chars.get(i + 1).map(|&(_, c)| c);
+    // Where each pair may open and close (indexes into `chars`), found in one pass: then
+    // each opening finds its close by a search, never by a scan (a line of unclosed quotes
+    // stays linear).
+    let mut opens: [Vec<usize>; 4] = Default::default();
+    let mut closes: [Vec<usize>; 4] = Default::default();
+    for (i, &(_, c)) in chars.iter().enumerate() {
+        for (pair, &(open, close)) in PAIRS.iter().enumerate() {
+            if c == open && !word(before(i)) && word(after(i)) {
+                opens[pair].push(i);
+            }
+            if c == close && !word(after(i)) {
+                closes[pair].push(i);
+            }
+        }
+    }
+    let mut blank: Vec<Range<usize>> = Vec::new();
+    // Chars before this one are inside a quote already blanked.
+    let mut done = 0usize;
+    let mut candidates: Vec<(usize, usize)> = opens
+        .iter()
+        .enumerate()
+        .flat_map(|(pair, at)| at.iter().map(move |&i| (i, pair)))
+        .collect();
+    candidates.sort_unstable();
+    for (open, pair) in candidates {
+        if open < done {
+            continue;
+        }
+        let list = &closes[pair];
+        let next = list.partition_point(|&i| i <= open);
+        let Some(&close) = list.get(next) else {
+            continue;
+        };
+        let end = chars[close].0 + chars[close].1.len_utf8();
+        blank.push(chars[open].0..end);
+        done = close + 1;
+    }
+    if blank.is_empty() {
+        return Cow::Borrowed(prose);
+    }
+    let mut out = prose.to_string();
+    for range in blank {
+        out.replace_range(range.clone(), &" ".repeat(range.len()));
+    }
+    Cow::Owned(out)
+}
+
 /// Whether [`each_word`] goes on.
 #[derive(PartialEq, Eq)]
 enum Flow {
@@ -658,6 +719,31 @@ mod tests {
             "última semana",
         ] {
             assert_eq!(relative_date(clean), None, "{clean}");
+        }
+    }
+
+    #[test]
+    fn quoted_text_holds_no_relative_date() {
+        for quoted in [
+            "the user said \"ship it tomorrow\" at the review",
+            "the bot replies 'done yesterday' to every ping",
+            "the label reads “last week” on the chart",
+            "the doc's ‘next Monday’ is a placeholder",
+        ] {
+            let prose = unquoted(quoted);
+            assert_eq!(prose.len(), quoted.len());
+            assert_eq!(relative_date(&prose), None, "{quoted}");
+        }
+        for unquoted_date in [
+            "don't deploy today, it's frozen",
+            "moved last week; the \"freeze\" holds",
+            "a \"quote never closed yesterday",
+            "rock'n'roll yesterday",
+        ] {
+            assert!(
+                relative_date(&unquoted(unquoted_date)).is_some(),
+                "{unquoted_date}"
+            );
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 
 use super::index::{self, MAX_CHARS, MAX_LINES};
-use super::{markdown, patterns};
+use super::{front_matter, markdown, patterns};
 use crate::cli::props::config;
 
 /// JavaScript's `trim` set (white space and line terminators, BOM included, U+0085 not).
@@ -85,6 +85,15 @@ fn memory_text() -> impl Strategy<Value = String> {
             "\r\n",
             "---",
             "...",
+            "\"",
+            "'",
+            "“",
+            "”",
+            "name: ",
+            "description: ",
+            "metadata:\n  type: ",
+            "  ",
+            "|",
             "[",
             "]",
             "(",
@@ -161,6 +170,20 @@ fn run_detectors(text: &str) -> usize {
     let mut work = 0;
     let _ = patterns::may_hold_secrets(text);
     let _ = index::load(text);
+    if let Some(front) = front_matter::parse(text) {
+        for value in [
+            &front.name,
+            &front.description,
+            &front.top_type,
+            &front.metadata_type,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            assert!(value.line >= 2, "{value:?}");
+            let _ = front_matter::is_slug(&value.text);
+        }
+    }
     for line in markdown::lines(text) {
         let spans = markdown::code_spans(line.text);
         for span in &spans {
@@ -179,7 +202,9 @@ fn run_detectors(text: &str) -> usize {
             assert!(line.text.get(found.range.clone()).is_some());
         }
         let _ = patterns::mask_secrets(line.text);
-        let _ = patterns::relative_date(&prose);
+        let unquoted = patterns::unquoted(&prose);
+        assert_eq!(unquoted.len(), prose.len());
+        let _ = patterns::relative_date(&unquoted);
         for word in prose.split_whitespace() {
             let _ = patterns::path_candidate(word, false);
             let _ = patterns::path_candidate(word, true);
@@ -298,6 +323,10 @@ fn pathological_inputs_finish() {
         "[a](",
         "![",
         "\\",
+        "\"",
+        "'",
+        "“a ",
+        "\"a ",
         "(",
         "<",
         "*",
@@ -335,6 +364,13 @@ fn pathological_inputs_finish() {
     finishes("nested brackets", move || run_detectors(&nested));
     let spans = format!("{}{}", "`".repeat(N / 2), "a`".repeat(N / 4));
     finishes("unbalanced code spans", move || run_detectors(&spans));
+    let front = format!(
+        "---\ndescription: |\n{}",
+        "  x: 'y\n metadata:\n".repeat(N / 20)
+    );
+    finishes("a frontmatter block never closed", move || {
+        run_detectors(&front)
+    });
     let short_lines = "- [m](m.md) yesterday\n".repeat(N / 22);
     finishes("many short lines", move || run_detectors(&short_lines));
 }
