@@ -333,6 +333,42 @@ fn roles(word: &str) -> u8 {
 /// its last word. No two phrases can end at the same word (their last words' roles differ),
 /// and none ends inside another's span, so this is the first phrase in reading order.
 pub(super) fn relative_date(prose: &str) -> Option<String> {
+    // Most lines hold no word a phrase can end with: one automaton pass rules them out.
+    if !PHRASE_ENDS.is_match(prose) {
+        return None;
+    }
+    relative_date_in_words(prose)
+}
+
+/// What every relative date contains (ASCII, any case): a piece of each `ALONE`, `PERIOD` and
+/// `UNIT` word of [`roles`] (a phrase ending in "ago" has a unit before it). A line with none
+/// of them holds no phrase.
+static PHRASE_ENDS: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+    std::sync::LazyLock::new(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            // A DFA: the fastest search, and the automaton is small.
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build([
+                "day",
+                "tomorrow",
+                "night",
+                "quarter",
+                "week",
+                "sprint",
+                "morning",
+                "afternoon",
+                "evening",
+                "month",
+                "year",
+                "minute",
+                "hour",
+            ])
+            .expect("fixed patterns build")
+    });
+
+/// [`relative_date`] without its prefilter: the word-by-word pass.
+pub(super) fn relative_date_in_words(prose: &str) -> Option<String> {
     use role::{AGO, ALONE, COUNT, IN, MODIFIER, PERIOD, UNIT};
     // The two words before this one: (start, roles); roles 0 where there is none.
     let (mut before, mut last) = ((0usize, 0u8), (0usize, 0u8));
@@ -371,7 +407,8 @@ pub(super) fn relative_date(prose: &str) -> Option<String> {
 pub(super) fn unquoted(prose: &str) -> Cow<'_, str> {
     /// Each quote's opening and closing character.
     const PAIRS: [(char, char); 4] = [('"', '"'), ('\'', '\''), ('“', '”'), ('‘', '’')];
-    if !prose.contains(['"', '\'', '“', '‘']) {
+    // '“' and '‘' both start with the byte 0xE2: a byte search rules most lines out.
+    if memchr::memchr3(b'"', b'\'', 0xE2, prose.as_bytes()).is_none() {
         return Cow::Borrowed(prose);
     }
     let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);

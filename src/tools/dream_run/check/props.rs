@@ -215,8 +215,60 @@ fn run_detectors(text: &str) -> usize {
     work
 }
 
+/// Text made of the words relative dates are made of, in any case, with noise between.
+fn date_words() -> impl Strategy<Value = String> {
+    let word = prop::sample::select(vec![
+        "yesterday",
+        "Today",
+        "TOMORROW",
+        "tonight",
+        "last",
+        "next",
+        "this",
+        "coming",
+        "past",
+        "previous",
+        "Monday",
+        "sunday",
+        "quarter",
+        "weekend",
+        "sprint",
+        "night",
+        "morning",
+        "afternoon",
+        "evening",
+        "week",
+        "month",
+        "year",
+        "minutes",
+        "hour",
+        "days",
+        "weeks",
+        "a",
+        "an",
+        "two",
+        "few",
+        "12",
+        "ago",
+        "in",
+        "the",
+        "day-long",
+        "agony",
+        "noon",
+        "é",
+    ]);
+    let gap = prop::sample::select(vec![" ", "  ", ", ", "-", "\"", ": ", ""]);
+    prop::collection::vec((word, gap), 0..12)
+        .prop_map(|words| words.into_iter().map(|(w, g)| format!("{w}{g}")).collect())
+}
+
 proptest! {
     #![proptest_config(config(96))]
+
+    #[test]
+    fn the_relative_date_prefilter_drops_no_phrase(text in date_words()) {
+        prop_assert_eq!(patterns::relative_date(&text), patterns::relative_date_in_words(&text));
+    }
 
     #[test]
     fn the_index_cut_is_the_client_s(text in index_text()) {
