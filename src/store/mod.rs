@@ -12,9 +12,11 @@
 //! - a run's [`Snapshot`] under [`snapshot_dir`], and the [`Diff`] it reports.
 //! - proposing: [`stage_copy`] into [`staging_dir`], then [`record_proposal`].
 //! - a multi-file command (`apply`, `undo`): its [`Journal`] of [`Intent`] at [`journal_path`].
+//! - what a run changed: one [`Change`] per change ([`Action`], a relative date's [`Anchor`]).
 //! - memory paths: [`memory_target`] (never through a symlink), [`absolute_path`], the
 //!   [`current_content`] and [`current_hash`] of a file.
 
+mod changes;
 mod journal;
 mod recovery;
 mod snapshot;
@@ -22,6 +24,7 @@ mod staging;
 mod sweep;
 mod tasks;
 
+pub use changes::{Action, Anchor, Change};
 pub use journal::{path as journal_path, Intent, Journal};
 pub use recovery::{
     find_journal, needs_lock as needs_recovery, orphaned_runs, sweep,

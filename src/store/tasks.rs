@@ -172,10 +172,20 @@ pub struct TaskRecord {
     /// `apply` (the run wrote the memory dir) or `propose` (a staging copy).
     #[serde(default = "apply_mode")]
     pub mode: String,
+    /// `model` or `rules` (`--engine`); records from before engines existed are `model`.
+    #[serde(default = "model_engine")]
+    pub engine: String,
+    /// Each change the run made (or proposes), where the engine knows them one by one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<super::changes::Change>,
 }
 
 fn apply_mode() -> String {
     "apply".into()
+}
+
+fn model_engine() -> String {
+    "model".into()
 }
 
 impl TaskRecord {
@@ -205,6 +215,8 @@ impl TaskRecord {
             diff_text: None,
             applied_at: None,
             mode: apply_mode(),
+            engine: model_engine(),
+            changes: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@ mod props;
 pub mod recover;
 pub mod report;
 pub mod review;
+pub mod rules;
 pub mod run;
 pub mod sandbox;
 // The store is shared with dream-lock; its modules keep their names here.
