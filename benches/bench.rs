@@ -460,29 +460,7 @@ fn deadline_with_restore(f: &Fixture, state: &Path, api: &fake_api::FakeApi) {
 fn check_benchmarks() {
     let f = fixture(0, Duration::from_secs(48 * 3600));
     let memory = f.transcripts.join("memory");
-    let mut index = String::from("# Memory\n");
-    for i in 0..5000 {
-        let dir = format!("topic-{:02}", i % 50);
-        let name = format!("{dir}/note-{i:04}.md");
-        if i < 150 {
-            index.push_str(&format!("- [Note {i}]({name}) — what note {i} holds\n"));
-        }
-        let next = format!("note-{:04}.md", i + 50);
-        let body = format!(
-            "---\nname: note-{i}\ndescription: generated note {i}\ntype: project\n---\n\n\
-# Note {i}\n\nOn 2026-11-{:02} the team agreed on rule {i}: run `make test` before a commit \
-and keep `src/lib.rs` small.\nSee [the next note]({next}) for more.\n\n\
-- fact {i}.1: the build takes about {i} seconds on a cold cache\n\
-- fact {i}.2: the deploy of service {i} is blue-green\n\
-- fact {i}.3: owner of area {i} reviews changes within a day\n\n\
-```sh\nmake test\n```\n",
-            1 + i % 28
-        );
-        let path = memory.join(&name);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
-        std::fs::write(&path, body).expect("note");
-    }
-    std::fs::write(memory.join("MEMORY.md"), index).expect("index");
+    generated_memory(&memory, 5000);
     let mut check = Command::new(DREAM_RUN);
     check
         .args(["check", "-n", "--memory-dir"])
@@ -508,6 +486,87 @@ and keep `src/lib.rs` small.\nSee [the next note]({next}) for more.\n\n\
         Some(2.0),
     );
     scripted_consolidations();
+}
+
+/// `n` generated notes in 50 folders, the index linking the first 150: orphans, dangling
+/// links (the last 50 link past the end), code spans, dates, frontmatter.
+fn generated_memory(memory: &Path, n: usize) {
+    let mut index = String::from("# Memory\n");
+    for i in 0..n {
+        let dir = format!("topic-{:02}", i % 50);
+        let name = format!("{dir}/note-{i:04}.md");
+        if i < 150 {
+            index.push_str(&format!("- [Note {i}]({name}) — what note {i} holds\n"));
+        }
+        let next = format!("note-{:04}.md", i + 50);
+        let body = format!(
+            "---\nname: note-{i}\ndescription: generated note {i}\ntype: project\n---\n\n\
+# Note {i}\n\nOn 2026-11-{:02} the team agreed on rule {i}: run `make test` before a commit \
+and keep `src/lib.rs` small.\nSee [the next note]({next}) for more.\n\n\
+- fact {i}.1: the build takes about {i} seconds on a cold cache\n\
+- fact {i}.2: the deploy of service {i} is blue-green\n\
+- fact {i}.3: owner of area {i} reviews changes within a day\n\n\
+```sh\nmake test\n```\n",
+            1 + i % 28
+        );
+        let path = memory.join(&name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+        std::fs::write(&path, body).expect("note");
+    }
+    std::fs::write(memory.join("MEMORY.md"), index).expect("index");
+}
+
+/// `dream-run ARGS` (or `dream-run check`) in fixture `f`'s home, with no model credential.
+fn dream_run_in(f: &Fixture, args: &[&str]) -> Command {
+    let mut cmd = Command::new(DREAM_RUN);
+    cmd.args(args)
+        .arg("--cwd")
+        .arg(&f.project)
+        .env_clear()
+        .env("HOME", &f.home)
+        .env("CLAUDE_CONFIG_DIR", &f.config)
+        .env("XDG_STATE_HOME", f.home.join("state"));
+    cmd
+}
+
+/// The rules engine (`--engine rules --dry-run`: the check, the transcripts' scan and the
+/// whole plan, nothing written, so every repetition does the same work) against `check` over
+/// the same generated 5,000-file dir, and its cost at 1,000 files against 5,000.
+fn rules_benchmarks() {
+    let rules = ["--engine", "rules", "--dry-run", "-n", "-q"];
+    let mut sizes = Vec::new();
+    for n in [1000, 5000] {
+        let f = fixture(20, Duration::from_secs(48 * 3600));
+        generated_memory(&f.transcripts.join("memory"), n);
+        let out = dream_run_in(&f, &rules).output().expect("rules");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("rules JSON");
+        let changes = doc["changes"].as_array().map_or(0, Vec::len);
+        println!("dream-run --engine rules over {n} generated memory files: {changes} changes");
+        assert!(changes > 0, "the generated dir has fixes to make: {doc}");
+        sizes.push(f);
+    }
+    let m = medians(
+        &mut [
+            ("rules", dream_run_in(&sizes[1], &rules)),
+            ("check", dream_run_in(&sizes[1], &["check", "-n", "-q"])),
+            ("rules at 1,000", dream_run_in(&sizes[0], &rules)),
+        ],
+        11,
+    );
+    report(
+        "dream-run --engine rules over a 5,000-file memory dir",
+        m[0],
+        m[1],
+        "`dream-run check` of the same dir",
+        Some(3.0),
+    );
+    report(
+        "dream-run --engine rules at 5,000 files",
+        m[0],
+        m[2] * 5,
+        "5 x its time at 1,000 files (linear: about 1x)",
+        Some(1.3),
+    );
 }
 
 /// One scripted consolidation per crafted case (tests/fixtures/memory-cases): what it fixes
@@ -741,6 +800,7 @@ const GROUPS: &[(&str, fn())] = &[
     ("status", status_benchmarks),
     ("dream", dream_benchmarks),
     ("check", check_benchmarks),
+    ("rules", rules_benchmarks),
     ("local-model", local_model_benchmarks),
 ];
 

@@ -1,6 +1,7 @@
 //! `dream-run`: the restricted consolidation agent, and its history (`tasks`, `pending`,
 //! `undo`). The agent's tools and their policy live in `sandbox`, attackable on their own.
 
+mod anchors;
 pub mod check;
 pub mod diff;
 pub mod digest;
@@ -93,6 +94,16 @@ pub struct RunArgs {
     pub backend: BackendArgs,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Who consolidates: `model` (the agent), or `rules` (the fixes that need no judgement;
+    /// no model request, no credential, and it runs with no session to review)
+    #[arg(
+        long,
+        value_enum,
+        env = "DREAMKIT_DREAM_ENGINE",
+        default_value = "model",
+        value_parser = EnvNamed(clap::builder::EnumValueParser::<mode::Engine>::new())
+    )]
+    pub engine: mode::Engine,
     /// Most assistant turns before the run is stopped as failed
     #[arg(long, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: u32,
@@ -757,6 +768,7 @@ The values of the keys are never printed.
 DREAMKIT_LOCK_TOKEN: the lock token when dream-run runs under dream-lock exec (the envelope's \
 lock.token wins). DREAMKIT_LOCK_URL: the lock backend (file, or etcd://...; see dream-lock(1)). \
 DREAMKIT_MIN_HOURS: check's --min-hours. DREAMKIT_DREAM_MODE=propose: as --propose. \
+DREAMKIT_DREAM_ENGINE=rules|model: as --engine. \
 CLAUDE_CONFIG_DIR, HOME, XDG_STATE_HOME (task records, snapshots, digests under \
 $XDG_STATE_HOME/dreamkit/projects/SLUG), CLAUDE_COWORK_MEMORY_PATH_OVERRIDE, \
 CLAUDE_CODE_REMOTE_MEMORY_DIR: where memory is, as for dream-gate(1).",
@@ -766,6 +778,12 @@ CLAUDE_CODE_REMOTE_MEMORY_DIR: where memory is, as for dream-gate(1).",
         "What would a consolidation do now? (no model request, nothing written)
 
   dream-gate --min-hours 0 --min-sessions 0 --scan-interval 0 | dream-lock exec -- dream-run --dry-run | jq .run
+
+The fixes that need no model, listed, then made (no key needed):
+
+  dream-run --engine rules --dry-run -n | jq -c '.changes[] | {file, line, rule, detail}'
+
+  dream-gate --min-hours 0 --min-sessions 0 --scan-interval 0 | dream-lock exec -- dream-run --engine rules | jq -c '.run | {status, changes}'
 
 The Stop hook pipeline (end hook commands with exit 0):
 

@@ -970,15 +970,37 @@ fn plugin_stop_hook<'a>(home: &ClaudeHome) -> Run<'a> {
     Run::command(cmd, "plugin/scripts/stop.sh").stdin(payload.to_string())
 }
 
-/// Without a model credential the plugin's Stop hook starts no consolidation (it would fail on
-/// every turn), and says why in dream.log once a day: a dated stamp keeps the day it said so.
+/// Without a model credential the plugin's Stop hook consolidates with the rules engine (no
+/// model, no key), and says so in dream.log once a day: a dated stamp keeps the day it said so.
 #[test]
-fn the_plugin_stop_hook_without_a_credential_runs_nothing_and_says_so_once_a_day() {
+fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_day() {
     let home = ClaudeHome::new();
     six_sessions(&home);
+    std::fs::create_dir_all(home.memory_dir()).unwrap();
+    let index = home.memory_dir().join("MEMORY.md");
+    std::fs::write(&index, "# Memory\n- Deploy on Fridays.\n- deploy on fridays!\n").unwrap();
     let dir = home.state_home.join("dreamkit");
     let log = dir.join("dream.log");
-    for _ in 0..3 {
+    let tasks = home.state_dir().join("tasks");
+    // Completed and released: the lock file is back to empty.
+    let finished = || {
+        std::fs::read_dir(&tasks).ok().is_some_and(|entries| {
+            entries.filter_map(Result::ok).any(|e| {
+                std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"status\":\"completed\""))
+            })
+        }) && std::fs::metadata(home.lock_file()).is_ok_and(|m| m.len() == 0)
+    };
+    plugin_stop_hook(&home)
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    crate::support::wait::busy_until("the background rules run", finished);
+    assert_eq!(
+        std::fs::read_to_string(&index).unwrap(),
+        "# Memory\n- Deploy on Fridays.\n"
+    );
+    for _ in 0..2 {
         plugin_stop_hook(&home)
             .code(0)
             .stdout_empty()
@@ -986,28 +1008,23 @@ fn the_plugin_stop_hook_without_a_credential_runs_nothing_and_says_so_once_a_day
             .run();
     }
     let text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(text.lines().count(), 1, "{text}");
-    assert!(
-        text.contains(
-            "dreamkit: no model credential (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is not set \
-             in the hooks' environment): no consolidation runs"
-        ),
-        "{text}"
-    );
-    // Nothing ran: no gate (no scan stamp), no lock taken.
-    assert!(!home.state_dir().exists());
-    assert!(!home.lock_file().exists());
+    let said = "dreamkit: no model credential (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is not set \
+                in the hooks' environment): the rules engine consolidates, with no model";
+    assert_eq!(text.matches(said).count(), 1, "{text}");
     let stamp = dir.join("no-credential");
     let today = std::fs::read_to_string(&stamp).unwrap();
     assert_eq!(today.len(), "2026-12-04\n".len(), "{today:?}");
-    // Another day: one more line.
+    // Another day: said once more.
     std::fs::write(&stamp, "2000-01-01\n").unwrap();
     plugin_stop_hook(&home)
         .code(0)
         .stdout_empty()
         .stderr_empty()
         .run();
-    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 2);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap().matches(said).count(),
+        2
+    );
     assert_eq!(std::fs::read_to_string(&stamp).unwrap(), today);
 
     // For an OpenAI-compatible server it is OPENAI_API_KEY (empty: a server that needs none),

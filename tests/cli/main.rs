@@ -32,6 +32,7 @@ mod lock;
 mod net;
 mod recap;
 mod review;
+mod rules;
 mod schemas;
 mod status;
 mod structure;

@@ -1,5 +1,5 @@
-//! Apply or propose: how dream-run's run resolves `--propose` and `DREAMKIT_DREAM_MODE`
-//! (review mode's staging copy itself is the store's).
+//! How a run works: apply or propose (`--propose`, `DREAMKIT_DREAM_MODE`; review mode's
+//! staging copy itself is the store's), and which engine consolidates (`--engine`).
 
 use crate::claude::Env;
 use crate::cli::Failure;
@@ -36,6 +36,26 @@ impl Mode {
         match self {
             Mode::Apply => "apply",
             Mode::Propose => "propose",
+        }
+    }
+}
+
+/// Who consolidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// The agent: a model with the five sandboxed tools
+    Model,
+    /// The fixes that need no judgement (duplicates, orphans, dangling links, long entries,
+    /// an index over the load limit, anchored relative dates, secrets): no model, no
+    /// credential, no session needed
+    Rules,
+}
+
+impl Engine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Model => "model",
+            Engine::Rules => "rules",
         }
     }
 }

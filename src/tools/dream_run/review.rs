@@ -37,6 +37,10 @@ pub struct Shown {
     pub task_id: String,
     #[schemars(with = "String")]
     pub status: TaskStatus,
+    /// `model` or `rules`.
+    pub engine: String,
+    /// Each change the proposal makes (the rules engine's with its rule).
+    pub changes: Vec<crate::store::Change>,
     pub diff: Diff,
     pub diff_text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -175,6 +179,8 @@ pub(super) fn show(args: &ShowArgs, cx: &Context) -> Result<ShowReport, Failure>
     Ok(ShowReport::Shown(Shown {
         task_id: record.task_id,
         status: record.status,
+        engine: record.engine,
+        changes: record.changes,
         diff: record.diff.unwrap_or_default(),
         diff_text,
         interrupted,

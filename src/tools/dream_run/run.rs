@@ -10,9 +10,12 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod by_rules;
+
+use super::anchors;
 use super::check;
 use super::digest::{self, Digest};
-use super::mode::Mode;
+use super::mode::{Engine, Mode};
 use super::prompt;
 use super::sandbox::{Change, GuardRefusal, Limits, Sandbox, WriteGuard};
 use super::{RunArgs, FILE_LOCK_MAX_DEADLINE};
@@ -129,14 +132,26 @@ fn sessions(
         .collect()
 }
 
-/// `--dry-run`'s answer: what the agent would be told and given, and nothing written.
+/// `--dry-run`'s answer: what the agent would be told and given (the model engine) or the
+/// changes the rules would make (the rules engine), and nothing written.
 #[derive(Debug, Serialize, JsonSchema)]
 struct DryRun {
-    prompt: String,
-    #[schemars(with = "Vec<ToolSpecSchema>")]
-    tools: Vec<crate::model::ToolSpec>,
+    /// `model` or `rules`.
+    engine: &'static str,
+    /// The model engine: the system and task prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<String>,
+    /// The model engine: the tools it would be given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<ToolSpecSchema>>")]
+    tools: Option<Vec<crate::model::ToolSpec>>,
     sessions: Vec<String>,
-    digests: Vec<Digest>,
+    /// The model engine: each session's digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digests: Option<Vec<Digest>>,
+    /// The rules engine: what it would change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changes: Option<Vec<store::Change>>,
     unreadable_sessions: Vec<digest::Unreadable>,
     #[serde(skip_serializing_if = "Option::is_none")]
     interrupted: Option<super::report::Interrupted>,
@@ -157,6 +172,9 @@ struct ToolSpecSchema {
 struct DryRunSection {
     /// Always `dry_run`.
     status: RunStatus,
+    /// The rules engine: what it would change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changes: Option<Vec<store::Change>>,
 }
 
 /// `--dry-run`'s document: its own keys at the top level (what README and docs read with jq),
@@ -169,6 +187,7 @@ impl DryRunDocument {
     fn new(mut envelope: Envelope, document: &DryRun) -> DryRunDocument {
         let section = DryRunSection {
             status: RunStatus::DryRun,
+            changes: document.changes.clone(),
         };
         envelope.set(RunSection::KEY, json_value(&section));
         if let Value::Object(own) = json_value(document) {
@@ -370,6 +389,11 @@ pub struct RunSection {
     /// `None` when no task was started (nothing to review, or another runner's claim).
     task_id: Option<String>,
     mode: &'static str,
+    /// `model` or `rules`.
+    engine: &'static str,
+    /// Each change, one by one: the rules engine's with its rule; the model engine's one per
+    /// file it changed.
+    changes: Vec<store::Change>,
     error: Option<&'static str>,
     /// Why a run was skipped (`no_sessions`, `no_readable_sessions`, `lock_claimed`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -408,11 +432,13 @@ pub struct RunSection {
 
 impl RunSection {
     /// A section for a run that ends before any task starts.
-    fn early(status: RunStatus, mode: Mode) -> RunSection {
+    fn early(status: RunStatus, mode: Mode, engine: Engine) -> RunSection {
         RunSection {
             status,
             task_id: None,
             mode: mode.as_str(),
+            engine: engine.as_str(),
+            changes: Vec::new(),
             error: None,
             reason: None,
             message: None,
@@ -541,8 +567,14 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     };
     let exclude = hook.as_ref().and_then(|h| h.session_id.as_deref());
     let listed = sessions(&envelope, &project, since, exclude)?;
-    let (digests, unreadable) = digest::build_all(&project.state_dir, &listed, !args.dry_run)
-        .map_err(|e| Failure::io("write digests under", &project.state_dir, &e))?;
+    let rules = args.engine == Engine::Rules;
+    // The rules read no session's conversation: no digests.
+    let (digests, unreadable) = if rules {
+        (Vec::new(), Vec::new())
+    } else {
+        digest::build_all(&project.state_dir, &listed, !args.dry_run)
+            .map_err(|e| Failure::io("write digests under", &project.state_dir, &e))?
+    };
     for problem in &unreadable {
         diag.warn(&format!(
             "session not readable, left out: {}",
@@ -554,7 +586,7 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     let session_ids: Vec<String> = listed
         .iter()
         .map(|(id, _)| id)
-        .filter(|id| readable.contains(id))
+        .filter(|id| rules || readable.contains(id))
         .cloned()
         .collect();
     let project_dir = readable_project(args, &project, diag);
@@ -595,14 +627,39 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         (task, health)
     };
     if args.dry_run {
-        let (task, _) = task_for(&project.memory_dir);
-        let document = DryRun {
-            prompt: format!("{}\n\n{task}", prompt::system_prompt()),
-            tools: Sandbox::tool_specs(),
-            sessions: session_ids,
-            digests,
-            unreadable_sessions: unreadable,
-            interrupted: super::recover::report(&project, diag),
+        let document = if rules {
+            let health = check::run_check(&project.memory_dir, &health_scope.scope())
+                .map_err(|e| Failure::io("check", &project.memory_dir, &e))?;
+            let found = anchors::scan(
+                &project.transcripts_dir,
+                &project.memory_dir,
+                &project.state_dir,
+                false,
+            );
+            let max_bytes = Limits::default().max_file_bytes as u64;
+            let (plan, _) = by_rules::plan_for(&project.memory_dir, &health, &found, max_bytes);
+            DryRun {
+                engine: args.engine.as_str(),
+                prompt: None,
+                tools: None,
+                sessions: session_ids,
+                digests: None,
+                changes: Some(plan.changes),
+                unreadable_sessions: unreadable,
+                interrupted: super::recover::report(&project, diag),
+            }
+        } else {
+            let (task, _) = task_for(&project.memory_dir);
+            DryRun {
+                engine: args.engine.as_str(),
+                prompt: Some(format!("{}\n\n{task}", prompt::system_prompt())),
+                tools: Some(Sandbox::tool_specs()),
+                sessions: session_ids,
+                digests: Some(digests),
+                changes: None,
+                unreadable_sessions: unreadable,
+                interrupted: super::recover::report(&project, diag),
+            }
         };
         // Nothing was consolidated: `dream-lock exec` (through the outcome file) and
         // `release` (through run.status) roll the lock back.
@@ -612,7 +669,8 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         ))));
     }
     // Nothing to review: no model request, and the downstream release rolls the time back.
-    if session_ids.is_empty() {
+    // The rules need no session: they fix the memory as it is.
+    if session_ids.is_empty() && !rules {
         let (reason, message) = if listed.is_empty() {
             ("no_sessions", "no sessions to review".to_string())
         } else {
@@ -622,7 +680,7 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
             )
         };
         crate::lock::outcome::report(env, diag, RunStatus::Skipped);
-        let mut section = RunSection::early(RunStatus::Skipped, mode);
+        let mut section = RunSection::early(RunStatus::Skipped, mode, args.engine);
         section.reason = Some(reason);
         section.message = Some(message);
         section.unreadable_sessions = unreadable;
@@ -636,8 +694,11 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         );
         deadline = FILE_LOCK_MAX_DEADLINE;
     }
-    // Credentials and flags are checked before anything is recorded.
-    let client = Client::new(args.model.config(env, Tier::Main)?)?;
+    // Credentials and flags are checked before anything is recorded; the rules need none.
+    let client = match args.engine {
+        Engine::Model => Some(Client::new(args.model.config(env, Tier::Main)?)?),
+        Engine::Rules => None,
+    };
     // One runner per lock: a second run handed the same envelope stops here, while the
     // first runs and after it finished; only a run that crashed hands its claim on.
     if let Some(token) = &claim.token {
@@ -662,7 +723,7 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
                 // run to release (its release compares run.task_id with the claim's and
                 // changes nothing), and no word to exec's outcome file, which is the
                 // winner's.
-                let mut section = RunSection::early(RunStatus::Skipped, mode);
+                let mut section = RunSection::early(RunStatus::Skipped, mode, args.engine);
                 section.reason = Some("lock_claimed");
                 let message = if other.alive() {
                     format!(
@@ -680,7 +741,7 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
                 return Ok(RunReport::ran(envelope, section, None));
             }
             Claimed::NotHeld => {
-                let mut section = RunSection::early(RunStatus::Failed, mode);
+                let mut section = RunSection::early(RunStatus::Failed, mode, args.engine);
                 section.error = Some("lock_lost");
                 section.message = Some(
                     "the consolidation lock is no longer held by this envelope's token".into(),
@@ -737,6 +798,23 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     // recovery, so before and after compare like with like.
     let (task, health_before) = task_for(&work_dir);
     let health = health_before.as_ref().map(check::RunHealth::new);
+    // The rules plan from the check's findings; without them there is nothing to plan from.
+    let rules_input = match (rules, health_before) {
+        (false, _) => None,
+        (true, Some(before)) => Some((
+            before,
+            anchors::scan(
+                &project.transcripts_dir,
+                &project.memory_dir,
+                &project.state_dir,
+                true,
+            ),
+        )),
+        (true, None) => or_fail!(Err(Failure::environment(format!(
+            "the memory check of {} could not run: the rules have nothing to plan from",
+            work_dir.display()
+        )))),
+    };
 
     let mut roots = vec![
         work_dir.clone(),
@@ -783,16 +861,20 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         claim.token.clone(),
     );
     record.mode = mode.as_str().into();
+    record.engine = args.engine.as_str().into();
     or_fail!(store.save(&record).map_err(|e| Failure::io(
         "write the task record in",
         &project.state_dir,
         &e
     )));
     diag.info(&format!(
-        "task {task_id}: {} sessions, {} digests, model {}",
+        "task {task_id}: {} sessions, {} digests, {}",
         session_ids.len(),
         digests.len(),
-        client.model()
+        client.as_ref().map_or_else(
+            || "the rules engine".to_string(),
+            |c| format!("model {}", c.model())
+        )
     ));
 
     let mut agent = Agent {
@@ -821,7 +903,16 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         health_scope: &health_scope,
         write_time: Duration::ZERO,
     };
-    let end = agent.converse(&client, &task, deadline);
+    let end = match (&client, &rules_input) {
+        (Some(client), _) => agent.converse(client, &task, deadline),
+        (None, Some((health, found))) => agent.run_rules(health, found),
+        // Not built so: a model run has its client, a rules run its input.
+        (None, None) => End::Failed {
+            error: "environment",
+            message: "the run has neither a model nor the rules' input".into(),
+            environment: true,
+        },
+    };
     if keep_alive
         .as_ref()
         .is_some_and(crate::lock::KeepAlive::lost)
@@ -838,6 +929,28 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     let mut report = RunReport::ran(envelope, run, failure);
     report.late_signal = hold.end();
     Ok(report)
+}
+
+/// One change per file the model created, edited or deleted.
+fn model_changes(diff: &Diff) -> Vec<store::Change> {
+    let each = |files: &[String], action: store::Action, detail: &str| {
+        files
+            .iter()
+            .map(|file| store::Change {
+                file: file.clone(),
+                action,
+                line: None,
+                rule: None,
+                detail: detail.to_string(),
+                anchor: None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut changes = each(&diff.created, store::Action::Create, "created by the model");
+    changes.extend(each(&diff.modified, store::Action::Edit, "edited by the model"));
+    changes.extend(each(&diff.deleted, store::Action::Delete, "deleted by the model"));
+    changes.sort_by(|a, b| a.file.cmp(&b.file));
+    changes
 }
 
 /// `20261203T131500Z-1a2b3c4d`: sorts by time, unique, safe as a file name.
@@ -1255,18 +1368,8 @@ keep it short, and use the tools for changes.",
                     content,
                     is_error,
                 });
-                if let Some((why, message)) = self.fence_failure.take() {
-                    return match why {
-                        Stop::LockLost | Stop::LockUnchecked => End::LockLost {
-                            message,
-                            unchecked: why == Stop::LockUnchecked,
-                        },
-                        Stop::Environment => End::Failed {
-                            error: "environment",
-                            message,
-                            environment: true,
-                        },
-                    };
+                if let Some(end) = self.fence_end() {
+                    return end;
                 }
                 if let Some(signal) = signals::received() {
                     return End::Aborted { signal };
@@ -1300,6 +1403,22 @@ keep it short, and use the tools for changes.",
             ),
             environment: false,
         }
+    }
+
+    /// How the run ends when the write guard stopped it.
+    fn fence_end(&mut self) -> Option<End> {
+        let (why, message) = self.fence_failure.take()?;
+        Some(match why {
+            Stop::LockLost | Stop::LockUnchecked => End::LockLost {
+                message,
+                unchecked: why == Stop::LockUnchecked,
+            },
+            Stop::Environment => End::Failed {
+                error: "environment",
+                message,
+                environment: true,
+            },
+        })
     }
 
     /// What is left of the deadline for model work: the restore a failed run needs is kept
@@ -1531,7 +1650,8 @@ keep it short, and use the tools for changes.",
         let proposing = self.mode == Mode::Propose;
         let mut status = status;
         let mut diff_text = None;
-        if status == RunStatus::Completed && self.tool_calls == 0 {
+        let by_rules = self.args.engine == Engine::Rules;
+        if status == RunStatus::Completed && self.tool_calls == 0 && !by_rules {
             warnings.push("no_tool_calls".into());
             self.diag
                 .info("the model called no tool: it looked at nothing and changed nothing");
@@ -1598,6 +1718,12 @@ keep it short, and use the tools for changes.",
                 }
                 self.record.snapshot = None;
                 diff_text = None;
+                // Rules that found nothing to fix were no consolidation: the lock's time is
+                // rolled back, so a model dream is not put off by them.
+                if by_rules {
+                    status = RunStatus::NoChanges;
+                    crate::lock::outcome::report(self.env, self.diag, RunStatus::NoChanges);
+                }
             } else {
                 self.record.diff =
                     Some(store::absolute_diff(&self.project.memory_dir, diff.clone()));
@@ -1709,6 +1835,10 @@ keep it short, and use the tools for changes.",
             RunStatus::NoChanges => Vec::new(),
             _ => self.absolute_touched(),
         };
+        // The model's changes, one per file it changed (the rules record theirs one by one).
+        if !by_rules && matches!(status, RunStatus::Completed | RunStatus::Proposed) {
+            self.record.changes = model_changes(&diff);
+        }
         self.record.status = status.into();
         self.record.phase = "done".into();
         self.record.error = error.map(str::to_string);
@@ -1725,6 +1855,8 @@ keep it short, and use the tools for changes.",
                 status,
                 task_id: Some(self.record.task_id.clone()),
                 mode: self.mode.as_str(),
+                engine: self.args.engine.as_str(),
+                changes: self.record.changes.clone(),
                 error,
                 reason: unchecked.then_some("lock_unchecked"),
                 message,
@@ -2060,7 +2192,7 @@ mod tests {
     #[test]
     fn the_report_decides_the_exit_and_the_line() {
         let received = envelope(json!({"lock": {"token": "t"}}));
-        let mut skipped = RunSection::early(RunStatus::Skipped, Mode::Apply);
+        let mut skipped = RunSection::early(RunStatus::Skipped, Mode::Apply, Engine::Model);
         skipped.reason = Some("no_sessions");
         skipped.message = Some("no sessions to review".into());
         let report = RunReport::ran(received.clone(), skipped, None);
@@ -2071,7 +2203,7 @@ mod tests {
         );
         let mut late = RunReport::ran(
             received.clone(),
-            RunSection::early(RunStatus::Completed, Mode::Apply),
+            RunSection::early(RunStatus::Completed, Mode::Apply, Engine::Model),
             None,
         );
         assert_eq!(late.exit(), Exit::Yes);
@@ -2080,7 +2212,7 @@ mod tests {
         assert_eq!(late.note(), None);
         let failed = RunReport::ran(
             received.clone(),
-            RunSection::early(RunStatus::Failed, Mode::Apply),
+            RunSection::early(RunStatus::Failed, Mode::Apply, Engine::Model),
             Some(Failure::environment("cannot append")),
         );
         assert_eq!(failed.exit(), Exit::Environment);

@@ -1,0 +1,317 @@
+//! `dream-run --engine rules`: the consolidation with no model, through the same pipeline as
+//! a model's (envelope, lock, fencing, snapshot, record, propose/show/apply, undo, the
+//! pending line), asking nothing of any model, needing no key and no session.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::dream::{Dream, LONG_RUN};
+use crate::support::LiveProcess;
+
+/// An index with a duplicate line (the fourth folds to the third) and a topic file.
+const INDEX: &str = "# Memory\n- [Build](build.md) — how to build\n- Use cargo nextest.\n- use Cargo-Nextest!\n";
+const BUILD: &str = "---\nname: build\ndescription: how the project builds\nmetadata:\n  type: project\n---\n\nBuild with make.\n";
+
+/// A Dream whose memory is [`INDEX`] and [`BUILD`] (its sessions stay: the rules ignore them).
+fn rules_dream() -> Dream {
+    let d = Dream::new();
+    std::fs::remove_dir_all(d.mem()).unwrap();
+    std::fs::create_dir_all(d.mem()).unwrap();
+    std::fs::write(d.mem().join("MEMORY.md"), INDEX).unwrap();
+    std::fs::write(d.mem().join("build.md"), BUILD).unwrap();
+    d
+}
+
+/// `dream-run --engine rules ARGS` with no model credential at all.
+fn rules_run<'a>(d: &Dream, envelope: &str, args: &[&str]) -> crate::support::Run<'a> {
+    d.dream_run(envelope, &["--engine", "rules"])
+        .args(args)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+}
+
+/// The one change the rules make to [`INDEX`]: its fourth line goes.
+fn assert_duplicate_dropped(changes: &Value) {
+    let changes = changes.as_array().expect("changes");
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let change = &changes[0];
+    assert_eq!(change["file"], "MEMORY.md", "{change}");
+    assert_eq!(change["action"], "edit", "{change}");
+    assert_eq!(change["line"], 4, "{change}");
+    assert_eq!(change["rule"], "duplicate_entry", "{change}");
+    assert!(change["detail"].as_str().is_some_and(|d| !d.is_empty()), "{change}");
+}
+
+const FIXED_INDEX: &str = "# Memory\n- [Build](build.md) — how to build\n- Use cargo nextest.\n";
+
+#[test]
+fn a_rules_run_needs_no_key_asks_no_model_and_completes_like_a_consolidation() {
+    let d = rules_dream();
+    let prior = d.lock_ms();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let out = rules_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["status"], "completed", "{doc}");
+            assert_eq!(run["engine"], "rules", "{doc}");
+            assert_eq!(run["mode"], "apply", "{doc}");
+            assert_eq!(run["turns"], 0, "{doc}");
+            assert_eq!(run["usage"]["input_tokens"], 0, "{doc}");
+            assert_duplicate_dropped(&run["changes"]);
+            assert_eq!(
+                run["files_touched"],
+                json!([d.mem().join("MEMORY.md").to_string_lossy()]),
+                "{doc}"
+            );
+            assert_eq!(run["health"]["before"]["duplicate_entry"], 1, "{doc}");
+            assert_eq!(run["health"]["after"]["duplicate_entry"], 0, "{doc}");
+            assert!(run["summary"].as_str().unwrap().starts_with("rules: 1 change"), "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    assert!(d.api.requests().is_empty(), "no model was asked");
+    assert_eq!(d.read("MEMORY.md"), FIXED_INDEX);
+    assert_eq!(d.read("build.md"), BUILD, "a file no rule fixes is left as it was");
+
+    let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
+    let record = d.task(&id);
+    assert_eq!(record["engine"], "rules", "{record}");
+    assert_eq!(record["status"], "completed", "{record}");
+    assert_eq!(record["changes"], out.json()["run"]["changes"], "{record}");
+    // Announced like a model's consolidation.
+    d.tool("dream-run")
+        .arg("pending")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["updates"][0]["task_id"], id.as_str(), "{doc}");
+            assert_eq!(doc["updates"][0]["source"], "dream", "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    // Released completed, it moved the last-consolidated time.
+    d.release(&out.stdout, "completed");
+    assert!(d.lock_ms() > prior, "the consolidation moved the lock's time");
+    holder.kill();
+
+    // Undone like any run.
+    d.tool("dream-run")
+        .args(["undo", &id])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["task_id"], id.as_str(), "{doc}"))
+        .stderr_any("undo's own report is tested with the model runs")
+        .run();
+    assert_eq!(d.read("MEMORY.md"), INDEX);
+}
+
+#[test]
+fn a_rules_run_needs_no_session_and_nothing_to_fix_is_no_changes() {
+    let d = rules_dream();
+    for entry in std::fs::read_dir(d.home.transcripts_dir()).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    let prior = d.lock_ms();
+    // Zero sessions: it still runs.
+    rules_run(&d, "{}", &["--unlocked"])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "completed", "{doc}");
+            assert_eq!(doc["run"]["sessions_reviewed"], 0, "{doc}");
+            assert_duplicate_dropped(&doc["run"]["changes"]);
+        })
+        .stderr_empty()
+        .run();
+    assert_eq!(d.read("MEMORY.md"), FIXED_INDEX);
+    // Over its own output: nothing to fix, and the lock's time stays as it was.
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let again = rules_run(&d, &envelope, &[])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "no_changes", "{doc}");
+            assert_eq!(doc["run"]["changes"], json!([]), "{doc}");
+            assert_eq!(doc["run"]["files_touched"], json!([]), "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    d.release(&again.stdout, "no_changes");
+    holder.kill();
+    assert_eq!(d.lock_ms(), prior, "no consolidation: the lock's time rolled back");
+    assert_eq!(d.read("MEMORY.md"), FIXED_INDEX);
+    assert!(d.api.requests().is_empty());
+}
+
+#[test]
+fn the_engine_comes_from_the_environment_and_a_wrong_one_is_a_usage_error() {
+    let d = rules_dream();
+    d.dream_run("{}", &["--unlocked"])
+        .env("DREAMKIT_DREAM_ENGINE", "rules")
+        .env_remove("ANTHROPIC_API_KEY")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["engine"], "rules", "{doc}"))
+        .stderr_empty()
+        .run();
+    let before = d.md_tree();
+    d.dream_run("{}", &["--unlocked"])
+        .env("DREAMKIT_DREAM_ENGINE", "magic")
+        .code(2)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "usage", "{doc}"))
+        .stderr_contains("DREAMKIT_DREAM_ENGINE")
+        .run();
+    assert_eq!(d.md_tree(), before);
+    assert!(d.api.requests().is_empty());
+}
+
+#[test]
+fn a_rules_dry_run_prints_its_changes_and_writes_nothing() {
+    let d = rules_dream();
+    let memory = d.md_tree();
+    let state = crate::support::tree(&d.home.state_dir());
+    rules_run(&d, "{\"gate\": {\"due\": true}}", &["--dry-run"])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["gate"]["due"], true, "the envelope passes through: {doc}");
+            assert_eq!(doc["engine"], "rules", "{doc}");
+            assert_duplicate_dropped(&doc["changes"]);
+            assert_eq!(doc["run"]["status"], "dry_run", "{doc}");
+            assert_eq!(doc["run"]["changes"], doc["changes"], "{doc}");
+            assert!(doc.get("prompt").is_none(), "no prompt: {doc}");
+            assert!(doc.get("tools").is_none(), "no tools: {doc}");
+        })
+        .stderr_empty()
+        .run();
+    assert_eq!(d.md_tree(), memory);
+    assert_eq!(crate::support::tree(&d.home.state_dir()), state);
+    assert!(d.api.requests().is_empty());
+}
+
+#[test]
+fn a_rules_proposal_is_shown_with_its_changes_then_applied() {
+    let d = rules_dream();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let out = rules_run(&d, &envelope, &["--propose"])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "proposed", "{doc}");
+            assert_duplicate_dropped(&doc["run"]["changes"]);
+            let diff = doc["run"]["diff_text"].as_str().unwrap();
+            assert!(diff.contains("-- use Cargo-Nextest!\n"), "{diff}");
+        })
+        .stderr_empty()
+        .run();
+    d.release(&out.stdout, "proposed");
+    holder.kill();
+    assert_eq!(d.read("MEMORY.md"), INDEX, "a proposal leaves the memory dir alone");
+    let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
+    d.tool("dream-run")
+        .arg("show")
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["task_id"], id.as_str(), "{doc}");
+            assert_eq!(doc["engine"], "rules", "{doc}");
+            assert_duplicate_dropped(&doc["changes"]);
+        })
+        .stderr_empty()
+        .run();
+    d.tool("dream-run")
+        .arg("apply")
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["task_id"], id.as_str(), "{doc}"))
+        .stderr_any("apply's own report is tested with the model runs")
+        .run();
+    assert_eq!(d.read("MEMORY.md"), FIXED_INDEX);
+    assert!(d.api.requests().is_empty());
+}
+
+#[test]
+fn a_rule_that_would_lose_words_fails_the_run_and_restores() {
+    let d = rules_dream();
+    let before = d.md_tree();
+    let holder = LiveProcess::start();
+    let envelope = d.acquired_envelope(&holder);
+    let out = rules_run(&d, &envelope, &[])
+        .env("DREAMKIT_TEST_RULES_FAULT", "lose_word")
+        .code(1)
+        .stdout_json(|doc| {
+            let run = &doc["run"];
+            assert_eq!(run["status"], "failed", "{doc}");
+            assert_eq!(run["error"], "invariant", "{doc}");
+            let message = run["message"].as_str().unwrap();
+            assert!(message.contains("nextest"), "the lost word is named: {message}");
+            assert_eq!(run["changes"], json!([]), "{doc}");
+        })
+        .stderr_contains("run failed: the rules would have lost 1 word(s)")
+        .run();
+    assert_eq!(d.md_tree(), before, "restored");
+    d.release(&out.stdout, "failed");
+    holder.kill();
+    let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
+    let record = d.task(&id);
+    assert_eq!(record["status"], "failed", "{record}");
+    assert_eq!(record["error"], "invariant", "{record}");
+    assert_eq!(record["snapshot"], Value::Null, "{record}");
+}
+
+/// A memory dir of `n` indexed topic files, each holding an API key the rules redact: `n`
+/// writes, each the same in every home.
+fn secrets_dream(n: usize) -> Dream {
+    let d = rules_dream();
+    let mut index = INDEX.to_string();
+    for i in 0..n {
+        index.push_str(&format!("- [Key {i}](key-{i:04}.md) — a staging key\n"));
+        std::fs::write(
+            d.mem().join(format!("key-{i:04}.md")),
+            format!("# Key {i}\nThe staging key is sk-ant-api03-{i:04}abcdefghijklmnopqrstuvwxyzABCDEFGH{i:04}.\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(d.mem().join("MEMORY.md"), index).unwrap();
+    d
+}
+
+/// kill -9 of a rules run at random moments, then the next command: the memory dir is
+/// byte-identical to before or to the completed run's result.
+#[test]
+fn kill_9_of_a_rules_run_leaves_all_before_or_all_after() {
+    const FILES: usize = 150;
+    let done = secrets_dream(FILES);
+    rules_run(&done, "{}", &["--unlocked", "--max-files", "1000"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_any("the health line depends on the rules")
+        .run();
+    let after = done.md_tree();
+    let seed = fastrand::u64(..);
+    eprintln!("kill_9_of_a_rules_run: seed {seed}");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for round in 0..3 {
+        let d = secrets_dream(FILES);
+        let before = d.md_tree();
+        let running = rules_run(&d, "{}", &["--unlocked", "--max-files", "1000"])
+            .stdin_from(Stdio::null())
+            .timeout(LONG_RUN)
+            .code_any("killed at a random moment: it may have finished first")
+            .stdout_any("killed at a random moment")
+            .stderr_any("killed at a random moment")
+            .spawn();
+        // The random moment itself is what this test is about, not a synchronisation.
+        std::thread::sleep(Duration::from_millis(rng.u64(0..=400)));
+        running.signal(libc::SIGKILL);
+        running.finish();
+        d.tool("dream-run")
+            .arg("recover")
+            .success()
+            .stdout_any("what it put back depends on the moment")
+            .stderr_any("what it put back depends on the moment")
+            .run();
+        let now = d.md_tree();
+        assert!(
+            now == before || now == after,
+            "round {round} (seed {seed}): neither before nor after"
+        );
+    }
+}
