@@ -132,7 +132,10 @@ pub(super) fn move_oldest(state: &mut State<'_>) {
         }
         let summary_at = summary_at.map(|s| s - moving.iter().filter(|&&m| m < s).count());
         match summary_at {
-            Some(at) => index.lines[at].text = summary,
+            Some(at) => {
+                let old = std::mem::replace(&mut index.lines[at].text, summary);
+                state.may_lose.push(old);
+            }
             None => index.append(vec![summary]),
         }
     }
