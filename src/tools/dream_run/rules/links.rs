@@ -213,6 +213,7 @@ pub(super) fn dangling(state: &mut State<'_>) {
         };
         let marks = doc.marks();
         let mut edits: Vec<(usize, String, Vec<(bool, String, String)>)> = Vec::new();
+        let mut relinked_targets: Vec<String> = Vec::new();
         for (at, line) in doc.lines.iter().enumerate() {
             if marks[at].code {
                 continue;
@@ -234,6 +235,8 @@ pub(super) fn dangling(state: &mut State<'_>) {
                     let only = only.clone();
                     let target = repointed(&link, &path, &only);
                     text.replace_range(link.range.clone(), &target);
+                    // The old target's folders may be gone from the text.
+                    relinked_targets.push(link.written.clone());
                     done.push((true, link.resolved, only));
                 } else {
                     text = unlinked(&text, &link);
@@ -244,6 +247,7 @@ pub(super) fn dangling(state: &mut State<'_>) {
                 edits.push((at, text, done));
             }
         }
+        state.may_lose.extend(relinked_targets);
         for (at, text, done) in edits {
             let origin = state.docs.get(&path).and_then(|d| d.lines[at].origin);
             if let Some(doc) = state.docs.get_mut(&path) {
