@@ -7,14 +7,14 @@
 //! before it left, and the whole pass again until nothing changes (a redaction can make two
 //! files byte-identical, say), so that a second run over the output plans nothing:
 //!
-//! 1. `duplicate_entry`, files: byte-identical topic files ([`duplicates`]);
-//! 2. `secret` ([`secrets`]);
-//! 3. `relative_date` ([`dates`]);
-//! 4. `duplicate_entry`, index lines ([`duplicates`]);
-//! 5. `dangling_link` ([`links`]);
-//! 6. `long_entry` ([`long_entry`]);
-//! 7. `orphan_file` ([`orphans`]);
-//! 8. `index_over_limit` ([`overflow`]).
+//! 1. `duplicate_entry`, files: byte-identical topic files (`duplicates`);
+//! 2. `secret` (`secrets`);
+//! 3. `relative_date` (`dates`);
+//! 4. `duplicate_entry`, index lines (`duplicates`);
+//! 5. `dangling_link` (`links`);
+//! 6. `long_entry` (`long_entry`);
+//! 7. `orphan_file` (`orphans`);
+//! 8. `index_over_limit` (`overflow`).
 //!
 //! What stays reported after a run (it needs judgement, or facts the memory lacks):
 //! `duplicate_entry` for the same line in two topic files (or twice in one) and for two index

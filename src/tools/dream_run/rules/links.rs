@@ -203,6 +203,14 @@ fn unlinked(line: &str, link: &MemoryLink) -> String {
     format!("{head}{text}{FILE_MISSING}{}", &line[syntax.end..])
 }
 
+/// One dangling link fixed: repointed (`other` the file it now links) or dropped (`other`
+/// the target as written).
+struct Fixed {
+    relinked: bool,
+    target: String,
+    other: String,
+}
+
 /// The rule.
 pub(super) fn dangling(state: &mut State<'_>) {
     let dir = state.input.health.memory_dir.clone();
@@ -212,7 +220,7 @@ pub(super) fn dangling(state: &mut State<'_>) {
             continue;
         };
         let marks = doc.marks();
-        let mut edits: Vec<(usize, String, Vec<(bool, String, String)>)> = Vec::new();
+        let mut edits: Vec<(usize, String, Vec<Fixed>)> = Vec::new();
         let mut relinked_targets: Vec<String> = Vec::new();
         for (at, line) in doc.lines.iter().enumerate() {
             if marks[at].code {
@@ -237,10 +245,18 @@ pub(super) fn dangling(state: &mut State<'_>) {
                     text.replace_range(link.range.clone(), &target);
                     // The old target's folders may be gone from the text.
                     relinked_targets.push(link.written.clone());
-                    done.push((true, link.resolved, only));
+                    done.push(Fixed {
+                        relinked: true,
+                        target: link.resolved,
+                        other: only,
+                    });
                 } else {
                     text = unlinked(&text, &link);
-                    done.push((false, link.resolved, link.written));
+                    done.push(Fixed {
+                        relinked: false,
+                        target: link.resolved,
+                        other: link.written,
+                    });
                 }
             }
             if text != line.text {
@@ -253,7 +269,12 @@ pub(super) fn dangling(state: &mut State<'_>) {
             if let Some(doc) = state.docs.get_mut(&path) {
                 doc.lines[at].text = text;
             }
-            for (relinked, target, other) in done {
+            for Fixed {
+                relinked,
+                target,
+                other,
+            } in done
+            {
                 let detail = if relinked {
                     format!("links to {target}, which does not exist: now to {other}, the one file of that name")
                 } else {

@@ -116,14 +116,6 @@ fn changes(plan: &Plan) -> Vec<String> {
     plan.changes.iter().map(Change::one_line).collect()
 }
 
-#[allow(dead_code)]
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 fn case_dir(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/memory-cases")
@@ -256,12 +248,18 @@ fn identical_files_keep_the_indexed_one_and_never_delete_team() {
         ("y.md", "Shared.\n"),
         ("team/p.md", "Both team.\n"),
         ("team/q.md", "Both team.\n"),
-        ("team/MEMORY.md", "- [p](p.md)\n- [q](q.md)\n- [y](../y.md)\n"),
+        (
+            "team/MEMORY.md",
+            "- [p](p.md)\n- [q](q.md)\n- [y](../y.md)\n",
+        ),
     ]);
     assert!(!after.contains_key("a.md") && !after.contains_key("y.md"));
     assert!(after.contains_key("team/p.md") && after.contains_key("team/q.md"));
     assert_eq!(after["c.md"], "See [a](b.md#top) and [b](./b.md).\n");
-    assert_eq!(after["team/MEMORY.md"], "- [p](p.md)\n- [q](q.md)\n- [y](x.md)\n");
+    assert_eq!(
+        after["team/MEMORY.md"],
+        "- [p](p.md)\n- [q](q.md)\n- [y](x.md)\n"
+    );
     assert_eq!(changes(&plan), [
         "delete a.md (duplicate_entry): the same text as b.md: deleted, its links now point at b.md",
         "edit c.md:1 (duplicate_entry): linked a.md, a copy of b.md that is deleted: now links b.md",
@@ -271,7 +269,10 @@ fn identical_files_keep_the_indexed_one_and_never_delete_team() {
     ]);
     // Deletions come last, after the links that pointed at them moved.
     let order: Vec<&str> = plan.writes.iter().map(|(p, _)| p.as_str()).collect();
-    assert_eq!(order, ["c.md", "team/MEMORY.md", "MEMORY.md", "a.md", "y.md"]);
+    assert_eq!(
+        order,
+        ["c.md", "team/MEMORY.md", "MEMORY.md", "a.md", "y.md"]
+    );
 }
 
 #[test]
@@ -283,11 +284,17 @@ fn index_lines_equal_but_for_case_and_punctuation() {
         ),
         ("a.md", "A.\n"),
     ]);
-    assert_eq!(after["MEMORY.md"], "# Memory\n- [A](a.md) — hook\n\n```\n# Memory\n```\n");
-    assert_eq!(changes(&plan), [
-        "edit MEMORY.md:4 (duplicate_entry): the same entry as line 2: removed",
-        "edit MEMORY.md:5 (duplicate_entry): the same entry as line 1: removed",
-    ]);
+    assert_eq!(
+        after["MEMORY.md"],
+        "# Memory\n- [A](a.md) — hook\n\n```\n# Memory\n```\n"
+    );
+    assert_eq!(
+        changes(&plan),
+        [
+            "edit MEMORY.md:4 (duplicate_entry): the same entry as line 2: removed",
+            "edit MEMORY.md:5 (duplicate_entry): the same entry as line 1: removed",
+        ]
+    );
 }
 
 #[test]
@@ -371,13 +378,17 @@ fn dangling_links_point_at_the_one_file_of_that_name() {
 #[test]
 fn long_entries_without_a_topic_stay() {
     let long = format!("- [G](gone.md) — {}", "word ".repeat(50).trim_end());
-    let index = format!("{long}\n- [T](team/t.md) — {}\n", "more ".repeat(50).trim_end());
-    let (after, _) = run(&[
-        ("MEMORY.md", &index),
-        ("team/t.md", "T.\n"),
-    ]);
+    let index = format!(
+        "{long}\n- [T](team/t.md) — {}\n",
+        "more ".repeat(50).trim_end()
+    );
+    let (after, _) = run(&[("MEMORY.md", &index), ("team/t.md", "T.\n")]);
     let lines: Vec<&str> = after["MEMORY.md"].lines().collect();
-    assert!(lines[0].starts_with("- G (file missing) — word"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("- G (file missing) — word"),
+        "{}",
+        lines[0]
+    );
     assert!(lines[1].starts_with("- [T](team/t.md) — more") && lines[1].ends_with("more…"));
     assert!(after["team/t.md"].starts_with("T.\n\n(Moved from the index on 2026-11-20:) more"));
 }
@@ -413,7 +424,10 @@ fn the_oldest_entries_move_to_the_overflow_index() {
         index.push_str(&format!("- [Topic {i}](t{i:03}.md) — topic {i}\n"));
     }
     files.push(("MEMORY.md".into(), index));
-    let borrowed: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let (after, plan) = run(&borrowed);
     let kept: Vec<&str> = after["MEMORY.md"].lines().collect();
     assert_eq!(kept.len(), KEEP_LINES_FOR_TEST);
@@ -441,13 +455,21 @@ fn the_overflow_index_is_reused_by_later_runs() {
     }
     let (after, _) = run(&[
         ("MEMORY.md", &index),
-        ("index-more.md", "# Older memories\n\n- [Old](old.md) — old\n"),
+        (
+            "index-more.md",
+            "# Older memories\n\n- [Old](old.md) — old\n",
+        ),
         ("old.md", "Old.\n"),
     ]);
     let kept: Vec<&str> = after["MEMORY.md"].lines().collect();
-    assert_eq!(kept[0], "- [Older memories](index-more.md) — 52 more entries: Old");
+    assert_eq!(
+        kept[0],
+        "- [Older memories](index-more.md) — 52 more entries: Old"
+    );
     assert_eq!(kept.len(), 180);
-    assert!(after["index-more.md"].starts_with("# Older memories\n\n- [Old](old.md) — old\n- note 0\n"));
+    assert!(
+        after["index-more.md"].starts_with("# Older memories\n\n- [Old](old.md) — old\n- note 0\n")
+    );
 }
 
 #[test]
@@ -455,7 +477,16 @@ fn writes_stay_inside_the_memory_dir_and_never_delete_team() {
     for path in ["MEMORY.md", "team/a.md", "a b/c.md"] {
         assert!(is_writable(path), "{path}");
     }
-    for path in ["", "/etc/x.md", "../x.md", "a/../../x.md", ".git/x.md", "a.txt", "a//b.md", "a\\b.md"] {
+    for path in [
+        "",
+        "/etc/x.md",
+        "../x.md",
+        "a/../../x.md",
+        ".git/x.md",
+        "a.txt",
+        "a//b.md",
+        "a\\b.md",
+    ] {
         assert!(!is_writable(path), "{path}");
     }
     // Planned writes only name memory files, whatever the input names.
