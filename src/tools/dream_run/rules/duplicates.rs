@@ -14,8 +14,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::links::{memory_links, repointed};
-use super::overflow::OVERFLOW_INDEX_FILE;
-use super::{is_team, State};
+use super::{is_team, State, OVERFLOW_INDEX_FILE};
 use crate::tools::dream_run::check::{is_index, markdown, Kind, INDEX_FILE};
 
 /// Byte-identical topic files.

@@ -14,16 +14,11 @@
 use std::ops::Range;
 
 use super::links::{folder_of, inline_extent, memory_links, target_from};
-use super::overflow::OVERFLOW_INDEX_FILE;
-use super::State;
+use super::text::units;
+use super::{State, OVERFLOW_INDEX_FILE};
 use crate::tools::dream_run::check::{
     is_index, markdown, Kind, INDEX_FILE, INDEX_LINE_CHARS, LONG_ENTRY_UNITS,
 };
-
-/// UTF-16 units, as the client counts a line.
-pub(super) fn units(text: &str) -> usize {
-    text.encode_utf16().count()
-}
 
 /// What the marker says before text moved from the index, for the run's `date`.
 pub(super) fn moved_marker(date: &str) -> String {

@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::doc::{Doc, Marks};
 use super::links::{inline_extent, memory_links, target_from};
-use super::long_entry::units;
+use super::text::{cut, units};
 use super::State;
 use crate::tools::dream_run::check::{
     front_matter, is_index, markdown, Kind, INDEX_FILE, INDEX_LINE_CHARS,
@@ -216,29 +216,6 @@ fn plain_hook(text: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `text` in at most `room` UTF-16 units, cut between words where one is near, marked `…`.
-pub(super) fn cut(text: &str, room: usize) -> String {
-    if units(text) <= room {
-        return text.to_string();
-    }
-    let mut used = 0;
-    let mut end = 0;
-    for (at, c) in text.char_indices() {
-        if used + c.len_utf16() + 1 > room {
-            break;
-        }
-        used += c.len_utf16();
-        end = at + c.len_utf8();
-    }
-    let kept = &text[..end];
-    // Back to the last space when it is not far: a word is not cut in half.
-    let kept = match kept.rfind(char::is_whitespace) {
-        Some(space) if kept.len() - space < 24 => &kept[..space],
-        _ => kept,
-    };
-    format!("{}…", kept.trim_end())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,12 +243,5 @@ mod tests {
             units(&line) <= INDEX_LINE_CHARS && line.ends_with("ipsum…"),
             "{line}"
         );
-    }
-
-    #[test]
-    fn cutting_is_char_aware() {
-        assert_eq!(cut("😀😀😀", 4), "😀…");
-        assert_eq!(cut("ab", 2), "ab");
-        assert_eq!(cut("abc", 2), "a…");
     }
 }

@@ -1,6 +1,6 @@
 //! `index_over_limit`: when, after the other rules, Claude Code would still cut `MEMORY.md`
 //! at load (200 lines, 25,000 UTF-16 units: `check`'s `index::load`), the entries whose files
-//! were modified longest ago move to [`OVERFLOW_INDEX_FILE`] at the top of the memory dir
+//! were modified longest ago move to `OVERFLOW_INDEX_FILE` at the top of the memory dir
 //! (created with a short heading, or appended to by later runs), in their index order, until
 //! the index is within [`KEEP_LINES`] lines and [`KEEP_UNITS`] units: room for a few entries
 //! before it is cut again. One index line then says what that file holds:
@@ -18,18 +18,14 @@ use std::time::SystemTime;
 
 use super::doc::Doc;
 use super::links::memory_links;
-use super::long_entry::units;
-use super::orphans::cut;
+use super::text::{cut, units};
 use super::words::modified_stamp;
-use super::State;
+use super::{State, OVERFLOW_INDEX_FILE};
 use crate::tools::dream_run::check::index::load;
 use crate::tools::dream_run::check::{
     Kind, INDEX_FILE, INDEX_LINE_CHARS, INDEX_MAX_CHARS, INDEX_MAX_LINES,
 };
 
-/// The overflow index: index entries that do not fit in `MEMORY.md`.
-// TODO(unify): `check::OVERFLOW_INDEX_FILE` is coming; this one goes then.
-pub const OVERFLOW_INDEX_FILE: &str = "index-more.md";
 /// The overflow index's heading and the line under it, when the run creates it.
 const HEADING: &str = "# Older memories";
 const EXPLANATION: &str =
