@@ -2,10 +2,10 @@
 //! recovery. Every run also checks before and after itself (`run.health`), and the problems
 //! found before are the prompt's concrete work for the prune-and-index phase.
 
-mod front_matter;
-mod index;
-mod markdown;
-mod patterns;
+pub(crate) mod front_matter;
+pub(crate) mod index;
+pub(crate) mod markdown;
+pub(crate) mod patterns;
 #[cfg(test)]
 mod props;
 
@@ -824,7 +824,7 @@ fn memory_links(
 }
 
 /// A link target as a path relative to the memory dir, when it points inside it.
-fn resolve_link(dir: &Path, from: &str, target: &str) -> Option<String> {
+pub(crate) fn resolve_link(dir: &Path, from: &str, target: &str) -> Option<String> {
     let target = target.split(['#', '?']).next().unwrap_or_default();
     if target.is_empty() || has_scheme(target) {
         return None;
@@ -899,7 +899,7 @@ fn percent_decoded(text: &str) -> String {
 }
 
 /// Every `MEMORY.md` (the top one and any in a sub-folder) is an index.
-fn is_index(name: &str) -> bool {
+pub(crate) fn is_index(name: &str) -> bool {
     name == INDEX_FILE
         || name
             .strip_suffix(INDEX_FILE)

@@ -9,14 +9,14 @@ pub(super) const TYPES: [&str; 4] = ["user", "feedback", "project", "reference"]
 
 /// A value and the 1-based line of the file it is on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Value {
+pub(crate) struct Value {
     pub text: String,
     pub line: usize,
 }
 
 /// What the check reads of a frontmatter block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct FrontMatter {
+pub(crate) struct FrontMatter {
     /// The block has its closing `---` (or `...`).
     pub closed: bool,
     pub name: Option<Value>,
@@ -35,7 +35,7 @@ impl FrontMatter {
 }
 
 /// The frontmatter at the top of `text`, or `None` when the text does not start with `---`.
-pub(super) fn parse(text: &str) -> Option<FrontMatter> {
+pub(crate) fn parse(text: &str) -> Option<FrontMatter> {
     let mut lines = text
         .split('\n')
         .map(|raw| raw.strip_suffix('\r').unwrap_or(raw));

@@ -10,7 +10,7 @@ pub const MAX_CHARS: usize = 25_000;
 
 /// What the client loads of an index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Load {
+pub(crate) struct Load {
     /// Lines as the client counts them (of the trimmed text; 0 for an empty index).
     pub lines: usize,
     /// UTF-16 code units of the trimmed text.
@@ -23,7 +23,7 @@ pub(super) struct Load {
 
 /// Where the load stops, in the file's own terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Cut {
+pub(crate) struct Cut {
     /// The first line (1-based, of the file) not loaded whole.
     pub first_line: usize,
     /// Loaded lines that come before it, whole.
@@ -53,7 +53,7 @@ fn is_js_space(c: char) -> bool {
 }
 
 /// What the client loads of an index whose text is `text`.
-pub(super) fn load(text: &str) -> Load {
+pub(crate) fn load(text: &str) -> Load {
     let trimmed = text.trim_matches(is_js_space);
     let lead = &text[..text.len() - text.trim_start_matches(is_js_space).len()];
     let lead_lines = lead.matches('\n').count();

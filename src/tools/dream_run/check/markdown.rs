@@ -6,7 +6,7 @@ use std::ops::Range;
 
 /// One line of a memory file, with what surrounds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Line<'a> {
+pub(crate) struct Line<'a> {
     /// 1-based, as editors count.
     pub number: usize,
     pub text: &'a str,
@@ -17,7 +17,7 @@ pub(super) struct Line<'a> {
 }
 
 /// The lines of `text` (`\n`-separated; a `\r` before it is not part of the line).
-pub(super) fn lines(text: &str) -> Vec<Line<'_>> {
+pub(crate) fn lines(text: &str) -> Vec<Line<'_>> {
     let mut out = Vec::new();
     let mut fence: Option<(u8, usize)> = None;
     let mut front_matter = false;
@@ -96,7 +96,7 @@ fn is_bare_fence(line: &str) -> bool {
 
 /// The byte ranges of `line` that are code spans (`` `like this` ``), backticks included.
 /// An opening run with no closing run of the same length is plain text.
-pub(super) fn code_spans(line: &str) -> Vec<Range<usize>> {
+pub(crate) fn code_spans(line: &str) -> Vec<Range<usize>> {
     let bytes = line.as_bytes();
     let mut spans = Vec::new();
     if memchr::memchr(b'`', bytes).is_none() {
@@ -156,7 +156,7 @@ pub(super) fn code_span_texts<'a>(line: &'a str, spans: &[Range<usize>]) -> Vec<
 }
 
 /// `line` with every code span blanked out (same length, so byte offsets still match).
-pub(super) fn prose<'a>(line: &'a str, spans: &[Range<usize>]) -> Cow<'a, str> {
+pub(crate) fn prose<'a>(line: &'a str, spans: &[Range<usize>]) -> Cow<'a, str> {
     if spans.is_empty() {
         return Cow::Borrowed(line);
     }
@@ -169,14 +169,14 @@ pub(super) fn prose<'a>(line: &'a str, spans: &[Range<usize>]) -> Cow<'a, str> {
 
 /// A link in a line: where its target is (a byte range of the line) and the target text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Link {
+pub(crate) struct Link {
     pub target: String,
     pub range: Range<usize>,
 }
 
 /// Inline links and images (`[text](target "title")`, `[text](<tar get>)`) and reference
 /// definitions (`[label]: target`) in `prose` (code spans already blanked).
-pub(super) fn links(prose: &str) -> Vec<Link> {
+pub(crate) fn links(prose: &str) -> Vec<Link> {
     let mut out = Vec::new();
     if let Some(link) = reference_definition(prose) {
         out.push(link);
@@ -301,7 +301,7 @@ pub(super) fn folded_hash(text: &str, min_chars: usize) -> Option<u64> {
 
 /// Text folded for comparing entries: lower case, every run of punctuation and whitespace
 /// one space, trimmed.
-pub(super) fn normalized(text: &str) -> String {
+pub(crate) fn normalized(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     fold(text, |c| out.push(c));
     out

@@ -112,7 +112,7 @@ const KEY_SHAPES: &[KeyShape] = &[
 
 /// Whether `text` holds any credential prefix at all: one pass per prefix over a whole
 /// file, so the line-by-line [`secrets`] runs only where one might be.
-pub(super) fn may_hold_secrets(text: &str) -> bool {
+pub(crate) fn may_hold_secrets(text: &str) -> bool {
     use std::sync::LazyLock;
     static FINDERS: LazyLock<Vec<memchr::memmem::Finder<'static>>> = LazyLock::new(|| {
         KEY_SHAPES
@@ -127,14 +127,14 @@ pub(super) fn may_hold_secrets(text: &str) -> bool {
 
 /// A credential found in a line: what it looks like and where it is (never its value).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct SecretMatch {
+pub(crate) struct SecretMatch {
     pub what: &'static str,
     pub range: Range<usize>,
 }
 
 /// Every credential-shaped run in `line`: a known prefix at a token boundary (so "disk-" or
 /// "task-" never match) followed by a long key-shaped run, or a PEM private key header.
-pub(super) fn secrets(line: &str) -> Vec<SecretMatch> {
+pub(crate) fn secrets(line: &str) -> Vec<SecretMatch> {
     let bytes = line.as_bytes();
     let mut found: Vec<SecretMatch> = Vec::new();
     let taken = |found: &[SecretMatch], at: usize| found.iter().any(|m| m.range.contains(&at));
@@ -180,7 +180,7 @@ pub(super) fn secrets(line: &str) -> Vec<SecretMatch> {
 
 /// Where `line` opens a private key block: `-----BEGIN RSA PRIVATE KEY-----`,
 /// `-----BEGIN PGP PRIVATE KEY BLOCK-----` (certificates and public keys are not secret).
-fn pem_private_key_header(line: &str) -> Option<Range<usize>> {
+pub(crate) fn pem_private_key_header(line: &str) -> Option<Range<usize>> {
     let begin = line.find("-----BEGIN ")?;
     let label = begin + "-----BEGIN ".len();
     let private = label + line[label..].find("PRIVATE KEY")?;
@@ -332,7 +332,7 @@ fn roles(word: &str) -> u8 {
 /// One pass over the words, each looked at with the two before it: every phrase is found at
 /// its last word. No two phrases can end at the same word (their last words' roles differ),
 /// and none ends inside another's span, so this is the first phrase in reading order.
-pub(super) fn relative_date(prose: &str) -> Option<String> {
+pub(crate) fn relative_date(prose: &str) -> Option<String> {
     // Most lines hold no word a phrase can end with: one automaton pass rules them out.
     if !PHRASE_ENDS.is_match(prose) {
         return None;
@@ -368,7 +368,7 @@ static PHRASE_ENDS: std::sync::LazyLock<aho_corasick::AhoCorasick> =
     });
 
 /// [`relative_date`] without its prefilter: the word-by-word pass.
-pub(super) fn relative_date_in_words(prose: &str) -> Option<String> {
+pub(crate) fn relative_date_in_words(prose: &str) -> Option<String> {
     use role::{AGO, ALONE, COUNT, IN, MODIFIER, PERIOD, UNIT};
     // The two words before this one: (start, roles); roles 0 where there is none.
     let (mut before, mut last) = ((0usize, 0u8), (0usize, 0u8));
@@ -404,7 +404,7 @@ pub(super) fn relative_date_in_words(prose: &str) -> Option<String> {
 /// `“...”`, `‘...’` (code spans are blanked already). A quote is a quote, not a date the memory
 /// states. A quote opens where a word may start and closes where one may end, so the
 /// apostrophes of "don't" and "it's" open and close nothing.
-pub(super) fn unquoted(prose: &str) -> Cow<'_, str> {
+pub(crate) fn unquoted(prose: &str) -> Cow<'_, str> {
     /// Each quote's opening and closing character.
     const PAIRS: [(char, char); 4] = [('"', '"'), ('\'', '\''), ('“', '”'), ('‘', '’')];
     // '“' and '‘' both start with the byte 0xE2: a byte search rules most lines out.
