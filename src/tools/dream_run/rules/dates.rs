@@ -335,7 +335,8 @@ pub(super) fn absolute_dates(state: &mut State<'_>) {
                     &path,
                     Some(origin),
                     Kind::RelativeDate,
-                    format!("\"{phrase}\" -> \"{new}\" (written {})", anchor.timestamp),
+                    // The anchor is recorded beside it (`Change::anchor`).
+                    format!("\"{phrase}\" -> \"{new}\""),
                 );
                 if let Some(change) = state.changes.last_mut() {
                     change.anchor = Some(anchor.clone());
