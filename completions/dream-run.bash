@@ -77,7 +77,7 @@ _dream__run() {
 
     case "${cmd}" in
         dream__run)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --backend --provider --model --timeout --retries --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --no-read-project --read-project --unlocked --propose --dry-run --keep-partial --events --allow-team-delete --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --backend --provider --model --timeout --retries --engine --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --no-read-project --read-project --unlocked --propose --dry-run --keep-partial --events --allow-team-delete --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -101,6 +101,10 @@ _dream__run() {
                     ;;
                 --retries)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
+                    COMPREPLY=($(compgen -W "model rules" -- "${cur}"))
                     return 0
                     ;;
                 --max-turns)

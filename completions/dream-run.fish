@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dream_run_global_optspecs
-    string join \n q/quiet v/verbose pretty compact n/null-input schema backend= provider= model= timeout= retries= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= no-read-project read-project unlocked propose dry-run keep-partial events allow-team-delete shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
+    string join \n q/quiet v/verbose pretty compact n/null-input schema backend= provider= model= timeout= retries= engine= max-turns= max-tokens= max-answer-tokens= max-calls-per-turn= max-files= no-read-project read-project unlocked propose dry-run keep-partial events allow-team-delete shell-timeout= deadline= cwd= memory-dir= transcripts-dir= notify-transcript= h/help V/version
 end
 
 function __fish_dream_run_needs_command
@@ -30,6 +30,8 @@ openai\t''"
 complete -c dream-run -n "__fish_dream_run_needs_command" -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l timeout -d 'Timeout of one model request (0: none; --deadline still bounds the exchange)' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l retries -d 'Retries after 429, 529, 5xx, resets and timeouts' -r
+complete -c dream-run -n "__fish_dream_run_needs_command" -l engine -d 'Who consolidates: `model` (the agent), or `rules` (the fixes that need no judgement; no model request, no credential, and it runs with no session to review)' -r -f -a "model\t'The agent: a model with the five sandboxed tools'
+rules\t'The fixes that need no judgement (duplicates, orphans, dangling links, long entries, an index over the load limit, anchored relative dates, secrets): no model, no credential, no session needed'"
 complete -c dream-run -n "__fish_dream_run_needs_command" -l max-turns -d 'Most assistant turns before the run is stopped as failed' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l max-tokens -d 'Most tokens (input, output and cache writes) the run may use' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l max-answer-tokens -d 'Most output tokens of one model answer (the request\'s max_tokens); a reply cut there is asked to continue once, then the run fails as truncated' -r

@@ -730,6 +730,38 @@ In CI, over a memory dir kept in the repository: dream-run check -n --memory-dir
 memory (nothing when it is healthy; always exit 0): dream-run check --hook; exit 0",
     ),
     (
+        "RULES ENGINE",
+        "--engine rules (or DREAMKIT_DREAM_ENGINE=rules; default model) makes the fixes that need \
+no judgement, with no model request and no credential, through the same pipeline as a model \
+run: envelope, lock, fencing and claim, snapshot, task record (engine: rules), --propose, \
+show, apply, discard, undo, the pending-updates line, --notify-transcript, run.health, the \
+same exit codes. It needs no session (with none it still runs). Each write goes through \
+write_file or delete_file, so the write guard and the frontmatter stamp apply. run.changes \
+(the task record's changes, show's changes) holds each change as {file, action, line, rule, \
+detail, anchor}; --dry-run prints changes at the top level and run: {status: dry_run, changes}.
+
+The rules, in order, repeated until nothing changes: secret (the value replaced by [redacted: \
+KIND], a PEM private key block whole); relative_date (made absolute in UTC from the moment \
+the line was written, as the Write/Edit/MultiEdit call of a transcript records it; each \
+transcript scanned once and cached beside its digest; an unanchored line is left); \
+duplicate_entry (a later index line equal once folded is removed; of byte-identical topic \
+files one stays, never deleting under team/); dangling_link (relinked when one file of that \
+name exists elsewhere, else the link dropped and its text marked (file missing)); long_entry \
+(an index line over 200 characters cut to its title, link and a hook within 150, the rest \
+appended to its topic file after (Moved from the index on DATE:)); orphan_file (an index line \
+- [Title](file.md) — hook from the frontmatter); index_over_limit (the entries whose files \
+changed longest ago moved to index-more.md, linked from one index line; check reads it as an \
+index). missing_path, stale_index, duplicate lines across topic files and unanchored dates \
+are left to the model and stay reported.
+
+Before it completes, every word of the memory before must still be in the memory after, but \
+for what a rule removed on purpose (a duplicate line, a redacted value, a replaced date \
+phrase, a dropped link target, the old metadata.modified); else the run fails with error \
+invariant (exit 1), naming the words, and the snapshot is restored. A rules run that changes \
+nothing is no_changes (the lock's time rolls back); a completed one moves it like any \
+consolidation: a pass that must not put off a model dream runs with --unlocked.",
+    ),
+    (
         "REVIEW MODE",
         "With --propose (or DREAMKIT_DREAM_MODE=propose; apply is the default, any other value \
 is exit 2) the run is the same, but the agent works in a staging copy of the memory dir, \

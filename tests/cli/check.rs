@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::support::dream::Dream;
 use crate::support::fake_api::Reply;
-use crate::support::{bin_path, hours, set_age, tree, ClaudeHome, LiveProcess, Run};
+use crate::support::{bin_path, copy_tree, hours, set_age, tree, ClaudeHome, LiveProcess, Run};
 
 const KINDS: [&str; 16] = [
     "index_over_limit",
@@ -31,18 +31,6 @@ const KINDS: [&str; 16] = [
 
 fn cases() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-cases")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// A home whose project is the fixture project and whose memory dir is the case's.
@@ -1151,4 +1139,19 @@ fn a_stray_temporary_file_is_reported_and_swept() {
         .run();
     assert!(!stray.exists());
     assert!(live.exists(), "a live writer's file is left alone");
+}
+
+/// The rules engine's overflow index (`index-more.md`, linked from MEMORY.md) is an index:
+/// what it links is indexed, and it is no topic file (no frontmatter asked of it).
+#[test]
+fn the_overflow_index_is_an_index() {
+    let home = home_with("overflow_index");
+    let doc = unhealthy(&home, &[]);
+    assert_eq!(
+        problems(&doc),
+        vec![p("orphan_file", "lost.md", None)],
+        "{doc}"
+    );
+    std::fs::remove_file(home.memory_dir().join("lost.md")).unwrap();
+    healthy(&home, &[]);
 }

@@ -978,7 +978,11 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
     six_sessions(&home);
     std::fs::create_dir_all(home.memory_dir()).unwrap();
     let index = home.memory_dir().join("MEMORY.md");
-    std::fs::write(&index, "# Memory\n- Deploy on Fridays.\n- deploy on fridays!\n").unwrap();
+    std::fs::write(
+        &index,
+        "# Memory\n- Deploy on Fridays.\n- deploy on fridays!\n",
+    )
+    .unwrap();
     let dir = home.state_home.join("dreamkit");
     let log = dir.join("dream.log");
     let tasks = home.state_dir().join("tasks");
@@ -986,7 +990,10 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
     let finished = || {
         std::fs::read_dir(&tasks).ok().is_some_and(|entries| {
             entries.filter_map(Result::ok).any(|e| {
-                std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"status\":\"completed\""))
+                std::fs::read(e.path())
+                    .ok()
+                    .and_then(|t| serde_json::from_slice::<Value>(&t).ok())
+                    .is_some_and(|record| record["status"] == "completed")
             })
         }) && std::fs::metadata(home.lock_file()).is_ok_and(|m| m.len() == 0)
     };
@@ -1008,7 +1015,8 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
             .run();
     }
     let text = std::fs::read_to_string(&log).unwrap();
-    let said = "dreamkit: no model credential (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is not set \
+    let said =
+        "dreamkit: no model credential (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is not set \
                 in the hooks' environment): the rules engine consolidates, with no model";
     assert_eq!(text.matches(said).count(), 1, "{text}");
     let stamp = dir.join("no-credential");

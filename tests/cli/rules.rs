@@ -2,6 +2,7 @@
 //! a model's (envelope, lock, fencing, snapshot, record, propose/show/apply, undo, the
 //! pending line), asking nothing of any model, needing no key and no session.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -11,14 +12,16 @@ use crate::support::dream::{Dream, LONG_RUN};
 use crate::support::LiveProcess;
 
 /// An index with a duplicate line (the fourth folds to the third) and a topic file.
-const INDEX: &str = "# Memory\n- [Build](build.md) — how to build\n- Use cargo nextest.\n- use Cargo-Nextest!\n";
+const INDEX: &str =
+    "# Memory\n- [Build](build.md) — how to build\n- Use cargo nextest.\n- use Cargo-Nextest!\n";
 const BUILD: &str = "---\nname: build\ndescription: how the project builds\nmetadata:\n  type: project\n---\n\nBuild with make.\n";
 
 /// A Dream whose memory is [`INDEX`] and [`BUILD`] (its sessions stay: the rules ignore them).
 fn rules_dream() -> Dream {
     let d = Dream::new();
-    std::fs::remove_dir_all(d.mem()).unwrap();
-    std::fs::create_dir_all(d.mem()).unwrap();
+    // The memory files go; the lock file beside them stays.
+    std::fs::remove_dir_all(d.mem().join("topics")).unwrap();
+    std::fs::remove_file(d.mem().join("stale.md")).unwrap();
     std::fs::write(d.mem().join("MEMORY.md"), INDEX).unwrap();
     std::fs::write(d.mem().join("build.md"), BUILD).unwrap();
     d
@@ -41,7 +44,10 @@ fn assert_duplicate_dropped(changes: &Value) {
     assert_eq!(change["action"], "edit", "{change}");
     assert_eq!(change["line"], 4, "{change}");
     assert_eq!(change["rule"], "duplicate_entry", "{change}");
-    assert!(change["detail"].as_str().is_some_and(|d| !d.is_empty()), "{change}");
+    assert!(
+        change["detail"].as_str().is_some_and(|d| !d.is_empty()),
+        "{change}"
+    );
 }
 
 const FIXED_INDEX: &str = "# Memory\n- [Build](build.md) — how to build\n- Use cargo nextest.\n";
@@ -67,15 +73,31 @@ fn a_rules_run_needs_no_key_asks_no_model_and_completes_like_a_consolidation() {
                 json!([d.mem().join("MEMORY.md").to_string_lossy()]),
                 "{doc}"
             );
-            assert_eq!(run["health"]["before"]["duplicate_entry"], 1, "{doc}");
-            assert_eq!(run["health"]["after"]["duplicate_entry"], 0, "{doc}");
-            assert!(run["summary"].as_str().unwrap().starts_with("rules: 1 change"), "{doc}");
+            assert_eq!(
+                run["health"]["before"]["counts"]["duplicate_entry"], 1,
+                "{doc}"
+            );
+            assert_eq!(
+                run["health"]["after"]["counts"]["duplicate_entry"], 0,
+                "{doc}"
+            );
+            assert!(
+                run["summary"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("rules: 1 change"),
+                "{doc}"
+            );
         })
         .stderr_empty()
         .run();
     assert!(d.api.requests().is_empty(), "no model was asked");
     assert_eq!(d.read("MEMORY.md"), FIXED_INDEX);
-    assert_eq!(d.read("build.md"), BUILD, "a file no rule fixes is left as it was");
+    assert_eq!(
+        d.read("build.md"),
+        BUILD,
+        "a file no rule fixes is left as it was"
+    );
 
     let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
     let record = d.task(&id);
@@ -94,7 +116,10 @@ fn a_rules_run_needs_no_key_asks_no_model_and_completes_like_a_consolidation() {
         .run();
     // Released completed, it moved the last-consolidated time.
     d.release(&out.stdout, "completed");
-    assert!(d.lock_ms() > prior, "the consolidation moved the lock's time");
+    assert!(
+        d.lock_ms() > prior,
+        "the consolidation moved the lock's time"
+    );
     holder.kill();
 
     // Undone like any run.
@@ -111,7 +136,10 @@ fn a_rules_run_needs_no_key_asks_no_model_and_completes_like_a_consolidation() {
 fn a_rules_run_needs_no_session_and_nothing_to_fix_is_no_changes() {
     let d = rules_dream();
     for entry in std::fs::read_dir(d.home.transcripts_dir()).unwrap() {
-        std::fs::remove_file(entry.unwrap().path()).unwrap();
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            std::fs::remove_file(path).unwrap();
+        }
     }
     let prior = d.lock_ms();
     // Zero sessions: it still runs.
@@ -139,7 +167,11 @@ fn a_rules_run_needs_no_session_and_nothing_to_fix_is_no_changes() {
         .run();
     d.release(&again.stdout, "no_changes");
     holder.kill();
-    assert_eq!(d.lock_ms(), prior, "no consolidation: the lock's time rolled back");
+    assert_eq!(
+        d.lock_ms(),
+        prior,
+        "no consolidation: the lock's time rolled back"
+    );
     assert_eq!(d.read("MEMORY.md"), FIXED_INDEX);
     assert!(d.api.requests().is_empty());
 }
@@ -173,7 +205,10 @@ fn a_rules_dry_run_prints_its_changes_and_writes_nothing() {
     rules_run(&d, "{\"gate\": {\"due\": true}}", &["--dry-run"])
         .success()
         .stdout_json(|doc| {
-            assert_eq!(doc["gate"]["due"], true, "the envelope passes through: {doc}");
+            assert_eq!(
+                doc["gate"]["due"], true,
+                "the envelope passes through: {doc}"
+            );
             assert_eq!(doc["engine"], "rules", "{doc}");
             assert_duplicate_dropped(&doc["changes"]);
             assert_eq!(doc["run"]["status"], "dry_run", "{doc}");
@@ -205,7 +240,11 @@ fn a_rules_proposal_is_shown_with_its_changes_then_applied() {
         .run();
     d.release(&out.stdout, "proposed");
     holder.kill();
-    assert_eq!(d.read("MEMORY.md"), INDEX, "a proposal leaves the memory dir alone");
+    assert_eq!(
+        d.read("MEMORY.md"),
+        INDEX,
+        "a proposal leaves the memory dir alone"
+    );
     let id = out.json()["run"]["task_id"].as_str().unwrap().to_string();
     d.tool("dream-run")
         .arg("show")
@@ -241,7 +280,10 @@ fn a_rule_that_would_lose_words_fails_the_run_and_restores() {
             assert_eq!(run["status"], "failed", "{doc}");
             assert_eq!(run["error"], "invariant", "{doc}");
             let message = run["message"].as_str().unwrap();
-            assert!(message.contains("nextest"), "the lost word is named: {message}");
+            assert!(
+                message.contains("nextest"),
+                "the lost word is named: {message}"
+            );
             assert_eq!(run["changes"], json!([]), "{doc}");
         })
         .stderr_contains("run failed: the rules would have lost 1 word(s)")
@@ -313,5 +355,136 @@ fn kill_9_of_a_rules_run_leaves_all_before_or_all_after() {
             now == before || now == after,
             "round {round} (seed {seed}): neither before nor after"
         );
+    }
+}
+
+/// The crafted cases the rules fix (tests/fixtures/memory-cases/<case>): `memory/` before,
+/// `expected/` after a whole rules run (`DREAMKIT_BLESS=1` rewrites them).
+const CASES: [&str; 8] = [
+    "dangling_link",
+    "duplicate_entry",
+    "index_over_limit_chars",
+    "index_over_limit_lines",
+    "long_entry",
+    "orphan_file",
+    "relative_date",
+    "secret",
+];
+
+fn case_dir(case: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/memory-cases")
+        .join(case)
+}
+
+/// A text with what changes from run to run written as placeholders: the stamp's
+/// `modified:` value, and the day a long entry's rest was moved.
+fn normalized(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            if let Some(at) = line.find("modified: ") {
+                format!("{}modified: MODIFIED", &line[..at])
+            } else if let Some(at) = line.find("(Moved from the index on ") {
+                let rest = &line[at + "(Moved from the index on ".len()..];
+                let after = rest.find(':').map_or("", |i| &rest[i..]);
+                format!("{}(Moved from the index on TODAY{after}", &line[..at])
+            } else {
+                line.to_string()
+            }
+        })
+        .map(|line| line + "\n")
+        .collect()
+}
+
+/// Every file under `dir`, relative path -> normalized text.
+fn texts_under(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.file_type().is_file() && !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| {
+            let rel = e
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, normalized(&std::fs::read_to_string(e.path()).unwrap()))
+        })
+        .collect()
+}
+
+/// A session that wrote `file` (relative to the memory dir) with `content` at
+/// 2026-11-20T10:00:00.000Z, as the client records a Write: the anchor of its lines.
+fn session_writing(d: &Dream, file: &str, content: &str) {
+    let id = crate::support::session_id(42);
+    let record = json!({
+        "type": "assistant", "sessionId": id, "uuid": "w1",
+        "timestamp": "2026-11-20T10:00:00.000Z",
+        "message": {"id": "m1", "role": "assistant", "content": [{
+            "type": "tool_use", "id": "toolu_1", "name": "Write",
+            "input": {"file_path": d.mem().join(file), "content": content}
+        }]}
+    });
+    let path = d.home.add_session(&id, crate::support::hours(1));
+    std::fs::write(path, format!("{record}\n")).unwrap();
+}
+
+/// Each crafted case through a whole rules run: the exact files after, the run's changes
+/// (the task record's too), and check's counts of the fixed kind before and after.
+#[test]
+fn each_crafted_case_ends_as_its_expected_folder() {
+    for case in CASES {
+        let d = rules_dream();
+        std::fs::remove_file(d.mem().join("MEMORY.md")).unwrap();
+        std::fs::remove_file(d.mem().join("build.md")).unwrap();
+        crate::support::copy_tree(&case_dir(case).join("memory"), &d.mem());
+        if case == "relative_date" {
+            let log = std::fs::read_to_string(d.mem().join("log.md")).unwrap();
+            session_writing(&d, "log.md", &log);
+        }
+        let out = rules_run(&d, "{}", &["--unlocked"])
+            .success()
+            .stdout_json(|doc| {
+                let run = &doc["run"];
+                assert_eq!(run["status"], "completed", "{case}: {doc}");
+                let changes = run["changes"].as_array().unwrap();
+                assert!(!changes.is_empty(), "{case}: {doc}");
+                for change in changes {
+                    assert!(change["rule"].is_string(), "{case}: {change}");
+                    assert!(change["detail"].is_string(), "{case}: {change}");
+                }
+            })
+            // Never more problems after than before.
+            .stderr_with(|err| assert!(!err.contains("left more problems"), "{case}: {err}"))
+            .run();
+        let doc = out.json();
+        let kind = match case {
+            "index_over_limit_chars" | "index_over_limit_lines" => "index_over_limit",
+            other => other,
+        };
+        let health = &doc["run"]["health"];
+        assert!(
+            health["before"]["counts"][kind].as_u64().unwrap() > 0,
+            "{case}: {health}"
+        );
+        if !matches!(case, "duplicate_entry") {
+            // duplicate_entry keeps its topic files' shared line: the model's to judge.
+            assert_eq!(health["after"]["counts"][kind], 0, "{case}: {health}");
+        }
+        let id = doc["run"]["task_id"].as_str().unwrap();
+        assert_eq!(d.task(id)["changes"], doc["run"]["changes"], "{case}");
+        let expected = case_dir(case).join("expected");
+        let after = texts_under(&d.mem());
+        if std::env::var_os("DREAMKIT_BLESS").is_some() {
+            let _ = std::fs::remove_dir_all(&expected);
+            for (rel, text) in &after {
+                let path = expected.join(rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+        }
+        assert_eq!(after, texts_under(&expected), "{case}: the files after");
+        assert!(d.api.requests().is_empty(), "{case}");
     }
 }

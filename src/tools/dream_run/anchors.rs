@@ -176,8 +176,7 @@ fn writes_of(
 fn may_write_a_file(line: &[u8]) -> bool {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
-    static FILE_PATH: LazyLock<Finder<'static>> =
-        LazyLock::new(|| Finder::new(b"\"file_path\""));
+    static FILE_PATH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"file_path\""));
     static TOOL_USE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"tool_use\""));
     FILE_PATH.find(line).is_some() && TOOL_USE.find(line).is_some()
 }
@@ -339,7 +338,9 @@ mod tests {
         assert_eq!(anchors.of("other.md", "Deployed yesterday."), None);
         assert_eq!(anchors.of("log.md", "never written"), None);
 
-        let cache = state.join(DIGESTS_DIR).join(format!("{SESSION_A}.anchors.json"));
+        let cache = state
+            .join(DIGESTS_DIR)
+            .join(format!("{SESSION_A}.anchors.json"));
         assert!(cache.is_file());
         // A cache that matches the transcript is believed: what it says is what is found.
         let mut kept: Cache = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();

@@ -33,6 +33,10 @@ pub use self::index::{MAX_CHARS as INDEX_MAX_CHARS, MAX_LINES as INDEX_MAX_LINES
 
 /// The index Claude Code loads at every session start.
 pub const INDEX_FILE: &str = "MEMORY.md";
+/// The overflow index the rules engine moves the oldest entries into when the index is past
+/// what Claude Code loads (at the top of the memory dir, linked from the index): an index
+/// too, so what it links is indexed.
+pub const OVERFLOW_INDEX_FILE: &str = "index-more.md";
 /// One index line per entry, about this long at most: what the prompt asks for, as the
 /// client's own dream prompt does.
 pub const INDEX_LINE_CHARS: usize = 150;
@@ -58,6 +62,8 @@ const MAX_FILE_BYTES: u64 = 16 << 20;
 const MIN_DUPLICATE_CHARS: usize = 24;
 /// Most project entries looked at to find bare file names (`Makefile`, `lib.rs`) anywhere.
 const MAX_PROJECT_ENTRIES: usize = 200_000;
+/// What the rules engine writes after an index entry's text when its file is gone.
+pub const FILE_MISSING: &str = "(file missing)";
 /// The prompt lists at most this many problems.
 pub const PROMPT_PROBLEMS: usize = 50;
 /// `cut_at_load` lists at most this many lines (`cut_at_load_total` counts them all): an
@@ -898,9 +904,11 @@ fn percent_decoded(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| text.to_string())
 }
 
-/// Every `MEMORY.md` (the top one and any in a sub-folder) is an index.
+/// Every `MEMORY.md` (the top one and any in a sub-folder) is an index, and so is the
+/// overflow index at the top.
 pub(crate) fn is_index(name: &str) -> bool {
     name == INDEX_FILE
+        || name == OVERFLOW_INDEX_FILE
         || name
             .strip_suffix(INDEX_FILE)
             .is_some_and(|folder| folder.ends_with('/'))
@@ -1055,6 +1063,9 @@ fn index_shape(file: &MemoryFile, lines: &[Line<'_>], problems: &mut Vec<Problem
             Some(entry) if entry.starts_with('[') && links.first().is_some_and(to_memory) => {
                 continue
             }
+            // An entry whose file is gone, marked so by the rules engine: still an entry,
+            // and `dangling_link` no more; what to do with it is the model's to judge.
+            Some(entry) if links.is_empty() && entry.contains(FILE_MISSING) => continue,
             Some(_) => "a bullet that links to no memory file: an entry is `- [Title](file.md) — hook`".to_string(),
             None => "neither a heading nor a `- [Title](file.md) — hook` entry: content belongs in a topic file".to_string(),
         };

@@ -45,9 +45,7 @@ use super::check::{Health, Kind, INDEX_FILE};
 pub use crate::store::{Action, Anchor, Change};
 
 /// The overflow index: the index entries that do not fit in `MEMORY.md` (`index_over_limit`).
-// TODO(unify): `check::OVERFLOW_INDEX_FILE` is coming (check counts what it links as
-// indexed); this one goes then.
-pub const OVERFLOW_INDEX_FILE: &str = "index-more.md";
+pub use super::check::OVERFLOW_INDEX_FILE;
 
 /// One memory file as the engine reads it.
 #[derive(Debug, Clone)]

@@ -947,8 +947,16 @@ fn model_changes(diff: &Diff) -> Vec<store::Change> {
             .collect::<Vec<_>>()
     };
     let mut changes = each(&diff.created, store::Action::Create, "created by the model");
-    changes.extend(each(&diff.modified, store::Action::Edit, "edited by the model"));
-    changes.extend(each(&diff.deleted, store::Action::Delete, "deleted by the model"));
+    changes.extend(each(
+        &diff.modified,
+        store::Action::Edit,
+        "edited by the model",
+    ));
+    changes.extend(each(
+        &diff.deleted,
+        store::Action::Delete,
+        "deleted by the model",
+    ));
     changes.sort_by(|a, b| a.file.cmp(&b.file));
     changes
 }

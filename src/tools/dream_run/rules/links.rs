@@ -295,6 +295,15 @@ fn is_dangling(state: &State<'_>, target: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_marker_is_the_one_check_reads_as_an_entry() {
+        assert_eq!(
+            FILE_MISSING.trim_start(),
+            crate::tools::dream_run::check::FILE_MISSING
+        );
+    }
+
     use super::*;
 
     fn link(line: &str) -> MemoryLink {

@@ -73,6 +73,7 @@ pub(super) fn plan_for(
         files: &files,
         health,
         anchor: &anchor,
+        now: SystemTime::now(),
     });
     (plan, files)
 }

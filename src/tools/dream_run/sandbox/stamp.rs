@@ -27,9 +27,11 @@ pub(super) struct Stamp<'a> {
 }
 
 /// Whether the file at `relative` (inside the memory dir) is a topic file, the only kind the
-/// client stamps: every `.md` but an index (`MEMORY.md`).
+/// client stamps: every `.md` but an index (`MEMORY.md`, and the rules engine's overflow
+/// index at the top of the memory dir).
 pub(super) fn is_topic_file(relative: &Path) -> bool {
-    relative.file_name().is_some_and(|name| name != "MEMORY.md")
+    let overflow = Path::new(crate::tools::dream_run::check::OVERFLOW_INDEX_FILE);
+    relative != overflow && relative.file_name().is_some_and(|name| name != "MEMORY.md")
 }
 
 /// `written` stamped, knowing what the file held before (`previous`), or `None` when it is
@@ -556,5 +558,7 @@ mod tests {
         assert!(is_topic_file(Path::new("team/notes.md")));
         assert!(!is_topic_file(Path::new("MEMORY.md")));
         assert!(!is_topic_file(Path::new("team/MEMORY.md")));
+        assert!(!is_topic_file(Path::new("index-more.md")));
+        assert!(is_topic_file(Path::new("team/index-more.md")));
     }
 }
