@@ -488,3 +488,42 @@ fn each_crafted_case_ends_as_its_expected_folder() {
         assert!(d.api.requests().is_empty(), "{case}");
     }
 }
+
+/// A plan over `--max-files` writes nothing: exit 1, `max_files`, the memory as it was.
+#[test]
+fn a_plan_over_the_file_limit_writes_nothing() {
+    let d = secrets_dream(5);
+    let before = d.md_tree();
+    rules_run(&d, "{}", &["--unlocked", "--max-files", "3"])
+        .code(1)
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+            assert_eq!(doc["run"]["error"], "max_files", "{doc}");
+            assert_eq!(doc["run"]["files_touched"], json!([]), "{doc}");
+        })
+        .stderr_is(
+            "dream-run: run failed: the rules would change 6 files, over --max-files 3; nothing \
+             was changed (raise --max-files)\n",
+        )
+        .run();
+    assert_eq!(d.md_tree(), before);
+}
+
+/// No memory dir yet (before the first consolidation): nothing to fix, nothing made.
+#[test]
+fn no_memory_dir_is_nothing_to_fix() {
+    let d = Dream::new();
+    std::fs::remove_dir_all(d.mem()).unwrap();
+    rules_run(&d, "{}", &["--dry-run"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["changes"], json!([]), "{doc}"))
+        .stderr_empty()
+        .run();
+    assert!(!d.mem().exists());
+    rules_run(&d, "{}", &["--unlocked"])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "no_changes", "{doc}"))
+        .stderr_empty()
+        .run();
+    assert!(d.md_tree().is_empty());
+}

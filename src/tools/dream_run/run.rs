@@ -586,7 +586,8 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     let session_ids: Vec<String> = listed
         .iter()
         .map(|(id, _)| id)
-        .filter(|id| rules || readable.contains(id))
+        // The rules review no session (they read the transcripts only for anchors).
+        .filter(|id| !rules && readable.contains(id))
         .cloned()
         .collect();
     let project_dir = readable_project(args, &project, diag);
@@ -628,23 +629,30 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     };
     if args.dry_run {
         let document = if rules {
-            let health = check::run_check(&project.memory_dir, &health_scope.scope())
-                .map_err(|e| Failure::io("check", &project.memory_dir, &e))?;
-            let found = anchors::scan(
-                &project.transcripts_dir,
-                &project.memory_dir,
-                &project.state_dir,
-                false,
-            );
-            let max_bytes = Limits::default().max_file_bytes as u64;
-            let (plan, _) = by_rules::plan_for(&project.memory_dir, &health, &found, max_bytes);
+            // No memory dir yet (before the first consolidation): nothing to fix.
+            let changes = if std::fs::symlink_metadata(&project.memory_dir).is_err() {
+                Vec::new()
+            } else {
+                let health = check::run_check(&project.memory_dir, &health_scope.scope())
+                    .map_err(|e| Failure::io("check", &project.memory_dir, &e))?;
+                let found = anchors::scan(
+                    &project.transcripts_dir,
+                    &project.memory_dir,
+                    &project.state_dir,
+                    false,
+                );
+                let max_bytes = Limits::default().max_file_bytes as u64;
+                by_rules::plan_for(&project.memory_dir, &health, &found, max_bytes)
+                    .0
+                    .changes
+            };
             DryRun {
                 engine: args.engine.as_str(),
                 prompt: None,
                 tools: None,
                 sessions: session_ids,
                 digests: None,
-                changes: Some(plan.changes),
+                changes: Some(changes),
                 unreadable_sessions: unreadable,
                 interrupted: super::recover::report(&project, diag),
             }

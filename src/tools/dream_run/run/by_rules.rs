@@ -2,14 +2,14 @@
 //! made through the same sandboxed tools (and so the same fence, snapshot, stamping and
 //! record) as a model's, then the no-lost-words invariant before the run may complete.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 
 use serde_json::json;
 
 use super::super::anchors::Anchors;
-use super::super::check::{self, Health};
+use super::super::check::{self, Health, SecretLines};
 use super::super::rules::{self, MemoryText, Plan};
 use super::{Agent, End};
 use crate::cli::signals;
@@ -78,18 +78,6 @@ pub(super) fn plan_for(
     (plan, files)
 }
 
-/// The `metadata.modified` values of `text`'s frontmatter: a stamped rewrite replaces them.
-fn modified_values(text: &str) -> Vec<String> {
-    let Some(rest) = text.strip_prefix("---\n") else {
-        return Vec::new();
-    };
-    rest.lines()
-        .take_while(|line| line.trim_end() != "---")
-        .filter_map(|line| line.trim_start().strip_prefix("modified:"))
-        .map(|value| value.trim().trim_matches(['"', '\'']).to_string())
-        .collect()
-}
-
 /// `2 duplicate_entry, 1 orphan_file`.
 fn by_rule(changes: &[store::Change]) -> String {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -103,6 +91,25 @@ fn by_rule(changes: &[store::Change]) -> String {
         .map(|(rule, n)| format!("{n} {rule}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The words of `files` that stand on a line holding a secret: an `invariant` failure never
+/// names them (a lost word may be a piece of a credential).
+fn secret_words(files: &BTreeMap<String, MemoryText>) -> HashSet<String> {
+    let mut words = HashSet::new();
+    for file in files.values() {
+        let secret = SecretLines::of(&file.text);
+        for (at, line) in file.text.lines().enumerate() {
+            if secret.contains(at) {
+                words.extend(
+                    line.split(|c: char| !c.is_alphanumeric())
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_string),
+                );
+            }
+        }
+    }
+    words
 }
 
 /// A plan broken on purpose (see [`FAULT_ENV`]).
@@ -130,6 +137,19 @@ impl Agent<'_> {
         let (plan, before) = plan_for(&memory_dir, health, anchors, max_bytes);
         let fault = self.env.get(FAULT_ENV).and_then(|v| v.to_str());
         let plan = with_fault(plan, fault);
+        // Over the file limit, nothing is written: a half-made plan is no state to leave.
+        let files: BTreeSet<&str> = plan.writes.iter().map(|(rel, _)| rel.as_str()).collect();
+        let max_files = self.args.max_files as usize;
+        if files.len() > max_files {
+            return End::Failed {
+                error: "max_files",
+                message: format!(
+                    "the rules would change {} files, over --max-files {max_files}; nothing was changed (raise --max-files)",
+                    files.len()
+                ),
+                environment: false,
+            };
+        }
         for (rel, content) in &plan.writes {
             if let Some(signal) = signals::received() {
                 return End::Aborted { signal };
@@ -171,28 +191,28 @@ impl Agent<'_> {
                 .map(|(rel, f)| (rel.clone(), f.text.clone()))
                 .collect()
         };
-        let mut may_lose = plan.may_lose.clone();
-        for (rel, _) in &plan.writes {
-            if let Some(file) = before.get(rel) {
-                may_lose.extend(modified_values(&file.text));
-            }
-        }
-        let lost = rules::lost_words(&texts(&before), &texts(&after), &may_lose);
+        // (The old `metadata.modified` stamps, which the stamp replaces, are not counted.)
+        let lost = rules::lost_words(&texts(&before), &texts(&after), &plan.may_lose);
         if !lost.is_empty() {
-            let named: Vec<&str> = lost.iter().take(NAMED_WORDS).map(String::as_str).collect();
-            let more = lost.len().saturating_sub(NAMED_WORDS);
-            let more = if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
+            let secret = secret_words(&before);
+            let named: Vec<&str> = lost
+                .iter()
+                .filter(|w| !secret.contains(*w))
+                .take(NAMED_WORDS)
+                .map(String::as_str)
+                .collect();
+            let more = lost.len() - named.len();
+            let words = match (named.is_empty(), more) {
+                (_, 0) => named.join(", "),
+                (true, more) => format!("{more} not shown"),
+                (false, more) => format!("{} and {more} more", named.join(", ")),
             };
             return End::Failed {
                 error: "invariant",
                 message: format!(
-                    "the rules would have lost {} word(s) of the memory ({}{more}); nothing was changed",
+                    "the rules would have lost {} word(s) of the memory ({}); nothing was changed",
                     lost.len(),
-                    // A lost word may be part of a secret: masked like every detail.
-                    check::for_a_person(&named.join(", "))
+                    check::for_a_person(&words)
                 ),
                 environment: false,
             };
@@ -216,13 +236,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn modified_values_come_from_the_frontmatter_only() {
-        let text = "---\nname: a\nmetadata:\n  node_type: memory\n  modified: 2026-11-20T10:00:00.000Z\n---\n\nmodified: not this\n";
-        assert_eq!(modified_values(text), vec!["2026-11-20T10:00:00.000Z"]);
-        assert!(modified_values("no frontmatter\nmodified: x\n").is_empty());
-    }
-
-    #[test]
     fn the_fault_drops_the_last_word_of_the_first_write() {
         let plan = Plan {
             writes: vec![
@@ -232,7 +245,26 @@ mod tests {
             ..Plan::default()
         };
         let broken = with_fault(plan.clone(), Some("lose_word"));
+        // (A lost word from a secret's line is never named: see `secret_words`.)
         assert_eq!(broken.writes[1].1.as_deref(), Some("keep these "));
         assert_eq!(with_fault(plan.clone(), None).writes, plan.writes);
+    }
+
+    #[test]
+    fn words_on_a_secret_line_are_never_named() {
+        let mut files = BTreeMap::new();
+        files.insert(
+            "a.md".to_string(),
+            MemoryText {
+                text: "Plain words.\nkey sk-ant-api03-FAKEfake0123456789FAKEfake0123 here\n".into(),
+                modified: SystemTime::UNIX_EPOCH,
+            },
+        );
+        let secret = secret_words(&files);
+        assert!(
+            secret.contains("FAKEfake0123456789FAKEfake0123"),
+            "{secret:?}"
+        );
+        assert!(!secret.contains("Plain"), "{secret:?}");
     }
 }
