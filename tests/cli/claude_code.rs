@@ -637,3 +637,98 @@ fn the_client_stamps_memory_files_as_the_committed_fixture_shows() {
         "{changed:?}"
     );
 }
+
+/// The rules engine's relative-date anchor found in transcripts the real client wrote: a
+/// line written by its Write in one session and one added by its Edit in another each become
+/// the date of their own record, and the change names that record.
+#[test]
+fn relative_dates_are_anchored_at_the_clients_own_write_and_edit_records() {
+    let claude =
+        claude_or_skip!("relative_dates_are_anchored_at_the_clients_own_write_and_edit_records");
+    let home = ClaudeHome::new();
+    let cc = Offline::new(claude, &home);
+    let mem = home.memory_dir();
+    std::fs::create_dir_all(&mem).unwrap();
+    let log = mem.join("project_log.md").to_string_lossy().into_owned();
+    let index = mem.join("MEMORY.md").to_string_lossy().into_owned();
+    let content = "---\nname: project-log\ndescription: what happened to the gate\nmetadata:\n  type: project\n---\n\nThe gate got a scan throttle yesterday.\n";
+    memory_session(
+        &cc,
+        &home,
+        WRITING_SESSION,
+        vec![
+            ("Write", json!({"file_path": log, "content": content})),
+            (
+                "Write",
+                json!({"file_path": index, "content": "# Memory\n- [Project log](project_log.md) — what happened to the gate\n"}),
+            ),
+        ],
+    );
+    memory_session(
+        &cc,
+        &home,
+        EDITING_SESSION,
+        vec![
+            ("Read", json!({"file_path": log})),
+            (
+                "Edit",
+                json!({"file_path": log, "old_string": "yesterday.\n", "new_string": "yesterday.\nThe lock moved to etcd 2 days ago.\n"}),
+            ),
+        ],
+    );
+    // The records' own times, as the client wrote them.
+    let write_time = |session: &str, tool: &str| -> String {
+        records(&home.transcripts_dir().join(format!("{session}.jsonl")))
+            .into_iter()
+            .find(|r| {
+                r["message"]["content"].as_array().is_some_and(|c| {
+                    c.iter()
+                        .any(|b| b["type"] == "tool_use" && b["name"] == tool)
+                })
+            })
+            .and_then(|r| r["timestamp"].as_str().map(str::to_string))
+            .expect("the tool_use record")
+    };
+    let written = write_time(WRITING_SESSION, "Write");
+    let edited = write_time(EDITING_SESSION, "Edit");
+    let day = |at: &str, back: i64| {
+        let date = time::Date::parse(
+            &at[..10],
+            &time::macros::format_description!("[year]-[month]-[day]"),
+        )
+        .unwrap();
+        (date - time::Duration::days(back)).to_string()
+    };
+    let api = FakeApi::start();
+    tool(&home, &api, "dream-run")
+        .args(["--engine", "rules", "-n", "--unlocked"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .success()
+        .stdout_json(|doc| {
+            let changes = doc["run"]["changes"].as_array().unwrap();
+            let dates: Vec<&Value> = changes
+                .iter()
+                .filter(|c| c["rule"] == "relative_date")
+                .collect();
+            assert_eq!(dates.len(), 2, "{doc}");
+            assert_eq!(dates[0]["anchor"]["session"], WRITING_SESSION, "{doc}");
+            assert_eq!(dates[0]["anchor"]["timestamp"], written.as_str(), "{doc}");
+            assert_eq!(dates[1]["anchor"]["session"], EDITING_SESSION, "{doc}");
+            assert_eq!(dates[1]["anchor"]["timestamp"], edited.as_str(), "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    let text = std::fs::read_to_string(mem.join("project_log.md")).unwrap();
+    assert!(
+        text.contains(&format!(
+            "The gate got a scan throttle {}.\n",
+            day(&written, 1)
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("The lock moved to etcd {}.\n", day(&edited, 2))),
+        "{text}"
+    );
+    assert!(api.requests().is_empty());
+}
