@@ -1419,32 +1419,6 @@ fn two_runs_on_one_token_cannot_both_write() {
     d.release(&out.stdout, "completed");
 }
 
-/// The seed of the random kill moments: `DREAMKIT_TEST_SEED` repeats a run; printed either way.
-fn kill_seed(test: &str) -> fastrand::Rng {
-    let seed = std::env::var("DREAMKIT_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| fastrand::u64(..));
-    eprintln!("{test}: seed {seed} (DREAMKIT_TEST_SEED={seed} repeats these kill moments)");
-    fastrand::Rng::with_seed(seed)
-}
-
-/// `run`, started and killed with SIGKILL after a random moment of up to `max_ms` (it may
-/// have finished by then: either is fine); the next command that changes state then runs.
-fn kill_at_random(run: Run<'_>, rng: &mut fastrand::Rng, max_ms: u64) -> crate::support::run::Ran {
-    let running = run
-        .stdin_from(Stdio::null())
-        .timeout(LONG_RUN)
-        .code_any("killed at a random moment: it may have finished first")
-        .stdout_any("killed at a random moment")
-        .stderr_any("killed at a random moment")
-        .spawn();
-    // The random moment itself is what this test is about, not a synchronisation.
-    std::thread::sleep(Duration::from_millis(rng.u64(0..=max_ms)));
-    running.signal(libc::SIGKILL);
-    running.finish()
-}
-
 /// No `.dreamkit-*.tmp` and no journal anywhere in the memory or state dirs.
 fn nothing_left_behind(d: &Dream, what: &str) {
     for root in [d.mem(), d.home.state_dir()] {
@@ -1484,14 +1458,15 @@ fn hash_now(d: &Dream, rel: &str) -> Option<String> {
 /// journal is left, and the lock's time moved only if a consolidation completed.
 #[test]
 fn kill_9_at_random_moments_leaves_all_before_or_all_after() {
-    let mut rng = kill_seed("kill_9_at_random_moments_leaves_all_before_or_all_after");
+    let mut rng =
+        crate::support::kill_seed("kill_9_at_random_moments_leaves_all_before_or_all_after");
     for round in 0..2 {
         let d = Dream::new();
         let id = d.propose_many(150);
         let before = d.md_tree();
         let lock_before = d.lock_ms();
         let what = format!("round {round}: apply");
-        kill_at_random(d.tool("dream-run").arg("apply"), &mut rng, 600);
+        crate::support::kill_at_random(d.tool("dream-run").arg("apply"), &mut rng, 600);
         d.tool("dream-run")
             .arg("recover")
             .success()
@@ -1523,7 +1498,7 @@ fn kill_9_at_random_moments_leaves_all_before_or_all_after() {
         let after = d.md_tree();
         let lock_after = d.lock_ms();
         let what = format!("round {round}: undo");
-        kill_at_random(d.tool("dream-run").args(["undo", &id]), &mut rng, 600);
+        crate::support::kill_at_random(d.tool("dream-run").args(["undo", &id]), &mut rng, 600);
         d.tool("dream-run")
             .arg("recover")
             .success()
@@ -1544,7 +1519,7 @@ fn kill_9_at_random_moments_leaves_all_before_or_all_after() {
         let proposal = d.propose_many(20);
         let now = d.md_tree();
         let lock_now = d.lock_ms();
-        kill_at_random(
+        crate::support::kill_at_random(
             d.tool("dream-run").args(["discard", &proposal]),
             &mut rng,
             40,
@@ -1572,7 +1547,9 @@ fn kill_9_at_random_moments_leaves_all_before_or_all_after() {
 /// left, and the crash postpones no dream.
 #[test]
 fn kill_9_of_a_run_at_random_moments_is_rolled_back_by_the_next_acquire() {
-    let mut rng = kill_seed("kill_9_of_a_run_at_random_moments_is_rolled_back_by_the_next_acquire");
+    let mut rng = crate::support::kill_seed(
+        "kill_9_of_a_run_at_random_moments_is_rolled_back_by_the_next_acquire",
+    );
     for round in 0..3 {
         let d = Dream::new();
         let before = d.md_tree();
@@ -1590,7 +1567,7 @@ fn kill_9_of_a_run_at_random_moments_is_rolled_back_by_the_next_acquire() {
             .push(Reply::anthropic_tools("Writing.", &calls))
             .push(Reply::anthropic_text("Done."));
         let what = format!("round {round}: run");
-        let ran = kill_at_random(
+        let ran = crate::support::kill_at_random(
             d.tool("dream-run")
                 .args(["--max-calls-per-turn", &limit, "--max-files", &limit])
                 .stdin(envelope),
@@ -1810,13 +1787,14 @@ fn a_journal_restores_permission_bits_only_and_follows_no_link() {
 /// unless a release of a completed consolidation ran to its end, and nothing is left behind.
 #[test]
 fn kill_9_of_lock_writes_at_random_moments_moves_no_time() {
-    let mut rng = kill_seed("kill_9_of_lock_writes_at_random_moments_moves_no_time");
+    let mut rng =
+        crate::support::kill_seed("kill_9_of_lock_writes_at_random_moments_moves_no_time");
     let d = Dream::new();
     for round in 0..12 {
         let prior = d.lock_ms();
         let holder = LiveProcess::start();
         let gate = d.gate_now();
-        let acquired = kill_at_random(
+        let acquired = crate::support::kill_at_random(
             d.tool("dream-lock")
                 .args(["acquire", "--pid", &holder.pid().to_string()])
                 .stdin(gate),
@@ -1826,7 +1804,7 @@ fn kill_9_of_lock_writes_at_random_moments_moves_no_time() {
         let outcome = if rng.bool() { "completed" } else { "failed" };
         let mut completed = false;
         if acquired.code == Some(0) {
-            let released = kill_at_random(
+            let released = crate::support::kill_at_random(
                 d.tool("dream-lock")
                     .args(["release", "--outcome", outcome])
                     .stdin(acquired.stdout.clone()),

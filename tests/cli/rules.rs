@@ -3,12 +3,10 @@
 //! pending line), asking nothing of any model, needing no key and no session.
 
 use std::path::Path;
-use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::dream::{Dream, LONG_RUN};
+use crate::support::dream::Dream;
 use crate::support::LiveProcess;
 
 /// An index with a duplicate line (the fourth folds to the third) and a topic file.
@@ -327,23 +325,15 @@ fn kill_9_of_a_rules_run_leaves_all_before_or_all_after() {
         .stderr_any("the health line depends on the rules")
         .run();
     let after = done.md_tree();
-    let seed = fastrand::u64(..);
-    eprintln!("kill_9_of_a_rules_run: seed {seed}");
-    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut rng = crate::support::kill_seed("kill_9_of_a_rules_run_leaves_all_before_or_all_after");
     for round in 0..3 {
         let d = secrets_dream(FILES);
         let before = d.md_tree();
-        let running = rules_run(&d, "{}", &["--unlocked", "--max-files", "1000"])
-            .stdin_from(Stdio::null())
-            .timeout(LONG_RUN)
-            .code_any("killed at a random moment: it may have finished first")
-            .stdout_any("killed at a random moment")
-            .stderr_any("killed at a random moment")
-            .spawn();
-        // The random moment itself is what this test is about, not a synchronisation.
-        std::thread::sleep(Duration::from_millis(rng.u64(0..=400)));
-        running.signal(libc::SIGKILL);
-        running.finish();
+        crate::support::kill_at_random(
+            rules_run(&d, "{}", &["--unlocked", "--max-files", "1000"]),
+            &mut rng,
+            400,
+        );
         d.tool("dream-run")
             .arg("recover")
             .success()
@@ -353,7 +343,7 @@ fn kill_9_of_a_rules_run_leaves_all_before_or_all_after() {
         let now = d.md_tree();
         assert!(
             now == before || now == after,
-            "round {round} (seed {seed}): neither before nor after"
+            "round {round}: neither before nor after"
         );
     }
 }

@@ -1074,7 +1074,7 @@ fn index_shape(file: &MemoryFile, lines: &[Line<'_>], problems: &mut Vec<Problem
 }
 
 /// `# Title` to `###### Title` (or a bare `#`).
-fn is_heading(text: &str) -> bool {
+pub(crate) fn is_heading(text: &str) -> bool {
     let hashes = text.bytes().take_while(|&b| b == b'#').count();
     (1..=6).contains(&hashes)
         && text[hashes..]

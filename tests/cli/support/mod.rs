@@ -378,3 +378,29 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The seed of the random kill moments: `DREAMKIT_TEST_SEED` repeats a run; printed either way.
+pub(crate) fn kill_seed(test: &str) -> fastrand::Rng {
+    let seed = std::env::var("DREAMKIT_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("{test}: seed {seed} (DREAMKIT_TEST_SEED={seed} repeats these kill moments)");
+    fastrand::Rng::with_seed(seed)
+}
+
+/// `run`, started and killed with SIGKILL after a random moment of up to `max_ms` (it may
+/// have finished by then: either is fine); the next command that changes state then runs.
+pub(crate) fn kill_at_random(run: Run<'_>, rng: &mut fastrand::Rng, max_ms: u64) -> run::Ran {
+    let running = run
+        .stdin_from(std::process::Stdio::null())
+        .timeout(dream::LONG_RUN)
+        .code_any("killed at a random moment: it may have finished first")
+        .stdout_any("killed at a random moment")
+        .stderr_any("killed at a random moment")
+        .spawn();
+    // The random moment itself is what this test is about, not a synchronisation.
+    std::thread::sleep(std::time::Duration::from_millis(rng.u64(0..=max_ms)));
+    running.signal(libc::SIGKILL);
+    running.finish()
+}

@@ -23,7 +23,7 @@ use super::words::modified_stamp;
 use super::{State, OVERFLOW_INDEX_FILE};
 use crate::tools::dream_run::check::index::load;
 use crate::tools::dream_run::check::{
-    Kind, INDEX_FILE, INDEX_LINE_CHARS, INDEX_MAX_CHARS, INDEX_MAX_LINES,
+    is_heading, Kind, INDEX_FILE, INDEX_LINE_CHARS, INDEX_MAX_CHARS, INDEX_MAX_LINES,
 };
 
 /// The overflow index's heading and the line under it, when the run creates it.
@@ -163,15 +163,6 @@ fn age_of(state: &State<'_>, path: &str) -> Option<SystemTime> {
     modified_stamp(&doc.render())
         .and_then(|stamp| crate::cli::time::parse_rfc3339(&stamp))
         .or_else(|| state.input.files.get(path).map(|f| f.modified))
-}
-
-fn is_heading(text: &str) -> bool {
-    let hashes = text.bytes().take_while(|&b| b == b'#').count();
-    (1..=6).contains(&hashes)
-        && text[hashes..]
-            .chars()
-            .next()
-            .is_none_or(char::is_whitespace)
 }
 
 /// The index line that links the overflow index: how many entries it holds and the first
