@@ -177,8 +177,8 @@ impl<'a> State<'a> {
 /// The plan for `input` (empty when nothing needs fixing).
 pub fn plan(input: &Input<'_>) -> Plan {
     let mut state = State::new(input);
+    let mut before = state.render();
     for _ in 0..MAX_PASSES {
-        let before = state.render();
         duplicates::identical_files(&mut state);
         secrets::redact(&mut state);
         dates::absolute_dates(&mut state);
@@ -187,9 +187,11 @@ pub fn plan(input: &Input<'_>) -> Plan {
         long_entry::shorten(&mut state);
         orphans::index(&mut state);
         overflow::move_oldest(&mut state);
-        if state.render() == before {
+        let after = state.render();
+        if after == before {
             break;
         }
+        before = after;
     }
     finish(state)
 }
