@@ -517,3 +517,34 @@ fn no_memory_dir_is_nothing_to_fix() {
         .run();
     assert!(d.md_tree().is_empty());
 }
+
+/// `--notify-transcript`: a completed rules run tells the session as a model's run does.
+#[test]
+fn a_rules_run_appends_memory_saved_to_the_named_transcript() {
+    let d = rules_dream();
+    let transcript = d
+        .home
+        .transcripts_dir()
+        .join(format!("{}.jsonl", crate::support::session_id(1)));
+    rules_run(
+        &d,
+        "{}",
+        &[
+            "--unlocked",
+            "--notify-transcript",
+            transcript.to_str().unwrap(),
+        ],
+    )
+    .success()
+    .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+    .stderr_empty()
+    .run();
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let saved: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(saved["subtype"], "memory_saved", "{saved}");
+    assert_eq!(
+        saved["writtenPaths"],
+        json!([d.mem().join("MEMORY.md").to_string_lossy()]),
+        "{saved}"
+    );
+}
