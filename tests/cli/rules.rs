@@ -548,3 +548,50 @@ fn a_rules_run_appends_memory_saved_to_the_named_transcript() {
         "{saved}"
     );
 }
+
+/// A topic file the rules change is stamped as the real client stamps (the memory dir it
+/// wrote, tests/fixtures/claude-code-memory): its `metadata` keys in the client's order, its
+/// origin kept, `modified` moved in the client's form; nothing else of it touched.
+#[test]
+fn a_file_the_rules_change_is_stamped_like_the_clients() {
+    use crate::support::client_memory::{
+        assert_stamped_like_the_client, fixture_dir, WRITING_SESSION,
+    };
+    let d = rules_dream();
+    std::fs::remove_file(d.mem().join("MEMORY.md")).unwrap();
+    std::fs::remove_file(d.mem().join("build.md")).unwrap();
+    crate::support::copy_tree(&fixture_dir(), &d.mem());
+    let file = d.mem().join("feedback_testing.md");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let token = "ghp_FAKEfake0123456789FAKEfake0123456789";
+    std::fs::write(&file, format!("{original}Token: {token}\n")).unwrap();
+    rules_run(&d, "{}", &["--unlocked"])
+        .success()
+        .stdout_json(|doc| {
+            let changes = doc["run"]["changes"].as_array().unwrap();
+            assert_eq!(changes.len(), 1, "{doc}");
+            assert_eq!(changes[0]["rule"], "secret", "{doc}");
+            assert_eq!(changes[0]["file"], "feedback_testing.md", "{doc}");
+            assert!(
+                !doc.to_string().contains(token),
+                "the value is never printed"
+            );
+        })
+        .stderr_empty()
+        .run();
+    let after = std::fs::read_to_string(&file).unwrap();
+    let redacted = "Token: [redacted: github_token]\n";
+    assert!(after.ends_with(redacted), "{after}");
+    // Without the line the rule changed, the file is the client's but for `modified`.
+    std::fs::write(&file, after.strip_suffix(redacted).unwrap()).unwrap();
+    let modified = assert_stamped_like_the_client(&d.mem(), WRITING_SESSION);
+    let moved: Vec<&str> = modified
+        .iter()
+        .filter(|(name, value)| {
+            let theirs = std::fs::read_to_string(fixture_dir().join(name)).unwrap();
+            !theirs.contains(value.as_str())
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(moved, ["feedback_testing.md"]);
+}
