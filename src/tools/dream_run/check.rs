@@ -465,11 +465,11 @@ struct MemoryFile {
     modified: SystemTime,
 }
 
-/// What the walk found: the Markdown files, and every entry's relative path (so a link's
-/// target is looked up without a system call).
-struct Found {
-    files: Vec<MemoryFile>,
-    entries: HashSet<String>,
+/// What the walk found: the Markdown files to read (relative path, path), and every entry's
+/// relative path (so a link's target is looked up without a system call).
+struct Listing {
+    to_read: Vec<(String, PathBuf)>,
+    entries: NameSet<String>,
 }
 
 /// `check`'s answer: healthy (exit 0) or not (exit 1, the counts in one line on stderr).
@@ -549,46 +549,47 @@ pub(super) fn check(args: &CheckArgs, cx: &Context) -> Result<Health, Failure> {
 /// Checks the memory dir `dir`. Fails only when `dir` itself cannot be listed.
 pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
     let mut problems = Vec::new();
-    let Found { files, entries } = walk(dir, &mut problems)?;
+    let Listing { to_read, entries } = list(dir, &mut problems)?;
     let exists = |target: &str| {
         // Dot files and folders are not walked: those few are asked of the file system.
         entries.contains(target) || std::fs::symlink_metadata(dir.join(target)).is_ok()
     };
     let project_names = ProjectNames::new(scope.project_root, scope.project_cwd);
-    // What looks at one file alone runs on every core, in one pass per file while its text
-    // is in the cache: its lines classified (code, front matter) once for every check, its
-    // links, its credentials, dates and paths, and the keys its lines are compared by for
-    // duplicates. Only the index's lines are kept (its own checks follow): a topic file's
-    // are dropped where they were made, so the memory is reused.
-    let scanned = crate::parallel::map(&files, |file| {
-        let lines = markdown::lines(&file.text);
-        let mut found = Vec::new();
-        let links = memory_links(dir, file, &lines, &exists, &mut found);
-        scan_text(dir, file, &lines, &project_names, &mut found);
-        if file.relative == INDEX_FILE {
-            (Some(lines), links, Vec::new(), found)
-        } else {
-            if !is_index(&file.relative) {
-                topic_format(file, &mut found);
-            }
-            let keys = duplicate_keys(&file.text, &lines);
-            (None, links, keys, found)
+    // Read on every core, then scanned on every core: a phase of system calls, then one of
+    // text. Interleaved, the two take longer (each evicts the other's working set).
+    let read = crate::parallel::map(&to_read, |(_, path)| read_memory_file(path));
+    let mut files = Vec::with_capacity(to_read.len());
+    for ((relative, _), result) in to_read.into_iter().zip(read) {
+        match result {
+            Ok((text, modified)) => files.push(MemoryFile {
+                relative,
+                text,
+                modified,
+            }),
+            Err(why) => problems.push(Problem::new(Kind::Unreadable, &relative, None, why)),
         }
-    });
-    let mut index_lines = None;
-    let mut keys: Vec<Vec<DuplicateKey>> = Vec::with_capacity(files.len());
-    // Links, and what the index reaches.
-    let mut edges: HashMap<&str, Vec<String>> = HashMap::with_capacity(files.len());
-    for (file, (lines, links, file_keys, found)) in files.iter().zip(scanned) {
-        if lines.is_some() {
-            index_lines = lines;
-        }
-        keys.push(file_keys);
-        edges.insert(file.relative.as_str(), links);
-        problems.extend(found);
     }
+    // What looks at one file alone, in one pass per file: its lines classified (code, front
+    // matter) once for every check, its links, its credentials, dates and paths, and the
+    // keys its lines are compared by for duplicates.
+    let scanned = crate::parallel::map(&files, |file| {
+        scan_file(dir, &file.relative, &file.text, &exists, &project_names)
+    });
+    let mut keys: Vec<Vec<DuplicateKey>> = Vec::with_capacity(files.len());
+    let mut links: Vec<Vec<String>> = Vec::with_capacity(files.len());
+    for scan in scanned {
+        keys.push(scan.keys);
+        links.push(scan.links);
+        problems.extend(scan.found);
+    }
+    // Links, and what the index reaches.
+    let edges: NameMap<&str, Vec<String>> = files
+        .iter()
+        .map(|f| f.relative.as_str())
+        .zip(links)
+        .collect();
     orphans(&files, &edges, &mut problems);
-    let by_name: HashMap<&str, usize> = files
+    let by_name: NameMap<&str, usize> = files
         .iter()
         .enumerate()
         .map(|(i, f)| (f.relative.as_str(), i))
@@ -600,10 +601,12 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
         ..IndexHealth::empty(dir)
     };
 
-    if let (Some(at), Some(lines)) = (index_at, &index_lines) {
+    if let Some(at) = index_at {
         let file = &files[at];
-        check_index(file, lines, &mut index, &mut problems);
-        index_shape(file, lines, &mut problems);
+        // Classified again here: one file, and its lines borrow its text.
+        let lines = markdown::lines(&file.text);
+        check_index(file, &lines, &mut index, &mut problems);
+        index_shape(file, &lines, &mut problems);
         if let Some(transcripts) = scope.transcripts_dir {
             stale_against_sessions(file, transcripts, scope.min_hours, &mut problems);
         }
@@ -625,6 +628,38 @@ pub fn run_check(dir: &Path, scope: &Scope<'_>) -> io::Result<Health> {
     })
 }
 
+/// What one file's scan found: the memory files it links to, the keys of its lines for
+/// [`duplicate_topic_lines`], and its own problems.
+struct Scan {
+    links: Vec<String>,
+    keys: Vec<DuplicateKey>,
+    found: Vec<Problem>,
+}
+
+/// Everything that looks at the file `relative` alone. The index's own checks need the
+/// whole picture and follow the scan.
+fn scan_file(
+    dir: &Path,
+    relative: &str,
+    text: &str,
+    exists: &dyn Fn(&str) -> bool,
+    project: &ProjectNames,
+) -> Scan {
+    let lines = markdown::lines(text);
+    let mut found = Vec::new();
+    let links = memory_links(dir, relative, &lines, exists, &mut found);
+    scan_text(dir, relative, text, &lines, project, &mut found);
+    let keys = if relative == INDEX_FILE {
+        Vec::new()
+    } else {
+        if !is_index(relative) {
+            topic_format(relative, text, &mut found);
+        }
+        duplicate_keys(text, &lines)
+    };
+    Scan { links, keys, found }
+}
+
 /// A `.dreamkit-<pid>-*.tmp` whose writer is gone (or over 10 minutes old), as a problem.
 fn stray_temp(entry: &walkdir::DirEntry, name: &str, prefix: &str) -> Option<Problem> {
     let writer = crate::files::temp_file_writer(name)?;
@@ -644,26 +679,30 @@ fn stray_temp(entry: &walkdir::DirEntry, name: &str, prefix: &str) -> Option<Pro
 }
 
 /// Every `.md` file under `dir` (not following symlinks, leaving out dot files and folders:
-/// the lock files, `.git`), read; every other entry is a problem of its own.
-fn walk(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Found> {
+/// the lock files, `.git`) to read, in the order of their relative paths; every other entry
+/// is a problem of its own.
+fn list(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Listing> {
     // The memory dir itself must be a folder that can be listed (a walk would take a file
     // given as its root for an entry).
     std::fs::read_dir(dir)?;
-    let mut files = Vec::new();
-    // Listed first, then read on every core.
     let mut to_read: Vec<(String, PathBuf)> = Vec::new();
-    let mut seen = HashSet::new();
-    let relative_of = |path: &Path| {
-        path.strip_prefix(dir)
+    let mut seen = NameSet::default();
+    // A walk's paths are `dir` joined with the rest: the rest is cut off by length, not
+    // found again component by component.
+    let joined = dir.join("x");
+    let root = joined.as_os_str().as_encoded_bytes();
+    let root = &root[..root.len() - 1];
+    let relative_of = |path: &Path| match path.as_os_str().as_encoded_bytes().strip_prefix(root) {
+        Some(rest) => String::from_utf8_lossy(rest).into_owned(),
+        _ => path
+            .strip_prefix(dir)
             .unwrap_or(path)
             .to_string_lossy()
-            .into_owned()
+            .into_owned(),
     };
-    // Never through a symbolic link; a folder's entries in name order.
-    let mut walk = walkdir::WalkDir::new(dir)
-        .min_depth(1)
-        .sort_by_file_name()
-        .into_iter();
+    // Never through a symbolic link. In the file system's order: the files are sorted once,
+    // by their relative paths, as the report lists them.
+    let mut walk = walkdir::WalkDir::new(dir).min_depth(1).into_iter();
     while let Some(entry) = walk.next() {
         let entry = match entry {
             Ok(entry) => entry,
@@ -741,20 +780,9 @@ fn walk(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Found> {
             to_read.push((relative, entry.into_path()));
         }
     }
-    let read = crate::parallel::map(&to_read, |(_, path)| read_memory_file(path));
-    for ((relative, _), result) in to_read.into_iter().zip(read) {
-        match result {
-            Ok((text, modified)) => files.push(MemoryFile {
-                relative,
-                text,
-                modified,
-            }),
-            Err(why) => problems.push(Problem::new(Kind::Unreadable, &relative, None, why)),
-        }
-    }
-    files.sort_by(|a, b| a.relative.cmp(&b.relative));
-    Ok(Found {
-        files,
+    to_read.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(Listing {
+        to_read,
         entries: seen,
     })
 }
@@ -794,13 +822,13 @@ fn read_memory_file(path: &Path) -> Result<(String, SystemTime), String> {
 /// memory links.
 fn memory_links(
     dir: &Path,
-    file: &MemoryFile,
+    relative: &str,
     lines: &[Line<'_>],
     exists: &dyn Fn(&str) -> bool,
     problems: &mut Vec<Problem>,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let from = file.relative.rsplit_once('/').map_or("", |(d, _)| d);
+    let from = relative.rsplit_once('/').map_or("", |(d, _)| d);
     for line in lines {
         // Every link, inline or by reference, has a `]`.
         if line.code || memchr::memchr(b']', line.text.as_bytes()).is_none() {
@@ -818,7 +846,7 @@ fn memory_links(
             if !exists(&target) {
                 problems.push(Problem::new(
                     Kind::DanglingLink,
-                    &file.relative,
+                    relative,
                     Some(line.number),
                     format!("links to {target}, which does not exist"),
                 ));
@@ -842,11 +870,13 @@ pub(crate) fn resolve_link(dir: &Path, from: &str, target: &str) -> Option<Strin
             .split('/')
             .all(|part| !part.is_empty() && part != "." && part != "..")
     {
-        return Some(if from.is_empty() {
-            target.to_string()
-        } else {
-            format!("{from}/{target}")
-        });
+        let mut path = String::with_capacity(from.len() + 1 + target.len());
+        if !from.is_empty() {
+            path.push_str(from);
+            path.push('/');
+        }
+        path.push_str(target);
+        return Some(path);
     }
     let decoded = percent_decoded(target);
     let path = Path::new(&decoded);
@@ -917,27 +947,22 @@ pub(crate) fn is_index(name: &str) -> bool {
 /// A topic file in the client's format: frontmatter with a slug `name`, a one-line
 /// `description` and a known type (none is fine: older files have none, and the client
 /// reads them); a few lines, not a document.
-fn topic_format(file: &MemoryFile, problems: &mut Vec<Problem>) {
-    if file.text.len() > LARGE_FILE_BYTES {
+fn topic_format(relative: &str, text: &str, problems: &mut Vec<Problem>) {
+    if text.len() > LARGE_FILE_BYTES {
         problems.push(Problem::new(
             Kind::LargeFile,
-            &file.relative,
+            relative,
             None,
             format!(
                 "{} bytes (at most {LARGE_FILE_BYTES}): one memory per file, a few lines; split it or move the detail out",
-                file.text.len()
+                text.len()
             ),
         ));
     }
     let mut problem = |line: Option<usize>, detail: String| {
-        problems.push(Problem::new(
-            Kind::FrontMatter,
-            &file.relative,
-            line,
-            detail,
-        ));
+        problems.push(Problem::new(Kind::FrontMatter, relative, line, detail));
     };
-    let Some(front) = front_matter::parse(&file.text) else {
+    let Some(front) = front_matter::parse(text) else {
         return problem(
             None,
             "no frontmatter: a memory file starts with a `---` block holding name, description and metadata.type".to_string(),
@@ -995,7 +1020,7 @@ fn topic_format(file: &MemoryFile, problems: &mut Vec<Problem>) {
 /// `name-2.md` beside `name.md` (any `-<digits>` suffix): one memory spilled over two files.
 fn continuation_files(
     files: &[MemoryFile],
-    by_name: &HashMap<&str, usize>,
+    by_name: &NameMap<&str, usize>,
     problems: &mut Vec<Problem>,
 ) {
     for file in files {
@@ -1085,8 +1110,8 @@ pub(crate) fn is_heading(text: &str) -> bool {
 
 /// Topic files no link path from an index reaches. Every `MEMORY.md` (the top one and any in
 /// a sub-folder) is an index.
-fn orphans(files: &[MemoryFile], edges: &HashMap<&str, Vec<String>>, problems: &mut Vec<Problem>) {
-    let mut reached: HashSet<&str> = HashSet::new();
+fn orphans(files: &[MemoryFile], edges: &NameMap<&str, Vec<String>>, problems: &mut Vec<Problem>) {
+    let mut reached: NameSet<&str> = NameSet::default();
     let mut queue: VecDeque<&str> = files
         .iter()
         .map(|f| f.relative.as_str())
@@ -1278,7 +1303,9 @@ struct DuplicateKey {
 fn duplicate_keys(text: &str, lines: &[Line<'_>]) -> Vec<DuplicateKey> {
     lines
         .iter()
-        .filter(|line| !line.code && !line.front_matter)
+        // A line's fold has at most a character per byte of it: a shorter line is not
+        // folded at all.
+        .filter(|line| !line.code && !line.front_matter && line.text.len() >= MIN_DUPLICATE_CHARS)
         .filter_map(|line| {
             let hash = markdown::folded_hash(line.text, MIN_DUPLICATE_CHARS)?;
             // The line is a slice of `text`: its offset is the distance between the two.
@@ -1336,6 +1363,57 @@ fn duplicate_topic_lines(
     }
 }
 
+/// The memory dir's paths, looked up by the thousand (every entry, every link).
+type NameSet<K> = HashSet<K, std::hash::BuildHasherDefault<NameHasher>>;
+type NameMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<NameHasher>>;
+
+/// A hasher for the memory dir's own paths: a multiply per eight bytes. SipHash's defence
+/// against chosen keys buys nothing here (the names are the user's own files); its cost
+/// showed in every check.
+#[derive(Default)]
+struct NameHasher(u64);
+
+impl NameHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        // murmur3's final mix: the table takes its bucket from the low bits.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for chunk in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.add(value as u64);
+    }
+}
+
 /// A hasher for keys that are hashes already.
 #[derive(Default)]
 struct PassThrough(u64);
@@ -1359,26 +1437,29 @@ impl std::hash::Hasher for PassThrough {
 /// Line by line: credentials, relative dates, repository paths that are gone.
 fn scan_text(
     dir: &Path,
-    file: &MemoryFile,
+    relative: &str,
+    text: &str,
     lines: &[Line<'_>],
     project: &ProjectNames,
     problems: &mut Vec<Problem>,
 ) {
     // Most files hold no credential prefix at all: one pass over the whole text decides.
-    let may_hold_secrets = patterns::may_hold_secrets(&file.text);
+    let may_hold_secrets = patterns::may_hold_secrets(text);
     let secret = if may_hold_secrets {
-        SecretLines::of(&file.text)
+        SecretLines::of(text)
     } else {
         SecretLines::default()
     };
+    let mut dates = patterns::DatePieces::of(text);
     for line in lines {
+        let may_date = dates.in_line(line.text);
         if let Some(found) = may_hold_secrets
             .then(|| patterns::secrets(line.text))
             .and_then(|found| found.into_iter().next())
         {
             problems.push(Problem::new(
                 Kind::Secret,
-                &file.relative,
+                relative,
                 Some(line.number),
                 format!(
                     "looks like {}: memory is sent to a model every session; remove it and rotate the credential",
@@ -1388,21 +1469,28 @@ fn scan_text(
         }
         // The other checks quote what they find: nothing of a secret line (a key block's body
         // has slashes enough to pass for a path).
-        if line.code || secret.contains(line.number.saturating_sub(1)) {
+        if line.code
+            || secret.contains(line.number.saturating_sub(1))
+            || !may_date && project.root.is_none()
+        {
             continue;
         }
         let spans = markdown::code_spans(line.text);
         let prose = markdown::prose(line.text, &spans);
-        if let Some(phrase) = patterns::relative_date(&patterns::unquoted(&prose)) {
+        if let Some(phrase) = may_date
+            // The line holds a piece: the words themselves decide.
+            .then(|| patterns::relative_date_in_words(&patterns::unquoted(&prose)))
+            .flatten()
+        {
             problems.push(Problem::new(
                 Kind::RelativeDate,
-                &file.relative,
+                relative,
                 Some(line.number),
                 format!("\"{phrase}\": write the date itself (YYYY-MM-DD); it means nothing a day later"),
             ));
         }
         if project.root.is_some() {
-            missing_paths(dir, file, line, &spans, &prose, project, problems);
+            missing_paths(dir, relative, line, &spans, &prose, project, problems);
         }
     }
 }
@@ -1410,7 +1498,7 @@ fn scan_text(
 /// Repository paths a line names that the project no longer has.
 fn missing_paths(
     dir: &Path,
-    file: &MemoryFile,
+    relative: &str,
     line: &Line<'_>,
     spans: &[std::ops::Range<usize>],
     prose: &str,
@@ -1432,7 +1520,7 @@ fn missing_paths(
         candidates.extend(patterns::path_candidate(word, false));
     }
     let mut reported = HashSet::new();
-    let from = file.relative.rsplit_once('/').map_or("", |(d, _)| d);
+    let from = relative.rsplit_once('/').map_or("", |(d, _)| d);
     for (path, shape) in candidates {
         if !reported.insert(path.clone()) || names_memory_file(dir, from, &path) {
             continue;
@@ -1440,7 +1528,7 @@ fn missing_paths(
         if project.is_missing(&path, shape) {
             problems.push(Problem::new(
                 Kind::MissingPath,
-                &file.relative,
+                relative,
                 Some(line.number),
                 format!("{path} is not in the project any more"),
             ));

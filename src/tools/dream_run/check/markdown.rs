@@ -18,10 +18,18 @@ pub(crate) struct Line<'a> {
 
 /// The lines of `text` (`\n`-separated; a `\r` before it is not part of the line).
 pub(crate) fn lines(text: &str) -> Vec<Line<'_>> {
-    let mut out = Vec::new();
+    // Sized once: a file's lines are many, and grown one by one they would be copied often.
+    let mut out = Vec::with_capacity(memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1);
     let mut fence: Option<(u8, usize)> = None;
     let mut front_matter = false;
-    for (i, raw) in text.split('\n').enumerate() {
+    // Split at each `\n` by a vectorised search (a line is short: a search per line set up
+    // by `str::split` costs more than the line).
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain([text.len()]);
+    for (i, end) in ends.enumerate() {
+        // At a `\n` or the end: always a character boundary.
+        let raw = text.get(start..end).unwrap_or_default();
+        start = end + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         if i == 0 && line == "---" {
             front_matter = true;
@@ -283,20 +291,112 @@ fn fold(text: &str, mut emit: impl FnMut(char)) {
 /// A hash of [`normalized`] `text` without building it, or `None` when the folded text is
 /// shorter than `min_chars` characters.
 pub(super) fn folded_hash(text: &str, min_chars: usize) -> Option<u64> {
-    // FNV-1a over the folded text's UTF-8: a few instructions a byte (a hit is compared in
-    // full, so its quality only decides how often that happens).
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
-    let mut chars = 0usize;
-    fold(text, |c| {
-        let mut buf = [0u8; 4];
-        for &byte in c.encode_utf8(&mut buf).as_bytes() {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
+    let (hash, chars) = if text.is_ascii() {
+        ascii_folded_hash(text.as_bytes())
+    } else {
+        let mut hash = WordHash::default();
+        let mut chars = 0usize;
+        fold(text, |c| {
+            let mut buf = [0u8; 4];
+            for &byte in c.encode_utf8(&mut buf).as_bytes() {
+                hash.push(byte);
+            }
+            chars += 1;
+        });
+        (hash, chars)
+    };
+    (chars >= min_chars).then(|| hash.finish())
+}
+
+/// [`folded_hash`] of ASCII text (a byte a character, folded by a table, nothing decoded),
+/// and how many characters its fold has. A function of its own: its hash state stays in
+/// registers.
+fn ascii_folded_hash(bytes: &[u8]) -> (WordHash, usize) {
+    let mut hash = WordHash::default();
+    let mut started = false;
+    let mut space = false;
+    for &byte in bytes {
+        let folded = ASCII_FOLD[usize::from(byte & 0x7f)];
+        if folded == 0 {
+            space = started;
+            continue;
         }
-        chars += 1;
-    });
-    (chars >= min_chars).then_some(hash)
+        if space {
+            hash.push(b' ');
+            space = false;
+        }
+        started = true;
+        hash.push(folded);
+    }
+    let chars = hash.len();
+    (hash, chars)
+}
+
+/// Each ASCII byte as [`fold`] keeps it: a letter in lower case, a digit; 0 for the rest.
+static ASCII_FOLD: [u8; 128] = {
+    let mut table = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let byte = b as u8;
+        if byte.is_ascii_alphanumeric() {
+            table[b] = byte.to_ascii_lowercase();
+        }
+        b += 1;
+    }
+    table
+};
+
+/// A hash of a byte stream, eight bytes to a multiply: the folded text's UTF-8, a line at a
+/// time, for every line of every topic file. A hit is compared in full, so the hash's
+/// quality only decides how often that happens.
+#[derive(Default)]
+struct WordHash {
+    hash: u64,
+    /// The bytes not mixed in yet, the first lowest.
+    word: u64,
+    /// Where the next byte goes in `word`, in bits.
+    shift: u32,
+    /// Bytes mixed in.
+    mixed: usize,
+}
+
+impl WordHash {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        self.word |= u64::from(byte) << self.shift;
+        self.shift += 8;
+        if self.shift == 64 {
+            self.mix();
+        }
+    }
+
+    #[inline]
+    fn mix(&mut self) {
+        self.hash = (self.hash.rotate_left(5) ^ self.word).wrapping_mul(Self::K);
+        self.mixed += (self.shift / 8) as usize;
+        (self.word, self.shift) = (0, 0);
+    }
+
+    /// Bytes pushed.
+    fn len(&self) -> usize {
+        self.mixed + (self.shift / 8) as usize
+    }
+
+    fn finish(mut self) -> u64 {
+        if self.shift > 0 {
+            self.mix();
+        }
+        // The length, then a final avalanche (murmur3's): the last word's few bytes reach
+        // every bit.
+        let mut h = self.hash ^ self.mixed as u64;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
 }
 
 /// Text folded for comparing entries: lower case, every run of punctuation and whitespace

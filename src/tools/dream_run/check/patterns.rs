@@ -110,19 +110,25 @@ const KEY_SHAPES: &[KeyShape] = &[
     },
 ];
 
-/// Whether `text` holds any credential prefix at all: one pass per prefix over a whole
-/// file, so the line-by-line [`secrets`] runs only where one might be.
+/// Every credential prefix [`may_hold_secrets`] looks for (the tests' reference).
+#[cfg(test)]
+pub(super) fn secret_prefixes() -> impl Iterator<Item = &'static str> {
+    KEY_SHAPES.iter().map(|k| k.prefix).chain(["-----BEGIN "])
+}
+
+/// Whether `text` holds any credential prefix at all: one pass over a whole file for every
+/// prefix at once, so the line-by-line [`secrets`] runs only where one might be.
 pub(crate) fn may_hold_secrets(text: &str) -> bool {
-    use std::sync::LazyLock;
-    static FINDERS: LazyLock<Vec<memchr::memmem::Finder<'static>>> = LazyLock::new(|| {
-        KEY_SHAPES
-            .iter()
-            .map(|k| k.prefix)
-            .chain(["-----BEGIN "])
-            .map(|p| memchr::memmem::Finder::new(p.as_bytes()).into_owned())
-            .collect()
-    });
-    FINDERS.iter().any(|f| f.find(text.as_bytes()).is_some())
+    static PREFIXES: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+        std::sync::LazyLock::new(|| {
+            let prefixes = KEY_SHAPES.iter().map(|k| k.prefix).chain(["-----BEGIN "]);
+            // Leftmost-first: the kind the vectorised prefilter serves.
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+                .build(prefixes)
+                .expect("fixed patterns build")
+        });
+    PREFIXES.is_match(text)
 }
 
 /// A credential found in a line: what it looks like and where it is (never its value).
@@ -334,21 +340,57 @@ fn roles(word: &str) -> u8 {
 /// and none ends inside another's span, so this is the first phrase in reading order.
 pub(crate) fn relative_date(prose: &str) -> Option<String> {
     // Most lines hold no word a phrase can end with: one automaton pass rules them out.
-    if !PHRASE_ENDS.is_match(prose) {
+    if !DatePieces::of(prose).in_line(prose) {
         return None;
     }
     relative_date_in_words(prose)
 }
 
-/// What every relative date contains (ASCII, any case): a piece of each `ALONE`, `PERIOD` and
-/// `UNIT` word of [`roles`] (a phrase ending in "ago" has a unit before it). A line with none
-/// of them holds no phrase.
+/// Which lines of a file may hold a relative date: one pass over the whole file for the
+/// pieces of [`PHRASE_ENDS`], asked line by line, in order. A line without a piece holds no
+/// phrase, however its code spans and quotes are blanked (blanking only takes pieces away,
+/// and no piece spans a line break).
+pub(super) struct DatePieces<'a> {
+    text: &'a str,
+    /// Where each piece found starts, in order. A piece overlapping one found is not found
+    /// again: it is on the same line.
+    starts: Vec<usize>,
+    next: usize,
+}
+
+impl<'a> DatePieces<'a> {
+    pub(super) fn of(text: &'a str) -> DatePieces<'a> {
+        // The pieces in lower case, searched in the text in lower case: a case-blind search
+        // cannot use the automaton's vectorised prefilter, this one can. ASCII case folding
+        // keeps every byte where it is.
+        let lower = text.as_bytes().to_ascii_lowercase();
+        DatePieces {
+            text,
+            starts: PHRASE_ENDS.find_iter(&lower).map(|m| m.start()).collect(),
+            next: 0,
+        }
+    }
+
+    /// Whether `line`, a slice of the text and after every line asked before, holds a piece.
+    pub(super) fn in_line(&mut self, line: &str) -> bool {
+        let start = (line.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        let end = start.saturating_add(line.len());
+        while self.starts.get(self.next).is_some_and(|&at| at < start) {
+            self.next += 1;
+        }
+        self.starts.get(self.next).is_some_and(|&at| at < end)
+    }
+}
+
+/// What every relative date contains (ASCII, in lower case): a piece of each `ALONE`,
+/// `PERIOD` and `UNIT` word of [`roles`] (a phrase ending in "ago" has a unit before it). A
+/// line with none of them holds no phrase.
 static PHRASE_ENDS: std::sync::LazyLock<aho_corasick::AhoCorasick> =
     std::sync::LazyLock::new(|| {
+        // Leftmost-first: the kind the vectorised prefilter serves. A piece that starts inside
+        // one found is not found, but it is on the same line.
         aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            // A DFA: the fastest search, and the automaton is small.
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
             .build([
                 "day",
                 "tomorrow",

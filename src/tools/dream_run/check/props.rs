@@ -271,6 +271,30 @@ proptest! {
     }
 
     #[test]
+    fn the_date_pieces_of_a_file_drop_no_line(
+        parts in prop::collection::vec(
+            (prop_oneof![date_words(), memory_text()], prop::sample::select(vec!["\n", "\r\n"])),
+            0..8,
+        )
+    ) {
+        // The check asks a whole file which lines hold a piece, then reads those lines' words.
+        let text: String = parts.iter().map(|(t, nl)| format!("{t}{nl}")).collect();
+        let mut pieces = patterns::DatePieces::of(&text);
+        for line in markdown::lines(&text) {
+            let marked = pieces.in_line(line.text);
+            let prose = markdown::prose(line.text, &markdown::code_spans(line.text));
+            let found = patterns::relative_date_in_words(&patterns::unquoted(&prose));
+            prop_assert!(marked || found.is_none(), "{:?} in {:?}", found, line.text);
+        }
+    }
+
+    #[test]
+    fn the_secret_prefilter_finds_every_prefix(text in memory_text()) {
+        let any = patterns::secret_prefixes().any(|p| text.contains(p));
+        prop_assert_eq!(patterns::may_hold_secrets(&text), any);
+    }
+
+    #[test]
     fn the_index_cut_is_the_client_s(text in index_text()) {
         let load = index::load(&text);
         let (trimmed, cut) = reference_load(&text);
@@ -320,6 +344,13 @@ proptest! {
             folded.chars().count() >= 5
         );
         prop_assert_eq!(markdown::folded_hash(&text, 0), markdown::folded_hash(&folded, 0));
+        // A line shorter in bytes than the duplicate minimum is never folded: that holds as
+        // long as a fold has at most a character per byte.
+        prop_assert!(folded.chars().count() <= text.len());
+        for line in &lines {
+            let folded = markdown::normalized(line.text);
+            prop_assert!(folded.chars().count() <= line.text.len(), "{:?}", line.text);
+        }
     }
 
     #[test]
