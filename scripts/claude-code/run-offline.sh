@@ -17,8 +17,12 @@
 #                    the namespace, and the stub) lives until that tmux session ends
 #   --drop-env NAME  leave one of the switches CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,
 #                    DISABLE_AUTOUPDATER, DISABLE_ERROR_REPORTING, DISABLE_TELEMETRY (all =1 by
-#                    default) unset; repeatable [CC_DROP_ENV, space-separated]. Nothing can
-#                    leave the namespace anyway.
+#                    default) unset, or ANTHROPIC_API_KEY (claude then has no credential at
+#                    all) or any other name; repeatable [CC_DROP_ENV, space-separated]. Nothing
+#                    can leave the namespace anyway.
+#   --env NAME=VALUE an extra variable for claude (overrides the defaults above); repeatable
+#                    [CC_ENV, space-separated NAME=VALUE words, no spaces inside values]
+#   --stdin FILE     feed FILE to claude's stdin (default /dev/null)          [CC_STDIN]
 #   --keep-telemetry same as --drop-env DISABLE_TELEMETRY
 #
 # With no claude args, a demo: `-p hello --output-format json --session-id UUID`, then
@@ -37,6 +41,8 @@ CC_TIMEOUT=${CC_TIMEOUT:-120}
 CLAUDE_BIN=${CLAUDE_BIN:-}
 CC_TMUX=${CC_TMUX:-}
 CC_DROP_ENV=${CC_DROP_ENV:-}
+CC_ENV=${CC_ENV:-}
+CC_STDIN=${CC_STDIN:-}
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -48,6 +54,8 @@ while [ $# -gt 0 ]; do
         --claude) CLAUDE_BIN=$2; shift 2 ;;
         --tmux) CC_TMUX=$2; shift 2 ;;
         --drop-env) CC_DROP_ENV="$CC_DROP_ENV $2"; shift 2 ;;
+        --env) CC_ENV="$CC_ENV $2"; shift 2 ;;
+        --stdin) CC_STDIN=$2; shift 2 ;;
         --keep-telemetry) CC_DROP_ENV="$CC_DROP_ENV DISABLE_TELEMETRY"; shift ;;
         --) shift; break ;;
         *) break ;;
@@ -75,7 +83,12 @@ if [ -z "${_CC_IN_NETNS:-}" ]; then
     CC_CWD=$(cd "$CC_CWD" && pwd -P)
     CC_LOG=${CC_LOG:-$CC_HOME/stub-requests.jsonl}
     [ -z "$CC_REPLIES" ] || CC_REPLIES=$(cd "$(dirname "$CC_REPLIES")" && pwd -P)/$(basename "$CC_REPLIES")
-    export CC_HOME CC_CWD CC_REPLIES CC_LOG CC_TIMEOUT CLAUDE_BIN CC_TMUX CC_DROP_ENV
+    if [ -n "$CC_STDIN" ]; then
+        [ -r "$CC_STDIN" ] || die "cannot read --stdin $CC_STDIN"
+        CC_STDIN=$(cd "$(dirname "$CC_STDIN")" && pwd -P)/$(basename "$CC_STDIN")
+    fi
+    export CC_HOME CC_CWD CC_REPLIES CC_LOG CC_TIMEOUT CLAUDE_BIN CC_TMUX CC_DROP_ENV CC_ENV
+    export CC_STDIN
     export _CC_IN_NETNS=1
     unshare -n true 2>/dev/null || die "unshare -n is not permitted here (needs root or user namespaces)"
     exec unshare -n -- "$BASH" "${BASH_SOURCE[0]}" -- "$@"
@@ -98,23 +111,25 @@ port=$(cat "$portfile")
 
 env_args=(
     -u CC_HOME -u CC_CWD -u CC_REPLIES -u CC_LOG -u CC_TIMEOUT -u CLAUDE_BIN -u CC_TMUX
-    -u CC_DROP_ENV
+    -u CC_DROP_ENV -u CC_ENV -u CC_STDIN
     HOME="$CC_HOME"
     ANTHROPIC_BASE_URL="http://127.0.0.1:$port"
-    ANTHROPIC_API_KEY=sk-ant-offline-test
 )
-for v in CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_AUTOUPDATER DISABLE_ERROR_REPORTING \
-         DISABLE_TELEMETRY; do
+defaults=(CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+          DISABLE_ERROR_REPORTING=1 DISABLE_TELEMETRY=1 ANTHROPIC_API_KEY=sk-ant-offline-test)
+for kv in "${defaults[@]}"; do
     case " $CC_DROP_ENV " in
-        *" $v "*) env_args=(-u "$v" "${env_args[@]}") ;;
-        *) env_args+=("$v=1") ;;
+        *" ${kv%%=*} "*) ;;
+        *) env_args+=("$kv") ;;
     esac
 done
+for v in $CC_DROP_ENV; do env_args=(-u "$v" "${env_args[@]}"); done
+for kv in $CC_ENV; do env_args+=("$kv"); done
 
 run_claude() {
     local start end rc=0
     start=$(date +%s%N)
-    (cd "$CC_CWD" && env "${env_args[@]}" timeout "$CC_TIMEOUT" "$CLAUDE_BIN" "$@" </dev/null) || rc=$?
+    (cd "$CC_CWD" && env "${env_args[@]}" timeout "$CC_TIMEOUT" "$CLAUDE_BIN" "$@" <"${CC_STDIN:-/dev/null}") || rc=$?
     end=$(date +%s%N)
     printf 'run-offline: claude exit=%s seconds=%s.%03d\n' "$rc" \
         $(((end - start) / 1000000000)) $((((end - start) / 1000000) % 1000)) >&2

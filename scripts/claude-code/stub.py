@@ -16,14 +16,28 @@ REPLIES.json is a list; each entry is consumed by one "main" request (see below)
   {"text": "..."}                               -> a text reply
   {"tool_use": {"name": "Bash", "input": {...}, "id": "toolu_x"}}   -> a tool_use reply
   {"content": [ ...content blocks... ], "stop_reason": "end_turn"}  -> blocks as given
+  {"error": {"status": 401, "type": "authentication_error", "message": "invalid x-api-key"},
+   "retry_after": "2"}                          -> that HTTP status with the API's error body
+      {"type": "error", "error": {"type": ..., "message": ...}}, a request-id header, and a
+      retry-after header when "retry_after" is given. The real API's pairs: 400
+      invalid_request_error, 401 authentication_error, 429 rate_limit_error, 500 api_error,
+      529 overloaded_error. "status" alone picks the matching type and a default message.
+  {"cut": true, "text": "partial"}              -> a streamed answer that starts (message_start,
+      content_block_start, one text_delta) and then the connection is closed, with no
+      content_block_stop / message_delta / message_stop (a non-streamed request gets the
+      headers of a JSON reply and then a close with half the body)
   any entry may add "match": "substring" -> only a request whose JSON body contains the
   substring takes it (the first unconsumed matching entry is used).
+  any entry may add "any": true -> any /v1/messages request may take it, also one with no
+  tools (see below); e.g. a `claude -p --tools ""` call sends no tools at all.
+  any entry may add "repeat": N -> it serves N requests before it is used up (default 1).
 When no entry fits, the reply is --default-text ("Hello from the stub.").
 
 Which requests are "main": Claude Code also makes side requests (title / topic generation,
 quota probes, ...) through the same endpoint. With --all-requests every request consumes
 entries; by default only requests that carry a non-empty "tools" list do (the agent loop
-always sends its tools; the side requests send none), the rest get the default text.
+always sends its tools; the side requests send none), and entries marked "any": true are
+open to every request; the rest get the default text.
 """
 
 import argparse
@@ -41,7 +55,8 @@ REDACT = {"x-api-key", "authorization", "proxy-authorization", "cookie"}
 class State:
     def __init__(self, replies, default_text, all_requests, log_path):
         self.replies = list(replies)
-        self.used = [False] * len(self.replies)
+        self.left = [max(1, int(e.get("repeat", 1))) if isinstance(e, dict) else 1
+                     for e in self.replies]
         self.default_text = default_text
         self.all_requests = all_requests
         self.log_path = log_path
@@ -53,15 +68,17 @@ class State:
         with self.lock:
             self.seq += 1
             seq = self.seq
-            if main:
-                for i, entry in enumerate(self.replies):
-                    if self.used[i]:
-                        continue
-                    m = entry.get("match") if isinstance(entry, dict) else None
-                    if m is not None and m not in raw:
-                        continue
-                    self.used[i] = True
-                    return seq, i, entry
+            for i, entry in enumerate(self.replies):
+                if self.left[i] <= 0:
+                    continue
+                is_any = isinstance(entry, dict) and entry.get("any") is True
+                if not (main or is_any):
+                    continue
+                m = entry.get("match") if isinstance(entry, dict) else None
+                if m is not None and m not in raw:
+                    continue
+                self.left[i] -= 1
+                return seq, i, entry
         return seq, None, self.default_text
 
     def log(self, record):
@@ -73,10 +90,23 @@ class State:
                 f.write(line + "\n")
 
 
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+               403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+               429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+ERROR_MESSAGES = {400: "stub: invalid request", 401: "invalid x-api-key",
+                  403: "stub: permission denied", 404: "stub: not found",
+                  413: "stub: request too large", 429: "stub: rate limited",
+                  500: "Internal server error", 529: "Overloaded"}
+
+
 def blocks_for(entry):
     """Content blocks and stop_reason for one reply entry."""
     if isinstance(entry, str):
         return [{"type": "text", "text": entry}], "end_turn"
+    if "error" in entry:
+        return [], "error"
+    if entry.get("cut"):
+        return [{"type": "text", "text": entry.get("text", "partial")}], "end_turn"
     if "content" in entry:
         blocks = entry["content"]
         stop = entry.get("stop_reason") or (
@@ -180,12 +210,16 @@ class Handler(BaseHTTPRequestHandler):
         state = self.server.state
         seq, index, entry = state.pick(body, raw)
         blocks, stop = blocks_for(entry)
+        if stop == "error":
+            return self._error_reply(body, seq, index, entry)
         model = (body or {}).get("model", "claude-stub") if isinstance(body, dict) else "claude-stub"
         stream = isinstance(body, dict) and body.get("stream") is True
         self._record(body, seq=seq, reply_index=index, reply_stop_reason=stop, stream=stream)
         msg_id = "msg_stub%02d%s" % (seq, uuid.uuid4().hex[:16])
         in_tok = max(1, len(raw) // 4)
         out_tok = max(1, sum(len(json.dumps(b)) for b in blocks) // 4)
+        if isinstance(entry, dict) and entry.get("cut"):
+            return self._cut_reply(msg_id, model, stream, in_tok, entry.get("text", "partial"))
         if not stream:
             return self._send_json(200, {
                 "id": msg_id, "type": "message", "role": "assistant", "model": model,
@@ -232,6 +266,56 @@ class Handler(BaseHTTPRequestHandler):
                              "delta": {"stop_reason": stop, "stop_sequence": None},
                              "usage": {"output_tokens": out_tok}})
         ev("message_stop", {"type": "message_stop"})
+
+
+    def _error_reply(self, body, seq, index, entry):
+        e = entry["error"]
+        status = int(e.get("status", 500))
+        etype = e.get("type") or ERROR_TYPES.get(status, "api_error")
+        msg = e.get("message") or ERROR_MESSAGES.get(status, "stub error")
+        extra = {}
+        if entry.get("retry_after") is not None:
+            extra["retry-after"] = str(entry["retry_after"])
+        self._record(body, seq=seq, reply_index=index, reply_error=status,
+                     stream=isinstance(body, dict) and body.get("stream") is True)
+        self.close_connection = True
+        self._send_json(status, {"type": "error", "error": {"type": etype, "message": msg}},
+                        extra)
+
+    def _cut_reply(self, msg_id, model, stream, in_tok, text):
+        self.close_connection = True
+        if not stream:
+            data = json.dumps({"id": msg_id, "type": "message", "role": "assistant",
+                               "model": model, "content": [{"type": "text", "text": text}]})
+            data = data.encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+        else:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.send_header("request-id", "req_stub_" + uuid.uuid4().hex[:20])
+            self.end_headers()
+            for name, data in (
+                    ("message_start", {"type": "message_start", "message": {
+                        "id": msg_id, "type": "message", "role": "assistant", "model": model,
+                        "content": [], "stop_reason": None, "stop_sequence": None,
+                        "usage": usage(in_tok, 1)}}),
+                    ("content_block_start", {"type": "content_block_start", "index": 0,
+                                             "content_block": {"type": "text", "text": ""}}),
+                    ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                             "delta": {"type": "text_delta", "text": text}})):
+                self.wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(data))).encode())
+            self.wfile.flush()
+        try:
+            self.connection.shutdown(2)
+        except OSError:
+            pass
 
 
 def main():
