@@ -27,6 +27,8 @@ pub struct Context {
     /// defines the project, so the slot holds it untyped; `claude::paths` alone fills and
     /// reads it (`Context::project`), with its type.
     project: OnceCell<Result<Box<dyn Any>, Failure>>,
+    /// stdin and stdout are the command's own channel (see [`Context::stdio_channel`]).
+    stdio: bool,
 }
 
 impl Context {
@@ -58,7 +60,29 @@ impl Context {
             input: OnceCell::new(),
             received: RefCell::new(None),
             project: OnceCell::new(),
+            stdio: false,
         }
+    }
+
+    /// Marks stdin and stdout as the command's own channel: the shared `main` read nothing
+    /// from stdin and prints no document (see [`super::Binary::STDIO_SUBCOMMANDS`]).
+    pub(super) fn owning_stdio(mut self) -> Self {
+        self.stdio = true;
+        self
+    }
+
+    /// stdin and stdout, for a command that speaks its own protocol on them (`dream-run
+    /// tool-relay`: MCP). Only such a command gets them: for any other, stdin was read (or
+    /// left alone) by the shared `main`, and stdout holds its one document.
+    pub fn stdio_channel(
+        &self,
+    ) -> Result<(std::io::StdinLock<'static>, std::io::StdoutLock<'static>), Failure> {
+        if !self.stdio {
+            return Err(Failure::environment(
+                "stdin and stdout are not this command's channel (a dreamkit bug)",
+            ));
+        }
+        Ok((std::io::stdin().lock(), std::io::stdout().lock()))
     }
 
     pub fn diag(&self) -> &Diag {

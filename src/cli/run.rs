@@ -20,6 +20,15 @@ pub trait Binary: clap::Parser {
     /// failed, so the release at the end of the pipeline can still roll back.
     const STAGE: Option<&'static dyn Stage> = None;
 
+    /// Subcommands that speak their own protocol on stdin and stdout (`dream-run tool-relay`:
+    /// MCP, for the Claude Code client that starts it). For them the shared `main` reads
+    /// nothing from stdin (the command takes it, [`Context::stdio_channel`]), a signal and a
+    /// usage error print nothing on stdout (the usage error keeps its stderr line and exit 2,
+    /// and no envelope is read), and the report prints no document
+    /// ([`Report::printed`](super::Report::printed) false): its exit code is still the
+    /// report's.
+    const STDIO_SUBCOMMANDS: &'static [&'static str] = &[];
+
     fn common(&self) -> &CommonArgs;
 
     /// Runs the command the flags name, through [`Context::finish`].
@@ -101,9 +110,10 @@ fn schema_answer<T: Tool>(tool: &T, stage: Option<&'static dyn Stage>) -> Value 
 /// The whole life of a dreamkit process; `src/bin/<tool>.rs` calls only this.
 pub fn main<T: Binary>() -> ExitCode {
     let name = T::command().get_name().to_string();
+    let stdio = names_stdio_subcommand::<T>(std::env::args_os().skip(1));
     let args = match parse::<T>() {
         Ok(args) => args,
-        Err(err) => return clap_exit(&name, err, T::STAGE),
+        Err(err) => return clap_exit(&name, err, T::STAGE, stdio),
     };
     let common = args.common().clone();
     // First: nothing printed from here on may show a credential.
@@ -113,13 +123,22 @@ pub fn main<T: Binary>() -> ExitCode {
     if let Err(e) = super::signals::install(&name, common.quiet) {
         diag.warn(&format!("cannot install signal handlers: {e}"));
     }
-    // `--schema` runs nothing, so it reads nothing.
-    let stdin = if common.schema {
+    if stdio {
+        super::signals::no_documents();
+    }
+    // `--schema` runs nothing, so it reads nothing; a command with its own channel reads it
+    // itself.
+    let stdin = if common.schema || stdio {
         Ok(None)
     } else {
         read_stdin(common.null_input)
     };
     let cx = Context::with_stdin(diag, common, Env::from_process(), T::STAGE, stdin);
+    let cx = if stdio && !cx.common().schema {
+        cx.owning_stdio()
+    } else {
+        cx
+    };
     let delivery = args.dispatch(&cx);
     deliver(delivery, &cx)
 }
@@ -247,7 +266,12 @@ fn relaxed(command: clap::Command) -> clap::Command {
 /// usage error: one line on stderr (see [`usage_line`]), and clap's whole text, plain (the
 /// missing argument, the "did you mean" tip, the `Usage:` line), in our JSON on stdout (in
 /// the envelope, for a pipeline stage whose stdin held one).
-fn clap_exit(tool: &str, err: clap::Error, stage: Option<&'static dyn Stage>) -> ExitCode {
+fn clap_exit(
+    tool: &str,
+    err: clap::Error,
+    stage: Option<&'static dyn Stage>,
+    stdio: bool,
+) -> ExitCode {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = err.print();
@@ -259,6 +283,10 @@ fn clap_exit(tool: &str, err: clap::Error, stage: Option<&'static dyn Stage>) ->
             let quiet = asks_flag(std::env::args_os().skip(1), "quiet", 'q');
             if !quiet {
                 print_usage_line(tool, &err);
+            }
+            // stdin and stdout are another program's channel: neither is touched.
+            if stdio {
+                return Exit::Usage.into();
             }
             // Whatever stdin holds, the usage error is what is reported; a stage reads it to
             // keep the envelope flowing.
@@ -298,6 +326,24 @@ fn usage_line(tool: &str, message: &str) -> String {
         line.push_str(more.trim());
     }
     format!("{tool}: {line} (try --help)")
+}
+
+/// Whether the command line (without the program's name) names one of
+/// [`Binary::STDIO_SUBCOMMANDS`]: its first word that is a subcommand of the binary, before
+/// any `--`. Read before the flags are parsed, so that a usage error of such a command
+/// leaves its stdin and stdout alone too.
+fn names_stdio_subcommand<T: Binary>(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    if T::STDIO_SUBCOMMANDS.is_empty() {
+        return false;
+    }
+    let command = T::command();
+    args.take_while(|a| a != "--")
+        .find_map(|a| {
+            command
+                .find_subcommand(&a)
+                .map(|sub| sub.get_name().to_string())
+        })
+        .is_some_and(|name| T::STDIO_SUBCOMMANDS.contains(&name.as_str()))
 }
 
 /// Whether the command line holds `--<long>`, `-<short>` or a cluster such as `-qn`, before

@@ -83,6 +83,13 @@ pub fn set_documents(document: impl Fn(i32) -> String) {
     TERM_DOC.set(format!("{}\n", document(libc::SIGTERM)));
 }
 
+/// No document at all when a signal ends the process: stdout is another program's channel
+/// (`dream-run tool-relay`), where a stray line would be a protocol error.
+pub fn no_documents() {
+    INT_DOC.set(String::new());
+    TERM_DOC.set(String::new());
+}
+
 pub(super) fn name(signal: i32) -> &'static str {
     if signal == libc::SIGINT {
         "SIGINT"

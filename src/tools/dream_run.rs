@@ -12,6 +12,7 @@ pub mod prompt;
 #[cfg(test)]
 mod props;
 pub mod recover;
+pub mod relay;
 pub mod report;
 pub mod review;
 pub mod rules;
@@ -84,6 +85,19 @@ pub enum Subcommand {
     /// The memory's health without a model: the index as Claude Code cuts it, dangling
     /// links, orphans, duplicates, relative dates, vanished paths, secrets (reads only)
     Check(CheckArgs),
+    /// The MCP server of a `--provider claude` run: started by the Claude Code client that
+    /// dream-run spawns, never by hand. It serves the run's five sandboxed tools as MCP
+    /// (JSON-RPC on stdin and stdout) and forwards each call to the running dream-run over
+    /// the socket it names; exit 0 at stdin's end, 3 when the socket cannot be reached
+    #[command(name = "tool-relay", hide = true)]
+    ToolRelay(ToolRelayArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ToolRelayArgs {
+    /// The socket of the running dream-run (relay.sock in its private directory)
+    #[arg(long, value_name = "PATH")]
+    pub socket: PathBuf,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -278,6 +292,8 @@ pub struct RecoverArgs {
 impl crate::cli::Binary for Args {
     const STAGE: Option<&'static dyn Stage> = Some(&StageOf::<run::RunSection>::STAGE);
 
+    const STDIO_SUBCOMMANDS: &'static [&'static str] = &["tool-relay"];
+
     fn common(&self) -> &CommonArgs {
         &self.common
     }
@@ -293,6 +309,7 @@ impl crate::cli::Binary for Args {
             Some(Subcommand::Discard(args)) => cx.finish(args),
             Some(Subcommand::Recover(args)) => cx.finish(args),
             Some(Subcommand::Check(args)) => cx.finish(args),
+            Some(Subcommand::ToolRelay(args)) => cx.finish(args),
         }
     }
 }
@@ -406,6 +423,18 @@ impl Tool for CheckArgs {
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
         Ok(Self::Report::schema(self.hook, generator))
+    }
+}
+
+impl Tool for ToolRelayArgs {
+    type Report = relay::RelayEnded;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        relay::run(&self.socket, cx)
+    }
+
+    fn schema(&self, _: &mut SchemaGenerator) -> Result<Schema, &'static str> {
+        Err("stdout is the MCP channel (JSON-RPC 2.0) of the Claude Code client that started it")
     }
 }
 
