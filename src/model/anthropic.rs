@@ -127,6 +127,8 @@ pub(super) fn parse(value: &Value) -> Result<Response, String> {
             output_tokens: count("output_tokens"),
             cache_creation_input_tokens: count("cache_creation_input_tokens"),
             cache_read_input_tokens: count("cache_read_input_tokens"),
+
+            cost_usd: None,
         },
     })
 }
@@ -171,7 +173,8 @@ mod tests {
                 input_tokens: 10,
                 output_tokens: 5,
                 cache_creation_input_tokens: 3,
-                cache_read_input_tokens: 7
+                cache_read_input_tokens: 7,
+                cost_usd: None
             }
         );
         assert!(parse(&json!({"content": "no"})).is_err());

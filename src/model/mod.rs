@@ -7,6 +7,7 @@
 mod anthropic;
 pub mod formats;
 mod openai;
+pub mod print_mode;
 pub mod retry;
 
 use std::time::Duration;
@@ -35,8 +36,12 @@ const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Provider {
+    /// The Anthropic Messages API, with an API key or token
     Anthropic,
+    /// An OpenAI-compatible chat-completions server
     Openai,
+    /// The user's own Claude Code (`claude -p`), logged in as they use it: no key needed
+    Claude,
 }
 
 /// Which model a task wants when `--model` does not say.
@@ -51,7 +56,8 @@ pub enum Tier {
 /// `--provider`, `--model`, `--timeout`, `--deadline`, `--retries`.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// Model API: the Anthropic Messages API or an OpenAI-compatible server
+    /// Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user's own
+    /// Claude Code in print mode (its login; no API key needed)
     #[arg(
         long,
         value_enum,
@@ -106,6 +112,8 @@ pub struct ModelConfig {
     pub retry: RetryPolicy,
     /// `DREAMKIT_OPENAI_EXTRA_BODY`: fields added to every chat-completions request.
     pub extra_body: serde_json::Map<String, Value>,
+    /// `--provider claude`: the client that answers instead of an HTTP API.
+    pub print_mode: Option<print_mode::PrintMode>,
 }
 
 impl ModelArgs {
@@ -158,6 +166,31 @@ empty string",
                         .unwrap_or_else(|| default.to_string()),
                     retry,
                     extra_body: serde_json::Map::new(),
+                    print_mode: None,
+                })
+            }
+            Provider::Claude => {
+                // The client resolves its own model aliases and default; the small/fast tier
+                // asks for its small model.
+                let model = self.model.clone().or_else(|| match tier {
+                    Tier::Main => None,
+                    Tier::SmallFast => Some(print_mode::SMALL_MODEL.to_string()),
+                });
+                let print_mode = print_mode::PrintMode::resolve(
+                    env,
+                    model,
+                    self.retries,
+                    self.request_timeout(),
+                    self.deadline,
+                )?;
+                Ok(ModelConfig {
+                    provider: Provider::Claude,
+                    base_url: String::new(),
+                    credential: Credential::None,
+                    model: print_mode.model_name(),
+                    retry,
+                    extra_body: serde_json::Map::new(),
+                    print_mode: Some(print_mode),
                 })
             }
             Provider::Openai => {
@@ -191,6 +224,7 @@ server that needs none (llama.cpp, vLLM, Ollama), set OPENAI_API_KEY to the empt
                     model,
                     retry,
                     extra_body: extra_body(var("DREAMKIT_OPENAI_EXTRA_BODY").as_deref())?,
+                    print_mode: None,
                 })
             }
         }
@@ -369,13 +403,17 @@ impl Request {
     }
 }
 
-/// The four usage counters, as every tool reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+/// The four usage counters, as every tool reports them, and the cost when the provider
+/// states it (`--provider claude`: the client's `total_cost_usd`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cache_creation_input_tokens: u64,
     pub cache_read_input_tokens: u64,
+    /// US dollars, as Claude Code computes them (absent when the provider does not say)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 impl std::ops::AddAssign for Usage {
@@ -384,6 +422,10 @@ impl std::ops::AddAssign for Usage {
         self.output_tokens += other.output_tokens;
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
         self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
     }
 }
 
@@ -529,9 +571,21 @@ impl Client {
         &self.config.model
     }
 
+    /// `--provider claude`: the client that runs the conversation itself.
+    pub fn print_mode(&self) -> Option<&print_mode::PrintMode> {
+        self.config.print_mode.as_ref()
+    }
+
     /// Sends the request, retrying per the policy.
     pub async fn send(&self, request: &Request) -> Result<Response, ModelError> {
+        if let Some(print_mode) = &self.config.print_mode {
+            return send_print_mode(print_mode, request).await;
+        }
         match self.config.provider {
+            Provider::Claude => Err(ModelError::new(
+                ErrorKind::InvalidRequest,
+                "--provider claude without a resolved client",
+            )),
             Provider::Anthropic => {
                 let body = anthropic::body(&self.config.model, request);
                 self.send_body(&body, request).await
@@ -636,7 +690,9 @@ impl Client {
                 headers.push(("anthropic-version", ANTHROPIC_VERSION.to_string()));
                 format!("{}/v1/messages", self.config.base_url)
             }
-            Provider::Openai => format!("{}/chat/completions", self.config.base_url),
+            Provider::Openai | Provider::Claude => {
+                format!("{}/chat/completions", self.config.base_url)
+            }
         };
         match &self.config.credential {
             Credential::ApiKey(key) => headers.push(("x-api-key", key.expose().to_string())),
@@ -654,13 +710,73 @@ impl Client {
         })?;
         let parsed = match self.config.provider {
             Provider::Anthropic => anthropic::parse(&value),
-            Provider::Openai => openai::parse(&value, tools),
+            Provider::Openai | Provider::Claude => openai::parse(&value, tools),
         };
         parsed.map_err(|message| ModelError {
             status: Some(status),
             ..ModelError::new(ErrorKind::MalformedResponse, message)
         })
     }
+}
+
+/// One request answered by the user's Claude Code: the system prompt as `--system-prompt`,
+/// the conversation as the prompt on stdin, a structured answer through `--json-schema`
+/// (its object becomes the reply's text). The client retries by itself (`--retries`), so
+/// this is one exchange. Tool use is dream-run's own (over MCP), not this path's.
+async fn send_print_mode(
+    print_mode: &print_mode::PrintMode,
+    request: &Request,
+) -> Result<Response, ModelError> {
+    let system = request
+        .system
+        .iter()
+        .map(|b| b.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let run = print_mode::Invocation {
+        system_prompt: system,
+        // A structured answer costs a turn of its own (the synthetic StructuredOutput tool).
+        max_turns: if request.answer_schema.is_some() { 3 } else { 1 },
+        json_schema: request.answer_schema.as_ref().map(|a| a.schema.clone()),
+        ..print_mode::Invocation::default()
+    };
+    let answer = print_mode.one_shot(&run, &conversation_text(request)).await?;
+    Ok(Response {
+        content: vec![Block::text(answer.text)],
+        stop_reason: Some("end_turn".into()),
+        usage: answer.usage,
+    })
+}
+
+/// The messages as one prompt: a single user message as it is; a longer exchange (a second
+/// attempt after a reply that did not parse) with each turn labelled.
+fn conversation_text(request: &Request) -> String {
+    let text_of = |message: &Message| {
+        message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if let [only] = request.messages.as_slice() {
+        return text_of(only);
+    }
+    request
+        .messages
+        .iter()
+        .map(|m| {
+            let who = match m.role {
+                Role::User => "User",
+                Role::Assistant => "Your earlier answer",
+            };
+            format!("<{who}>\n{}\n</{who}>", text_of(m))
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// Whether an error is a server's refusal of the `response_format` it was sent.

@@ -212,6 +212,8 @@ pub(super) fn parse(value: &Value, tools: &[ToolSpec]) -> Result<Response, Strin
             output_tokens: count("/completion_tokens"),
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: cached,
+
+            cost_usd: None,
         },
     })
 }
@@ -398,7 +400,8 @@ mod tests {
                 input_tokens: 40,
                 output_tokens: 7,
                 cache_creation_input_tokens: 0,
-                cache_read_input_tokens: 60
+                cache_read_input_tokens: 60,
+                cost_usd: None
             }
         );
         assert!(parse(&json!({"choices": []}), &[]).is_err());

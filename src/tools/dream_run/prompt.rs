@@ -14,6 +14,21 @@ const INDEX_LINE_AIM: usize = 150;
 /// About how large one memory file should stay.
 const MEMORY_FILE_AIM_KB: usize = 4;
 
+/// The name the client gives one of our tools when it reaches them over MCP
+/// (`--provider claude`): `mcp__dreamkit__<tool>`.
+pub fn mcp_name(tool: &str) -> String {
+    format!("mcp__{}__{tool}", crate::model::print_mode::MCP_SERVER)
+}
+
+/// A prompt with each tool named (in backticks) as the client names it over MCP.
+pub fn mcp_named(text: &str) -> String {
+    let mut named = text.to_string();
+    for tool in super::sandbox::Sandbox::tool_specs() {
+        named = named.replace(&format!("`{}`", tool.name), &format!("`{}`", mcp_name(&tool.name)));
+    }
+    named
+}
+
 /// The stable part: what a consolidation is and how to do it. No run-specific text here, so
 /// the prefix (with the tool list) is cached across runs. What a memory is, what is never
 /// saved and how files and the index look follow what Claude Code itself tells its agent

@@ -10,6 +10,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod by_client;
 mod by_rules;
 
 use super::anchors;
@@ -912,7 +913,10 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         write_time: Duration::ZERO,
     };
     let end = match (&client, &rules_input) {
-        (Some(client), _) => agent.converse(client, &task, deadline),
+        (Some(client), _) => match client.print_mode() {
+            Some(print_mode) => agent.converse_via_client(print_mode, &task, deadline),
+            None => agent.converse(client, &task, deadline),
+        },
         (None, Some((health, found))) => agent.run_rules(health, found),
         // Not built so: a model run has its client, a rules run its input.
         (None, None) => End::Failed {
@@ -1208,6 +1212,72 @@ fn not_run(why: &str) -> (String, bool) {
     (format!("not run: {why}"), true)
 }
 
+/// One assistant turn's share of the tools: at most `--max-calls-per-turn` calls, and at
+/// most [`TURN_OUTPUT_CAP`] of output, refusals included.
+struct TurnBudget {
+    max_calls: usize,
+    calls: usize,
+    output_left: usize,
+    refused_once: bool,
+}
+
+impl TurnBudget {
+    fn new(max_calls: usize) -> TurnBudget {
+        TurnBudget {
+            max_calls,
+            calls: 0,
+            output_left: TURN_OUTPUT_CAP,
+            refused_once: false,
+        }
+    }
+
+    /// Keeps the refusals' share of the cap aside when the turn's calls are known, so that
+    /// everything the turn returns, refusals included, stays within it.
+    fn reserve_for(&mut self, calls: usize) {
+        let reserve = (calls * 8 + 1024).min(TURN_OUTPUT_CAP / 2);
+        self.output_left = TURN_OUTPUT_CAP - reserve;
+    }
+
+    /// `None`: the next call may run; else the refusal to return in its place (the whole
+    /// reason once, then two words).
+    fn admit(&mut self) -> Option<String> {
+        self.calls += 1;
+        let why = if self.calls > self.max_calls {
+            format!(
+                "at most {} tool calls run per turn (--max-calls-per-turn); make the rest in your next turn",
+                self.max_calls
+            )
+        } else if self.output_left == 0 {
+            format!(
+                "this turn's tool output reached its cap of {} KiB; ask for less at a time (| head, offset/limit) in your next turn",
+                TURN_OUTPUT_CAP / 1024
+            )
+        } else {
+            return None;
+        };
+        if std::mem::replace(&mut self.refused_once, true) {
+            Some("not run".to_string())
+        } else {
+            Some(not_run(&why).0)
+        }
+    }
+
+    /// Takes a call's output from what is left, cutting it at the cap.
+    fn charge(&mut self, content: &mut String) {
+        if content.len() > self.output_left {
+            let cut = floor_char_boundary(content, self.output_left);
+            content.truncate(cut);
+            content.push_str(&format!(
+                "\n[cut: this turn's tool output reached its cap of {} KiB]\n",
+                TURN_OUTPUT_CAP / 1024
+            ));
+            self.output_left = 0;
+        } else {
+            self.output_left -= content.len();
+        }
+    }
+}
+
 impl Agent<'_> {
     fn converse(&mut self, client: &Client, task: &str, deadline: Duration) -> End {
         let started = Instant::now();
@@ -1327,56 +1397,22 @@ keep it short, and use the tools for changes.",
                 continue;
             }
             let mut results = Vec::new();
-            // The refusals' share of the cap is kept aside, so everything this turn returns,
-            // refusals included, stays within it.
-            let reserve = (calls.len() * 8 + 1024).min(TURN_OUTPUT_CAP / 2);
-            let mut output_left = TURN_OUTPUT_CAP - reserve;
-            let mut refused_once = false;
-            let max_calls = self.args.max_calls_per_turn as usize;
-            for (index, (id, name, input)) in calls.into_iter().enumerate() {
+            let mut budget = TurnBudget::new(self.args.max_calls_per_turn as usize);
+            budget.reserve_for(calls.len());
+            for (id, name, input) in calls {
                 let left = self.time_left(started, deadline);
                 if left.is_zero() {
                     // The run ends here; the calls not run need no result.
                     return self.deadline_passed(deadline);
                 }
-                let refusal = if index >= max_calls {
-                    Some(format!(
-                        "at most {max_calls} tool calls run per turn (--max-calls-per-turn); make the rest in your next turn"
-                    ))
-                } else if output_left == 0 {
-                    Some(format!(
-                        "this turn's tool output reached its cap of {} KiB; ask for less at a time (| head, offset/limit) in your next turn",
-                        TURN_OUTPUT_CAP / 1024
-                    ))
-                } else {
-                    None
-                };
-                let (content, is_error) = if let Some(why) = refusal {
-                    // The whole reason once; after it a refusal is two words, paid from the
-                    // share of the cap kept for them.
-                    let text = if refused_once {
-                        "not run".to_string()
-                    } else {
-                        refused_once = true;
-                        not_run(&why).0
-                    };
+                let (content, is_error) = if let Some(text) = budget.admit() {
                     (text, true)
                 } else {
                     // No command may outlast the run's deadline.
                     self.sandbox
                         .set_shell_timeout(self.args.shell_timeout.min(left));
                     let (mut content, is_error) = self.call_tool(&name, &input);
-                    if content.len() > output_left {
-                        let cut = floor_char_boundary(&content, output_left);
-                        content.truncate(cut);
-                        content.push_str(&format!(
-                            "\n[cut: this turn's tool output reached its cap of {} KiB]\n",
-                            TURN_OUTPUT_CAP / 1024
-                        ));
-                        output_left = 0;
-                    } else {
-                        output_left -= content.len();
-                    }
+                    budget.charge(&mut content);
                     (content, is_error)
                 };
                 results.push(Block::ToolResult {
