@@ -46,7 +46,7 @@ test-local-model:
 # network namespace (needs unshare -n, ip, python3). Without the client those tests skip.
 test-claude:
 	DREAMKIT_TEST_CLAUDE="$$(scripts/claude-code/install.sh)" && export DREAMKIT_TEST_CLAUDE && \
-		$(CARGO) test --locked -j $(JOBS) --test cli -- --test-threads=4 claude_code::
+		$(CARGO) test --locked -j $(JOBS) --test cli -- --test-threads=4 claude_code:: provider_claude::
 
 lint:
 	$(CARGO) fmt --all --check

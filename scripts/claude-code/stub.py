@@ -31,6 +31,8 @@ REPLIES.json is a list; each entry is consumed by one "main" request (see below)
   any entry may add "any": true -> any /v1/messages request may take it, also one with no
   tools (see below); e.g. a `claude -p --tools ""` call sends no tools at all.
   any entry may add "repeat": N -> it serves N requests before it is used up (default 1).
+  any entry may add "delay": SECONDS -> the reply starts that long after the request (a
+      model that takes its time, for tests that signal the client's caller mid-answer).
 When no entry fits, the reply is --default-text ("Hello from the stub.").
 
 Which requests are "main": Claude Code also makes side requests (title / topic generation,
@@ -209,6 +211,8 @@ class Handler(BaseHTTPRequestHandler):
     def _messages(self, raw, body):
         state = self.server.state
         seq, index, entry = state.pick(body, raw)
+        if isinstance(entry, dict) and entry.get("delay"):
+            time.sleep(float(entry["delay"]))
         blocks, stop = blocks_for(entry)
         if stop == "error":
             return self._error_reply(body, seq, index, entry)

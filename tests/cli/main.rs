@@ -30,6 +30,7 @@ mod local_models;
 mod locations;
 mod lock;
 mod net;
+mod provider_claude;
 mod recap;
 mod review;
 mod rules;

@@ -144,6 +144,57 @@ impl Offline {
             .stderr_with(runner_line_only(0))
     }
 
+    /// dreamkit's `tool` with `--provider claude`, run where the client runs (in the offline
+    /// runner's namespace, against the stub answering `replies`), the real client as
+    /// `DREAMKIT_CLAUDE_BIN`. `env` adds variables (the runner's own switches stay set);
+    /// `drop` leaves variables out of the tool's environment (`ANTHROPIC_API_KEY`: no
+    /// credential at all). The caller says what the exit, stdout and stderr must be (stderr
+    /// ends with the runner's line).
+    pub(crate) fn dreamkit<'a>(
+        &self,
+        home: &ClaudeHome,
+        replies: &Value,
+        tool: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        drop: &[&str],
+    ) -> Run<'a> {
+        let (_, replies_file) = tempfile::Builder::new()
+            .prefix("replies-")
+            .suffix(".json")
+            .tempfile_in(&home.root)
+            .unwrap()
+            .keep()
+            .unwrap();
+        std::fs::write(&replies_file, replies.to_string()).unwrap();
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg(repo_root().join("scripts/claude-code/run-offline.sh"))
+            .env_clear()
+            .env("PATH", &self.path)
+            .env("LANG", "C.UTF-8")
+            .env("CC_HOME", &home.home)
+            .env("XDG_STATE_HOME", &home.state_home)
+            .env("CC_CWD", &home.project)
+            .env("CC_LOG", &self.log)
+            .env("CC_REPLIES", &replies_file)
+            .env("CC_TIMEOUT", "120")
+            .env("CLAUDE_BIN", crate::support::bin_path(tool))
+            .env("DREAMKIT_PROVIDER", "claude")
+            .env("DREAMKIT_CLAUDE_BIN", &self.claude)
+            .current_dir(&home.project);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        for name in drop {
+            cmd.arg("--drop-env").arg(name);
+        }
+        cmd.arg("--");
+        Run::command(cmd, &format!("run-offline.sh -- {tool}"))
+            .args(args)
+            .stdin_from(Stdio::null())
+            .timeout(Duration::from_secs(150))
+    }
+
     /// The client's `-p` turn as a new session; its json result.
     pub(crate) fn prompt(
         &self,

@@ -1,0 +1,589 @@
+//! `--provider claude`: the user's own Claude Code as the model. Against the real client
+//! 2.1.332 offline (support/claude_code.rs; `make test-claude` runs these, without the client
+//! they print SKIP): the one-shot tools answered through it, a dream-run whose scripted model
+//! calls our MCP tools, review mode, SIGTERM mid-run, no credential, the user's hooks never
+//! firing, no session written. Without the client: the version check, a missing client and a
+//! deadline that ends the client's whole process group (a stand-in script).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::support::claude_code::{client, Offline};
+use crate::support::{chmod, ClaudeHome, Run};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/claude-code-2.1.332"
+);
+/// The session of the fixture transcript `session-tool-use.jsonl`.
+const SESSION: &str = "854ac185-82c5-458b-8010-937270238761";
+
+macro_rules! claude_or_skip {
+    ($name:expr) => {
+        match client($name) {
+            Some(path) => path,
+            None => return,
+        }
+    };
+}
+
+/// A home whose project has the fixture session as its transcript, and a user settings file
+/// whose Stop and SessionStart hooks would leave a marker (none may appear).
+fn home_with_session() -> (ClaudeHome, PathBuf) {
+    let home = ClaudeHome::new();
+    let transcript = home.transcripts_dir().join(format!("{SESSION}.jsonl"));
+    std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+    std::fs::copy(format!("{FIXTURES}/session-tool-use.jsonl"), &transcript).unwrap();
+    let marker = home.root.join("hook-fired");
+    let hook = json!([{"hooks": [{"type": "command",
+        "command": format!("touch {}", marker.display())}]}]);
+    std::fs::write(
+        home.config.join("settings.json"),
+        json!({"hooks": {"Stop": hook, "SessionStart": hook}}).to_string(),
+    )
+    .unwrap();
+    (home, marker)
+}
+
+/// Every `.jsonl` under the client's `projects/` folder.
+fn transcripts(home: &ClaudeHome) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(home.config.join("projects"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.path().to_path_buf())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect()
+}
+
+/// The checks every real-client run shares: no hook of the user's fired, and the client
+/// wrote no session of its own.
+fn sealed_off(home: &ClaudeHome, marker: &Path) {
+    assert!(!marker.exists(), "a user hook fired inside the client");
+    assert_eq!(
+        transcripts(home),
+        vec![home.transcripts_dir().join(format!("{SESSION}.jsonl"))],
+        "the client wrote a session"
+    );
+}
+
+/// The runner's last stderr line, for a tool that exited `code`.
+fn ends_with_runner_line(code: i32) -> impl Fn(&str) {
+    move |stderr: &str| {
+        let last = stderr.lines().last().unwrap_or("");
+        assert!(
+            last.starts_with(&format!("run-offline: claude exit={code} ")),
+            "{stderr}"
+        );
+    }
+}
+
+fn system_texts(body: &Value) -> Vec<String> {
+    body["system"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn recap_suggest_and_turn_status_answer_through_the_users_client() {
+    let claude = claude_or_skip!("recap_suggest_and_turn_status_answer_through_the_users_client");
+    let (home, marker) = home_with_session();
+    let offline = Offline::new(claude, &home);
+    let transcript = home.transcripts_dir().join(format!("{SESSION}.jsonl"));
+    let transcript = transcript.to_str().unwrap();
+    let replies = json!([
+        {"any": true, "match": "You write the note", "text": "You were running a tool; next, check its output."},
+        {"any": true, "match": "naturally type next", "text": "run it again"},
+        {"tool_use": {"name": "StructuredOutput", "input": {"state": "blocked",
+            "detail": "asks whether to push", "tempo": "blocked",
+            "needs": "say yes or no", "result": ""}}},
+    ]);
+    let recap = offline
+        .dreamkit(&home, &replies, "recap", &["-n", "--transcript", transcript], &[], &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["status"], "ok", "{doc}"))
+        .stderr_with(ends_with_runner_line(0))
+        .run()
+        .json();
+    assert_eq!(recap["text"], "You were running a tool; next, check its output.");
+    assert!(recap["usage"]["input_tokens"].as_u64().unwrap() > 0, "{recap}");
+    assert!(recap["usage"]["cost_usd"].as_f64().unwrap() > 0.0, "{recap}");
+    let requests = offline.requests();
+    let body = &requests.last().unwrap()["body"];
+    // The small model, our system prompt (after the client's own two lines), no tool.
+    assert_eq!(body["model"], "claude-haiku-5-5");
+    assert!(system_texts(body).last().unwrap().starts_with("You write the note"), "{body}");
+    assert_eq!(body["tools"], json!([]));
+
+    offline
+        .dreamkit(&home, &replies, "suggest", &["-n", "--transcript", transcript], &[], &[])
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["suggestion"], "run it again", "{doc}"))
+        .stderr_with(ends_with_runner_line(0))
+        .run();
+    // The main model: the client's default, as no --model was given.
+    let requests = offline.requests();
+    assert_eq!(requests.last().unwrap()["body"]["model"], "claude-opus-5-5");
+
+    let status = offline
+        .dreamkit(
+            &home,
+            &replies,
+            "turn-status",
+            &["-n", "--engine", "llm", "--transcript", transcript],
+            &[],
+            &[],
+        )
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["status_category"], "blocked", "{doc}"))
+        .stderr_with(ends_with_runner_line(0))
+        .run()
+        .json();
+    assert_eq!(status["status_detail"], "asks whether to push");
+    let main = offline.main_requests();
+    let body = &main.last().unwrap()["body"];
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"StructuredOutput"), "{tools:?}");
+    assert_eq!(body["model"], "claude-haiku-5-5");
+    sealed_off(&home, &marker);
+}
+
+#[test]
+fn the_clients_failures_are_our_kinds() {
+    let claude = claude_or_skip!("the_clients_failures_are_our_kinds");
+    let (home, marker) = home_with_session();
+    let offline = Offline::new(claude, &home);
+    let transcript = home.transcripts_dir().join(format!("{SESSION}.jsonl"));
+    let transcript = transcript.to_str().unwrap();
+    let args = ["-n", "--retries", "0", "--transcript", transcript];
+    for (status, kind, error_type) in [
+        (401, "auth", "authentication_error"),
+        (429, "rate_limited", "rate_limit_error"),
+        (529, "overloaded", "overloaded_error"),
+        (500, "server", "api_error"),
+    ] {
+        let replies = json!([{"any": true, "error": {"status": status, "type": error_type,
+            "message": "scripted"}}]);
+        let doc = offline
+            .dreamkit(&home, &replies, "recap", &args, &[], &[])
+            .code(4)
+            .stdout_json(|doc| assert_eq!(doc["error"]["kind"], kind, "{doc}"))
+            .stderr_with(ends_with_runner_line(4))
+            .run()
+            .json();
+        assert_eq!(doc["error"]["status"], status, "{doc}");
+    }
+    // A stream cut mid-answer, twice (the client retries it once without streaming).
+    let replies = json!([{"any": true, "cut": true, "text": "part", "repeat": 4}]);
+    offline
+        .dreamkit(&home, &replies, "recap", &args, &[], &[])
+        .code(4)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "network", "{doc}"))
+        .stderr_with(ends_with_runner_line(4))
+        .run();
+    // No credential at all: the client is not logged in.
+    let doc = offline
+        .dreamkit(&home, &json!([]), "recap", &args, &[], &["ANTHROPIC_API_KEY"])
+        .code(4)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "auth", "{doc}"))
+        .stderr_with(ends_with_runner_line(4))
+        .run()
+        .json();
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.contains("run `claude` once and log in"), "{message}");
+    sealed_off(&home, &marker);
+}
+
+/// A memory dir with an index and a stale topic file.
+fn seed_memory(home: &ClaudeHome) {
+    let memory = home.memory_dir();
+    std::fs::create_dir_all(&memory).unwrap();
+    std::fs::write(
+        memory.join("MEMORY.md"),
+        "- [Old](project_old.md) — a plan that was dropped\n",
+    )
+    .unwrap();
+    std::fs::write(
+        memory.join("project_old.md"),
+        "---\nname: old-plan\ndescription: a plan that was dropped\nmetadata:\n  type: project\n---\nThe old plan.\n",
+    )
+    .unwrap();
+}
+
+const TESTING: &str = "---\nname: testing\ndescription: run the suite before pushing\nmetadata:\n  type: feedback\n---\nRun `make test` before pushing.\n**Why:** CI is slow.\n**How to apply:** every push.\n";
+
+/// The scripted consolidation: reads, a new file, an edit, a deletion, and two refusals.
+fn consolidation(summary: &str) -> Value {
+    let call = |name: &str, input: Value| json!({"tool_use": {"name": format!("mcp__dreamkit__{name}"), "input": input}});
+    json!([
+        call("read_file", json!({"path": "MEMORY.md"})),
+        call("write_file", json!({"path": "feedback_testing.md", "content": TESTING})),
+        call("edit_file", json!({"path": "MEMORY.md",
+            "old_string": "- [Old](project_old.md) — a plan that was dropped",
+            "new_string": "- [Testing](feedback_testing.md) — run the suite before pushing"})),
+        call("read_file", json!({"path": "project_old.md"})),
+        call("delete_file", json!({"path": "project_old.md"})),
+        call("write_file", json!({"path": "../escape.md", "content": "x"})),
+        call("shell", json!({"command": "cat MEMORY.md > copy.md"})),
+        summary,
+    ])
+}
+
+/// The tool results the client sent back to the model, in order: (is_error, text).
+fn tool_results(offline: &Offline) -> Vec<(bool, String)> {
+    let Some(last) = offline.main_requests().pop() else {
+        return Vec::new();
+    };
+    let mut results = Vec::new();
+    for message in last["body"]["messages"].as_array().into_iter().flatten() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let text = match &block["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join(""),
+                    _ => String::new(),
+                };
+                results.push((block["is_error"] == true, text));
+            }
+        }
+    }
+    results
+}
+
+#[test]
+fn dream_run_consolidates_through_the_client_with_our_tools_over_mcp() {
+    let claude = claude_or_skip!("dream_run_consolidates_through_the_client_with_our_tools_over_mcp");
+    let (home, marker) = home_with_session();
+    seed_memory(&home);
+    let offline = Offline::new(claude, &home);
+    let doc = offline
+        .dreamkit(
+            &home,
+            &consolidation("Consolidated: one feedback memory, the dropped plan removed."),
+            "dream-run",
+            &["-n", "--unlocked"],
+            &[],
+            &[],
+        )
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "completed", "{doc}"))
+        .stderr_with(ends_with_runner_line(0))
+        .run()
+        .json();
+    let run = &doc["run"];
+    assert_eq!(
+        run["summary"],
+        "Consolidated: one feedback memory, the dropped plan removed."
+    );
+    assert_eq!(run["turns"], 8, "{run}");
+    assert_eq!(run["tool_calls"], 7, "{run}");
+    assert!(run["usage"]["cost_usd"].as_f64().unwrap() > 0.0, "{run}");
+    assert!(run["usage"]["input_tokens"].as_u64().unwrap() > 0, "{run}");
+    let memory = home.memory_dir();
+    assert_eq!(
+        std::fs::read_to_string(memory.join("MEMORY.md")).unwrap(),
+        "- [Testing](feedback_testing.md) — run the suite before pushing\n"
+    );
+    let written = std::fs::read_to_string(memory.join("feedback_testing.md")).unwrap();
+    assert!(written.contains("Run `make test` before pushing."), "{written}");
+    // Stamped as the client stamps a new memory, from the session reviewed.
+    assert!(written.contains(&format!("originSessionId: {SESSION}")), "{written}");
+    assert!(!memory.join("project_old.md").exists());
+    assert!(!home.transcripts_dir().join("escape.md").exists());
+    assert!(!memory.join("copy.md").exists());
+    let results = tool_results(&offline);
+    assert_eq!(results.len(), 7, "{results:?}");
+    let errors: Vec<bool> = results.iter().map(|(e, _)| *e).collect();
+    assert_eq!(errors, [false, false, false, false, false, true, true], "{results:?}");
+    assert!(results[6].1.contains("shell: refused"), "{results:?}");
+    // The tools were offered under the client's MCP names, and the prompt names them so.
+    let body = offline.last_body();
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for tool in ["shell", "read_file", "write_file", "edit_file", "delete_file"] {
+        assert!(names.contains(&format!("mcp__dreamkit__{tool}").as_str()), "{names:?}");
+    }
+    assert!(
+        system_texts(&body).last().unwrap().contains("`mcp__dreamkit__read_file`"),
+        "the prompt names the tools as the client does"
+    );
+    sealed_off(&home, &marker);
+    // The task record kept the run's changes, as for every provider.
+    let changes = run["changes"].as_array().unwrap();
+    let files: Vec<&str> = changes.iter().filter_map(|c| c["file"].as_str()).collect();
+    assert_eq!(files.len(), 3, "{changes:?}");
+}
+
+#[test]
+fn dream_run_proposes_through_the_client_then_applies() {
+    let claude = claude_or_skip!("dream_run_proposes_through_the_client_then_applies");
+    let (home, marker) = home_with_session();
+    seed_memory(&home);
+    let before = crate::support::tree(&home.memory_dir());
+    let offline = Offline::new(claude, &home);
+    let doc = offline
+        .dreamkit(
+            &home,
+            &consolidation("Proposed."),
+            "dream-run",
+            &["-n", "--unlocked", "--propose"],
+            &[],
+            &[],
+        )
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
+        .stderr_with(ends_with_runner_line(0))
+        .run()
+        .json();
+    assert_eq!(crate::support::tree(&home.memory_dir()), before, "a proposal changed memory");
+    let task = doc["run"]["task_id"].as_str().unwrap().to_string();
+    Run::new(&home, "dream-run")
+        .args(["apply", "-n", &task])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["applied"], true, "{doc}");
+            assert_eq!(doc["task_id"], task.as_str(), "{doc}");
+        })
+        .stderr_empty()
+        .run();
+    assert!(home.memory_dir().join("feedback_testing.md").exists());
+    assert!(!home.memory_dir().join("project_old.md").exists());
+    sealed_off(&home, &marker);
+}
+
+#[test]
+fn sigterm_mid_run_ends_the_client_and_restores_memory() {
+    let claude = claude_or_skip!("sigterm_mid_run_ends_the_client_and_restores_memory");
+    let (home, marker) = home_with_session();
+    seed_memory(&home);
+    let before = crate::support::tree(&home.memory_dir());
+    let offline = Offline::new(claude.clone(), &home);
+    let call = |name: &str, input: Value| json!({"tool_use": {"name": format!("mcp__dreamkit__{name}"), "input": input}});
+    // A write lands, then the model takes its time.
+    let replies = json!([
+        call("write_file", json!({"path": "feedback_testing.md", "content": TESTING})),
+        {"delay": 60, "text": "never seen"},
+    ]);
+    let running = offline
+        .dreamkit(&home, &replies, "dream-run", &["-n", "--unlocked"], &[], &[])
+        .code(143)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "interrupted", "{doc}"))
+        .stderr_any("the interrupted run's lines and the runner's")
+        .spawn();
+    let written = home.memory_dir().join("feedback_testing.md");
+    crate::support::wait::for_true("the first write to land", || written.exists());
+    // dream-run itself (inside the runner's namespace): the one whose cwd is the project
+    // (its relay, started by the client, runs in the client's private folder).
+    let dream_run = crate::support::bin_path("dream-run");
+    let pid = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .find_map(|e| {
+            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+            let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
+            (exe == dream_run && cwd == home.project)
+                .then(|| e.file_name().to_string_lossy().parse::<i32>().ok())?
+        })
+        .expect("the running dream-run");
+    let client_exe = claude.to_string_lossy().into_owned();
+    assert!(client_running(&client_exe, &home), "the client runs mid-run");
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    running.finish();
+    assert_eq!(crate::support::tree(&home.memory_dir()), before, "memory not restored");
+    assert!(!client_running(&client_exe, &home), "the client outlived the run");
+    sealed_off(&home, &marker);
+}
+
+/// Whether a client process runs with this home's private working folder as its cwd.
+fn client_running(exe: &str, home: &ClaudeHome) -> bool {
+    let work = home.state_home.join("dreamkit/print-mode");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .any(|e| {
+            let same_exe = std::fs::read_link(e.path().join("exe"))
+                .is_ok_and(|x| x.to_string_lossy() == exe);
+            let in_work = std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(&work));
+            same_exe && in_work
+        })
+}
+
+#[test]
+fn dream_run_with_a_client_that_is_not_logged_in_is_auth() {
+    let claude = claude_or_skip!("dream_run_with_a_client_that_is_not_logged_in_is_auth");
+    let (home, marker) = home_with_session();
+    seed_memory(&home);
+    let before = crate::support::tree(&home.memory_dir());
+    let offline = Offline::new(claude, &home);
+    offline
+        .dreamkit(
+            &home,
+            &json!([]),
+            "dream-run",
+            &["-n", "--unlocked"],
+            &[],
+            &["ANTHROPIC_API_KEY"],
+        )
+        .code(4)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "auth", "{doc}");
+            assert!(doc["error"]["message"].as_str().unwrap().contains("log in"), "{doc}");
+        })
+        .stderr_any("the failed run's lines and the runner's")
+        .run();
+    assert_eq!(crate::support::tree(&home.memory_dir()), before);
+    sealed_off(&home, &marker);
+}
+
+/// A stand-in `claude`: answers `--version` with `version`, else runs `body` (sh).
+fn stand_in(home: &ClaudeHome, version: &str, body: &str) -> PathBuf {
+    let path = home.root.join("bin/claude");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version} (Claude Code)'; exit 0; fi\n{body}\n"
+        ),
+    )
+    .unwrap();
+    chmod(&path, 0o755);
+    path
+}
+
+fn recap_via<'a>(home: &ClaudeHome, claude: &Path) -> Run<'a> {
+    let transcript = home.transcripts_dir().join(format!("{SESSION}.jsonl"));
+    Run::new(home, "recap")
+        .args(["-n", "--provider", "claude", "--transcript"])
+        .arg(transcript)
+        .env("DREAMKIT_CLAUDE_BIN", claude)
+}
+
+#[test]
+fn an_older_client_or_none_is_environment() {
+    let (home, _) = home_with_session();
+    let old = stand_in(&home, "2.0.14", "exit 0");
+    recap_via(&home, &old)
+        .code(3)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "environment", "{doc}");
+            let message = doc["error"]["message"].as_str().unwrap();
+            assert!(message.contains("2.0.14") && message.contains("2.1.332"), "{message}");
+        })
+        .stderr_contains("2.0.14")
+        .run();
+    recap_via(&home, &home.root.join("no/claude"))
+        .code(3)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{doc}"))
+        .stderr_contains("DREAMKIT_CLAUDE_BIN")
+        .run();
+    // None on PATH either.
+    let transcript = home.transcripts_dir().join(format!("{SESSION}.jsonl"));
+    Run::new(&home, "recap")
+        .args(["-n", "--provider", "claude", "--transcript"])
+        .arg(&transcript)
+        .env("PATH", home.root.join("empty"))
+        .code(3)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "environment", "{doc}"))
+        .stderr_contains("no `claude` on PATH")
+        .run();
+    // The version is asked once and remembered beside the response-format cache.
+    let cache = home.state_home.join("dreamkit/claude-client.json");
+    let remembered: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    assert_eq!(remembered["version"], "2.0.14");
+    assert_eq!(crate::support::mode(&std::fs::metadata(&cache).unwrap()), 0o600);
+}
+
+#[test]
+fn the_deadline_ends_the_clients_whole_process_group() {
+    let (home, _) = home_with_session();
+    let pids = home.root.join("pids");
+    // The stand-in starts a grandchild and never answers.
+    let body = format!(
+        "sleep 300 & echo $! > {pids}; sleep 300",
+        pids = pids.display()
+    );
+    let claude = stand_in(&home, "2.1.332", &body);
+    recap_via(&home, &claude)
+        .args(["--deadline", "2s"])
+        .code(4)
+        .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "timeout", "{doc}"))
+        .stderr_contains("did not answer within --deadline")
+        .run();
+    let grandchild: i32 = std::fs::read_to_string(&pids).unwrap().trim().parse().unwrap();
+    crate::support::wait::for_true("the grandchild to be gone", || {
+        let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        // Gone, or a zombie waiting for its reaper.
+        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
+    });
+    // The private working folder went with the run.
+    let work = home.state_home.join("dreamkit/print-mode");
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+}
+
+/// The relay killed between two calls: the client starts it again for the next call (as
+/// 2.1.332 does), and the run completes with both; were it not started again, the run would
+/// have to fail and restore. Either way memory is all-before or all-after.
+#[test]
+fn a_relay_killed_mid_run_leaves_memory_all_before_or_all_after() {
+    let claude = claude_or_skip!("a_relay_killed_mid_run_leaves_memory_all_before_or_all_after");
+    let (home, marker) = home_with_session();
+    seed_memory(&home);
+    let before = crate::support::tree(&home.memory_dir());
+    let offline = Offline::new(claude, &home);
+    let call = |name: &str, input: Value| json!({"tool_use": {"name": format!("mcp__dreamkit__{name}"), "input": input}});
+    let replies = json!([
+        call("write_file", json!({"path": "feedback_testing.md", "content": TESTING})),
+        {"delay": 3, "tool_use": {"name": "mcp__dreamkit__read_file", "input": {"path": "MEMORY.md"}}},
+        "done",
+    ]);
+    let running = offline
+        .dreamkit(&home, &replies, "dream-run", &["-n", "--unlocked"], &[], &[])
+        .code_any("completed (0) when the client starts the relay again, else failed")
+        .stdout_any("checked below")
+        .stderr_any("the run's lines and the runner's")
+        .spawn();
+    let written = home.memory_dir().join("feedback_testing.md");
+    crate::support::wait::for_true("the first write to land", || written.exists());
+    let dream_run = crate::support::bin_path("dream-run");
+    let relay = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .find_map(|e| {
+            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            (exe == dream_run && String::from_utf8_lossy(&cmdline).contains("tool-relay"))
+                .then(|| e.file_name().to_string_lossy().parse::<i32>().ok())?
+        })
+        .expect("the relay");
+    assert_eq!(unsafe { libc::kill(relay, libc::SIGKILL) }, 0);
+    let ran = running.finish();
+    let doc = crate::support::run::one_json_line(&ran.stdout);
+    assert_eq!(ran.code, Some(if doc["run"]["status"] == "completed" { 0 } else { 4 }));
+    if doc["run"]["status"] == "completed" {
+        assert!(written.exists(), "{doc}");
+        let results = tool_results(&offline);
+        assert_eq!(results.len(), 2, "{results:?}");
+        assert!(!results[1].0, "the second call was not served: {results:?}");
+    } else {
+        assert_eq!(doc["run"]["status"], "failed", "{doc}");
+        assert_eq!(crate::support::tree(&home.memory_dir()), before, "memory not restored");
+    }
+    sealed_off(&home, &marker);
+}
