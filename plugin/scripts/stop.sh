@@ -4,9 +4,10 @@
 # The gate runs in the foreground and reads the hook payload (stdin); it is one stat when not
 # due. Only a due envelope goes to the detached `dream-lock exec -- dream-run` pipeline, whose
 # output goes to the log. The hook always exits 0: exit 2 from a Stop hook would block the turn.
-# Set DREAMKIT_DREAM_MODE=propose (settings.json "env") to review each consolidation first, or
-# DREAMKIT_PLUGIN_DREAM=0 to turn the consolidation off and keep the commands, or
-# DREAMKIT_DREAM_ENGINE=rules|model to choose the engine (default: model when a credential is set).
+# Which model consolidates: DREAMKIT_PLUGIN_ENGINE=auto|api|claude|rules|off (engine.sh says
+# how auto chooses: an API key, else the user's own Claude Code, else the rules engine).
+# Set DREAMKIT_DREAM_MODE=propose (settings.json "env") to review each consolidation first.
+# Older switches still work: DREAMKIT_PLUGIN_DREAM=0 (off), DREAMKIT_DREAM_ENGINE=rules|model.
 [ "${DREAMKIT_PLUGIN_DREAM:-1}" = 0 ] && exit 0
 for b in dream-gate dream-lock dream-run; do
     if ! command -v "$b" >/dev/null 2>&1; then
@@ -17,30 +18,23 @@ done
 dir=${XDG_STATE_HOME:-${HOME:-/tmp}/.local/state}/dreamkit
 mkdir -p "$dir" 2>/dev/null
 log=$dir/dream.log
-# The model engine needs a model credential (what its --provider reads; an empty value declares
-# a server that needs none). Without one the rules engine consolidates instead: the fixes that
-# need no model (duplicates, orphans, dangling links, long entries, an index past the load
-# limit, anchored relative dates, secrets). The log says so once a day (the stamp holds the day
-# it was said; written by rename). DREAMKIT_DREAM_ENGINE, when set, chooses either way.
-if [ "${DREAMKIT_PROVIDER:-anthropic}" = openai ]; then
-    [ -n "${OPENAI_API_KEY+set}" ] && credential=1 || credential=
-    need="OPENAI_API_KEY"
-else
-    [ -n "${ANTHROPIC_API_KEY+set}${ANTHROPIC_AUTH_TOKEN+set}" ] && credential=1 || credential=
-    need="ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN"
-fi
-engine=${DREAMKIT_DREAM_ENGINE:-}
-if [ -z "$engine" ]; then
-    if [ -n "$credential" ]; then
-        engine=model
-    else
-        engine=rules
-        today=$(date -u +%Y-%m-%d)
-        stamp=$dir/no-credential
-        if [ "$(cat "$stamp" 2>/dev/null)" != "$today" ]; then
-            echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) dreamkit: no model credential ($need is not set in the hooks' environment): the rules engine consolidates, with no model (set it in settings.json \"env\" for the model's consolidation; said once a day)" >>"$log"
-            printf '%s\n' "$today" >"$stamp.tmp.$$" && mv -f "$stamp.tmp.$$" "$stamp"
-        fi
-    fi
-fi
-if e=$(dream-gate -q 2>>"$log"); then printf '%s\n' "$e" | dream-lock -q exec -- dream-run -q --engine "$engine" >>"$log" 2>&1 & fi; exit 0
+. "$(dirname "$0")/engine.sh"
+case ${DREAMKIT_DREAM_ENGINE:-} in
+    rules) plugin_engine=rules; plugin_why= ;;
+    model) [ "$plugin_engine" = rules ] && plugin_engine=api && plugin_why= ;;
+esac
+[ "$plugin_engine" = off ] && exit 0
+plugin_say_once "$log"
+case $plugin_engine in
+    api) run="dream-run -q --engine model" ;;
+    claude) run="dream-run -q --engine model --provider claude" ;;
+    *) run="dream-run -q --engine rules" ;;
+esac
+e=$(dream-gate -q 2>>"$log") || exit 0
+# Detached from the hook's stdout and stderr (the client waits for those to close).
+(
+    out=$(printf '%s\n' "$e" | dream-lock -q exec -- $run 2>>"$log")
+    printf '%s\n' "$out" >>"$log"
+    [ "$plugin_engine" = claude ] && plugin_logged_out "$out"
+) </dev/null >/dev/null 2>&1 &
+exit 0

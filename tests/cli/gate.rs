@@ -962,6 +962,9 @@ fn plugin_stop_hook<'a>(home: &ClaudeHome) -> Run<'a> {
             std::env::var("PATH").unwrap_or_default()
         ),
     );
+    // No Claude Code client unless the caller names one (a `claude` on this machine's PATH
+    // must not change what auto chooses).
+    cmd.env("DREAMKIT_CLAUDE_BIN", home.root.join("no-claude-here"));
     let payload = json!({
         "hook_event_name": "Stop",
         "session_id": session_id(99),
@@ -1017,13 +1020,15 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
     let text = std::fs::read_to_string(&log).unwrap();
     let said =
         "dreamkit: no model credential (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is not set \
-                in the hooks' environment): the rules engine consolidates, with no model";
+                in the hooks' environment) and no Claude Code client (DREAMKIT_CLAUDE_BIN, or \
+                `claude` on PATH): the rules engine consolidates, with no model; said once a day";
     assert_eq!(text.matches(said).count(), 1, "{text}");
-    let stamp = dir.join("no-credential");
+    let stamp = dir.join("engine-said");
     let today = std::fs::read_to_string(&stamp).unwrap();
-    assert_eq!(today.len(), "2026-12-04\n".len(), "{today:?}");
+    assert_eq!(today.len(), "2026-12-04 rules\n".len(), "{today:?}");
+    assert!(today.ends_with(" rules\n"), "{today:?}");
     // Another day: said once more.
-    std::fs::write(&stamp, "2000-01-01\n").unwrap();
+    std::fs::write(&stamp, "2000-01-01 rules\n").unwrap();
     plugin_stop_hook(&home)
         .code(0)
         .stdout_empty()
@@ -1074,4 +1079,102 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
     }
     assert!(!home.state_home.exists());
     assert!(!home.lock_file().exists());
+}
+
+/// With no API key, auto consolidates through the user's own Claude Code; when it answers
+/// "not logged in" the plugin remembers that for the day and uses the rules engine instead.
+#[test]
+fn the_plugin_stop_hook_without_a_key_uses_the_users_client_until_it_says_logged_out() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    std::fs::create_dir_all(home.memory_dir()).unwrap();
+    let index = home.memory_dir().join("MEMORY.md");
+    std::fs::write(&index, "# Memory\n- Deploy on Fridays.\n- deploy on fridays!\n").unwrap();
+    let client = crate::support::claude_code::stand_in_answering(
+        &home,
+        &json!({"type": "result", "subtype": "success", "is_error": true,
+            "api_error_status": null, "result": "Not logged in · Please run /login"}),
+        1,
+    );
+    let dir = home.state_home.join("dreamkit");
+    let stamp = dir.join("claude-logged-out");
+    plugin_stop_hook(&home)
+        .env("DREAMKIT_CLAUDE_BIN", &client)
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    crate::support::wait::busy_until("the logged-out day to be remembered", || stamp.is_file());
+    let args = std::fs::read_to_string(home.root.join("claude-args")).unwrap();
+    assert!(args.starts_with("-p --output-format stream-json --verbose"), "{args}");
+    assert!(args.contains("--mcp-config"), "{args}");
+    let log = std::fs::read_to_string(dir.join("dream.log")).unwrap();
+    assert!(
+        log.contains("your own Claude Code answers (--provider claude, your login)"),
+        "{log}"
+    );
+    assert!(log.contains("\"kind\":\"auth\""), "{log}");
+    // The failed run rolled back: memory untouched, the lock's time too.
+    assert_eq!(
+        std::fs::read_to_string(&index).unwrap(),
+        "# Memory\n- Deploy on Fridays.\n- deploy on fridays!\n"
+    );
+    // Today the rules consolidate instead, and the log says why.
+    let tasks = home.state_dir().join("tasks");
+    plugin_stop_hook(&home)
+        .env("DREAMKIT_CLAUDE_BIN", &client)
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    crate::support::wait::busy_until("the rules run", || {
+        std::fs::read_to_string(&index).is_ok_and(|t| t == "# Memory\n- Deploy on Fridays.\n")
+    });
+    let log = std::fs::read_to_string(dir.join("dream.log")).unwrap();
+    assert!(log.contains("Claude Code said today that it is not logged in"), "{log}");
+    assert_eq!(
+        std::fs::read_to_string(home.root.join("claude-args")).unwrap(),
+        args,
+        "the client was asked again"
+    );
+    assert!(tasks.is_dir());
+}
+
+/// DREAMKIT_PLUGIN_ENGINE chooses over auto: off does nothing, rules needs no credential even
+/// with one set, and a value it does not know is said on stderr and taken as rules.
+#[test]
+fn the_plugin_engine_variable_chooses() {
+    let home = ClaudeHome::new();
+    six_sessions(&home);
+    plugin_stop_hook(&home)
+        .env("DREAMKIT_PLUGIN_ENGINE", "off")
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    assert!(!home.lock_file().exists(), "off ran the gate's pipeline");
+    std::fs::create_dir_all(home.memory_dir()).unwrap();
+    let index = home.memory_dir().join("MEMORY.md");
+    std::fs::write(&index, "# Memory\n- a\n- a\n").unwrap();
+    plugin_stop_hook(&home)
+        .env("DREAMKIT_PLUGIN_ENGINE", "rules")
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    crate::support::wait::busy_until("the rules run", || {
+        std::fs::read_to_string(&index).is_ok_and(|t| t == "# Memory\n- a\n")
+    });
+    let home = ClaudeHome::new();
+    plugin_stop_hook(&home)
+        .env("DREAMKIT_PLUGIN_ENGINE", "sometimes")
+        .code(0)
+        .stdout_empty()
+        .stderr_is(
+            "dreamkit: DREAMKIT_PLUGIN_ENGINE must be auto, api, claude, rules or off, not 'sometimes'; using rules\n",
+        )
+        .run();
 }

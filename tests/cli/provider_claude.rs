@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::support::claude_code::{client, Offline};
-use crate::support::{chmod, ClaudeHome, Run};
+use crate::support::claude_code::{client, stand_in, Offline};
+use crate::support::{ClaudeHome, Run};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -450,21 +450,6 @@ fn dream_run_with_a_client_that_is_not_logged_in_is_auth() {
         .run();
     assert_eq!(crate::support::tree(&home.memory_dir()), before);
     sealed_off(&home, &marker);
-}
-
-/// A stand-in `claude`: answers `--version` with `version`, else runs `body` (sh).
-fn stand_in(home: &ClaudeHome, version: &str, body: &str) -> PathBuf {
-    let path = home.root.join("bin/claude");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(
-        &path,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version} (Claude Code)'; exit 0; fi\n{body}\n"
-        ),
-    )
-    .unwrap();
-    chmod(&path, 0o755);
-    path
 }
 
 fn recap_via<'a>(home: &ClaudeHome, claude: &Path) -> Run<'a> {

@@ -975,7 +975,9 @@ fn plugin_hook<'a>(home: &ClaudeHome, stdin: &str) -> Run<'a> {
         )
         .env("XDG_CACHE_HOME", home.root.join("cache"))
         .env("CLAUDE_CODE_SESSION_ID", "s-hook")
-        .env("DREAMKIT_PLUGIN_TURN_STATUS", "1");
+        .env("DREAMKIT_PLUGIN_TURN_STATUS", "1")
+        // No Claude Code client unless the test names one.
+        .env("DREAMKIT_CLAUDE_BIN", home.root.join("no-claude-here"));
     Run::command(cmd, "plugin/scripts/turn-status.sh").stdin(stdin)
 }
 
@@ -1024,4 +1026,36 @@ fn the_plugin_hook_with_the_llm_engine_and_an_endless_server_falls_back() {
     )
     .unwrap();
     assert_eq!(status["status_category"], "blocked", "{status}");
+}
+
+/// With the llm engine and no API key, the user's own Claude Code classifies in the
+/// background: the hook returns at once (nothing on stdout or stderr), and the status file
+/// holds the model's answer when it comes.
+#[test]
+fn the_plugin_hook_through_the_users_client_runs_in_the_background() {
+    let home = ClaudeHome::new();
+    let client = crate::support::claude_code::stand_in_answering(
+        &home,
+        &json!({"type": "result", "subtype": "success", "is_error": false, "result": "",
+            "num_turns": 2, "total_cost_usd": 0.0001,
+            "usage": {"input_tokens": 5, "output_tokens": 3},
+            "structured_output": serde_json::from_str::<Value>(GOOD).unwrap()}),
+        0,
+    );
+    plugin_hook(&home, &stop("Shall I push this to main?"))
+        .env("DREAMKIT_TURN_STATUS_ENGINE", "llm")
+        .env("DREAMKIT_CLAUDE_BIN", &client)
+        .env("XDG_STATE_HOME", home.root.join("state"))
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    let file = home.root.join("cache/dreamkit/status-s-hook.json");
+    crate::support::wait::busy_until("the background status", || {
+        std::fs::read_to_string(&file).is_ok_and(|t| t.contains("asks whether to push"))
+    });
+    let status: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(status["status_category"], "blocked", "{status}");
+    let args = std::fs::read_to_string(home.root.join("claude-args")).unwrap();
+    assert!(args.contains("--json-schema") && args.contains("--model haiku"), "{args}");
 }

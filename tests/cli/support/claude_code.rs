@@ -370,3 +370,35 @@ pub(crate) fn git_worktree(repo: &Path, path: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A stand-in `claude` at `<home root>/bin/claude`: answers `--version` with `version`, else
+/// runs `body` (sh), for the tests that need no real client (version checks, process groups,
+/// the plugin's choice of engine).
+pub(crate) fn stand_in(home: &ClaudeHome, version: &str, body: &str) -> PathBuf {
+    let path = home.root.join("bin/claude");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version} (Claude Code)'; exit 0; fi\n{body}\n"
+        ),
+    )
+    .unwrap();
+    crate::support::chmod(&path, 0o755);
+    path
+}
+
+/// A stand-in whose every print-mode answer is `result` (one line), after it appends its
+/// arguments to `<home root>/claude-args`; it exits `code`.
+pub(crate) fn stand_in_answering(home: &ClaudeHome, result: &Value, code: i32) -> PathBuf {
+    let log = home.root.join("claude-args");
+    stand_in(
+        home,
+        CLIENT_VERSION,
+        &format!(
+            "echo \"$*\" >> '{log}'\ncat >/dev/null\necho '{result}'\nexit {code}",
+            log = log.display(),
+            result = result.to_string().replace('\'', ""),
+        ),
+    )
+}
