@@ -31,6 +31,7 @@ mod locations;
 mod lock;
 mod net;
 mod recap;
+mod relay;
 mod review;
 mod rules;
 mod schemas;

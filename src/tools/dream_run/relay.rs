@@ -397,7 +397,14 @@ impl Report for RelayEnded {
 
 /// `dream-run tool-relay --socket PATH`: [`serve`] on the process's stdin and stdout, which
 /// the shared `main` left unread and unwritten for it.
-pub fn run(socket: &Path, cx: &Context) -> Result<RelayEnded, Failure> {
+pub fn run(socket: Option<&Path>, cx: &Context) -> Result<RelayEnded, Failure> {
+    let Some(socket) = socket else {
+        // clap requires --socket; stdout stays clean all the same.
+        let failure = Failure::Usage("the socket is missing (--socket PATH)".into());
+        return Ok(RelayEnded {
+            failure: Some(failure),
+        });
+    };
     let (input, output) = cx.stdio_channel()?;
     // Every way it fails is the local machine's: the socket, stdin, stdout (exit 3).
     let failure = serve(socket, input, output)
