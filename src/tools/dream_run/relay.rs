@@ -532,13 +532,10 @@ fn accept(listener: &UnixListener, stop: &AtomicBool, live: &Live, on_call: &OnC
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let stream = match stream {
-            Ok(stream) => stream,
-            // Out of descriptors or the like: a moment, then accept again.
-            Err(_) => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                continue;
-            }
+        // Out of descriptors or the like: a moment, then accept again.
+        let Ok(stream) = stream else {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
         };
         if !same_user(&stream) {
             continue;
