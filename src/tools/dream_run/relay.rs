@@ -20,7 +20,9 @@
 //!
 //! The relay is sequential: it forwards one call and waits for its answer before it reads the
 //! next line, so answers go out in the order the requests came (the sandbox runs one tool at
-//! a time anyway). No async runtime, std threads only.
+//! a time anyway). A `ping` sent while a call runs is answered when the call is. Cancellation
+//! (`notifications/cancelled`) is not honoured: the call runs on and its answer is sent. No
+//! async runtime, std threads only.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Write};
