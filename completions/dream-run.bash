@@ -40,6 +40,9 @@ _dream__run() {
             dream__run,tasks)
                 cmd="dream__run__subcmd__tasks"
                 ;;
+            dream__run,tool-relay)
+                cmd="dream__run__subcmd__tool__subcmd__relay"
+                ;;
             dream__run,undo)
                 cmd="dream__run__subcmd__undo"
                 ;;
@@ -67,6 +70,9 @@ _dream__run() {
             dream__run__subcmd__help,tasks)
                 cmd="dream__run__subcmd__help__subcmd__tasks"
                 ;;
+            dream__run__subcmd__help,tool-relay)
+                cmd="dream__run__subcmd__help__subcmd__tool__subcmd__relay"
+                ;;
             dream__run__subcmd__help,undo)
                 cmd="dream__run__subcmd__help__subcmd__undo"
                 ;;
@@ -77,7 +83,7 @@ _dream__run() {
 
     case "${cmd}" in
         dream__run)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --backend --provider --model --timeout --retries --engine --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --no-read-project --read-project --unlocked --propose --dry-run --keep-partial --events --allow-team-delete --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --backend --provider --model --timeout --retries --engine --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --no-read-project --read-project --unlocked --propose --dry-run --keep-partial --events --allow-team-delete --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check tool-relay help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -296,7 +302,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__help)
-            opts="tasks pending undo show apply discard recover check help"
+            opts="tasks pending undo show apply discard recover check tool-relay help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -408,6 +414,20 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__help__subcmd__tasks)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__help__subcmd__tool__subcmd__relay)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -569,6 +589,35 @@ _dream__run() {
                     COMPREPLY=()
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__tool__subcmd__relay)
+            opts="-q -v -n -h --socket --quiet --verbose --pretty --compact --null-input --schema --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --socket)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
                     fi
                     return 0
                     ;;

@@ -32,8 +32,10 @@ pub fn render_all(pages: Vec<Page>) -> Vec<(PathBuf, Vec<u8>)> {
         let mut man = command.clone().disable_help_subcommand(true);
         man.build();
         let name = man.get_name().to_string();
+        // A hidden subcommand (`dream-run tool-relay`, which only a program runs) gets no page.
         let subs: Vec<String> = man
             .get_subcommands()
+            .filter(|s| !s.is_hide_set())
             .map(|s| format!("{name}-{}", s.get_name()))
             .collect();
         let others = tools.iter().filter(|t| **t != name).cloned();
@@ -43,7 +45,7 @@ pub fn render_all(pages: Vec<Page>) -> Vec<(PathBuf, Vec<u8>)> {
             man_page(&man, &sections_for(page.sections, None), &see_also),
         ));
         // One page per subcommand, named as the parent's SUBCOMMANDS section refers to it.
-        for sub in man.get_subcommands() {
+        for sub in man.get_subcommands().filter(|s| !s.is_hide_set()) {
             let page_name = format!("{name}-{}", sub.get_name());
             let mut sub_command = sub.clone().name(page_name.clone());
             if let Some(version) = man.get_version() {

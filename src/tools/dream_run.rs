@@ -96,8 +96,9 @@ pub enum Subcommand {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ToolRelayArgs {
     /// The socket of the running dream-run (relay.sock in its private directory)
-    #[arg(long, value_name = "PATH")]
-    pub socket: PathBuf,
+    // An Option only so that `--schema` parses without it; clap requires it otherwise.
+    #[arg(long, value_name = "PATH", required = true)]
+    pub socket: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -430,7 +431,7 @@ impl Tool for ToolRelayArgs {
     type Report = relay::RelayEnded;
 
     fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
-        relay::run(&self.socket, cx)
+        relay::run(self.socket.as_deref(), cx)
     }
 
     fn schema(&self, _: &mut SchemaGenerator) -> Result<Schema, &'static str> {

@@ -32,6 +32,7 @@ mod lock;
 mod net;
 mod provider_claude;
 mod recap;
+mod relay;
 mod review;
 mod rules;
 mod schemas;

@@ -20,7 +20,9 @@
 //!
 //! The relay is sequential: it forwards one call and waits for its answer before it reads the
 //! next line, so answers go out in the order the requests came (the sandbox runs one tool at
-//! a time anyway). No async runtime, std threads only.
+//! a time anyway). A `ping` sent while a call runs is answered when the call is. Cancellation
+//! (`notifications/cancelled`) is not honoured: the call runs on and its answer is sent. No
+//! async runtime, std threads only.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Write};
@@ -397,7 +399,14 @@ impl Report for RelayEnded {
 
 /// `dream-run tool-relay --socket PATH`: [`serve`] on the process's stdin and stdout, which
 /// the shared `main` left unread and unwritten for it.
-pub fn run(socket: &Path, cx: &Context) -> Result<RelayEnded, Failure> {
+pub fn run(socket: Option<&Path>, cx: &Context) -> Result<RelayEnded, Failure> {
+    let Some(socket) = socket else {
+        // clap requires --socket; stdout stays clean all the same.
+        let failure = Failure::Usage("the socket is missing (--socket PATH)".into());
+        return Ok(RelayEnded {
+            failure: Some(failure),
+        });
+    };
     let (input, output) = cx.stdio_channel()?;
     // Every way it fails is the local machine's: the socket, stdin, stdout (exit 3).
     let failure = serve(socket, input, output)
@@ -525,13 +534,10 @@ fn accept(listener: &UnixListener, stop: &AtomicBool, live: &Live, on_call: &OnC
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let stream = match stream {
-            Ok(stream) => stream,
-            // Out of descriptors or the like: a moment, then accept again.
-            Err(_) => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                continue;
-            }
+        // Out of descriptors or the like: a moment, then accept again.
+        let Ok(stream) = stream else {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
         };
         if !same_user(&stream) {
             continue;

@@ -21,7 +21,16 @@ pub(crate) const SUBCOMMANDS: &[(&str, &[&str])] = &[
     (
         "dream-run",
         &[
-            "tasks", "pending", "undo", "show", "apply", "discard", "recover", "check",
+            "tasks",
+            "pending",
+            "undo",
+            "show",
+            "apply",
+            "discard",
+            "recover",
+            "check",
+            // Hidden from --help: only the Claude Code client starts it.
+            "tool-relay",
         ],
     ),
     ("recap", &[]),
