@@ -94,7 +94,7 @@ _dream__run() {
                     return 0
                     ;;
                 --provider)
-                    COMPREPLY=($(compgen -W "anthropic openai" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "anthropic openai claude" -- "${cur}"))
                     return 0
                     ;;
                 --model)

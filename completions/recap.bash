@@ -66,7 +66,7 @@ _recap() {
                     return 0
                     ;;
                 --provider)
-                    COMPREPLY=($(compgen -W "anthropic openai" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "anthropic openai claude" -- "${cur}"))
                     return 0
                     ;;
                 --model)

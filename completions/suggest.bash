@@ -46,7 +46,7 @@ _suggest() {
                     return 0
                     ;;
                 --provider)
-                    COMPREPLY=($(compgen -W "anthropic openai" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "anthropic openai claude" -- "${cur}"))
                     return 0
                     ;;
                 --model)

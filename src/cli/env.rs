@@ -28,7 +28,9 @@ impl Env {
 
     /// Every variable (in no particular order): what a child started for the user inherits.
     pub fn vars(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
-        self.vars.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+        self.vars
+            .iter()
+            .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
     }
 
     /// The value, treating an empty variable as unset (as Claude Code does for paths).

@@ -270,13 +270,20 @@ https://api.anthropic.com). ANTHROPIC_MODEL: the main model (dream-run, suggest)
 ANTHROPIC_SMALL_FAST_MODEL, then ANTHROPIC_DEFAULT_HAIKU_MODEL: the small/fast one (recap, \
 turn-status); else the built-in claude-sonnet-4-5 / claude-haiku-4-5.
 
-DREAMKIT_PROVIDER: the --provider default (anthropic or openai). With openai: OPENAI_BASE_URL \
+DREAMKIT_PROVIDER: the --provider default (anthropic, openai or claude). With openai: OPENAI_BASE_URL \
 (default https://api.openai.com/v1; a local server's /v1 URL), OPENAI_API_KEY (Bearer; set it \
 to the empty string for a server that needs none), OPENAI_MODEL (required unless --model), \
 DREAMKIT_OPENAI_EXTRA_BODY (a JSON object of request fields added to every request, e.g. \
 {\"repeat_penalty\": 1.0, \"seed\": 42}; it may not set model, messages, tools, tool_choice, \
 max_tokens, response_format or stream). The response_format form each such server takes is \
 remembered in $XDG_STATE_HOME/dreamkit/response-formats.json.
+
+With claude (the user's own Claude Code, logged in as they use it; no API key): \
+DREAMKIT_CLAUDE_BIN (default: claude on PATH), run in print mode in an empty private folder \
+with no hook, no tool of its own, no MCP server but dream-run's relay, no auto-memory, no \
+CLAUDE.md and no session saved; its version is remembered in \
+$XDG_STATE_HOME/dreamkit/claude-client.json (older than 2.1.332: exit 3). CLAUDECODE and \
+CLAUDE_CODE_SESSION_ID are not passed on; CLAUDE_CODE_MAX_RETRIES comes from --retries.
 
 DREAMKIT_RETRY_BASE_MS: the retry backoff's base in ms (a testing knob). CLAUDE_CONFIG_DIR, \
 HOME, XDG_STATE_HOME: where Claude Code's files and dreamkit's state are. The values of \
@@ -736,11 +743,17 @@ async fn send_print_mode(
     let run = print_mode::Invocation {
         system_prompt: system,
         // A structured answer costs a turn of its own (the synthetic StructuredOutput tool).
-        max_turns: if request.answer_schema.is_some() { 3 } else { 1 },
+        max_turns: if request.answer_schema.is_some() {
+            3
+        } else {
+            1
+        },
         json_schema: request.answer_schema.as_ref().map(|a| a.schema.clone()),
         ..print_mode::Invocation::default()
     };
-    let answer = print_mode.one_shot(&run, &conversation_text(request)).await?;
+    let answer = print_mode
+        .one_shot(&run, &conversation_text(request))
+        .await?;
     Ok(Response {
         content: vec![Block::text(answer.text)],
         stop_reason: Some("end_turn".into()),

@@ -32,7 +32,11 @@ pub const VERSION_FILE: &str = "claude-client.json";
 pub const SETTINGS: &str = r#"{"disableAllHooks":true,"autoMemoryEnabled":false}"#;
 /// Variables the child must not inherit: a hook inherits them from the session that ran it,
 /// and they would tie the child to that session.
-const REMOVED_VARS: [&str; 3] = ["CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT"];
+const REMOVED_VARS: [&str; 3] = [
+    "CLAUDECODE",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_CODE_ENTRYPOINT",
+];
 /// The most a one-shot answer's stdout may hold.
 pub const ONE_SHOT_STDOUT_CAP: usize = 4 * 1024 * 1024;
 /// The most one line of stdout may hold (a stream event, or the one-shot result).
@@ -81,8 +85,7 @@ impl PrintMode {
         deadline: Duration,
     ) -> Result<PrintMode, Failure> {
         let home = crate::claude::paths::home_dir(env);
-        let state_dir =
-            crate::claude::paths::state_home(env, home.as_deref())?.join("dreamkit");
+        let state_dir = crate::claude::paths::state_home(env, home.as_deref())?.join("dreamkit");
         let bin = find_client(env)?;
         let version = version_of(&bin, &state_dir.join(VERSION_FILE))?;
         if older(&version, OLDEST_TESTED) {
@@ -134,10 +137,7 @@ tested with: update it (claude update) or use another --provider",
             args.extend(["--mcp-config".into(), config.clone().into()]);
         }
         if !run.allowed_tools.is_empty() {
-            args.extend([
-                "--allowedTools".into(),
-                run.allowed_tools.join(",").into(),
-            ]);
+            args.extend(["--allowedTools".into(), run.allowed_tools.join(",").into()]);
         }
         args.extend([
             "--disable-slash-commands".into(),
@@ -208,11 +208,7 @@ tested with: update it (claude update) or use another --provider",
     }
 
     /// One question, one answer: the prompt on stdin, one `json` result on stdout.
-    pub async fn one_shot(
-        &self,
-        run: &Invocation,
-        prompt: &str,
-    ) -> Result<Answer, ModelError> {
+    pub async fn one_shot(&self, run: &Invocation, prompt: &str) -> Result<Answer, ModelError> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let dir = self.work_dir().map_err(|f| {
             ModelError::new(ErrorKind::Network, format!("cannot run Claude Code: {f}"))
@@ -460,7 +456,10 @@ fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let at = (0..=max).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+    let at = (0..=max)
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
     text[..at].to_string()
 }
 
@@ -645,8 +644,11 @@ fn ask_version(bin: &Path) -> Result<String, Failure> {
 fn parse_version(text: &str) -> Option<String> {
     let word = text.split_whitespace().next()?;
     let parts: Vec<&str> = word.split('.').collect();
-    (parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
-        .then(|| word.to_string())
+    (parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    .then(|| word.to_string())
 }
 
 /// Whether version `a` is older than `b` (both `x.y.z`).
@@ -674,7 +676,9 @@ mod tests {
     }
 
     fn strings(args: &[OsString]) -> Vec<String> {
-        args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
@@ -708,11 +712,20 @@ mod tests {
         ] {
             assert!(args.iter().any(|a| a == flag), "{flag} missing: {args:?}");
         }
-        for absent in ["--bare", "--verbose", "--mcp-config", "--json-schema", "--allowedTools"] {
+        for absent in [
+            "--bare",
+            "--verbose",
+            "--mcp-config",
+            "--json-schema",
+            "--allowedTools",
+        ] {
             assert!(!args.iter().any(|a| a == absent), "{absent} in {args:?}");
         }
         let settings: Value = serde_json::from_str(SETTINGS).unwrap();
-        assert_eq!(settings, json!({"disableAllHooks": true, "autoMemoryEnabled": false}));
+        assert_eq!(
+            settings,
+            json!({"disableAllHooks": true, "autoMemoryEnabled": false})
+        );
     }
 
     #[test]
@@ -724,16 +737,28 @@ mod tests {
             json_schema: Some(schema.clone()),
             stream: true,
             mcp_config: Some("{\"mcpServers\":{}}".into()),
-            allowed_tools: vec!["mcp__dreamkit__read_file".into(), "mcp__dreamkit__shell".into()],
+            allowed_tools: vec![
+                "mcp__dreamkit__read_file".into(),
+                "mcp__dreamkit__shell".into(),
+            ],
         };
         let main = PrintMode {
             model: None,
             ..print_mode()
         };
         let args = strings(&main.args(&run));
-        assert_eq!(&args[..4], ["-p", "--output-format", "stream-json", "--verbose"]);
-        assert_eq!(value_after(&args, "--json-schema"), Some(schema.to_string().as_str()));
-        assert_eq!(value_after(&args, "--mcp-config"), Some("{\"mcpServers\":{}}"));
+        assert_eq!(
+            &args[..4],
+            ["-p", "--output-format", "stream-json", "--verbose"]
+        );
+        assert_eq!(
+            value_after(&args, "--json-schema"),
+            Some(schema.to_string().as_str())
+        );
+        assert_eq!(
+            value_after(&args, "--mcp-config"),
+            Some("{\"mcpServers\":{}}")
+        );
         assert_eq!(
             value_after(&args, "--allowedTools"),
             Some("mcp__dreamkit__read_file,mcp__dreamkit__shell")
@@ -756,11 +781,19 @@ mod tests {
         let vars: std::collections::BTreeMap<String, String> = print_mode()
             .child_env(&env)
             .into_iter()
-            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
             .collect();
         assert_eq!(vars.get("HOME").map(String::as_str), Some("/home/u"));
         // The client authenticates itself: an API key it would use is passed through.
-        assert_eq!(vars.get("ANTHROPIC_API_KEY").map(String::as_str), Some("sk-ant-x"));
+        assert_eq!(
+            vars.get("ANTHROPIC_API_KEY").map(String::as_str),
+            Some("sk-ant-x")
+        );
         assert!(!vars.contains_key("CLAUDECODE") && !vars.contains_key("CLAUDE_CODE_SESSION_ID"));
         for (name, value) in [
             ("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1"),
@@ -799,7 +832,10 @@ mod tests {
     fn failures_map_onto_our_kinds() {
         let error = |fields: Value| {
             let mut result = json!({"type": "result", "subtype": "success", "is_error": true});
-            result.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+            result
+                .as_object_mut()
+                .unwrap()
+                .extend(fields.as_object().unwrap().clone());
             read_result(&result).unwrap_err()
         };
         for (status, kind) in [
@@ -816,7 +852,11 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Overloaded);
         let e = error(json!({"result": "Not logged in · Please run /login"}));
         assert_eq!(e.kind, ErrorKind::Auth);
-        assert!(e.message.contains("run `claude` once and log in"), "{}", e.message);
+        assert!(
+            e.message.contains("run `claude` once and log in"),
+            "{}",
+            e.message
+        );
         let e = error(json!({"subtype": "error_max_turns", "errors": []}));
         assert_eq!(e.kind, ErrorKind::MalformedResponse);
         assert!(e.message.contains("error_max_turns"));
@@ -855,8 +895,16 @@ mod tests {
             ("error-cut-stream", ErrorKind::Network, None),
             ("error-no-credential", ErrorKind::Auth, None),
             ("max-turns-tool-use", ErrorKind::MalformedResponse, None),
-            ("structured-invalid-input", ErrorKind::MalformedResponse, None),
-            ("structured-never-called-max-turns-1", ErrorKind::MalformedResponse, None),
+            (
+                "structured-invalid-input",
+                ErrorKind::MalformedResponse,
+                None,
+            ),
+            (
+                "structured-never-called-max-turns-1",
+                ErrorKind::MalformedResponse,
+                None,
+            ),
         ] {
             let e = read_result(&fixture(name)).unwrap_err();
             assert_eq!((e.kind, e.status), (kind, status), "{name}: {}", e.message);
@@ -874,7 +922,11 @@ mod tests {
         let never = read_result_for(&fixture("structured-never-called"), true).unwrap_err();
         assert_eq!(never.kind, ErrorKind::MalformedResponse);
         // Retried by the client until it got through: a success.
-        for name in ["error-429-retry-then-ok", "error-529-retry-then-ok", "error-cut-stream-then-ok"] {
+        for name in [
+            "error-429-retry-then-ok",
+            "error-529-retry-then-ok",
+            "error-cut-stream-then-ok",
+        ] {
             assert!(read_result(&fixture(name)).is_ok(), "{name}");
         }
     }
@@ -883,13 +935,20 @@ mod tests {
     fn no_result_names_the_exit() {
         let e = no_result(Some(1), "boom\nmore");
         assert_eq!(e.kind, ErrorKind::MalformedResponse);
-        assert!(e.message.contains("exited 1") && e.message.contains("boom"), "{}", e.message);
+        assert!(
+            e.message.contains("exited 1") && e.message.contains("boom"),
+            "{}",
+            e.message
+        );
         assert!(no_result(None, "").message.contains("was killed"));
     }
 
     #[test]
     fn versions() {
-        assert_eq!(parse_version("2.1.332 (Claude Code)\n").as_deref(), Some("2.1.332"));
+        assert_eq!(
+            parse_version("2.1.332 (Claude Code)\n").as_deref(),
+            Some("2.1.332")
+        );
         assert_eq!(parse_version("v2"), None);
         assert_eq!(parse_version(""), None);
         assert!(older("2.1.9", "2.1.332") && older("1.9.999", "2.1.332"));

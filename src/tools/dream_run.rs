@@ -792,6 +792,24 @@ nothing is no_changes (the lock's time rolls back); a completed one moves it lik
 consolidation: a pass that must not put off a model dream runs with --unlocked.",
     ),
     (
+        "THROUGH YOUR CLAUDE CODE",
+        "--provider claude (or DREAMKIT_PROVIDER=claude) lets the user's own Claude Code run the \
+conversation with their login, no API key: DREAMKIT_CLAUDE_BIN, else claude on PATH, in print \
+mode (-p --output-format stream-json --verbose), in an empty private folder, with our system \
+prompt, no tool of its own (--tools \"\"), no hook (--settings disableAllHooks), no \
+auto-memory, no CLAUDE.md, no slash command, no session saved (--no-session-persistence), \
+--permission-mode dontAsk and --max-turns. The five tools stay ours: the client starts \
+`dream-run tool-relay --socket PATH` (hidden; never run by hand) as its only MCP server, and the \
+relay forwards each call over a 0600 Unix socket to this run, which runs it as for every \
+provider (sandbox, Landlock, fence, changed-since-read, snapshot, journal, per-turn limits). \
+The client calls them mcp__dreamkit__shell, mcp__dreamkit__read_file, mcp__dreamkit__write_file, \
+mcp__dreamkit__edit_file and mcp__dreamkit__delete_file (allowed by those exact names). Its \
+stream drives the progress, run.turns, usage (with usage.cost_usd) and --max-tokens; its \
+error_max_turns is max_turns; \"Not logged in\" is auth (exit 4). A signal, the deadline, a \
+lost lock or a client that ends without a result ends the client's process group, and the run \
+fails and restores like any failure.",
+    ),
+    (
         "REVIEW MODE",
         "With --propose (or DREAMKIT_DREAM_MODE=propose; apply is the default, any other value \
 is exit 2) the run is the same, but the agent works in a staging copy of the memory dir, \
@@ -824,7 +842,8 @@ this is the consolidation), records the task completed and appends the pending-u
         "*/ENVIRONMENT",
         "The model's: ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, \
 ANTHROPIC_MODEL (the main model), DREAMKIT_PROVIDER, OPENAI_BASE_URL, OPENAI_API_KEY (empty: none \
-needed), OPENAI_MODEL, DREAMKIT_OPENAI_EXTRA_BODY, DREAMKIT_RETRY_BASE_MS; see recap(1) for each. \
+needed), OPENAI_MODEL, DREAMKIT_OPENAI_EXTRA_BODY, DREAMKIT_CLAUDE_BIN (--provider claude), \
+DREAMKIT_RETRY_BASE_MS; see recap(1) for each. \
 The values of the keys are never printed.
 
 DREAMKIT_LOCK_TOKEN: the lock token when dream-run runs under dream-lock exec (the envelope's \

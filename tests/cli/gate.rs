@@ -1089,7 +1089,11 @@ fn the_plugin_stop_hook_without_a_key_uses_the_users_client_until_it_says_logged
     six_sessions(&home);
     std::fs::create_dir_all(home.memory_dir()).unwrap();
     let index = home.memory_dir().join("MEMORY.md");
-    std::fs::write(&index, "# Memory\n- Deploy on Fridays.\n- deploy on fridays!\n").unwrap();
+    std::fs::write(
+        &index,
+        "# Memory\n- Deploy on Fridays.\n- deploy on fridays!\n",
+    )
+    .unwrap();
     let client = crate::support::claude_code::stand_in_answering(
         &home,
         &json!({"type": "result", "subtype": "success", "is_error": true,
@@ -1106,7 +1110,10 @@ fn the_plugin_stop_hook_without_a_key_uses_the_users_client_until_it_says_logged
         .run();
     crate::support::wait::busy_until("the logged-out day to be remembered", || stamp.is_file());
     let args = std::fs::read_to_string(home.root.join("claude-args")).unwrap();
-    assert!(args.starts_with("-p --output-format stream-json --verbose"), "{args}");
+    assert!(
+        args.starts_with("-p --output-format stream-json --verbose"),
+        "{args}"
+    );
     assert!(args.contains("--mcp-config"), "{args}");
     let log = std::fs::read_to_string(dir.join("dream.log")).unwrap();
     assert!(
@@ -1131,7 +1138,10 @@ fn the_plugin_stop_hook_without_a_key_uses_the_users_client_until_it_says_logged
         std::fs::read_to_string(&index).is_ok_and(|t| t == "# Memory\n- Deploy on Fridays.\n")
     });
     let log = std::fs::read_to_string(dir.join("dream.log")).unwrap();
-    assert!(log.contains("Claude Code said today that it is not logged in"), "{log}");
+    assert!(
+        log.contains("Claude Code said today that it is not logged in"),
+        "{log}"
+    );
     assert_eq!(
         std::fs::read_to_string(home.root.join("claude-args")).unwrap(),
         args,

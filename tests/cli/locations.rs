@@ -455,7 +455,7 @@ fn a_bad_environment_variable_is_named_as_itself() {
         .success()
         .stdout_with(|help| {
             assert!(
-                help.contains("[possible values: anthropic, openai]"),
+                help.contains("[possible values: anthropic, openai, claude]"),
                 "{help}"
             );
         })

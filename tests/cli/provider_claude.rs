@@ -102,24 +102,53 @@ fn recap_suggest_and_turn_status_answer_through_the_users_client() {
             "needs": "say yes or no", "result": ""}}},
     ]);
     let recap = offline
-        .dreamkit(&home, &replies, "recap", &["-n", "--transcript", transcript], &[], &[])
+        .dreamkit(
+            &home,
+            &replies,
+            "recap",
+            &["-n", "--transcript", transcript],
+            &[],
+            &[],
+        )
         .success()
         .stdout_json(|doc| assert_eq!(doc["status"], "ok", "{doc}"))
         .stderr_with(ends_with_runner_line(0))
         .run()
         .json();
-    assert_eq!(recap["text"], "You were running a tool; next, check its output.");
-    assert!(recap["usage"]["input_tokens"].as_u64().unwrap() > 0, "{recap}");
-    assert!(recap["usage"]["cost_usd"].as_f64().unwrap() > 0.0, "{recap}");
+    assert_eq!(
+        recap["text"],
+        "You were running a tool; next, check its output."
+    );
+    assert!(
+        recap["usage"]["input_tokens"].as_u64().unwrap() > 0,
+        "{recap}"
+    );
+    assert!(
+        recap["usage"]["cost_usd"].as_f64().unwrap() > 0.0,
+        "{recap}"
+    );
     let requests = offline.requests();
     let body = &requests.last().unwrap()["body"];
     // The small model, our system prompt (after the client's own two lines), no tool.
     assert_eq!(body["model"], "claude-haiku-5-5");
-    assert!(system_texts(body).last().unwrap().starts_with("You write the note"), "{body}");
+    assert!(
+        system_texts(body)
+            .last()
+            .unwrap()
+            .starts_with("You write the note"),
+        "{body}"
+    );
     assert_eq!(body["tools"], json!([]));
 
     offline
-        .dreamkit(&home, &replies, "suggest", &["-n", "--transcript", transcript], &[], &[])
+        .dreamkit(
+            &home,
+            &replies,
+            "suggest",
+            &["-n", "--transcript", transcript],
+            &[],
+            &[],
+        )
         .success()
         .stdout_json(|doc| assert_eq!(doc["suggestion"], "run it again", "{doc}"))
         .stderr_with(ends_with_runner_line(0))
@@ -191,14 +220,24 @@ fn the_clients_failures_are_our_kinds() {
         .run();
     // No credential at all: the client is not logged in.
     let doc = offline
-        .dreamkit(&home, &json!([]), "recap", &args, &[], &["ANTHROPIC_API_KEY"])
+        .dreamkit(
+            &home,
+            &json!([]),
+            "recap",
+            &args,
+            &[],
+            &["ANTHROPIC_API_KEY"],
+        )
         .code(4)
         .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "auth", "{doc}"))
         .stderr_with(ends_with_runner_line(4))
         .run()
         .json();
     let message = doc["error"]["message"].as_str().unwrap();
-    assert!(message.contains("run `claude` once and log in"), "{message}");
+    assert!(
+        message.contains("run `claude` once and log in"),
+        "{message}"
+    );
     sealed_off(&home, &marker);
 }
 
@@ -225,13 +264,22 @@ fn consolidation(summary: &str) -> Value {
     let call = |name: &str, input: Value| json!({"tool_use": {"name": format!("mcp__dreamkit__{name}"), "input": input}});
     json!([
         call("read_file", json!({"path": "MEMORY.md"})),
-        call("write_file", json!({"path": "feedback_testing.md", "content": TESTING})),
-        call("edit_file", json!({"path": "MEMORY.md",
+        call(
+            "write_file",
+            json!({"path": "feedback_testing.md", "content": TESTING})
+        ),
+        call(
+            "edit_file",
+            json!({"path": "MEMORY.md",
             "old_string": "- [Old](project_old.md) — a plan that was dropped",
-            "new_string": "- [Testing](feedback_testing.md) — run the suite before pushing"})),
+            "new_string": "- [Testing](feedback_testing.md) — run the suite before pushing"})
+        ),
         call("read_file", json!({"path": "project_old.md"})),
         call("delete_file", json!({"path": "project_old.md"})),
-        call("write_file", json!({"path": "../escape.md", "content": "x"})),
+        call(
+            "write_file",
+            json!({"path": "../escape.md", "content": "x"})
+        ),
         call("shell", json!({"command": "cat MEMORY.md > copy.md"})),
         summary,
     ])
@@ -264,7 +312,8 @@ fn tool_results(offline: &Offline) -> Vec<(bool, String)> {
 
 #[test]
 fn dream_run_consolidates_through_the_client_with_our_tools_over_mcp() {
-    let claude = claude_or_skip!("dream_run_consolidates_through_the_client_with_our_tools_over_mcp");
+    let claude =
+        claude_or_skip!("dream_run_consolidates_through_the_client_with_our_tools_over_mcp");
     let (home, marker) = home_with_session();
     seed_memory(&home);
     let offline = Offline::new(claude, &home);
@@ -288,7 +337,7 @@ fn dream_run_consolidates_through_the_client_with_our_tools_over_mcp() {
         "Consolidated: one feedback memory, the dropped plan removed."
     );
     assert_eq!(run["turns"], 8, "{run}");
-    assert_eq!(run["tool_calls"], 7, "{run}");
+    assert_eq!(run["tool_calls"], 7, "{run}\n{:?}", tool_results(&offline));
     assert!(run["usage"]["cost_usd"].as_f64().unwrap() > 0.0, "{run}");
     assert!(run["usage"]["input_tokens"].as_u64().unwrap() > 0, "{run}");
     let memory = home.memory_dir();
@@ -297,16 +346,26 @@ fn dream_run_consolidates_through_the_client_with_our_tools_over_mcp() {
         "- [Testing](feedback_testing.md) — run the suite before pushing\n"
     );
     let written = std::fs::read_to_string(memory.join("feedback_testing.md")).unwrap();
-    assert!(written.contains("Run `make test` before pushing."), "{written}");
+    assert!(
+        written.contains("Run `make test` before pushing."),
+        "{written}"
+    );
     // Stamped as the client stamps a new memory, from the session reviewed.
-    assert!(written.contains(&format!("originSessionId: {SESSION}")), "{written}");
+    assert!(
+        written.contains(&format!("originSessionId: {SESSION}")),
+        "{written}"
+    );
     assert!(!memory.join("project_old.md").exists());
     assert!(!home.transcripts_dir().join("escape.md").exists());
     assert!(!memory.join("copy.md").exists());
     let results = tool_results(&offline);
     assert_eq!(results.len(), 7, "{results:?}");
     let errors: Vec<bool> = results.iter().map(|(e, _)| *e).collect();
-    assert_eq!(errors, [false, false, false, false, false, true, true], "{results:?}");
+    assert_eq!(
+        errors,
+        [false, false, false, false, false, true, true],
+        "{results:?}"
+    );
     assert!(results[6].1.contains("shell: refused"), "{results:?}");
     // The tools were offered under the client's MCP names, and the prompt names them so.
     let body = offline.last_body();
@@ -316,11 +375,23 @@ fn dream_run_consolidates_through_the_client_with_our_tools_over_mcp() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    for tool in ["shell", "read_file", "write_file", "edit_file", "delete_file"] {
-        assert!(names.contains(&format!("mcp__dreamkit__{tool}").as_str()), "{names:?}");
+    for tool in [
+        "shell",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "delete_file",
+    ] {
+        assert!(
+            names.contains(&format!("mcp__dreamkit__{tool}").as_str()),
+            "{names:?}"
+        );
     }
     assert!(
-        system_texts(&body).last().unwrap().contains("`mcp__dreamkit__read_file`"),
+        system_texts(&body)
+            .last()
+            .unwrap()
+            .contains("`mcp__dreamkit__read_file`"),
         "the prompt names the tools as the client does"
     );
     sealed_off(&home, &marker);
@@ -351,7 +422,11 @@ fn dream_run_proposes_through_the_client_then_applies() {
         .stderr_with(ends_with_runner_line(0))
         .run()
         .json();
-    assert_eq!(crate::support::tree(&home.memory_dir()), before, "a proposal changed memory");
+    assert_eq!(
+        crate::support::tree(&home.memory_dir()),
+        before,
+        "a proposal changed memory"
+    );
     let task = doc["run"]["task_id"].as_str().unwrap().to_string();
     Run::new(&home, "dream-run")
         .args(["apply", "-n", &task])
@@ -381,7 +456,14 @@ fn sigterm_mid_run_ends_the_client_and_restores_memory() {
         {"delay": 60, "text": "never seen"},
     ]);
     let running = offline
-        .dreamkit(&home, &replies, "dream-run", &["-n", "--unlocked"], &[], &[])
+        .dreamkit(
+            &home,
+            &replies,
+            "dream-run",
+            &["-n", "--unlocked"],
+            &[],
+            &[],
+        )
         .code(143)
         .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "interrupted", "{doc}"))
         .stderr_any("the interrupted run's lines and the runner's")
@@ -402,11 +484,21 @@ fn sigterm_mid_run_ends_the_client_and_restores_memory() {
         })
         .expect("the running dream-run");
     let client_exe = claude.to_string_lossy().into_owned();
-    assert!(client_running(&client_exe, &home), "the client runs mid-run");
+    assert!(
+        client_running(&client_exe, &home),
+        "the client runs mid-run"
+    );
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     running.finish();
-    assert_eq!(crate::support::tree(&home.memory_dir()), before, "memory not restored");
-    assert!(!client_running(&client_exe, &home), "the client outlived the run");
+    assert_eq!(
+        crate::support::tree(&home.memory_dir()),
+        before,
+        "memory not restored"
+    );
+    assert!(
+        !client_running(&client_exe, &home),
+        "the client outlived the run"
+    );
     sealed_off(&home, &marker);
 }
 
@@ -418,9 +510,10 @@ fn client_running(exe: &str, home: &ClaudeHome) -> bool {
         .flatten()
         .filter_map(Result::ok)
         .any(|e| {
-            let same_exe = std::fs::read_link(e.path().join("exe"))
-                .is_ok_and(|x| x.to_string_lossy() == exe);
-            let in_work = std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(&work));
+            let same_exe =
+                std::fs::read_link(e.path().join("exe")).is_ok_and(|x| x.to_string_lossy() == exe);
+            let in_work =
+                std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(&work));
             same_exe && in_work
         })
 }
@@ -444,7 +537,10 @@ fn dream_run_with_a_client_that_is_not_logged_in_is_auth() {
         .code(4)
         .stdout_json(|doc| {
             assert_eq!(doc["error"]["kind"], "auth", "{doc}");
-            assert!(doc["error"]["message"].as_str().unwrap().contains("log in"), "{doc}");
+            assert!(
+                doc["error"]["message"].as_str().unwrap().contains("log in"),
+                "{doc}"
+            );
         })
         .stderr_any("the failed run's lines and the runner's")
         .run();
@@ -469,7 +565,10 @@ fn an_older_client_or_none_is_environment() {
         .stdout_json(|doc| {
             assert_eq!(doc["error"]["kind"], "environment", "{doc}");
             let message = doc["error"]["message"].as_str().unwrap();
-            assert!(message.contains("2.0.14") && message.contains("2.1.332"), "{message}");
+            assert!(
+                message.contains("2.0.14") && message.contains("2.1.332"),
+                "{message}"
+            );
         })
         .stderr_contains("2.0.14")
         .run();
@@ -492,7 +591,10 @@ fn an_older_client_or_none_is_environment() {
     let cache = home.state_home.join("dreamkit/claude-client.json");
     let remembered: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
     assert_eq!(remembered["version"], "2.0.14");
-    assert_eq!(crate::support::mode(&std::fs::metadata(&cache).unwrap()), 0o600);
+    assert_eq!(
+        crate::support::mode(&std::fs::metadata(&cache).unwrap()),
+        0o600
+    );
 }
 
 #[test]
@@ -511,7 +613,11 @@ fn the_deadline_ends_the_clients_whole_process_group() {
         .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "timeout", "{doc}"))
         .stderr_contains("did not answer within --deadline")
         .run();
-    let grandchild: i32 = std::fs::read_to_string(&pids).unwrap().trim().parse().unwrap();
+    let grandchild: i32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     crate::support::wait::for_true("the grandchild to be gone", || {
         let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
         // Gone, or a zombie waiting for its reaper.
@@ -539,7 +645,14 @@ fn a_relay_killed_mid_run_leaves_memory_all_before_or_all_after() {
         "done",
     ]);
     let running = offline
-        .dreamkit(&home, &replies, "dream-run", &["-n", "--unlocked"], &[], &[])
+        .dreamkit(
+            &home,
+            &replies,
+            "dream-run",
+            &["-n", "--unlocked"],
+            &[],
+            &[],
+        )
         .code_any("completed (0) when the client starts the relay again, else failed")
         .stdout_any("checked below")
         .stderr_any("the run's lines and the runner's")
@@ -553,14 +666,25 @@ fn a_relay_killed_mid_run_leaves_memory_all_before_or_all_after() {
         .find_map(|e| {
             let exe = std::fs::read_link(e.path().join("exe")).ok()?;
             let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            (exe == dream_run && String::from_utf8_lossy(&cmdline).contains("tool-relay"))
+            let cmdline = String::from_utf8_lossy(&cmdline).into_owned();
+            // This test's relay: its socket is under this home's state dir (other tests run
+            // theirs at the same time).
+            let ours = cmdline.contains(&*home.state_home.to_string_lossy());
+            (exe == dream_run && cmdline.contains("tool-relay") && ours)
                 .then(|| e.file_name().to_string_lossy().parse::<i32>().ok())?
         })
         .expect("the relay");
     assert_eq!(unsafe { libc::kill(relay, libc::SIGKILL) }, 0);
     let ran = running.finish();
     let doc = crate::support::run::one_json_line(&ran.stdout);
-    assert_eq!(ran.code, Some(if doc["run"]["status"] == "completed" { 0 } else { 4 }));
+    assert_eq!(
+        ran.code,
+        Some(if doc["run"]["status"] == "completed" {
+            0
+        } else {
+            4
+        })
+    );
     if doc["run"]["status"] == "completed" {
         assert!(written.exists(), "{doc}");
         let results = tool_results(&offline);
@@ -568,7 +692,11 @@ fn a_relay_killed_mid_run_leaves_memory_all_before_or_all_after() {
         assert!(!results[1].0, "the second call was not served: {results:?}");
     } else {
         assert_eq!(doc["run"]["status"], "failed", "{doc}");
-        assert_eq!(crate::support::tree(&home.memory_dir()), before, "memory not restored");
+        assert_eq!(
+            crate::support::tree(&home.memory_dir()),
+            before,
+            "memory not restored"
+        );
     }
     sealed_off(&home, &marker);
 }

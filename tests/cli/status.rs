@@ -1057,5 +1057,8 @@ fn the_plugin_hook_through_the_users_client_runs_in_the_background() {
     let status: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(status["status_category"], "blocked", "{status}");
     let args = std::fs::read_to_string(home.root.join("claude-args")).unwrap();
-    assert!(args.contains("--json-schema") && args.contains("--model haiku"), "{args}");
+    assert!(
+        args.contains("--json-schema") && args.contains("--model haiku"),
+        "{args}"
+    );
 }

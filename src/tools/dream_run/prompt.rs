@@ -24,7 +24,10 @@ pub fn mcp_name(tool: &str) -> String {
 pub fn mcp_named(text: &str) -> String {
     let mut named = text.to_string();
     for tool in super::sandbox::Sandbox::tool_specs() {
-        named = named.replace(&format!("`{}`", tool.name), &format!("`{}`", mcp_name(&tool.name)));
+        named = named.replace(
+            &format!("`{}`", tool.name),
+            &format!("`{}`", mcp_name(&tool.name)),
+        );
     }
     named
 }

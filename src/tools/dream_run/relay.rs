@@ -41,7 +41,9 @@ use crate::cli::{Context, Exit, Failure, Report};
 
 /// The MCP protocol versions the relay speaks, newest first: a client asking for one of
 /// these gets it back, any other gets the newest.
-pub const PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
+/// 2025-11-25 is what Claude Code 2.1.332 asks for (after its `server/discover` probe, which
+/// gets -32601 here).
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// The longest line read, on stdin or the socket: a longer one is refused (and skipped to its
 /// end) instead of being held in memory.
@@ -674,8 +676,19 @@ mod tests {
             }})
         );
         assert_eq!(answers[1]["id"], "b");
-        assert_eq!(answers[1]["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(answers[1]["result"]["protocolVersion"], "2025-11-25");
         assert_eq!(answers[2], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+        // What Claude Code 2.1.332 sends first: a discovery probe (unknown here), then the
+        // version it speaks.
+        let answers = session(
+            &run,
+            &[
+                r#"{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"protocolVersion":"2026-07-28"}}}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}"#,
+            ],
+        );
+        assert_eq!(answers[0]["error"]["code"], -32601, "{answers:?}");
+        assert_eq!(answers[1]["result"]["protocolVersion"], "2025-11-25");
     }
 
     #[test]

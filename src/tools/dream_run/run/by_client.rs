@@ -88,13 +88,14 @@ impl Agent<'_> {
                 .map(|t| prompt::mcp_name(&t.name))
                 .collect(),
         };
-        let work = client
-            .work_dir()
-            .map_err(|f| environment(f.to_string()))?;
+        let work = client.work_dir().map_err(|f| environment(f.to_string()))?;
         let mut command = client.command(&run, work.path());
-        let mut child = command
-            .spawn()
-            .map_err(|e| environment(format!("cannot start Claude Code ({}): {e}", client.bin.display())))?;
+        let mut child = command.spawn().map_err(|e| {
+            environment(format!(
+                "cannot start Claude Code ({}): {e}",
+                client.bin.display()
+            ))
+        })?;
         // Whatever ends the loop, the client and what it started go with it.
         let group = GroupGuard::of(Some(child.id()));
         let task = prompt::mcp_named(task);
@@ -173,10 +174,7 @@ impl Agent<'_> {
                     };
                     match value["type"].as_str() {
                         Some("assistant") => {
-                            let id = value["message"]["id"]
-                                .as_str()
-                                .unwrap_or("")
-                                .to_string();
+                            let id = value["message"]["id"].as_str().unwrap_or("").to_string();
                             if !index.contains_key(&id) {
                                 // A new turn: the one before it is complete.
                                 if let Some((_, done)) = messages.last() {
@@ -188,10 +186,11 @@ impl Agent<'_> {
                             }
                             let message = &mut messages[index[&id]].1;
                             absorb(message, &value["message"]);
-                            self.usage = messages.iter().fold(Usage::default(), |mut sum, (_, m)| {
-                                sum += m.usage;
-                                sum
-                            });
+                            self.usage =
+                                messages.iter().fold(Usage::default(), |mut sum, (_, m)| {
+                                    sum += m.usage;
+                                    sum
+                                });
                             self.record.usage = self.usage.into();
                             let spent = self.usage.input_tokens
                                 + self.usage.output_tokens
@@ -319,10 +318,7 @@ impl Agent<'_> {
         }
         match print_mode::read_result(result) {
             Ok(answer) => End::Completed {
-                summary: super::check::for_a_person(&cut_chars(
-                    answer.text.trim(),
-                    SUMMARY_CHARS,
-                )),
+                summary: super::check::for_a_person(&cut_chars(answer.text.trim(), SUMMARY_CHARS)),
             },
             Err(error) => End::Model {
                 kind: error.kind.as_str(),
