@@ -247,17 +247,14 @@ tested with: update it (claude update) or use another --provider",
             let status = child.wait().await;
             (out, err, status)
         };
-        let (out, err, status) = match tokio::time::timeout(self.deadline, exchange).await {
-            Ok(done) => done,
-            Err(_) => {
-                return Err(ModelError::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "Claude Code did not answer within --deadline {}s",
-                        self.deadline.as_secs()
-                    ),
-                ))
-            }
+        let Ok((out, err, status)) = tokio::time::timeout(self.deadline, exchange).await else {
+            return Err(ModelError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "Claude Code did not answer within --deadline {}s",
+                    self.deadline.as_secs()
+                ),
+            ));
         };
         group.reaped();
         if out.len() > ONE_SHOT_STDOUT_CAP {

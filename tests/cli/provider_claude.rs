@@ -700,3 +700,120 @@ fn a_relay_killed_mid_run_leaves_memory_all_before_or_all_after() {
     }
     sealed_off(&home, &marker);
 }
+
+#[test]
+fn dream_run_enforces_max_tokens_from_the_clients_stream() {
+    let claude = claude_or_skip!("dream_run_enforces_max_tokens_from_the_clients_stream");
+    let (home, marker) = home_with_session();
+    seed_memory(&home);
+    let before = crate::support::tree(&home.memory_dir());
+    let offline = Offline::new(claude, &home);
+    // The first answer already streams more input tokens than the budget: the write it asks
+    // for may land, and the run then fails and puts memory back.
+    let doc = offline
+        .dreamkit(
+            &home,
+            &consolidation("never reached"),
+            "dream-run",
+            &["-n", "--unlocked", "--max-tokens", "100"],
+            &[],
+            &[],
+        )
+        .code(1)
+        .stdout_json(|doc| assert_eq!(doc["run"]["error"], "max_tokens", "{doc}"))
+        .stderr_any("the failed run's lines and the runner's")
+        .run()
+        .json();
+    assert!(
+        doc["run"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-tokens 100"),
+        "{doc}"
+    );
+    assert_eq!(
+        crate::support::tree(&home.memory_dir()),
+        before,
+        "memory not restored"
+    );
+    sealed_off(&home, &marker);
+}
+
+/// `--dry-run` and `--engine rules` start no client: they need none.
+#[test]
+fn dry_runs_and_the_rules_need_no_client() {
+    let (home, _) = home_with_session();
+    seed_memory(&home);
+    let missing = home.root.join("no/claude");
+    Run::new(&home, "dream-run")
+        .args(["-n", "--unlocked", "--provider", "claude", "--dry-run"])
+        .env("DREAMKIT_CLAUDE_BIN", &missing)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["run"]["status"], "dry_run", "{doc}"))
+        .stderr_empty()
+        .run();
+    Run::new(&home, "dream-run")
+        .args([
+            "-n",
+            "--unlocked",
+            "--provider",
+            "claude",
+            "--engine",
+            "rules",
+        ])
+        .env("DREAMKIT_CLAUDE_BIN", &missing)
+        .code_any("no_changes (1) on a healthy memory")
+        .stdout_json(|doc| assert_eq!(doc["run"]["engine"], "rules", "{doc}"))
+        .stderr_any("what the rules did")
+        .run();
+}
+
+/// A client that ends without a result (it crashed, or is not Claude Code): the run fails,
+/// exit 4, saying so; nothing is left changed.
+#[test]
+fn a_client_that_ends_without_a_result_fails_the_run() {
+    let (home, _) = home_with_session();
+    seed_memory(&home);
+    let before = crate::support::tree(&home.memory_dir());
+    let client = stand_in(&home, "2.1.332", "cat >/dev/null; echo 'segfault, sorry' >&2; echo '{\"type\":\"system\",\"subtype\":\"init\"}'; exit 139");
+    Run::new(&home, "dream-run")
+        .args(["-n", "--unlocked", "--provider", "claude"])
+        .env("DREAMKIT_CLAUDE_BIN", &client)
+        .code(4)
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["status"], "failed", "{doc}");
+            assert_eq!(doc["error"]["kind"], "malformed_response", "{doc}");
+            let message = doc["error"]["message"].as_str().unwrap();
+            assert!(message.contains("exited 139 without a result"), "{message}");
+        })
+        .stderr_any("the failed run's line")
+        .run();
+    assert_eq!(crate::support::tree(&home.memory_dir()), before);
+}
+
+/// SIGTERM while a one-shot tool waits on the client: exit 143, and the client's whole
+/// process group is gone.
+#[test]
+fn sigterm_during_a_one_shot_answer_ends_the_clients_group() {
+    let (home, _) = home_with_session();
+    let pids = home.root.join("pids");
+    let body = format!("sleep 300 & echo $! > {}; sleep 300", pids.display());
+    let claude = stand_in(&home, "2.1.332", &body);
+    let running = recap_via(&home, &claude)
+        .code(143)
+        .stdout_json(|doc| assert_eq!(doc["status"], "aborted", "{doc}"))
+        .stderr_any("the interrupted line")
+        .spawn();
+    crate::support::wait::for_true("the client to start", || pids.is_file());
+    running.signal(libc::SIGTERM);
+    running.finish();
+    let grandchild: i32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    crate::support::wait::for_true("the grandchild to be gone", || {
+        let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
+    });
+}

@@ -267,7 +267,7 @@ impl Agent<'_> {
 
     /// How the run ends once the client's stdout closed: its result says, else its exit.
     fn after_client(
-        &mut self,
+        &self,
         result: &Option<Value>,
         closed: &Option<Option<String>>,
         child: &mut std::process::Child,
