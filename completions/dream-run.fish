@@ -25,9 +25,9 @@ function __fish_dream_run_using_subcommand
 end
 
 complete -c dream-run -n "__fish_dream_run_needs_command" -l backend -d 'Lock backend: `file` (the default: <memory_dir>/.consolidate-lock) or etcd://host:port[,host:port...][/prefix]' -r
-complete -c dream-run -n "__fish_dream_run_needs_command" -l provider -d 'Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user\'s own Claude Code in print mode (its login; no API key needed)' -r -f -a "anthropic\t'The Anthropic Messages API, with an API key or token'
-openai\t'An OpenAI-compatible chat-completions server'
-claude\t'The user\'s own Claude Code (`claude -p`), logged in as they use it: no key needed'"
+complete -c dream-run -n "__fish_dream_run_needs_command" -l provider -d 'Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user\'s own Claude Code in print mode (its login; no API key needed)' -r -f -a "anthropic\t''
+openai\t''
+claude\t''"
 complete -c dream-run -n "__fish_dream_run_needs_command" -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l timeout -d 'Timeout of one model request (0: none; --deadline still bounds the exchange)' -r
 complete -c dream-run -n "__fish_dream_run_needs_command" -l retries -d 'Retries after 429, 529, 5xx, resets and timeouts' -r

@@ -7,9 +7,9 @@ complete -c recap -l cache-ttl-ms -d '--cache-ttl in milliseconds [default: 3600
 complete -c recap -l cache-age -d 'Age of the prompt cache [default: since the last assistant record]' -r
 complete -c recap -l cache-age-ms -d '--cache-age in milliseconds' -r
 complete -c recap -l draft -d 'Text the user has typed but not sent; a non-empty draft skips the summary' -r
-complete -c recap -l provider -d 'Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user\'s own Claude Code in print mode (its login; no API key needed)' -r -f -a "anthropic\t'The Anthropic Messages API, with an API key or token'
-openai\t'An OpenAI-compatible chat-completions server'
-claude\t'The user\'s own Claude Code (`claude -p`), logged in as they use it: no key needed'"
+complete -c recap -l provider -d 'Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user\'s own Claude Code in print mode (its login; no API key needed)' -r -f -a "anthropic\t''
+openai\t''
+claude\t''"
 complete -c recap -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
 complete -c recap -l timeout -d 'Timeout of one model request (0: none; --deadline still bounds the exchange)' -r
 complete -c recap -l deadline -d 'Deadline for the whole exchange, retries included' -r

@@ -25,9 +25,9 @@ function __fish_suggest_using_subcommand
 end
 
 complete -c suggest -n "__fish_suggest_needs_command" -l session -d 'Session id for --events [default: the hook payload\'s session_id, else the transcript\'s]' -r
-complete -c suggest -n "__fish_suggest_needs_command" -l provider -d 'Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user\'s own Claude Code in print mode (its login; no API key needed)' -r -f -a "anthropic\t'The Anthropic Messages API, with an API key or token'
-openai\t'An OpenAI-compatible chat-completions server'
-claude\t'The user\'s own Claude Code (`claude -p`), logged in as they use it: no key needed'"
+complete -c suggest -n "__fish_suggest_needs_command" -l provider -d 'Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user\'s own Claude Code in print mode (its login; no API key needed)' -r -f -a "anthropic\t''
+openai\t''
+claude\t''"
 complete -c suggest -n "__fish_suggest_needs_command" -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
 complete -c suggest -n "__fish_suggest_needs_command" -l timeout -d 'Timeout of one model request (0: none; --deadline still bounds the exchange)' -r
 complete -c suggest -n "__fish_suggest_needs_command" -l deadline -d 'Deadline for the whole exchange, retries included' -r

@@ -9,9 +9,9 @@ repl\t''"
 complete -c turn-status -l engine -d 'Classifier: the rule table, or the small/fast model' -r -f -a "heuristic\t'The rule table: no model, no network'
 llm\t'The small/fast model'"
 complete -c turn-status -l fallback -d 'When the LLM engine fails, classify with the rule table instead of exiting 4' -r -f -a "heuristic\t'Classify with the rule table instead (exit 0)'"
-complete -c turn-status -l provider -d 'Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user\'s own Claude Code in print mode (its login; no API key needed)' -r -f -a "anthropic\t'The Anthropic Messages API, with an API key or token'
-openai\t'An OpenAI-compatible chat-completions server'
-claude\t'The user\'s own Claude Code (`claude -p`), logged in as they use it: no key needed'"
+complete -c turn-status -l provider -d 'Model API: the Anthropic Messages API, an OpenAI-compatible server, or the user\'s own Claude Code in print mode (its login; no API key needed)' -r -f -a "anthropic\t''
+openai\t''
+claude\t''"
 complete -c turn-status -l model -d 'Model id [default: from ANTHROPIC_* variables, or OPENAI_MODEL with --provider openai]' -r
 complete -c turn-status -l timeout -d 'Timeout of one model request (0: none; --deadline still bounds the exchange)' -r
 complete -c turn-status -l deadline -d 'Deadline for the whole exchange, retries included' -r

@@ -36,11 +36,12 @@ const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Provider {
-    /// The Anthropic Messages API, with an API key or token
+    // Plain comments: doc comments would turn `--help`'s one line of values into a list.
+    // The Anthropic Messages API, with an API key or token.
     Anthropic,
-    /// An OpenAI-compatible chat-completions server
+    // An OpenAI-compatible chat-completions server.
     Openai,
-    /// The user's own Claude Code (`claude -p`), logged in as they use it: no key needed
+    // The user's own Claude Code (`claude -p`), logged in as they use it: no key needed.
     Claude,
 }
 

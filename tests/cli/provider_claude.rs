@@ -108,7 +108,6 @@ fn recap_suggest_and_turn_status_answer_through_the_users_client() {
             "recap",
             &["-n", "--transcript", transcript],
             &[],
-            &[],
         )
         .success()
         .stdout_json(|doc| assert_eq!(doc["status"], "ok", "{doc}"))
@@ -147,7 +146,6 @@ fn recap_suggest_and_turn_status_answer_through_the_users_client() {
             "suggest",
             &["-n", "--transcript", transcript],
             &[],
-            &[],
         )
         .success()
         .stdout_json(|doc| assert_eq!(doc["suggestion"], "run it again", "{doc}"))
@@ -163,7 +161,6 @@ fn recap_suggest_and_turn_status_answer_through_the_users_client() {
             &replies,
             "turn-status",
             &["-n", "--engine", "llm", "--transcript", transcript],
-            &[],
             &[],
         )
         .success()
@@ -202,7 +199,7 @@ fn the_clients_failures_are_our_kinds() {
         let replies = json!([{"any": true, "error": {"status": status, "type": error_type,
             "message": "scripted"}}]);
         let doc = offline
-            .dreamkit(&home, &replies, "recap", &args, &[], &[])
+            .dreamkit(&home, &replies, "recap", &args, &[])
             .code(4)
             .stdout_json(|doc| assert_eq!(doc["error"]["kind"], kind, "{doc}"))
             .stderr_with(ends_with_runner_line(4))
@@ -213,21 +210,14 @@ fn the_clients_failures_are_our_kinds() {
     // A stream cut mid-answer, twice (the client retries it once without streaming).
     let replies = json!([{"any": true, "cut": true, "text": "part", "repeat": 4}]);
     offline
-        .dreamkit(&home, &replies, "recap", &args, &[], &[])
+        .dreamkit(&home, &replies, "recap", &args, &[])
         .code(4)
         .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "network", "{doc}"))
         .stderr_with(ends_with_runner_line(4))
         .run();
     // No credential at all: the client is not logged in.
     let doc = offline
-        .dreamkit(
-            &home,
-            &json!([]),
-            "recap",
-            &args,
-            &[],
-            &["ANTHROPIC_API_KEY"],
-        )
+        .dreamkit(&home, &json!([]), "recap", &args, &["ANTHROPIC_API_KEY"])
         .code(4)
         .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "auth", "{doc}"))
         .stderr_with(ends_with_runner_line(4))
@@ -239,6 +229,42 @@ fn the_clients_failures_are_our_kinds() {
         "{message}"
     );
     sealed_off(&home, &marker);
+}
+
+/// A stub reply: the model calls one of our tools, as the client names it.
+fn mcp_call(name: &str, input: Value) -> Value {
+    json!({"tool_use": {"name": format!("mcp__dreamkit__{name}"), "input": input}})
+}
+
+/// The first running process for which `pick` (its /proc entry) holds.
+fn process_where(pick: impl Fn(&Path) -> bool) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| pick(&e.path()))
+        .find_map(|e| e.file_name().to_string_lossy().parse().ok())
+}
+
+fn exe_of(proc: &Path) -> Option<PathBuf> {
+    std::fs::read_link(proc.join("exe")).ok()
+}
+
+fn cwd_of(proc: &Path) -> Option<PathBuf> {
+    std::fs::read_link(proc.join("cwd")).ok()
+}
+
+/// Waits until the process whose pid the stand-in wrote to `pids` is gone (or a zombie
+/// waiting for its reaper).
+fn wait_gone(pids: &Path) {
+    let pid: i32 = std::fs::read_to_string(pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    crate::support::wait::for_true("the client's child to be gone", || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
+    });
 }
 
 /// A memory dir with an index and a stale topic file.
@@ -261,26 +287,25 @@ const TESTING: &str = "---\nname: testing\ndescription: run the suite before pus
 
 /// The scripted consolidation: reads, a new file, an edit, a deletion, and two refusals.
 fn consolidation(summary: &str) -> Value {
-    let call = |name: &str, input: Value| json!({"tool_use": {"name": format!("mcp__dreamkit__{name}"), "input": input}});
     json!([
-        call("read_file", json!({"path": "MEMORY.md"})),
-        call(
+        mcp_call("read_file", json!({"path": "MEMORY.md"})),
+        mcp_call(
             "write_file",
             json!({"path": "feedback_testing.md", "content": TESTING})
         ),
-        call(
+        mcp_call(
             "edit_file",
             json!({"path": "MEMORY.md",
             "old_string": "- [Old](project_old.md) — a plan that was dropped",
             "new_string": "- [Testing](feedback_testing.md) — run the suite before pushing"})
         ),
-        call("read_file", json!({"path": "project_old.md"})),
-        call("delete_file", json!({"path": "project_old.md"})),
-        call(
+        mcp_call("read_file", json!({"path": "project_old.md"})),
+        mcp_call("delete_file", json!({"path": "project_old.md"})),
+        mcp_call(
             "write_file",
             json!({"path": "../escape.md", "content": "x"})
         ),
-        call("shell", json!({"command": "cat MEMORY.md > copy.md"})),
+        mcp_call("shell", json!({"command": "cat MEMORY.md > copy.md"})),
         summary,
     ])
 }
@@ -323,7 +348,6 @@ fn dream_run_consolidates_through_the_client_with_our_tools_over_mcp() {
             &consolidation("Consolidated: one feedback memory, the dropped plan removed."),
             "dream-run",
             &["-n", "--unlocked"],
-            &[],
             &[],
         )
         .success()
@@ -415,7 +439,6 @@ fn dream_run_proposes_through_the_client_then_applies() {
             "dream-run",
             &["-n", "--unlocked", "--propose"],
             &[],
-            &[],
         )
         .success()
         .stdout_json(|doc| assert_eq!(doc["run"]["status"], "proposed", "{doc}"))
@@ -449,21 +472,13 @@ fn sigterm_mid_run_ends_the_client_and_restores_memory() {
     seed_memory(&home);
     let before = crate::support::tree(&home.memory_dir());
     let offline = Offline::new(claude.clone(), &home);
-    let call = |name: &str, input: Value| json!({"tool_use": {"name": format!("mcp__dreamkit__{name}"), "input": input}});
     // A write lands, then the model takes its time.
     let replies = json!([
-        call("write_file", json!({"path": "feedback_testing.md", "content": TESTING})),
+        mcp_call("write_file", json!({"path": "feedback_testing.md", "content": TESTING})),
         {"delay": 60, "text": "never seen"},
     ]);
     let running = offline
-        .dreamkit(
-            &home,
-            &replies,
-            "dream-run",
-            &["-n", "--unlocked"],
-            &[],
-            &[],
-        )
+        .dreamkit(&home, &replies, "dream-run", &["-n", "--unlocked"], &[])
         .code(143)
         .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "interrupted", "{doc}"))
         .stderr_any("the interrupted run's lines and the runner's")
@@ -473,21 +488,12 @@ fn sigterm_mid_run_ends_the_client_and_restores_memory() {
     // dream-run itself (inside the runner's namespace): the one whose cwd is the project
     // (its relay, started by the client, runs in the client's private folder).
     let dream_run = crate::support::bin_path("dream-run");
-    let pid = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .find_map(|e| {
-            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
-            let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
-            (exe == dream_run && cwd == home.project)
-                .then(|| e.file_name().to_string_lossy().parse::<i32>().ok())?
-        })
-        .expect("the running dream-run");
-    let client_exe = claude.to_string_lossy().into_owned();
-    assert!(
-        client_running(&client_exe, &home),
-        "the client runs mid-run"
-    );
+    let pid = process_where(|proc| {
+        exe_of(proc).is_some_and(|exe| exe == dream_run)
+            && cwd_of(proc).is_some_and(|cwd| cwd == home.project)
+    })
+    .expect("the running dream-run");
+    assert!(client_running(&claude, &home), "the client runs mid-run");
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     running.finish();
     assert_eq!(
@@ -496,26 +502,19 @@ fn sigterm_mid_run_ends_the_client_and_restores_memory() {
         "memory not restored"
     );
     assert!(
-        !client_running(&client_exe, &home),
+        !client_running(&claude, &home),
         "the client outlived the run"
     );
     sealed_off(&home, &marker);
 }
 
 /// Whether a client process runs with this home's private working folder as its cwd.
-fn client_running(exe: &str, home: &ClaudeHome) -> bool {
+fn client_running(exe: &Path, home: &ClaudeHome) -> bool {
     let work = home.state_home.join("dreamkit/print-mode");
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .any(|e| {
-            let same_exe =
-                std::fs::read_link(e.path().join("exe")).is_ok_and(|x| x.to_string_lossy() == exe);
-            let in_work =
-                std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(&work));
-            same_exe && in_work
-        })
+    process_where(|proc| {
+        exe_of(proc).is_some_and(|x| x == exe) && cwd_of(proc).is_some_and(|c| c.starts_with(&work))
+    })
+    .is_some()
 }
 
 #[test]
@@ -531,7 +530,6 @@ fn dream_run_with_a_client_that_is_not_logged_in_is_auth() {
             &json!([]),
             "dream-run",
             &["-n", "--unlocked"],
-            &[],
             &["ANTHROPIC_API_KEY"],
         )
         .code(4)
@@ -613,16 +611,7 @@ fn the_deadline_ends_the_clients_whole_process_group() {
         .stdout_json(|doc| assert_eq!(doc["error"]["kind"], "timeout", "{doc}"))
         .stderr_contains("did not answer within --deadline")
         .run();
-    let grandchild: i32 = std::fs::read_to_string(&pids)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    crate::support::wait::for_true("the grandchild to be gone", || {
-        let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
-        // Gone, or a zombie waiting for its reaper.
-        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
-    });
+    wait_gone(&pids);
     // The private working folder went with the run.
     let work = home.state_home.join("dreamkit/print-mode");
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
@@ -638,21 +627,13 @@ fn a_relay_killed_mid_run_leaves_memory_all_before_or_all_after() {
     seed_memory(&home);
     let before = crate::support::tree(&home.memory_dir());
     let offline = Offline::new(claude, &home);
-    let call = |name: &str, input: Value| json!({"tool_use": {"name": format!("mcp__dreamkit__{name}"), "input": input}});
     let replies = json!([
-        call("write_file", json!({"path": "feedback_testing.md", "content": TESTING})),
+        mcp_call("write_file", json!({"path": "feedback_testing.md", "content": TESTING})),
         {"delay": 3, "tool_use": {"name": "mcp__dreamkit__read_file", "input": {"path": "MEMORY.md"}}},
         "done",
     ]);
     let running = offline
-        .dreamkit(
-            &home,
-            &replies,
-            "dream-run",
-            &["-n", "--unlocked"],
-            &[],
-            &[],
-        )
+        .dreamkit(&home, &replies, "dream-run", &["-n", "--unlocked"], &[])
         .code_any("completed (0) when the client starts the relay again, else failed")
         .stdout_any("checked below")
         .stderr_any("the run's lines and the runner's")
@@ -660,20 +641,17 @@ fn a_relay_killed_mid_run_leaves_memory_all_before_or_all_after() {
     let written = home.memory_dir().join("feedback_testing.md");
     crate::support::wait::for_true("the first write to land", || written.exists());
     let dream_run = crate::support::bin_path("dream-run");
-    let relay = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .find_map(|e| {
-            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).into_owned();
-            // This test's relay: its socket is under this home's state dir (other tests run
-            // theirs at the same time).
-            let ours = cmdline.contains(&*home.state_home.to_string_lossy());
-            (exe == dream_run && cmdline.contains("tool-relay") && ours)
-                .then(|| e.file_name().to_string_lossy().parse::<i32>().ok())?
-        })
-        .expect("the relay");
+    // This test's relay: its socket is under this home's state dir (other tests run theirs
+    // at the same time).
+    let state = home.state_home.to_string_lossy().into_owned();
+    let relay = process_where(|proc| {
+        let cmdline = std::fs::read(proc.join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        exe_of(proc).is_some_and(|exe| exe == dream_run)
+            && cmdline.contains("tool-relay")
+            && cmdline.contains(&state)
+    })
+    .expect("the relay");
     assert_eq!(unsafe { libc::kill(relay, libc::SIGKILL) }, 0);
     let ran = running.finish();
     let doc = crate::support::run::one_json_line(&ran.stdout);
@@ -716,7 +694,6 @@ fn dream_run_enforces_max_tokens_from_the_clients_stream() {
             &consolidation("never reached"),
             "dream-run",
             &["-n", "--unlocked", "--max-tokens", "100"],
-            &[],
             &[],
         )
         .code(1)
@@ -807,13 +784,5 @@ fn sigterm_during_a_one_shot_answer_ends_the_clients_group() {
     crate::support::wait::for_true("the client to start", || pids.is_file());
     running.signal(libc::SIGTERM);
     running.finish();
-    let grandchild: i32 = std::fs::read_to_string(&pids)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    crate::support::wait::for_true("the grandchild to be gone", || {
-        let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
-        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
-    });
+    wait_gone(&pids);
 }

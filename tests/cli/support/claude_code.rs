@@ -111,6 +111,21 @@ impl Offline {
         replies: &Value,
         args: &[&str],
     ) -> Run<'a> {
+        let mut cmd = self.runner(home, cwd, replies);
+        cmd.arg("--").env("CLAUDE_BIN", &self.claude);
+        Run::command(cmd, "run-offline.sh -- claude")
+            .args(args)
+            .stdin_from(Stdio::null())
+            // The runner kills the client after CC_TIMEOUT; this bounds the runner itself.
+            .timeout(Duration::from_secs(150))
+            .success()
+            .stderr_with(runner_line_only(0))
+    }
+
+    /// The offline runner, set up to run from `cwd` against the stub answering `replies` (a
+    /// JSON list in stub.py's format; empty: its default text), with the home's environment;
+    /// the caller adds `CLAUDE_BIN`, its options, `--` and the arguments.
+    fn runner(&self, home: &ClaudeHome, cwd: &Path, replies: &Value) -> std::process::Command {
         // Kept in the home's root (removed with it): the run reads it after this returns.
         let (_, replies_file) = tempfile::Builder::new()
             .prefix("replies-")
@@ -122,7 +137,6 @@ impl Offline {
         std::fs::write(&replies_file, replies.to_string()).unwrap();
         let mut cmd = std::process::Command::new("bash");
         cmd.arg(repo_root().join("scripts/claude-code/run-offline.sh"))
-            .arg("--")
             .env_clear()
             .env("PATH", &self.path)
             .env("LANG", "C.UTF-8")
@@ -133,21 +147,13 @@ impl Offline {
             .env("CC_LOG", &self.log)
             .env("CC_REPLIES", &replies_file)
             .env("CC_TIMEOUT", "120")
-            .env("CLAUDE_BIN", &self.claude)
             .current_dir(cwd);
-        Run::command(cmd, "run-offline.sh -- claude")
-            .args(args)
-            .stdin_from(Stdio::null())
-            // The runner kills the client after CC_TIMEOUT; this bounds the runner itself.
-            .timeout(Duration::from_secs(150))
-            .success()
-            .stderr_with(runner_line_only(0))
+        cmd
     }
 
     /// dreamkit's `tool` with `--provider claude`, run where the client runs (in the offline
     /// runner's namespace, against the stub answering `replies`), the real client as
-    /// `DREAMKIT_CLAUDE_BIN`. `env` adds variables (the runner's own switches stay set);
-    /// `drop` leaves variables out of the tool's environment (`ANTHROPIC_API_KEY`: no
+    /// `DREAMKIT_CLAUDE_BIN`. `drop` leaves variables out of the tool's environment (`ANTHROPIC_API_KEY`: no
     /// credential at all). The caller says what the exit, stdout and stderr must be (stderr
     /// ends with the runner's line).
     pub(crate) fn dreamkit<'a>(
@@ -156,35 +162,12 @@ impl Offline {
         replies: &Value,
         tool: &str,
         args: &[&str],
-        env: &[(&str, &str)],
         drop: &[&str],
     ) -> Run<'a> {
-        let (_, replies_file) = tempfile::Builder::new()
-            .prefix("replies-")
-            .suffix(".json")
-            .tempfile_in(&home.root)
-            .unwrap()
-            .keep()
-            .unwrap();
-        std::fs::write(&replies_file, replies.to_string()).unwrap();
-        let mut cmd = std::process::Command::new("bash");
-        cmd.arg(repo_root().join("scripts/claude-code/run-offline.sh"))
-            .env_clear()
-            .env("PATH", &self.path)
-            .env("LANG", "C.UTF-8")
-            .env("CC_HOME", &home.home)
-            .env("XDG_STATE_HOME", &home.state_home)
-            .env("CC_CWD", &home.project)
-            .env("CC_LOG", &self.log)
-            .env("CC_REPLIES", &replies_file)
-            .env("CC_TIMEOUT", "120")
-            .env("CLAUDE_BIN", crate::support::bin_path(tool))
+        let mut cmd = self.runner(home, &home.project, replies);
+        cmd.env("CLAUDE_BIN", crate::support::bin_path(tool))
             .env("DREAMKIT_PROVIDER", "claude")
-            .env("DREAMKIT_CLAUDE_BIN", &self.claude)
-            .current_dir(&home.project);
-        for (name, value) in env {
-            cmd.env(name, value);
-        }
+            .env("DREAMKIT_CLAUDE_BIN", &self.claude);
         for name in drop {
             cmd.arg("--drop-env").arg(name);
         }
