@@ -750,6 +750,9 @@ async fn send_print_mode(
             1
         },
         json_schema: request.answer_schema.as_ref().map(|a| a.schema.clone()),
+        max_output_tokens: Some(request.max_tokens),
+        // One short answer: no room for long thinking.
+        effort: Some("low"),
         ..print_mode::Invocation::default()
     };
     let answer = print_mode

@@ -72,6 +72,11 @@ pub struct Invocation {
     pub mcp_config: Option<String>,
     /// `--allowedTools`: exact names.
     pub allowed_tools: Vec<String>,
+    /// The most output tokens of one answer (`CLAUDE_CODE_MAX_OUTPUT_TOKENS`).
+    pub max_output_tokens: Option<u32>,
+    /// `--effort`: `low` for a short answer under a small output cap, where thinking would
+    /// spend the tokens the answer needs.
+    pub effort: Option<&'static str>,
 }
 
 impl PrintMode {
@@ -155,6 +160,9 @@ tested with: update it (claude update) or use another --provider",
         if let Some(model) = &self.model {
             args.extend(["--model".into(), model.clone().into()]);
         }
+        if let Some(effort) = run.effort {
+            args.extend(["--effort".into(), effort.into()]);
+        }
         args
     }
 
@@ -187,6 +195,10 @@ tested with: update it (claude update) or use another --provider",
             .args(self.args(run))
             .env_clear()
             .envs(self.child_env.iter().map(|(k, v)| (k, v)))
+            .envs(
+                run.max_output_tokens
+                    .map(|n| ("CLAUDE_CODE_MAX_OUTPUT_TOKENS", n.to_string())),
+            )
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -688,6 +700,7 @@ mod tests {
         let run = Invocation {
             system_prompt: "be brief".into(),
             max_turns: 2,
+            effort: Some("low"),
             ..Invocation::default()
         };
         let args = strings(&print_mode().args(&run));
@@ -699,6 +712,7 @@ mod tests {
             ("--permission-mode", "dontAsk"),
             ("--max-turns", "2"),
             ("--model", "haiku"),
+            ("--effort", "low"),
         ] {
             assert_eq!(value_after(&args, flag), Some(value), "{flag} in {args:?}");
         }
@@ -738,6 +752,8 @@ mod tests {
                 "mcp__dreamkit__read_file".into(),
                 "mcp__dreamkit__shell".into(),
             ],
+            max_output_tokens: Some(8192),
+            effort: None,
         };
         let main = PrintMode {
             model: None,
@@ -761,8 +777,15 @@ mod tests {
             Some("mcp__dreamkit__read_file,mcp__dreamkit__shell")
         );
         assert_eq!(value_after(&args, "--max-turns"), Some("40"));
-        // The main model: the client's default unless --model says.
-        assert!(!args.iter().any(|a| a == "--model"), "{args:?}");
+        // The main model: the client's default unless --model says; its effort too.
+        assert!(!args.iter().any(|a| a == "--model" || a == "--effort"), "{args:?}");
+        // The output cap is the environment's, not a flag.
+        let command = main.command(&run, Path::new("/"));
+        let cap = command
+            .get_envs()
+            .find(|(k, _)| *k == "CLAUDE_CODE_MAX_OUTPUT_TOKENS")
+            .and_then(|(_, v)| v);
+        assert_eq!(cap, Some(OsStr::new("8192")));
     }
 
     #[test]

@@ -130,6 +130,9 @@ fn recap_suggest_and_turn_status_answer_through_the_users_client() {
     let body = &requests.last().unwrap()["body"];
     // The small model, our system prompt (after the client's own two lines), no tool.
     assert_eq!(body["model"], "claude-haiku-5-5");
+    // recap's output cap reaches the API, and a short answer is asked with low effort.
+    assert_eq!(body["max_tokens"], 200);
+    assert_eq!(body["output_config"]["effort"], "low");
     assert!(
         system_texts(body)
             .last()

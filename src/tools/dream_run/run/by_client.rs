@@ -80,6 +80,8 @@ impl Agent<'_> {
         let run = Invocation {
             system_prompt: prompt::mcp_named(&prompt::system_prompt()),
             max_turns: self.args.max_turns,
+            max_output_tokens: Some(self.args.max_answer_tokens),
+            effort: None,
             json_schema: None,
             stream: true,
             mcp_config: Some(mcp_config.to_string()),
@@ -352,12 +354,13 @@ fn relay_not_connected(init: &Value) -> Option<String> {
     let ours = servers
         .iter()
         .find(|s| s["name"] == print_mode::MCP_SERVER)?;
+    // "failed" is final; "pending" (still starting) is not a failure yet.
     match ours["status"].as_str() {
-        Some("connected") | None => None,
-        Some(status) => Some(format!(
+        Some(status @ ("failed" | "needs-auth")) => Some(format!(
             "Claude Code could not start dream-run's tool relay (MCP server {:?}: {status})",
             print_mode::MCP_SERVER
         )),
+        _ => None,
     }
 }
 
