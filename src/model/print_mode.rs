@@ -778,7 +778,10 @@ mod tests {
         );
         assert_eq!(value_after(&args, "--max-turns"), Some("40"));
         // The main model: the client's default unless --model says; its effort too.
-        assert!(!args.iter().any(|a| a == "--model" || a == "--effort"), "{args:?}");
+        assert!(
+            !args.iter().any(|a| a == "--model" || a == "--effort"),
+            "{args:?}"
+        );
         // The output cap is the environment's, not a flag.
         let command = main.command(&run, Path::new("/"));
         let cap = command

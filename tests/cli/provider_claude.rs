@@ -789,3 +789,38 @@ fn sigterm_during_a_one_shot_answer_ends_the_clients_group() {
     running.finish();
     wait_gone(&pids);
 }
+
+/// A state dir whose path is longer than a socket's path may be: the relay's socket goes to
+/// the temporary dir instead, and the run works as ever.
+#[test]
+fn a_long_state_dir_path_still_reaches_the_relay() {
+    let claude = claude_or_skip!("a_long_state_dir_path_still_reaches_the_relay");
+    let (home, marker) = home_with_session();
+    seed_memory(&home);
+    let long = home.root.join("s".repeat(60)).join("t".repeat(60));
+    std::fs::create_dir_all(&long).unwrap();
+    let offline = Offline::new(claude, &home);
+    offline
+        .dreamkit(
+            &home,
+            &json!([
+                mcp_call("read_file", json!({"path": "MEMORY.md"})),
+                "Nothing to change."
+            ]),
+            "dream-run",
+            &["-n", "--unlocked"],
+            &[],
+        )
+        .env("XDG_STATE_HOME", &long)
+        .code_any("completed (0) or no_changes (1)")
+        .stdout_json(|doc| {
+            assert_eq!(doc["run"]["tool_calls"], 1, "{doc}");
+            assert_eq!(doc["run"]["summary"], "Nothing to change.", "{doc}");
+        })
+        .stderr_any("the runner's line")
+        .run();
+    let results = tool_results(&offline);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].0, "{results:?}");
+    sealed_off(&home, &marker);
+}

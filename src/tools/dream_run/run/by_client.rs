@@ -66,7 +66,7 @@ impl Agent<'_> {
         };
         let (events, inbox) = mpsc::channel::<Event>();
         let calls = events.clone();
-        let listener = relay::Listener::bind(&self.project.state_dir, move |call| {
+        let listener = relay::Listener::bind(&relay_parent(client), move |call| {
             let _ = calls.send(Event::Call(call));
         })
         .map_err(|e| environment(format!("cannot open the tool relay's socket: {e}")))?;
@@ -329,6 +329,23 @@ impl Agent<'_> {
         }
     }
 }
+
+/// Where the relay's private socket folder is made: dreamkit's state dir when its path is
+/// short enough, else the temporary dir (a socket's path holds at most 107 bytes, and a
+/// project's state dir may be longer than that).
+fn relay_parent(client: &PrintMode) -> std::path::PathBuf {
+    let root = client.state_dir.join("relay");
+    if root.as_os_str().len() <= RELAY_PARENT_MAX && crate::files::create_private_dir(&root).is_ok()
+    {
+        root
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// The longest parent path the relay's socket folder may have: the folder's own name and
+/// `relay.sock` add about 25 bytes.
+const RELAY_PARENT_MAX: usize = 80;
 
 /// The prefix the client gives our tools' names.
 const MCP_PREFIX: &str = "mcp__dreamkit__";
