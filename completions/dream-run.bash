@@ -530,7 +530,7 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__show)
-            opts="-q -v -n -h --diff --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
+            opts="-q -v -n -h --diff --why --hook --cwd --memory-dir --transcripts-dir --quiet --verbose --pretty --compact --null-input --schema --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

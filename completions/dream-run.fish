@@ -109,6 +109,7 @@ complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l cwd -d 'Pro
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l memory-dir -d 'Memory directory, overriding every other rule' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l transcripts-dir -d 'Directory holding the project\'s `<session-id>.jsonl` transcripts' -r -f -a "(__fish_complete_directories)"
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l diff -d 'Print the unified diff as text (coloured on a terminal unless NO_COLOR) instead of JSON'
+complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l why -d 'Print each change with where it came from, as text: a model\'s sources (session, quote, verified or not), a rule\'s name'
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -l hook -d 'Answer as a Claude Code SessionStart hook: a waiting proposal as additionalContext, nothing at all when there is none; always exit 0'
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s q -l quiet -d 'Print no diagnostics on stderr (the JSON on stdout is unchanged)'
 complete -c dream-run -n "__fish_dream_run_using_subcommand show" -s v -l verbose -d 'Explain decisions on stderr'

@@ -35,6 +35,23 @@ pub struct Anchor {
     pub timestamp: String,
 }
 
+/// Where a model's change came from: a session of the run, and a quote from it, checked
+/// against that session's transcript when the change was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Source {
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// The session is one of the run's and the quote occurs in its transcript.
+    pub verified: bool,
+}
+
+/// Where a rules-engine change came from: its rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RuleSource {
+    pub rule: String,
+}
+
 /// One change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Change {
@@ -53,6 +70,12 @@ pub struct Change {
     /// The transcript record a replaced relative date was anchored at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anchor: Option<Anchor>,
+    /// A model's change: the sources its tool calls named (empty: none named).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Source>,
+    /// A rules-engine change: the rule that made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RuleSource>,
 }
 
 impl Change {

@@ -24,7 +24,7 @@ mod staging;
 mod sweep;
 mod tasks;
 
-pub use changes::{Action, Anchor, Change};
+pub use changes::{Action, Anchor, Change, RuleSource, Source};
 pub use journal::{path as journal_path, Intent, Journal};
 pub use recovery::{
     find_journal, needs_lock as needs_recovery, orphaned_runs, sweep,

@@ -222,6 +222,10 @@ pub struct ShowArgs {
     /// Print the unified diff as text (coloured on a terminal unless NO_COLOR) instead of JSON
     #[arg(long, conflicts_with = "hook")]
     pub diff: bool,
+    /// Print each change with where it came from, as text: a model's sources (session, quote,
+    /// verified or not), a rule's name
+    #[arg(long, conflicts_with_all = ["hook", "diff"])]
+    pub why: bool,
     /// Answer as a Claude Code SessionStart hook: a waiting proposal as additionalContext,
     /// nothing at all when there is none; always exit 0
     #[arg(long)]

@@ -30,6 +30,7 @@ mod local_models;
 mod locations;
 mod lock;
 mod net;
+mod provenance;
 mod provider_claude;
 mod recap;
 mod relay;

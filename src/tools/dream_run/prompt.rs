@@ -54,6 +54,13 @@ or that someone else changed since you read it, is refused (read it again and re
 on top). Files that may hold secrets (.env files, keys, .git/) are never readable. A refused \
 call tells you why: adjust and go on.
 
+Sources. With every `write_file`, `edit_file` and `delete_file`, say where its new or changed \
+facts come from (for a deletion: what shows the memory is wrong or no longer needed) in \
+`sources`: a list of {{session, quote}}, the session id and a short exact quote (at most 300 \
+characters) from that session's transcript: words the user or the assistant wrote, a tool's \
+input, or a tool's output. Each is checked against the transcript, and the result says which \
+could not be verified: quote exactly, never invent one.
+
 What a memory is. Each memory has one of four types:
 - `user`: who the user is: their role, expertise and preferences, so answers fit them.
 - `feedback`: how the user wants the work done: corrections they made and approaches they \

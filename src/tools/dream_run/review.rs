@@ -27,7 +27,7 @@ use crate::store::{
 #[serde(untagged)]
 pub enum ShowReport {
     Shown(Shown),
-    /// `--diff`: the unified diff was written on stdout; no JSON document.
+    /// `--diff` or `--why`: a text view was written on stdout; no JSON document.
     DiffText,
     Refused(Refusal),
 }
@@ -161,6 +161,14 @@ pub(super) fn show(args: &ShowArgs, cx: &Context) -> Result<ShowReport, Failure>
             .with_status(record.status.as_str()),
         ));
     };
+    if args.why {
+        let text = super::check::for_a_person(&why_text(&record.changes));
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(|e| Failure::environment(format!("cannot write the changes: {e}")))?;
+        return Ok(ShowReport::DiffText);
+    }
     if args.diff {
         // The one exception to one JSON object: the diff itself, for a person. The model
         // wrote its lines: no control character of theirs reaches the terminal.
@@ -185,6 +193,39 @@ pub(super) fn show(args: &ShowArgs, cx: &Context) -> Result<ShowReport, Failure>
         diff_text,
         interrupted,
     }))
+}
+
+/// `show --why`: each change on a line, then where it came from, indented: each source of
+/// a model's change (`verified` or `not verified`), the rule of a rules-engine change, or
+/// that the model named none.
+fn why_text(changes: &[crate::store::Change]) -> String {
+    let mut text = String::new();
+    for change in changes {
+        text.push_str(&change.one_line());
+        text.push('\n');
+        if let Some(source) = &change.source {
+            text.push_str(&format!("    rule: {}\n", source.rule));
+        } else if change.sources.is_empty() {
+            text.push_str("    no source named\n");
+        }
+        for source in &change.sources {
+            let quote = source
+                .quote
+                .as_deref()
+                .map(|q| format!(" {q:?}"))
+                .unwrap_or_default();
+            let verified = if source.verified {
+                "verified"
+            } else {
+                "not verified"
+            };
+            text.push_str(&format!(
+                "    source: session {}{quote} ({verified})\n",
+                source.session
+            ));
+        }
+    }
+    text
 }
 
 /// Red removals, green additions, cyan file and hunk headers.

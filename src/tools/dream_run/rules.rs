@@ -42,7 +42,7 @@ use std::time::SystemTime;
 
 use self::doc::Doc;
 use super::check::{Health, Kind, INDEX_FILE};
-pub use crate::store::{Action, Anchor, Change};
+pub use crate::store::{Action, Anchor, Change, RuleSource};
 
 /// The overflow index: the index entries that do not fit in `MEMORY.md` (`index_over_limit`).
 pub use super::check::OVERFLOW_INDEX_FILE;
@@ -145,6 +145,10 @@ impl<'a> State<'a> {
             rule: Some(rule.as_str().to_string()),
             detail,
             anchor: None,
+            sources: Vec::new(),
+            source: Some(RuleSource {
+                rule: rule.as_str().to_string(),
+            }),
         });
     }
 
@@ -156,6 +160,10 @@ impl<'a> State<'a> {
             rule: Some(rule.as_str().to_string()),
             detail,
             anchor: None,
+            sources: Vec::new(),
+            source: Some(RuleSource {
+                rule: rule.as_str().to_string(),
+            }),
         });
     }
 

@@ -429,6 +429,21 @@ pub struct RunSection {
     /// The memory check's counts before and after the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     health: Option<check::RunHealth>,
+    /// A model run's writes, edits and deletions, counted per tool call: how many named a
+    /// source, and how many had one verified against its transcript.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provenance: Option<Provenance>,
+}
+
+/// `run.provenance`: per tool call that changed a memory file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Provenance {
+    /// Write, edit and delete calls that changed a file.
+    pub changes: usize,
+    /// Of those, the calls that named at least one source.
+    pub sourced: usize,
+    /// Of those, the calls with at least one source verified.
+    pub verified: usize,
 }
 
 impl RunSection {
@@ -458,6 +473,7 @@ impl RunSection {
             unreadable_sessions: Vec::new(),
             claimed_by: None,
             health: None,
+            provenance: None,
         }
     }
 }
@@ -852,6 +868,12 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     // the model says where its content came from).
     sandbox = sandbox
         .with_origin_session(session_ids.last().cloned())
+        .with_sessions(
+            digests
+                .iter()
+                .map(|d| (d.session_id.clone(), d.transcript.clone()))
+                .collect(),
+        )
         .with_team_delete(args.allow_team_delete);
     diag.info(&format!(
         "sandbox: Landlock {}",
@@ -911,6 +933,8 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
         health,
         health_scope: &health_scope,
         write_time: Duration::ZERO,
+        sources: BTreeMap::new(),
+        provenance: Provenance::default(),
     };
     let end = match (&client, &rules_input) {
         (Some(client), _) => match client.print_mode() {
@@ -943,8 +967,12 @@ pub(super) fn run(args: &RunArgs, cx: &Context) -> Result<RunReport, Failure> {
     Ok(report)
 }
 
-/// One change per file the model created, edited or deleted.
-fn model_changes(diff: &Diff) -> Vec<store::Change> {
+/// One change per file the model created, edited or deleted, with the sources its tool
+/// calls on that file named.
+fn model_changes(
+    diff: &Diff,
+    sources: &BTreeMap<String, Vec<store::Source>>,
+) -> Vec<store::Change> {
     let each = |files: &[String], action: store::Action, detail: &str| {
         files
             .iter()
@@ -955,6 +983,8 @@ fn model_changes(diff: &Diff) -> Vec<store::Change> {
                 rule: None,
                 detail: detail.to_string(),
                 anchor: None,
+                sources: sources.get(file).cloned().unwrap_or_default(),
+                source: None,
             })
             .collect::<Vec<_>>()
     };
@@ -1055,6 +1085,9 @@ struct Agent<'a> {
     /// Time spent in the tool calls that wrote memory files: about what restoring them
     /// would cost (see [`Agent::time_left`]).
     write_time: Duration,
+    /// Memory file (relative) -> the sources the calls that changed it named, in order.
+    sources: BTreeMap<String, Vec<store::Source>>,
+    provenance: Provenance,
 }
 
 /// The write guard: the fencing check, the file limit, the changed-since-read check, and a
@@ -1536,6 +1569,19 @@ keep it short, and use the tools for changes.",
             if self.touched_set.insert(rel.clone()) {
                 self.touched.push(rel.clone());
             }
+            self.provenance.changes += 1;
+            if !result.sources.is_empty() {
+                self.provenance.sourced += 1;
+            }
+            if result.sources.iter().any(|s| s.verified) {
+                self.provenance.verified += 1;
+            }
+            let named = self.sources.entry(rel.clone()).or_default();
+            for source in &result.sources {
+                if !named.contains(source) {
+                    named.push(source.clone());
+                }
+            }
             self.track(path, &rel);
             // What the guard recorded is what landed, unless the write failed midway.
             if let Some(snapshot) = self.snapshot.as_mut() {
@@ -1889,7 +1935,7 @@ keep it short, and use the tools for changes.",
         };
         // The model's changes, one per file it changed (the rules record theirs one by one).
         if !by_rules && matches!(status, RunStatus::Completed | RunStatus::Proposed) {
-            self.record.changes = model_changes(&diff);
+            self.record.changes = model_changes(&diff, &self.sources);
         }
         self.record.status = status.into();
         self.record.phase = "done".into();
@@ -1927,6 +1973,7 @@ keep it short, and use the tools for changes.",
                 unreadable_sessions: Vec::new(),
                 claimed_by: None,
                 health,
+                provenance: (!by_rules).then_some(self.provenance),
             },
         }
     }

@@ -5,6 +5,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
 use super::input::{DeleteFileInput, EditFileInput, ReadFileInput, WriteFileInput};
 use super::paths::{self, WriteTarget};
+use super::sources::{self, SourceInput};
 use super::stamp::{self, Stamp};
 use super::{Change, Sandbox, ToolResult, WriteGuard};
 
@@ -207,11 +208,38 @@ fn land(
     })
 }
 
-fn done(target: WriteTarget, change: Change, what: &str) -> ToolResult {
+fn done(
+    target: WriteTarget,
+    change: Change,
+    what: &str,
+    checked: Vec<(crate::store::Source, Option<String>)>,
+) -> ToolResult {
+    let mut content = format!("{what} {}", target.relative.display());
+    if let Some(line) = sources::said(&checked) {
+        content.push('\n');
+        content.push_str(&line);
+    }
     ToolResult {
         touched: Some((target.path, change)),
-        ..ToolResult::ok(format!("{what} {}", target.relative.display()))
+        sources: checked.into_iter().map(|(source, _)| source).collect(),
+        ..ToolResult::ok(content)
     }
+}
+
+/// The call's sources, checked against the run's transcripts.
+fn checked(
+    sandbox: &Sandbox,
+    sources: Option<&[SourceInput]>,
+) -> Vec<(crate::store::Source, Option<String>)> {
+    sandbox.sessions.check(sources.unwrap_or_default())
+}
+
+/// The session the first verified source names: a new topic file's `originSessionId`.
+fn first_verified(checked: &[(crate::store::Source, Option<String>)]) -> Option<&str> {
+    checked
+        .iter()
+        .find(|(source, _)| source.verified)
+        .map(|(source, _)| source.session.as_str())
 }
 
 /// What a write or edit lands.
@@ -291,7 +319,9 @@ pub(super) fn write_file(
         Some(_) => load(sandbox, &target, raw).ok(),
         None => None,
     };
-    let bytes = match landing(sandbox, &target, previous.as_deref(), content, None) {
+    let checked = checked(sandbox, input.sources.as_deref());
+    let origin = first_verified(&checked);
+    let bytes = match landing(sandbox, &target, previous.as_deref(), content, origin) {
         // The same bytes again are no change: nothing is written, nothing is touched.
         Landing::Unchanged => return unchanged(&target),
         Landing::Bytes(bytes) => bytes,
@@ -309,7 +339,7 @@ pub(super) fn write_file(
             } else {
                 "wrote"
             };
-            done(target, change, verb)
+            done(target, change, verb, checked)
         }
         Err(result) => result,
     }
@@ -360,7 +390,9 @@ pub(super) fn edit_file(
         }
     }
     let updated = current.replacen(old, new, 1);
-    let updated = match landing(sandbox, &target, Some(&current), &updated, None) {
+    let checked = checked(sandbox, input.sources.as_deref());
+    let origin = first_verified(&checked);
+    let updated = match landing(sandbox, &target, Some(&current), &updated, origin) {
         Landing::Unchanged => return unchanged(&target),
         Landing::Bytes(bytes) => bytes,
     };
@@ -372,7 +404,7 @@ pub(super) fn edit_file(
         ));
     }
     match land(sandbox, &target, updated.as_bytes(), guard) {
-        Ok(change) => done(target, change, "edited"),
+        Ok(change) => done(target, change, "edited", checked),
         Err(result) => result,
     }
 }
@@ -415,8 +447,9 @@ only what is clearly wrong, by editing it with edit_file"
             ..ToolResult::error(refusal.message)
         };
     }
+    let checked = checked(sandbox, input.sources.as_deref());
     if let Err(e) = std::fs::remove_file(&target.path) {
         return ToolResult::error(format!("cannot delete {raw}: {e}"));
     }
-    done(target, Change::Deleted, "deleted")
+    done(target, Change::Deleted, "deleted", checked)
 }

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::sources::SourceInput;
 use crate::cli::json::type_name;
 
 /// `shell`'s input.
@@ -40,6 +41,8 @@ pub(super) struct WriteFileInput {
     /// Absolute, or relative to the memory directory
     pub(super) path: String,
     pub(super) content: String,
+    /// Where each new or changed fact comes from
+    pub(super) sources: Option<Vec<SourceInput>>,
 }
 
 /// `edit_file`'s input.
@@ -50,6 +53,8 @@ pub(super) struct EditFileInput {
     pub(super) path: String,
     pub(super) old_string: String,
     pub(super) new_string: String,
+    /// Where each new or changed fact comes from
+    pub(super) sources: Option<Vec<SourceInput>>,
 }
 
 /// `delete_file`'s input.
@@ -58,6 +63,8 @@ pub(super) struct EditFileInput {
 pub(super) struct DeleteFileInput {
     /// Absolute, or relative to the memory directory
     pub(super) path: String,
+    /// What shows the memory is wrong or no longer needed
+    pub(super) sources: Option<Vec<SourceInput>>,
 }
 
 /// A line number or a number of lines: an integer of at least 1 (larger than `usize` reads
@@ -166,12 +173,18 @@ fn check_value(key: &str, property: &Value, value: &Value) -> Result<(), String>
         "integer" => {
             value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
         }
+        "array" => value.is_array(),
+        "object" => value.is_object(),
         "null" => value.is_null(),
         _ => false,
     };
     if !types.iter().any(|ty| fits(ty)) {
         let expected = if types.contains(&"integer") {
             "an integer"
+        } else if types.contains(&"array") {
+            "an array"
+        } else if types.contains(&"object") {
+            "an object"
         } else {
             "a string"
         };
@@ -183,6 +196,24 @@ fn check_value(key: &str, property: &Value, value: &Value) -> Result<(), String>
     if let (Some(minimum), Some(n)) = (property["minimum"].as_f64(), value.as_f64()) {
         if n < minimum {
             return Err(format!("`{key}` must be at least {minimum}, not {n}"));
+        }
+    }
+    // An array's items (`sources`: objects of their own fields).
+    if let (Some(items), Some(item_schema)) = (value.as_array(), property.get("items")) {
+        for (at, item) in items.iter().enumerate() {
+            let name = format!("{key}[{at}]");
+            match (item.as_object(), item_schema.get("properties")) {
+                (Some(fields), Some(_)) => {
+                    check(item_schema, fields).map_err(|why| format!("`{name}`: {why}"))?;
+                }
+                (None, Some(_)) => {
+                    return Err(format!(
+                        "`{name}` must be an object, not {}",
+                        type_name(item)
+                    ));
+                }
+                _ => check_value(&name, item_schema, item)?,
+            }
         }
     }
     Ok(())

@@ -24,6 +24,7 @@ mod paths;
 mod props;
 mod secrets;
 mod shell;
+mod sources;
 mod stamp;
 #[cfg(test)]
 #[allow(unsafe_code)] // the tests make FIFOs with mkfifo(3)
@@ -122,6 +123,8 @@ pub struct ToolResult {
     /// The canonical path of the file a successful `read_file` read (for "changed since read":
     /// the caller hashes or snapshots it). `None` for every other call.
     pub read_path: Option<PathBuf>,
+    /// The sources a write, edit or delete named, each checked ([`sources`]).
+    pub sources: Vec<crate::store::Source>,
 }
 
 impl ToolResult {
@@ -132,6 +135,7 @@ impl ToolResult {
             touched: None,
             stop_run: false,
             read_path: None,
+            sources: Vec::new(),
         }
     }
 
@@ -163,8 +167,11 @@ pub struct Sandbox {
     /// Proposing: the real memory dir (as given, and canonical), whose paths the tools read as
     /// paths in the staging copy, so the model sees one memory dir whichever it names.
     alias: Vec<PathBuf>,
-    /// `originSessionId` of a topic file the model creates (the newest session reviewed).
+    /// `originSessionId` of a topic file the model creates (the newest session reviewed),
+    /// unless its first verified source names another.
     origin_session: Option<String>,
+    /// The run's sessions, for checking the `sources` a write names.
+    sessions: sources::Sessions,
     /// Whether `delete_file` may delete under the memory dir's shared `team/` folder.
     allow_team_delete: bool,
 }
@@ -221,6 +228,7 @@ impl Sandbox {
             confinement,
             alias: Vec::new(),
             origin_session: None,
+            sessions: sources::Sessions::default(),
             allow_team_delete: false,
         })
     }
@@ -249,6 +257,15 @@ impl Sandbox {
     /// Names `session` as the `originSessionId` of the topic files the model creates.
     pub fn with_origin_session(mut self, session: Option<String>) -> Sandbox {
         self.origin_session = session;
+        self
+    }
+
+    /// The run's sessions (id -> transcript), against which `sources` are checked.
+    pub fn with_sessions(
+        mut self,
+        transcripts: std::collections::BTreeMap<String, PathBuf>,
+    ) -> Sandbox {
+        self.sessions = sources::Sessions::new(transcripts);
         self
     }
 
@@ -340,20 +357,26 @@ impl Sandbox {
             },
             ToolSpec {
                 name: "write_file".into(),
-                description: "Create or replace a .md file inside the memory directory with the given content."
+                description: "Create or replace a .md file inside the memory directory with the given content. \
+                    sources: where its new or changed facts come from, each {session, quote}: a session \
+                    id and a short exact quote (at most 300 characters) from that session's transcript; \
+                    each is checked and the result says which could not be verified."
                     .into(),
                 input_schema: input::schema_of::<input::WriteFileInput>(),
             },
             ToolSpec {
                 name: "edit_file".into(),
                 description: "Replace the one exact occurrence of old_string with new_string in a .md file \
-                    inside the memory directory; old_string must occur exactly once."
+                    inside the memory directory; old_string must occur exactly once. sources: as for \
+                    write_file."
                     .into(),
                 input_schema: input::schema_of::<input::EditFileInput>(),
             },
             ToolSpec {
                 name: "delete_file".into(),
-                description: "Delete a .md file inside the memory directory.".into(),
+                description: "Delete a .md file inside the memory directory. sources: what shows it is \
+                    wrong or no longer needed, as for write_file."
+                    .into(),
                 input_schema: input::schema_of::<input::DeleteFileInput>(),
             },
         ]

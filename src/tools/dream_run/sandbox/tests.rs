@@ -1121,14 +1121,31 @@ fn default_limits_are_the_specified_ones() {
     assert_eq!(limits.read_default_lines, 2000);
 }
 
-/// The input schemas say what they said when they were written by hand (with the one
-/// addition that `offset` and `limit` may be null, which the parser has always read as
-/// absent), as plain object schemas: no `$schema`, `title` or `$defs`.
+/// The input schemas say what they said when they were written by hand (with the additions
+/// that `offset` and `limit` may be null, which the parser has always read as absent, and the
+/// optional `sources` of the three writing tools), as plain object schemas: no `$schema`,
+/// `title` or `$defs`.
 #[test]
 fn tool_input_schemas_are_derived_with_the_hand_written_content() {
     let path =
         json!({"type": "string", "description": "Absolute, or relative to the memory directory"});
     let line = json!({"type": ["integer", "null"], "minimum": 1});
+    let sources = |description: &str| {
+        json!({
+            "type": ["array", "null"],
+            "description": description,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "session": {"type": "string", "description": "The session id (a transcript's file name without .jsonl)"},
+                    "quote": {"type": ["string", "null"], "description": "A short exact quote from that session (at most 300 characters)"}
+                },
+                "required": ["session"],
+                "additionalProperties": false
+            }
+        })
+    };
+    let facts = sources("Where each new or changed fact comes from");
     let expected = [
         json!({
             "type": "object",
@@ -1144,7 +1161,7 @@ fn tool_input_schemas_are_derived_with_the_hand_written_content() {
         }),
         json!({
             "type": "object",
-            "properties": {"path": path, "content": {"type": "string"}},
+            "properties": {"path": path, "content": {"type": "string"}, "sources": facts},
             "required": ["path", "content"],
             "additionalProperties": false
         }),
@@ -1153,14 +1170,15 @@ fn tool_input_schemas_are_derived_with_the_hand_written_content() {
             "properties": {
                 "path": path,
                 "old_string": {"type": "string"},
-                "new_string": {"type": "string"}
+                "new_string": {"type": "string"},
+                "sources": facts
             },
             "required": ["path", "old_string", "new_string"],
             "additionalProperties": false
         }),
         json!({
             "type": "object",
-            "properties": {"path": path},
+            "properties": {"path": path, "sources": sources("What shows the memory is wrong or no longer needed")},
             "required": ["path"],
             "additionalProperties": false
         }),
