@@ -814,6 +814,20 @@ lost lock or a client that ends without a result ends the client's process group
 fails and restores like any failure.",
     ),
     (
+        "PROVENANCE",
+        "write_file, edit_file and delete_file take an optional sources: [{session, quote}], \
+which the prompt asks for with every new or changed fact and every deletion. Each source is \
+checked as the call runs: the session must be one of the run's, and the quote (at most 300 \
+characters) must occur in its transcript as decoded text (user and assistant text, tool inputs, \
+tool_result bodies; whitespace folded; each transcript read once, streamed). The call runs \
+either way; its result says which sources were not verified and why. Each change in the task \
+record, run.changes and show keeps sources: [{session, quote, verified}]; a rules-engine \
+change has source: {rule}. run.provenance: {changes, sourced, verified} counts the model's \
+changing calls, those that named a source and those with one verified. A new topic file's \
+originSessionId is its first verified source. `dream-run show TASK_ID --why` prints each \
+change with where it came from, as text.",
+    ),
+    (
         "REVIEW MODE",
         "With --propose (or DREAMKIT_DREAM_MODE=propose; apply is the default, any other value \
 is exit 2) the run is the same, but the agent works in a staging copy of the memory dir, \
