@@ -245,13 +245,18 @@ tested with: update it (claude update) or use another --provider",
                     let mut limited = out.take(ONE_SHOT_STDOUT_CAP as u64 + 1);
                     let _ = limited.read_to_end(&mut kept).await;
                 }
+                if kept.len() > ONE_SHOT_STDOUT_CAP {
+                    // A client that never stops printing is stopped, not waited for.
+                    group.kill();
+                }
                 kept
             };
             let read_err = async {
                 let mut kept = Vec::new();
                 if let Some(err) = stderr.as_mut() {
-                    let mut limited = err.take(64 * 1024);
-                    let _ = limited.read_to_end(&mut kept).await;
+                    let _ = err.take(64 * 1024).read_to_end(&mut kept).await;
+                    // The rest is drained, so the client never blocks on a full pipe.
+                    let _ = tokio::io::copy(err, &mut tokio::io::sink()).await;
                 }
                 kept
             };

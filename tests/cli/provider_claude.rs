@@ -824,3 +824,25 @@ fn a_long_state_dir_path_still_reaches_the_relay() {
     assert!(!results[0].0, "{results:?}");
     sealed_off(&home, &marker);
 }
+
+/// A client that never stops printing is cut off at the cap and ended, not waited for until
+/// the deadline: `malformed_response`, exit 4.
+#[test]
+fn a_client_that_never_stops_printing_is_cut_off() {
+    let (home, _) = home_with_session();
+    let claude = stand_in(
+        &home,
+        "2.1.332",
+        "cat >/dev/null; yes '{\"type\":\"assistant\"}'",
+    );
+    recap_via(&home, &claude)
+        .args(["--deadline", "5m"])
+        .code(4)
+        .stdout_json(|doc| {
+            assert_eq!(doc["error"]["kind"], "malformed_response", "{doc}");
+            let message = doc["error"]["message"].as_str().unwrap();
+            assert!(message.contains("more than 4 MiB"), "{message}");
+        })
+        .stderr_any("the failure's line")
+        .run();
+}
