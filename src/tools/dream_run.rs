@@ -5,6 +5,7 @@ mod anchors;
 pub mod check;
 pub mod diff;
 pub mod digest;
+pub mod eval;
 pub mod history;
 mod lease;
 pub mod mode;
@@ -85,6 +86,10 @@ pub enum Subcommand {
     /// The memory's health without a model: the index as Claude Code cuts it, dangling
     /// links, orphans, duplicates, relative dates, vanished paths, secrets (reads only)
     Check(CheckArgs),
+    /// How good is a consolidation: run a suite of scenarios (memory before, sessions,
+    /// project, expectations) each in a temporary home through the real pipeline, and say
+    /// which expectations the memory after misses
+    Eval(EvalArgs),
     /// The MCP server of a `--provider claude` run: started by the Claude Code client that
     /// dream-run spawns, never by hand. It serves the run's five sandboxed tools as MCP
     /// (JSON-RPC on stdin and stdout) and forwards each call to the running dream-run over
@@ -280,6 +285,33 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Clone, clap::Args)]
+pub struct EvalArgs {
+    /// The suite: a folder of scenario folders, or one scenario folder (relative to the
+    /// current directory) [default: evals/]
+    #[arg(value_name = "SUITE_DIR", default_value = "evals", hide_default_value = true)]
+    pub suite: PathBuf,
+    /// Who consolidates in every scenario: `model`, or `rules` (no model request; a
+    /// scenario with needs_model true is skipped)
+    #[arg(
+        long,
+        value_enum,
+        env = "DREAMKIT_DREAM_ENGINE",
+        default_value = "model",
+        value_parser = EnvNamed(clap::builder::EnumValueParser::<mode::Engine>::new())
+    )]
+    pub engine: mode::Engine,
+    /// The model API, passed to each run [default: the environment's, else anthropic]
+    #[arg(long, value_enum)]
+    pub provider: Option<crate::model::Provider>,
+    /// The model id, passed to each run
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Run only this scenario (its folder name; may be repeated)
+    #[arg(long, value_name = "NAME")]
+    pub only: Vec<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
 pub struct RecoverArgs {
     #[command(flatten)]
     pub location: LocationArgs,
@@ -310,6 +342,7 @@ impl crate::cli::Binary for Args {
             Some(Subcommand::Discard(args)) => cx.finish(args),
             Some(Subcommand::Recover(args)) => cx.finish(args),
             Some(Subcommand::Check(args)) => cx.finish(args),
+            Some(Subcommand::Eval(args)) => cx.finish(args),
             Some(Subcommand::ToolRelay(args)) => cx.finish(args),
         }
     }
@@ -424,6 +457,14 @@ impl Tool for CheckArgs {
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
         Ok(Self::Report::schema(self.hook, generator))
+    }
+}
+
+impl Tool for EvalArgs {
+    type Report = eval::EvalReport;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        eval::eval(&self, cx)
     }
 }
 
