@@ -205,7 +205,8 @@ impl Bins {
 pub fn eval(args: &EvalArgs, cx: &Context) -> Result<EvalReport, Failure> {
     let scenarios = scenario::load_suite(&args.suite, &args.only)?;
     let bins = Bins::beside_me()?;
-    let progress = !cx.common().quiet && (std::io::stderr().is_terminal() || cx.diag().is_verbose());
+    let progress =
+        !cx.common().quiet && (std::io::stderr().is_terminal() || cx.diag().is_verbose());
     let total = scenarios.len();
     let mut reports = Vec::new();
     let mut model_failed: Option<String> = None;
@@ -441,7 +442,10 @@ fn run_one(scenario: &Scenario, args: &EvalArgs, bins: &Bins, cx: &Context) -> S
     if outcome.exit == Some(i32::from(Exit::Remote.code())) {
         report.error = Some(format!(
             "the model failed: {}",
-            run["message"].as_str().or(error.as_deref()).unwrap_or("exit 4")
+            run["message"]
+                .as_str()
+                .or(error.as_deref())
+                .unwrap_or("exit 4")
         ));
         return report;
     }
@@ -483,7 +487,12 @@ fn run_one(scenario: &Scenario, args: &EvalArgs, bins: &Bins, cx: &Context) -> S
     }
     for p in &expect.must_not_contain {
         if let Ok(found) = search(p, &after) {
-            unmet.push(pattern_unmet(UnmetKind::MustNotContain, p, "no match", found));
+            unmet.push(pattern_unmet(
+                UnmetKind::MustNotContain,
+                p,
+                "no match",
+                found,
+            ));
         }
     }
     for (kind, max) in &expect.max_problems {
@@ -618,7 +627,14 @@ fn pipeline(
             .map_err(|e| format!("cannot create a log file: {e}"))
     };
     let mut gate = Command::new(&bins.gate)
-        .args(["--min-hours", "0", "--min-sessions", "1", "--scan-interval", "0"])
+        .args([
+            "--min-hours",
+            "0",
+            "--min-sessions",
+            "1",
+            "--scan-interval",
+            "0",
+        ])
         .arg("--cwd")
         .arg(&home.run_cwd)
         .current_dir(&home.run_cwd)

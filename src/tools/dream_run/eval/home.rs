@@ -96,7 +96,10 @@ impl Home {
             let real = root.join("worktrees").join(base);
             mkdirs(&root.join("worktrees"))?;
             let real_text = real.to_string_lossy().into_owned();
-            git(&["worktree", "add", "-q", "-b", branch, &real_text], &project)?;
+            git(
+                &["worktree", "add", "-q", "-b", branch, &real_text],
+                &project,
+            )?;
             roots.push((path.clone(), real));
         }
 
@@ -276,7 +279,10 @@ mod tests {
             Some("cd /t/project && ls /t/home/x")
         );
         assert_eq!(map.text("/projects/a"), None);
-        assert_eq!(map.text("/home/user/project"), Some("/t/home/project".into()));
+        assert_eq!(
+            map.text("/home/user/project"),
+            Some("/t/home/project".into())
+        );
         assert_eq!(map.text("a/project"), None);
     }
 }

@@ -153,11 +153,9 @@ pub(super) fn load_suite(suite: &Path, only: &[String]) -> Result<Vec<Scenario>,
         if !only.is_empty() && !only.contains(&name) {
             continue;
         }
-        let scenario = load(&name, &dir).map_err(|why| {
-            Failure::BadInput {
-                reason: Some("malformed_scenario"),
-                message: format!("scenario {name} ({}): {why}", dir.display()),
-            }
+        let scenario = load(&name, &dir).map_err(|why| Failure::BadInput {
+            reason: Some("malformed_scenario"),
+            message: format!("scenario {name} ({}): {why}", dir.display()),
         })?;
         scenarios.push(scenario);
     }
