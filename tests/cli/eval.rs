@@ -187,7 +187,8 @@ fn eval_names_each_unmet_expectation_and_exits_1() {
 fn eval_refuses_a_malformed_scenario_before_running_any() {
     let home = ClaudeHome::new();
     let api = FakeApi::start();
-    let cases: [(&str, &dyn Fn(&Path), &str); 4] = [
+    type Spoil<'a> = &'a dyn Fn(&Path);
+    let cases: [(&str, Spoil, &str); 4] = [
         (
             "bad JSON",
             &|dir| std::fs::write(dir.join("expect.json"), "{\"changes\": ").unwrap(),
@@ -210,7 +211,7 @@ fn eval_refuses_a_malformed_scenario_before_running_any() {
                     dir.join("expect.json"),
                     r#"{"must_contain": ["(unclosed"]}"#,
                 )
-                .unwrap()
+                .unwrap();
             },
             "must_contain: bad regex \"(unclosed\"",
         ),

@@ -119,7 +119,7 @@ impl Home {
         for (from, to) in &roots {
             map.push((from.clone(), to.to_string_lossy().into_owned()));
         }
-        map.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        map.sort_by_key(|m| std::cmp::Reverse(m.0.len()));
         let map = PathMap(map);
 
         let memory_dir = config.join("projects").join(slug(&project)).join("memory");
