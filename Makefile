@@ -15,7 +15,7 @@ FISHDIR  := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 SHAREDIR := $(DESTDIR)$(PREFIX)/share/dreamkit
 PLUGINDIR := $(SHAREDIR)/plugin
 
-.PHONY: all print-bins build test fuzz test-local-model test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
+.PHONY: all print-bins build test eval eval-local fuzz test-local-model test-claude lint man completions bench stress stress-file stress-etcd install uninstall clean
 
 all: build
 
@@ -28,6 +28,17 @@ build:
 
 test:
 	$(CARGO) test --locked -j $(JOBS) -- --test-threads=4
+
+# The built-in evaluation suite (evals/) with the rules engine: no model, no network; every
+# scenario that needs no model must pass (the others are skipped). In CI after `make test`.
+eval:
+	$(CARGO) build --locked -j $(JOBS)
+	target/debug/dream-run eval evals --engine rules -v
+
+# The same suite against the local small model (scripts/local-model/): reported, no threshold,
+# not in CI (the first run builds the server: about 20 minutes on 2 cores).
+eval-local:
+	CARGO=$(CARGO) JOBS=$(JOBS) scripts/local-model/eval.sh
 
 # Not part of `make test` nor CI: every property test (the `props` modules) for 100,000 cases
 # (`make test` runs each at its own modest count), printing the detectors' throughput on

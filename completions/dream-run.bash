@@ -25,6 +25,9 @@ _dream__run() {
             dream__run,discard)
                 cmd="dream__run__subcmd__discard"
                 ;;
+            dream__run,eval)
+                cmd="dream__run__subcmd__eval"
+                ;;
             dream__run,help)
                 cmd="dream__run__subcmd__help"
                 ;;
@@ -55,6 +58,9 @@ _dream__run() {
             dream__run__subcmd__help,discard)
                 cmd="dream__run__subcmd__help__subcmd__discard"
                 ;;
+            dream__run__subcmd__help,eval)
+                cmd="dream__run__subcmd__help__subcmd__eval"
+                ;;
             dream__run__subcmd__help,help)
                 cmd="dream__run__subcmd__help__subcmd__help"
                 ;;
@@ -83,7 +89,7 @@ _dream__run() {
 
     case "${cmd}" in
         dream__run)
-            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --backend --provider --model --timeout --retries --engine --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --no-read-project --read-project --unlocked --propose --dry-run --keep-partial --events --allow-team-delete --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check tool-relay help"
+            opts="-q -v -n -h -V --quiet --verbose --pretty --compact --null-input --schema --backend --provider --model --timeout --retries --engine --max-turns --max-tokens --max-answer-tokens --max-calls-per-turn --max-files --no-read-project --read-project --unlocked --propose --dry-run --keep-partial --events --allow-team-delete --shell-timeout --deadline --cwd --memory-dir --transcripts-dir --notify-transcript --help --version tasks pending undo show apply discard recover check eval tool-relay help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -301,8 +307,38 @@ _dream__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dream__run__subcmd__eval)
+            opts="-q -v -n -h --engine --provider --model --only --quiet --verbose --pretty --compact --null-input --schema --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --engine)
+                    COMPREPLY=($(compgen -W "model rules" -- "${cur}"))
+                    return 0
+                    ;;
+                --provider)
+                    COMPREPLY=($(compgen -W "anthropic openai claude" -- "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --only)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dream__run__subcmd__help)
-            opts="tasks pending undo show apply discard recover check tool-relay help"
+            opts="tasks pending undo show apply discard recover check eval tool-relay help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -344,6 +380,20 @@ _dream__run() {
             return 0
             ;;
         dream__run__subcmd__help__subcmd__discard)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dream__run__subcmd__help__subcmd__eval)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

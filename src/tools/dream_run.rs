@@ -5,6 +5,7 @@ mod anchors;
 pub mod check;
 pub mod diff;
 pub mod digest;
+pub mod eval;
 pub mod history;
 mod lease;
 pub mod mode;
@@ -85,6 +86,10 @@ pub enum Subcommand {
     /// The memory's health without a model: the index as Claude Code cuts it, dangling
     /// links, orphans, duplicates, relative dates, vanished paths, secrets (reads only)
     Check(CheckArgs),
+    /// How good is a consolidation: run a suite of scenarios (memory before, sessions,
+    /// project, expectations) each in a temporary home through the real pipeline, and say
+    /// which expectations the memory after misses
+    Eval(EvalArgs),
     /// The MCP server of a `--provider claude` run: started by the Claude Code client that
     /// dream-run spawns, never by hand. It serves the run's five sandboxed tools as MCP
     /// (JSON-RPC on stdin and stdout) and forwards each call to the running dream-run over
@@ -284,6 +289,37 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Clone, clap::Args)]
+pub struct EvalArgs {
+    /// The suite: a folder of scenario folders, or one scenario folder (relative to the
+    /// current directory) [default: evals/]
+    #[arg(
+        value_name = "SUITE_DIR",
+        default_value = "evals",
+        hide_default_value = true
+    )]
+    pub suite: PathBuf,
+    /// Who consolidates in every scenario: `model`, or `rules` (no model request; a
+    /// scenario with needs_model true is skipped)
+    #[arg(
+        long,
+        value_enum,
+        env = "DREAMKIT_DREAM_ENGINE",
+        default_value = "model",
+        value_parser = EnvNamed(clap::builder::EnumValueParser::<mode::Engine>::new())
+    )]
+    pub engine: mode::Engine,
+    /// The model API, passed to each run [default: the environment's, else anthropic]
+    #[arg(long, value_enum)]
+    pub provider: Option<crate::model::Provider>,
+    /// The model id, passed to each run
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Run only this scenario (its folder name; may be repeated)
+    #[arg(long, value_name = "NAME")]
+    pub only: Vec<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
 pub struct RecoverArgs {
     #[command(flatten)]
     pub location: LocationArgs,
@@ -314,6 +350,7 @@ impl crate::cli::Binary for Args {
             Some(Subcommand::Discard(args)) => cx.finish(args),
             Some(Subcommand::Recover(args)) => cx.finish(args),
             Some(Subcommand::Check(args)) => cx.finish(args),
+            Some(Subcommand::Eval(args)) => cx.finish(args),
             Some(Subcommand::ToolRelay(args)) => cx.finish(args),
         }
     }
@@ -428,6 +465,14 @@ impl Tool for CheckArgs {
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
         Ok(Self::Report::schema(self.hook, generator))
+    }
+}
+
+impl Tool for EvalArgs {
+    type Report = eval::EvalReport;
+
+    fn run(self, cx: &Context) -> Result<Self::Report, Failure> {
+        eval::eval(&self, cx)
     }
 }
 
@@ -762,6 +807,80 @@ not exist): nothing to check; error.reason says which (not_found, permission, no
 In CI, over a memory dir kept in the repository: dream-run check -n --memory-dir memory/ \
 (exit 1 fails the job). As a SessionStart hook that tells the session what is wrong with its \
 memory (nothing when it is healthy; always exit 0): dream-run check --hook; exit 0",
+    ),
+    (
+        "eval/SCENARIOS",
+        "A suite is a folder of scenario folders (hidden ones left out), or one scenario folder \
+(one holding expect.json). A scenario holds memory/ (the memory dir before; may be empty), \
+sessions/*.jsonl (at least one Claude Code transcript, in the client's record shape), project/ \
+(optional: the repository's files, made a git repository with one commit; without it the \
+project is an empty repository) and expect.json:
+
+must_contain, must_not_contain: lists of regular expressions (Rust regex syntax; (?i), (?m), \
+(?s) flags inline), each a string or {pattern, file, reason}: matched over the memory after, \
+every .md file concatenated (sorted by path, one newline between), or the one file (relative \
+to the memory dir; a missing file is no match).
+
+max_problems: {kind: N}: at most N problems of that `dream-run check` kind after the run.
+
+changes: \"none\" or \"some\": whether any .md file of the memory dir differs after the run.
+
+needs_model: true when only judgement can pass it (--engine rules skips it).
+
+project_root (default /project), home (default /home/user): the paths the transcripts name; \
+worktrees: {path: branch}: linked git worktrees of the project (git worktree add), at paths \
+the transcripts name; cwd: where the pipeline runs (default: the cwd of the session whose last \
+record is newest). description: free text.
+
+Each scenario runs in a temporary home (HOME, CLAUDE_CONFIG_DIR and XDG_STATE_HOME inside it; \
+nothing of the user's is read or written): its paths are rewritten in every string of every \
+record (home/.claude/projects/<slug> onto the temporary one, then the home, the worktrees and \
+the project root, where each stands as a path), and each session is placed by its cwd, in \
+<config>/projects/<slug(cwd)>/<sessionId>.jsonl, as the client does: a session in a \
+subdirectory or a worktree shares the project's memory. Then dream-run check, the pipeline \
+dream-gate --min-hours 0 --min-sessions 1 --scan-interval 0 | dream-lock exec -- dream-run \
+--engine E [--provider P] [--model M] (the binaries beside this one, as processes, with the \
+caller's model variables: ANTHROPIC_*, OPENAI_*, DREAMKIT_PROVIDER, CLAUDE_CODE_OAUTH_TOKEN, \
+...; not the ones that place files: CLAUDE_*, XDG_*, GIT_*, DREAMKIT_LOCK_URL, ...), and \
+dream-run check again.
+
+The result: {suite, engine, provider, model, scenarios: [{name, outcome: \
+pass|fail|error|skipped, pass (null when it did not run), error, needs_model, unmet: [{kind: \
+must_contain|must_not_contain|max_problems|changes|run, pattern, file, reason, problem, \
+expected, found}], check: {before, after} (the kinds above zero), run: {status, error, exit, \
+changed}, tokens: {input, output, cache_creation, cache_read}, turns, seconds}], totals: \
+{scenarios, passed, failed, errors, skipped}}. A run that ends neither completed nor \
+no_changes is an unmet run expectation. On a terminal (or with -v) one line per scenario on \
+stderr: eval: 3/12 duplicate-notes: pass (1.2 s). After a model failure (the run's exit 4) the \
+scenarios left are not run. With --engine rules no network request is made.",
+    ),
+    (
+        "eval/EXIT STATUS",
+        "0 every scenario that ran passed (skipped ones aside).
+
+1 some scenario failed, or could not run (error).
+
+2 a malformed suite or scenario (bad JSON, no expect.json, no memory/ or no session, a bad \
+regular expression, an unknown check kind, --only naming no scenario): the error names the \
+scenario and what is wrong, and nothing runs.
+
+3 the pipeline's binaries are not beside this one.
+
+4 the model failed (a run's exit 4).",
+    ),
+    (
+        "eval/EXAMPLES",
+        "From a clone of dreamkit, the built-in suite without a model (what make eval runs): \
+dream-run eval evals --engine rules | jq .totals
+
+Against a model, one scenario, its unmet expectations: dream-run eval evals --only \
+test-command-changed | jq '.scenarios[].unmet'
+
+The local model (make eval-local does this): OPENAI_BASE_URL=$(scripts/local-model/serve.sh) \
+OPENAI_API_KEY= OPENAI_MODEL=smollm2-135m-instruct dream-run eval evals --provider openai
+
+Your own Claude Code, logged in through CLAUDE_CODE_OAUTH_TOKEN (the scenario's home is \
+temporary, so the login kept in ~/.claude is not seen): dream-run eval evals --provider claude",
     ),
     (
         "RULES ENGINE",

@@ -20,6 +20,7 @@ mod dream;
 mod dream_attacks;
 mod dream_stamps;
 mod etcd;
+mod eval;
 mod examples;
 mod feedback;
 mod gate;

@@ -29,6 +29,7 @@ pub(crate) const SUBCOMMANDS: &[(&str, &[&str])] = &[
             "discard",
             "recover",
             "check",
+            "eval",
             // Hidden from --help: only the Claude Code client starts it.
             "tool-relay",
         ],

@@ -1,0 +1,1 @@
+export const POOL_SIZE = 20;
