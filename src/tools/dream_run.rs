@@ -317,6 +317,10 @@ pub struct EvalArgs {
     /// Run only this scenario (its folder name; may be repeated)
     #[arg(long, value_name = "NAME")]
     pub only: Vec<String>,
+    /// After --: more flags for every scenario's dream-run, such as the limits a slow model
+    /// needs (--max-turns, --timeout, --deadline, --max-answer-tokens)
+    #[arg(last = true, value_name = "RUN_ARGS")]
+    pub run_args: Vec<String>,
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -289,6 +289,37 @@ fn eval_with_the_model_passes_and_counts_tokens_and_exits_4_when_the_model_fails
         .run();
 }
 
+/// Flags after `--` reach every scenario's dream-run: a limit the model then hits fails the
+/// scenario as an unmet `run` expectation.
+#[test]
+fn eval_passes_the_flags_after_the_separator_to_each_run() {
+    let home = ClaudeHome::new();
+    let suite = Suite::new();
+    suite.scenario(
+        "limited",
+        &[("MEMORY.md", INDEX), ("testing.md", TESTING)],
+        json!({"changes": "none", "needs_model": true}),
+    );
+    let api = FakeApi::start();
+    api.push(Reply::anthropic_tools(
+        "Looking.",
+        &[("read_file", json!({"path": "MEMORY.md"}))],
+    ));
+    eval(&home, &suite.dir, &["--", "--max-turns", "1"])
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-test-eval")
+        .code(1)
+        .stderr_is("dream-run: 1 of 1 scenarios did not pass: limited\n")
+        .stdout_json(|doc| {
+            let s = scenario(doc, "limited");
+            assert_eq!(s["outcome"], "fail", "{doc}");
+            assert_eq!(s["run"]["error"], "max_turns", "{doc}");
+            assert_eq!(s["turns"], 1, "{doc}");
+        })
+        .run();
+    assert_eq!(api.requests().len(), 1, "--max-turns 1 allows one request");
+}
+
 /// The built-in suite: every scenario that needs no model passes with the rules engine, the
 /// rest are skipped, and no request reaches any model server.
 #[test]

@@ -656,6 +656,7 @@ fn pipeline(
     if let Some(m) = &args.model {
         lock.args(["--model", m]);
     }
+    lock.args(&args.run_args);
     let out = lock
         .current_dir(&home.run_cwd)
         .env_clear()
