@@ -238,14 +238,7 @@ fn apply_writes_exactly_the_proposal_and_undo_puts_it_back() {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    assert_eq!(
-        changed,
-        [
-            d.abs("MEMORY.md"),
-            d.abs("stale.md"),
-            d.abs("topics/deploy.md")
-        ]
-    );
+    assert_eq!(changed, ["MEMORY.md", "stale.md", "topics/deploy.md"]);
     // A consolidation: the time moved and the lock is free.
     assert!(d.lock_ms() > lock_before);
     assert_eq!(std::fs::read(d.home.lock_file()).unwrap(), b"");

@@ -341,9 +341,24 @@ fn kill_9_of_a_rules_run_leaves_all_before_or_all_after() {
             .stderr_any("what it put back depends on the moment")
             .run();
         let now = d.md_tree();
+        let like = |other: &std::collections::BTreeSet<(String, Vec<u8>)>| {
+            now.iter().filter(|entry| other.contains(entry)).count()
+        };
+        let odd: Vec<&String> = now
+            .iter()
+            .filter(|entry| !before.contains(entry) && !after.contains(entry))
+            .map(|(name, _)| name)
+            .take(5)
+            .collect();
         assert!(
             now == before || now == after,
-            "round {round}: neither before nor after"
+            "round {round}: neither before nor after: {} files, {} as before, {} as after, \
+             {} before, {} after; in neither (the first 5): {odd:?}",
+            now.len(),
+            like(&before),
+            like(&after),
+            before.len(),
+            after.len()
         );
     }
 }

@@ -174,18 +174,28 @@ impl<'a> State<'a> {
         Some(line.strip_suffix('\r').unwrap_or(line))
     }
 
-    fn render(&self) -> BTreeMap<String, String> {
-        self.docs
-            .iter()
-            .map(|(path, doc)| (path.clone(), doc.render()))
-            .collect()
+    /// A hash of the memory as the rules left it (every file's lines, and what was deleted):
+    /// whether a pass changed anything, without rendering every file each time.
+    fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for (path, doc) in &self.docs {
+            path.hash(&mut hasher);
+            doc.final_newline.hash(&mut hasher);
+            for line in &doc.lines {
+                line.text.hash(&mut hasher);
+                line.cr.hash(&mut hasher);
+            }
+        }
+        self.deleted.hash(&mut hasher);
+        hasher.finish()
     }
 }
 
 /// The plan for `input` (empty when nothing needs fixing).
 pub fn plan(input: &Input<'_>) -> Plan {
     let mut state = State::new(input);
-    let mut before = state.render();
+    let mut before = state.fingerprint();
     for _ in 0..MAX_PASSES {
         duplicates::identical_files(&mut state);
         secrets::redact(&mut state);
@@ -195,7 +205,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         long_entry::shorten(&mut state);
         orphans::index(&mut state);
         overflow::move_oldest(&mut state);
-        let after = state.render();
+        let after = state.fingerprint();
         if after == before {
             break;
         }

@@ -308,8 +308,8 @@ pub(crate) fn slug_of(path: &Path) -> String {
     slug
 }
 
-/// Every file and symlink under `root` with its content (a link: its target), for
-/// "nothing else changed" checks. Symlinks are not followed.
+/// Every file and symlink under `root` (its path relative to `root`) with its content (a link:
+/// its target), for "nothing else changed" checks. Symlinks are not followed.
 pub(crate) fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)> {
     let mut found = std::collections::BTreeSet::new();
     for entry in walkdir::WalkDir::new(root)
@@ -319,7 +319,12 @@ pub(crate) fn tree(root: &Path) -> std::collections::BTreeSet<(String, Vec<u8>)>
     {
         let path = entry.path();
         let kind = entry.file_type();
-        let name = path.to_string_lossy().into_owned();
+        // Relative to `root`: two homes holding the same files compare equal.
+        let name = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned();
         if kind.is_symlink() {
             let target = std::fs::read_link(path).unwrap_or_default();
             found.insert((name, target.to_string_lossy().as_bytes().to_vec()));

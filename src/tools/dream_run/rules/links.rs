@@ -219,6 +219,17 @@ pub(super) fn dangling(state: &mut State<'_>) {
         let Some(doc) = state.docs.get(&path) else {
             continue;
         };
+        // Most files link to nothing that is gone: their lines are only classified (code or
+        // not) when one does.
+        let has_dangling = doc.lines.iter().any(|line| {
+            line.text.contains("](")
+                && memory_links(&dir, &path, &line.text)
+                    .iter()
+                    .any(|l| is_dangling(state, &l.resolved))
+        });
+        if !has_dangling {
+            continue;
+        }
         let marks = doc.marks();
         let mut edits: Vec<(usize, String, Vec<Fixed>)> = Vec::new();
         let mut relinked_targets: Vec<String> = Vec::new();

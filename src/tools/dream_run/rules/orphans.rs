@@ -71,6 +71,19 @@ pub(super) fn unreached(state: &State<'_>) -> Vec<String> {
 
 /// The rule.
 pub(super) fn index(state: &mut State<'_>) {
+    // Only a deletion can leave a file unreached (the links of a deleted duplicate resolve
+    // from its own folder, not its twin's); a dropped link's target was gone already. With no
+    // orphan before the run and nothing deleted there is none to index, and the links of
+    // every file need not be followed.
+    let any_before = state
+        .input
+        .health
+        .problems
+        .iter()
+        .any(|p| p.kind == Kind::OrphanFile);
+    if !any_before && state.deleted.is_empty() {
+        return;
+    }
     let orphans = unreached(state);
     if orphans.is_empty() {
         return;

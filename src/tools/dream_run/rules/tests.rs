@@ -516,3 +516,53 @@ fn writes_stay_inside_the_memory_dir_and_never_delete_team() {
         assert!(text.is_some() || !path.starts_with("team/"), "{path}");
     }
 }
+
+/// A deleted duplicate's links resolve from its own folder: a file only it reached is an
+/// orphan after the deletion, and gets its index line though `check` found no orphan before.
+#[test]
+fn a_file_only_a_deleted_duplicate_reached_is_indexed() {
+    let twin = "# Twin\nSee [the note](note.md).\n";
+    let (after, plan) = run(&[
+        (
+            "MEMORY.md",
+            "# Memory\n- [A](a/twin.md) — twin a\n- [B](b/twin.md) — twin b\n",
+        ),
+        ("a/twin.md", twin),
+        ("b/twin.md", twin),
+        ("a/note.md", "# Note A\nOnly a/twin.md links here.\n"),
+        ("b/note.md", "# Note B\nOnly b/twin.md links here.\n"),
+    ]);
+    let gone: Vec<&str> = ["a/twin.md", "b/twin.md"]
+        .into_iter()
+        .filter(|f| !after.contains_key(*f))
+        .collect();
+    assert_eq!(gone.len(), 1, "one twin deleted: {after:?}");
+    let orphan = if gone[0] == "a/twin.md" {
+        "a/note.md"
+    } else {
+        "b/note.md"
+    };
+    assert!(
+        after["MEMORY.md"].contains(&format!("]({orphan})")),
+        "{orphan} is indexed: {}",
+        after["MEMORY.md"]
+    );
+    assert!(
+        changes(&plan).iter().any(|c| c.contains("orphan_file")),
+        "{:?}",
+        changes(&plan)
+    );
+}
+
+/// A relative date `check` does not see (it follows an unterminated key block) shows once the
+/// key is redacted: the same plan makes it absolute, so a second plan has nothing to do.
+#[test]
+fn a_date_a_redaction_uncovers_is_fixed_in_the_same_plan() {
+    let (after, _) = run(&[(
+        "build.md",
+        "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04fSeQ6tF1aY\nFixed the lock race yesterday.\n",
+    )]);
+    let build = &after["build.md"];
+    assert!(build.starts_with("[redacted: private_key]\n"), "{build}");
+    assert!(!build.contains("yesterday"), "{build}");
+}

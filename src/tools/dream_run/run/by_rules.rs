@@ -26,13 +26,13 @@ const NAMED_WORDS: usize = 20;
 /// dot file or folder, within the tools' per-file cap, UTF-8. Anything else is left alone
 /// (and `check` reports it).
 pub(super) fn read_memory(dir: &Path, max_bytes: u64) -> BTreeMap<String, MemoryText> {
-    let mut files = BTreeMap::new();
     let walk = walkdir::WalkDir::new(dir)
         .min_depth(1)
         .follow_links(false)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| !e.file_name().to_string_lossy().starts_with('.'));
+    let mut listed: Vec<(String, std::path::PathBuf)> = Vec::new();
     for entry in walk.filter_map(Result::ok) {
         if !entry.file_type().is_file() {
             continue;
@@ -44,20 +44,31 @@ pub(super) fn read_memory(dir: &Path, max_bytes: u64) -> BTreeMap<String, Memory
         let Some(rel) = path.strip_prefix(dir).ok().and_then(Path::to_str) else {
             continue;
         };
-        let Ok(bytes) = crate::files::read_regular_capped(path, max_bytes) else {
-            continue;
-        };
-        let Ok(text) = String::from_utf8(bytes) else {
-            continue;
-        };
-        let modified = entry
-            .metadata()
-            .ok()
-            .and_then(|m| m.modified().ok())
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        files.insert(rel.to_string(), MemoryText { text, modified });
+        listed.push((rel.to_string(), entry.into_path()));
     }
-    files
+    // Read on every core, as `check` reads them; the open's own metadata gives the time.
+    let read = crate::parallel::map(&listed, |(_, path)| read_one(path, max_bytes));
+    listed
+        .into_iter()
+        .zip(read)
+        .filter_map(|((rel, _), text)| Some((rel, text?)))
+        .collect()
+}
+
+/// One memory file as the engine may change it: a regular file (not through a link) within
+/// `max_bytes`, UTF-8.
+fn read_one(path: &Path, max_bytes: u64) -> Option<MemoryText> {
+    let (mut file, meta) = crate::files::open_regular_no_follow_with_metadata(path).ok()?;
+    if meta.len() > max_bytes {
+        return None;
+    }
+    let bytes = crate::files::read_sized(&mut file, meta.len(), max_bytes).ok()?;
+    if bytes.len() as u64 > max_bytes {
+        return None;
+    }
+    let text = String::from_utf8(bytes).ok()?;
+    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    Some(MemoryText { text, modified })
 }
 
 /// The plan for the memory dir `dir` as it is now, with what it was made from.
