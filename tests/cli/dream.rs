@@ -754,8 +754,10 @@ fn refused_tool_calls_are_errors_the_run_survives() {
     // Only dreamkit's own state changed (task record, digests, the run's claim beside the
     // lock).
     let after = crate::support::tree(&d.home.root);
-    let state = d.home.state_home.to_string_lossy().into_owned();
-    let claim = d.mem().join(".consolidate-lock.dreamkit");
+    // The tree's paths are relative to the home's root.
+    let relative = |path: &Path| path.strip_prefix(&d.home.root).unwrap().to_path_buf();
+    let state = relative(&d.home.state_home).to_string_lossy().into_owned();
+    let claim = relative(&d.mem().join(".consolidate-lock.dreamkit"));
     let changed: Vec<_> = after
         .symmetric_difference(&before)
         .filter(|(p, _)| !p.starts_with(&state) && Path::new(p) != claim)
