@@ -426,11 +426,14 @@ impl Tool for ShowArgs {
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Result<Schema, &'static str> {
-        match self.diff && !self.hook {
-            true => Err(
-                "stdout holds a unified diff, not JSON; for the JSON form (diff_text), run show without --diff",
-            ),
-            false => Ok(Self::Report::schema(self.hook, generator)),
+        if self.hook {
+            Ok(Self::Report::schema(self.hook, generator))
+        } else if self.diff {
+            Err("stdout holds a unified diff, not JSON; for the JSON form (diff_text), run show without --diff")
+        } else if self.why {
+            Err("stdout holds each change and its sources as text, not JSON; for the JSON form (changes[].sources), run show without --why")
+        } else {
+            Ok(Self::Report::schema(self.hook, generator))
         }
     }
 }

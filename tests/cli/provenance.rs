@@ -236,6 +236,16 @@ fn a_rules_change_names_its_rule_as_its_source() {
         assert!(change.get("sources").is_none(), "{change}");
     }
     assert!(doc["run"].get("provenance").is_none(), "{doc}");
+    // Text, not JSON: --schema says so.
+    d.tool("dream-run")
+        .args(["show", "--why", "--schema"])
+        .success()
+        .stdout_json(|doc| {
+            assert_eq!(doc["schema"], Value::Null, "{doc}");
+            assert!(doc["reason"].as_str().unwrap().contains("run show without --why"));
+        })
+        .stderr_empty()
+        .run();
     let task = doc["run"]["task_id"].as_str().unwrap();
     d.tool("dream-run")
         .args(["show", "-n", task, "--why"])
