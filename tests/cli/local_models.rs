@@ -541,7 +541,10 @@ fn real_model_recap_suggest_and_turn_status() {
     }
     // Only dreamkit's state changed, and the transcript written here for the away summary.
     let after = crate::support::tree(&home.root);
-    let state = home.state_home.to_string_lossy().into_owned();
+    // The tree's paths are relative to the home's root.
+    let relative = |path: &Path| path.strip_prefix(&home.root).unwrap().to_path_buf();
+    let state = relative(&home.state_home).to_string_lossy().into_owned();
+    let session = relative(&session);
     let changed: Vec<_> = after
         .symmetric_difference(&before)
         .filter(|(p, _)| !p.starts_with(&state) && Path::new(p) != session)

@@ -242,7 +242,10 @@ fn a_rules_change_names_its_rule_as_its_source() {
         .success()
         .stdout_json(|doc| {
             assert_eq!(doc["schema"], Value::Null, "{doc}");
-            assert!(doc["reason"].as_str().unwrap().contains("run show without --why"));
+            assert!(doc["reason"]
+                .as_str()
+                .unwrap()
+                .contains("run show without --why"));
         })
         .stderr_empty()
         .run();
