@@ -24,10 +24,11 @@ trap '"$here/serve.sh" stop >/dev/null 2>&1 || true' EXIT
 url=$(printf '%s\n' "$url" | tail -n 1)
 echo "eval-local: server at $url" >&2
 rc=0
-# As the local model's tests run it: deterministic, few turns, the long timeouts a 135M model on
+# As the local model's tests run it: deterministic, two turns (its context holds 8,192 tokens:
+# a third turn of a consolidation overflows it), the long timeouts a 135M model on
 # two cores needs (its answers to a consolidation prompt take minutes).
 OPENAI_BASE_URL=$url OPENAI_API_KEY= OPENAI_MODEL=smollm2-135m-instruct \
     DREAMKIT_OPENAI_EXTRA_BODY='{"temperature": 0, "seed": 42, "repeat_penalty": 1.0}' \
     target/debug/dream-run eval evals --provider openai -v --pretty \
-    -- --max-turns 3 --max-answer-tokens 300 --timeout 300s --deadline 15m || rc=$?
+    -- --max-turns 2 --max-answer-tokens 200 --timeout 300s --deadline 15m || rc=$?
 [ "$rc" -le 1 ] || exit "$rc"

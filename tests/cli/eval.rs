@@ -289,6 +289,47 @@ fn eval_with_the_model_passes_and_counts_tokens_and_exits_4_when_the_model_fails
         .run();
 }
 
+/// A request one scenario made too large (`invalid_request`) fails that scenario only: the
+/// next still runs; the exit is 4 (a model failed). An auth failure stops the rest (above).
+#[test]
+fn eval_goes_on_after_a_scenario_the_model_refused() {
+    let home = ClaudeHome::new();
+    let suite = Suite::new();
+    for name in ["a-too-big", "b-quiet"] {
+        suite.scenario(
+            name,
+            &[("MEMORY.md", INDEX), ("testing.md", TESTING)],
+            json!({"changes": "none", "needs_model": true}),
+        );
+    }
+    let api = FakeApi::start();
+    api.push(Reply::error(
+        400,
+        "invalid_request_error",
+        "prompt is too long: 9000 tokens > 8192 maximum",
+    ))
+    .push(Reply::anthropic_text("Nothing new to keep."));
+    eval(&home, &suite.dir, &[])
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-test-eval")
+        .code(4)
+        .stderr_is("dream-run: 1 of 2 scenarios did not pass: a-too-big\n")
+        .stdout_json(|doc| {
+            let big = scenario(doc, "a-too-big");
+            assert_eq!(big["outcome"], "error", "{doc}");
+            assert!(
+                big["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the model failed: invalid_request"),
+                "{doc}"
+            );
+            assert_eq!(scenario(doc, "b-quiet")["outcome"], "pass", "{doc}");
+        })
+        .run();
+    assert_eq!(api.requests().len(), 2);
+}
+
 /// Flags after `--` reach every scenario's dream-run: a limit the model then hits fails the
 /// scenario as an unmet `run` expectation.
 #[test]

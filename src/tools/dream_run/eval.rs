@@ -225,7 +225,21 @@ pub fn eval(args: &EvalArgs, cx: &Context) -> Result<EvalReport, Failure> {
             error: report.error.filter(|e| !e.is_empty()),
             ..report
         };
-        if report.run.as_ref().and_then(|r| r.exit) == Some(i32::from(Exit::Remote.code())) {
+        // A service that refuses everyone (no credential, no network, overloaded) fails every
+        // scenario the same way: the rest are not run. A request this scenario made too
+        // large, or an answer that timed out, says nothing about the next one.
+        let failed_for_all = report
+            .error
+            .as_deref()
+            .and_then(|e| e.strip_prefix("the model failed: "))
+            .is_some_and(|why| {
+                ["auth", "network", "rate_limited", "overloaded"]
+                    .iter()
+                    .any(|kind| why.starts_with(&format!("{kind}:")))
+            });
+        if report.run.as_ref().and_then(|r| r.exit) == Some(i32::from(Exit::Remote.code()))
+            && failed_for_all
+        {
             model_failed.get_or_insert_with(|| scenario.name.clone());
         }
         if progress {
