@@ -16,14 +16,15 @@ for b in dream-gate dream-lock dream-run; do
     fi
 done
 dir=${XDG_STATE_HOME:-${HOME:-/tmp}/.local/state}/dreamkit
-mkdir -p "$dir" 2>/dev/null
 log=$dir/dream.log
 . "$(dirname "$0")/engine.sh"
+# Off writes nothing at all.
+[ "$plugin_engine" = off ] && exit 0
+mkdir -p "$dir" 2>/dev/null
 case ${DREAMKIT_DREAM_ENGINE:-} in
     rules) plugin_engine=rules; plugin_why= ;;
     model) [ "$plugin_engine" = rules ] && plugin_engine=api && plugin_why= ;;
 esac
-[ "$plugin_engine" = off ] && exit 0
 plugin_say_once "$log"
 case $plugin_engine in
     api) run="dream-run -q --engine model" ;;

@@ -1164,6 +1164,16 @@ fn the_plugin_engine_variable_chooses() {
         .stderr_empty()
         .run();
     assert!(!home.lock_file().exists(), "off ran the gate's pipeline");
+    // off wins over the older engine switch too.
+    plugin_stop_hook(&home)
+        .env("DREAMKIT_PLUGIN_ENGINE", "off")
+        .env("DREAMKIT_DREAM_ENGINE", "rules")
+        .code(0)
+        .stdout_empty()
+        .stderr_empty()
+        .run();
+    assert!(!home.lock_file().exists(), "off ran the rules");
+    assert!(!home.state_home.exists(), "off wrote state");
     std::fs::create_dir_all(home.memory_dir()).unwrap();
     let index = home.memory_dir().join("MEMORY.md");
     std::fs::write(&index, "# Memory\n- a\n- a\n").unwrap();
