@@ -208,11 +208,13 @@ tested with: update it (claude update) or use another --provider",
         command
     }
 
-    /// An empty private folder for one run, removed when dropped.
+    /// An empty private folder for one run, removed when dropped. The empty folders that runs
+    /// killed outright left behind (a day old) go first.
     pub fn work_dir(&self) -> Result<tempfile::TempDir, Failure> {
         let parent = self.state_dir.join("print-mode");
         crate::files::create_private_dir(&parent)
             .map_err(|e| Failure::io("create", &parent, &e))?;
+        sweep_left_behind(&parent);
         tempfile::Builder::new()
             .prefix("run-")
             .tempdir_in(&parent)
@@ -293,6 +295,32 @@ tested with: update it (claude update) or use another --provider",
         match result {
             Some(result) => read_result_for(&result, run.json_schema.is_some()),
             None => Err(no_result(code, &String::from_utf8_lossy(&err))),
+        }
+    }
+}
+
+/// How old a run folder must be before it counts as left behind: far past any run's deadline.
+const LEFT_BEHIND_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// Removes the `run-*` folders under `parent` that are empty and a day old: a run killed
+/// with SIGKILL cannot remove its own. A folder that is not empty is not ours to judge.
+fn sweep_left_behind(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("run-") {
+            continue;
+        }
+        let old = std::fs::symlink_metadata(entry.path())
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > LEFT_BEHIND_AGE);
+        if old {
+            // Fails, harmlessly, on a folder that is not empty.
+            let _ = std::fs::remove_dir(entry.path());
         }
     }
 }

@@ -846,3 +846,43 @@ fn a_client_that_never_stops_printing_is_cut_off() {
         .stderr_any("the failure's line")
         .run();
 }
+
+/// The empty private folder a run killed outright left behind goes at the next run, once a
+/// day old; a recent one, or one that is not empty, stays.
+#[test]
+fn folders_left_by_killed_runs_are_swept_a_day_later() {
+    let (home, _) = home_with_session();
+    let work = home.state_home.join("dreamkit/print-mode");
+    let old = work.join("run-old");
+    let recent = work.join("run-recent");
+    let kept = work.join("run-not-empty");
+    for dir in [&old, &recent, &kept] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(kept.join("note"), "x").unwrap();
+    for dir in [&old, &kept] {
+        // A folder's time is set through a read-only handle (set_age opens files to write).
+        std::fs::File::open(dir)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now() - crate::support::hours(30)))
+            .unwrap();
+    }
+    let claude = stand_in(
+        &home,
+        "2.1.332",
+        "cat >/dev/null; echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"Back to it.\",\"usage\":{}}'",
+    );
+    recap_via(&home, &claude)
+        .success()
+        .stdout_json(|doc| assert_eq!(doc["text"], "Back to it.", "{doc}"))
+        .stderr_empty()
+        .run();
+    assert!(!old.exists(), "the day-old empty folder stays");
+    assert!(recent.exists() && kept.exists());
+    // The run's own folder went with it.
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
