@@ -586,14 +586,15 @@ impl Client {
 
     /// Sends the request, retrying per the policy.
     pub async fn send(&self, request: &Request) -> Result<Response, ModelError> {
-        if let Some(print_mode) = &self.config.print_mode {
-            return send_print_mode(print_mode, request).await;
-        }
         match self.config.provider {
-            Provider::Claude => Err(ModelError::new(
-                ErrorKind::InvalidRequest,
-                "--provider claude without a resolved client",
-            )),
+            // The client runs the exchange itself: no HTTP request of ours.
+            Provider::Claude => match &self.config.print_mode {
+                Some(print_mode) => send_print_mode(print_mode, request).await,
+                None => Err(ModelError::new(
+                    ErrorKind::InvalidRequest,
+                    "--provider claude without a resolved client",
+                )),
+            },
             Provider::Anthropic => {
                 let body = anthropic::body(&self.config.model, request);
                 self.send_body(&body, request).await

@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{ErrorKind, ModelError, Usage};
+use crate::claude::transcript::cut_chars;
 use crate::claude::Env;
 use crate::cli::Failure;
 
@@ -464,7 +465,7 @@ fn result_error(result: &Value, subtype: &str, text: &str) -> ModelError {
     ModelError {
         kind,
         status,
-        message: cut(&message, 500),
+        message: cut_chars(&message, 500),
         attempts: 1,
         retry_after: None,
     }
@@ -494,24 +495,13 @@ fn suffix(said: &str) -> String {
     }
 }
 
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let at = (0..=max)
-        .rev()
-        .find(|i| text.is_char_boundary(*i))
-        .unwrap_or(0);
-    text[..at].to_string()
-}
-
 /// No `result` event: the client died, or is not Claude Code.
 pub fn no_result(code: Option<i32>, stderr: &str) -> ModelError {
     let said = crate::cli::redact::redact(first_line(stderr)).into_owned();
     let how = code.map_or_else(|| "was killed".to_string(), |c| format!("exited {c}"));
     ModelError::new(
         ErrorKind::MalformedResponse,
-        cut(
+        cut_chars(
             &if said.is_empty() {
                 format!("Claude Code {how} without a result")
             } else {
@@ -677,7 +667,7 @@ fn ask_version(bin: &Path) -> Result<String, Failure> {
         Failure::environment(format!(
             "{} --version said {:?}, not a Claude Code version",
             bin.display(),
-            cut(first_line(&text), 80)
+            cut_chars(first_line(&text), 80)
         ))
     })
 }

@@ -1042,6 +1042,32 @@ enum End {
     },
 }
 
+impl End {
+    /// The model failed after retries: its kind, and the message led by it.
+    fn model(error: &crate::model::ModelError) -> End {
+        End::Model {
+            kind: error.kind.as_str(),
+            message: format!("{}: {}", error.kind.as_str(), error.message),
+        }
+    }
+
+    /// A completed run's summary, for a person (no terminal control), cut to its size.
+    fn completed(text: &str) -> End {
+        End::Completed {
+            summary: check::for_a_person(&cut_chars(text.trim(), SUMMARY_CHARS)),
+        }
+    }
+
+    /// The run ended at its `--max-turns`.
+    fn max_turns(max_turns: u32) -> End {
+        End::Failed {
+            error: "max_turns",
+            message: format!("the agent still wanted tools after --max-turns {max_turns}"),
+            environment: false,
+        }
+    }
+}
+
 struct Finished {
     run: RunSection,
     /// What the top-level `error` says when the run failed (exit 3, 4 or a signal).
@@ -1363,15 +1389,9 @@ impl Agent<'_> {
             let response = match answer {
                 Err(signal) => return End::Aborted { signal },
                 Ok(Err(_elapsed)) => return self.deadline_passed(deadline),
-                Ok(Ok(Err(error))) => {
-                    return End::Model {
-                        kind: error.kind.as_str(),
-                        message: format!("{}: {}", error.kind.as_str(), error.message),
-                    }
-                }
+                Ok(Ok(Err(error))) => return End::model(&error),
                 Ok(Ok(Ok(response))) => response,
             };
-            self.turns = turn;
             self.usage += response.usage;
             self.record.usage = self.usage.into();
             let calls: Vec<(String, String, Value)> = response
@@ -1386,17 +1406,7 @@ impl Agent<'_> {
                 .collect();
             self.tool_calls += calls.len();
             let text = response.text();
-            self.record.push_turn(Turn {
-                // For a person (tasks, show): no terminal control, no secret line.
-                text: check::for_a_person(&crate::cli::redact::redact(&cut_chars(
-                    text.trim(),
-                    TURN_TEXT_CHARS,
-                ))),
-                tool_use_count: calls.len(),
-            });
-            self.progress
-                .turn(turn, &text, calls.len(), self.usage, started.elapsed());
-            self.save_record();
+            self.note_turn(turn, &text, calls.len(), started);
             request.messages.push(Message {
                 role: Role::Assistant,
                 content: response.content.clone(),
@@ -1404,9 +1414,7 @@ impl Agent<'_> {
             if calls.is_empty() {
                 let cut = response.stop_reason.as_deref() == Some("max_tokens");
                 if !cut {
-                    return End::Completed {
-                        summary: check::for_a_person(&cut_chars(text.trim(), SUMMARY_CHARS)),
-                    };
+                    return End::completed(&text);
                 }
                 // A reply cut at the output limit is not an end: asked once to go on.
                 if asked_to_continue {
@@ -1466,28 +1474,42 @@ keep it short, and use the tools for changes.",
             });
             self.record.files_touched = self.absolute_touched();
             self.save_record();
-            let spent = self.usage.input_tokens
-                + self.usage.output_tokens
-                + self.usage.cache_creation_input_tokens;
-            if spent > self.args.max_tokens {
-                return End::Failed {
-                    error: "max_tokens",
-                    message: format!(
-                        "used {spent} tokens, over --max-tokens {}",
-                        self.args.max_tokens
-                    ),
-                    environment: false,
-                };
+            if let Some(end) = self.over_token_budget() {
+                return end;
             }
         }
-        End::Failed {
-            error: "max_turns",
+        End::max_turns(self.args.max_turns)
+    }
+
+    /// Records one assistant turn: the record's turns (for a person: no terminal control, no
+    /// secret line), the progress line, the record saved.
+    fn note_turn(&mut self, n: u32, text: &str, tool_uses: usize, started: Instant) {
+        self.turns = n;
+        self.record.push_turn(Turn {
+            text: check::for_a_person(&crate::cli::redact::redact(&cut_chars(
+                text.trim(),
+                TURN_TEXT_CHARS,
+            ))),
+            tool_use_count: tool_uses,
+        });
+        self.progress
+            .turn(n, text, tool_uses, self.usage, started.elapsed());
+        self.save_record();
+    }
+
+    /// `--max-tokens` passed (input, output and cache writes so far): how the run ends.
+    fn over_token_budget(&self) -> Option<End> {
+        let spent = self.usage.input_tokens
+            + self.usage.output_tokens
+            + self.usage.cache_creation_input_tokens;
+        (spent > self.args.max_tokens).then(|| End::Failed {
+            error: "max_tokens",
             message: format!(
-                "the agent still wanted tools after --max-turns {}",
-                self.args.max_turns
+                "used {spent} tokens, over --max-tokens {}",
+                self.args.max_tokens
             ),
             environment: false,
-        }
+        })
     }
 
     /// How the run ends when the write guard stopped it.

@@ -17,11 +17,10 @@ use serde_json::Value;
 use super::super::prompt;
 use super::super::relay::{self, Call};
 use super::super::sandbox::Sandbox;
-use super::{cut_chars, Agent, End, TurnBudget, SUMMARY_CHARS, TURN_TEXT_CHARS};
+use super::{Agent, End, TurnBudget};
 use crate::cli::signals;
 use crate::model::print_mode::{self, GroupGuard, Invocation, PrintMode};
-use crate::model::Usage;
-use crate::store::Turn;
+use crate::model::{ErrorKind, ModelError, Usage};
 
 /// What the loop waits on: a line from the client, its end, or a tool call from the relay.
 enum Event {
@@ -194,18 +193,8 @@ impl Agent<'_> {
                                     sum
                                 });
                             self.record.usage = self.usage.into();
-                            let spent = self.usage.input_tokens
-                                + self.usage.output_tokens
-                                + self.usage.cache_creation_input_tokens;
-                            if spent > self.args.max_tokens {
-                                break End::Failed {
-                                    error: "max_tokens",
-                                    message: format!(
-                                        "used {spent} tokens, over --max-tokens {}",
-                                        self.args.max_tokens
-                                    ),
-                                    environment: false,
-                                };
+                            if let Some(end) = self.over_token_budget() {
+                                break end;
                             }
                         }
                         Some("system") if value["subtype"] == "init" => {
@@ -246,25 +235,9 @@ impl Agent<'_> {
     /// Records one finished assistant turn (once).
     fn turn_done(&mut self, message: &Message, n: usize, started: Instant) {
         let n = u32::try_from(n).unwrap_or(u32::MAX);
-        if n <= self.turns {
-            return;
+        if n > self.turns {
+            self.note_turn(n, &message.text, message.tool_uses, started);
         }
-        self.turns = n;
-        self.record.push_turn(Turn {
-            text: super::check::for_a_person(&crate::cli::redact::redact(&cut_chars(
-                message.text.trim(),
-                TURN_TEXT_CHARS,
-            ))),
-            tool_use_count: message.tool_uses,
-        });
-        self.progress.turn(
-            n,
-            &message.text,
-            message.tool_uses,
-            self.usage,
-            started.elapsed(),
-        );
-        self.save_record();
     }
 
     /// How the run ends once the client's stdout closed: its result says, else its exit.
@@ -276,10 +249,7 @@ impl Agent<'_> {
         stderr: &mut Option<std::thread::JoinHandle<Vec<u8>>>,
     ) -> End {
         if let Some(Some(over)) = closed {
-            return End::Model {
-                kind: "malformed_response",
-                message: format!("malformed_response: {over}"),
-            };
+            return End::model(&ModelError::new(ErrorKind::MalformedResponse, over.clone()));
         }
         let Some(result) = result else {
             // Give it a moment to be reaped, so the exit code can be named.
@@ -302,30 +272,14 @@ impl Agent<'_> {
                     String::new()
                 }
             };
-            let error = print_mode::no_result(code, &said);
-            return End::Model {
-                kind: error.kind.as_str(),
-                message: format!("{}: {}", error.kind.as_str(), error.message),
-            };
+            return End::model(&print_mode::no_result(code, &said));
         };
         if print_mode::is_max_turns(result) {
-            return End::Failed {
-                error: "max_turns",
-                message: format!(
-                    "the agent still wanted tools after --max-turns {}",
-                    self.args.max_turns
-                ),
-                environment: false,
-            };
+            return End::max_turns(self.args.max_turns);
         }
         match print_mode::read_result(result) {
-            Ok(answer) => End::Completed {
-                summary: super::check::for_a_person(&cut_chars(answer.text.trim(), SUMMARY_CHARS)),
-            },
-            Err(error) => End::Model {
-                kind: error.kind.as_str(),
-                message: format!("{}: {}", error.kind.as_str(), error.message),
-            },
+            Ok(answer) => End::completed(&answer.text),
+            Err(error) => End::model(&error),
         }
     }
 }
