@@ -1,5 +1,6 @@
 # dreamkit plugin: which model the hooks use. Sourced by stop.sh and turn-status.sh with $dir
-# (dreamkit's state dir) set; sets $plugin_engine (api, claude, rules or off) and $plugin_why.
+# (dreamkit's state dir) set; sets $plugin_engine (auto, api, claude, rules or off) and
+# $plugin_why, and plugin_choose resolves auto.
 #
 # DREAMKIT_PLUGIN_ENGINE (settings.json "env"), default auto:
 #   api     the model API the tools' --provider reads: ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN,
@@ -29,31 +30,51 @@ plugin_client() {
 }
 # The day the client last said it is not logged in (see plugin_logged_out).
 plugin_stamp=$dir/claude-logged-out
+# Checked at once, with builtins only (the Stop hook runs after every turn): a value it does
+# not know is said on stderr and taken as rules.
 case $plugin_engine in
-    api | claude | rules | off) ;;
-    auto)
-        if [ "${DREAMKIT_PROVIDER:-}" = claude ]; then
-            plugin_engine=claude
-            plugin_why="DREAMKIT_PROVIDER=claude"
-        elif [ -n "$plugin_credential" ]; then
-            plugin_engine=api
-        elif ! plugin_client; then
-            plugin_engine=rules
-            plugin_why="no model credential ($plugin_need is not set in the hooks' environment) and no Claude Code client (DREAMKIT_CLAUDE_BIN, or \`claude\` on PATH): the rules engine consolidates, with no model"
-        elif [ "$(cat "$plugin_stamp" 2>/dev/null)" = "$(date -u +%Y-%m-%d)" ]; then
-            plugin_engine=rules
-            plugin_why="no model credential ($plugin_need is not set in the hooks' environment), and Claude Code said today that it is not logged in (run \`claude\` once and log in): the rules engine consolidates, with no model"
-        else
-            plugin_engine=claude
-            plugin_why="no model credential ($plugin_need is not set in the hooks' environment): your own Claude Code answers (--provider claude, your login)"
-        fi
-        ;;
+    auto | api | claude | rules | off) ;;
     *)
         echo "dreamkit: DREAMKIT_PLUGIN_ENGINE must be auto, api, claude, rules or off, not '$plugin_engine'; using rules" >&2
         plugin_why="DREAMKIT_PLUGIN_ENGINE='$plugin_engine' is not auto, api, claude, rules or off"
         plugin_engine=rules
         ;;
 esac
+
+# Today (UTC), asked of `date` once, when first needed.
+plugin_today() {
+    [ -n "${plugin_day:-}" ] || plugin_day=$(date -u +%Y-%m-%d)
+}
+
+# Resolves auto into api, claude or rules. Called only when the answer is needed (stop.sh:
+# once a consolidation is due), since it may look up the client and read a stamp.
+plugin_choose() {
+    [ "$plugin_engine" = auto ] || return 0
+    if [ "${DREAMKIT_PROVIDER:-}" = claude ]; then
+        plugin_engine=claude
+        plugin_why="DREAMKIT_PROVIDER=claude"
+        return 0
+    fi
+    if [ -n "$plugin_credential" ]; then
+        plugin_engine=api
+        return 0
+    fi
+    if ! plugin_client; then
+        plugin_engine=rules
+        plugin_why="no model credential ($plugin_need is not set in the hooks' environment) and no Claude Code client (DREAMKIT_CLAUDE_BIN, or \`claude\` on PATH): the rules engine consolidates, with no model"
+        return 0
+    fi
+    plugin_today
+    logged_out=
+    read -r logged_out 2>/dev/null <"$plugin_stamp" || true
+    if [ "$logged_out" = "$plugin_day" ]; then
+        plugin_engine=rules
+        plugin_why="no model credential ($plugin_need is not set in the hooks' environment), and Claude Code said today that it is not logged in (run \`claude\` once and log in): the rules engine consolidates, with no model"
+    else
+        plugin_engine=claude
+        plugin_why="no model credential ($plugin_need is not set in the hooks' environment): your own Claude Code answers (--provider claude, your login)"
+    fi
+}
 
 # Remembers for the day that the client answered "not logged in" (exit 4, kind auth) in the
 # output $1: auto then uses the rules until tomorrow. Written by rename.
@@ -68,9 +89,11 @@ plugin_logged_out() {
 # engine it said; a change of engine is said again).
 plugin_say_once() {
     [ -n "$plugin_why" ] || return 0
-    said="$(date -u +%Y-%m-%d) $plugin_engine"
-    if [ "$(cat "$dir/engine-said" 2>/dev/null)" != "$said" ]; then
+    plugin_today
+    said=
+    read -r said 2>/dev/null <"$dir/engine-said" || true
+    if [ "$said" != "$plugin_day $plugin_engine" ]; then
         echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) dreamkit: $plugin_why; said once a day" >>"$1"
-        printf '%s\n' "$said" >"$dir/engine-said.tmp.$$" && mv -f "$dir/engine-said.tmp.$$" "$dir/engine-said"
+        printf '%s\n' "$plugin_day $plugin_engine" >"$dir/engine-said.tmp.$$" && mv -f "$dir/engine-said.tmp.$$" "$dir/engine-said"
     fi
 }

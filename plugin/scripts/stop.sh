@@ -21,6 +21,9 @@ log=$dir/dream.log
 # Off writes nothing at all.
 [ "$plugin_engine" = off ] && exit 0
 mkdir -p "$dir" 2>/dev/null
+# The gate first: after most turns nothing is due, and then nothing else runs.
+e=$(dream-gate -q 2>>"$log") || exit 0
+plugin_choose
 case ${DREAMKIT_DREAM_ENGINE:-} in
     rules) plugin_engine=rules; plugin_why= ;;
     model) [ "$plugin_engine" = rules ] && plugin_engine=api && plugin_why= ;;
@@ -31,7 +34,6 @@ case $plugin_engine in
     claude) run="dream-run -q --engine model --provider claude" ;;
     *) run="dream-run -q --engine rules" ;;
 esac
-e=$(dream-gate -q 2>>"$log") || exit 0
 # Detached from the hook's stdout and stderr (the client waits for those to close).
 (
     out=$(printf '%s\n' "$e" | dream-lock -q exec -- $run 2>>"$log")

@@ -23,6 +23,7 @@ if [ "${DREAMKIT_TURN_STATUS_ENGINE:-}" = llm ]; then
     dir=${XDG_STATE_HOME:-${HOME:-/tmp}/.local/state}/dreamkit
     mkdir -p "$dir" 2>/dev/null
     . "$(dirname "$0")/engine.sh"
+    plugin_choose
     engine=$plugin_engine
     dir=$state
 fi

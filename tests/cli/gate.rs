@@ -1027,8 +1027,10 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
     let today = std::fs::read_to_string(&stamp).unwrap();
     assert_eq!(today.len(), "2026-12-04 rules\n".len(), "{today:?}");
     assert!(today.ends_with(" rules\n"), "{today:?}");
-    // Another day: said once more.
+    // Another day, and a consolidation due again (the choice is made, and said, only when
+    // one is due): said once more.
     std::fs::write(&stamp, "2000-01-01 rules\n").unwrap();
+    home.consolidated(hours(48));
     plugin_stop_hook(&home)
         .code(0)
         .stdout_empty()
@@ -1040,9 +1042,9 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
     );
     assert_eq!(std::fs::read_to_string(&stamp).unwrap(), today);
 
-    // For an OpenAI-compatible server it is OPENAI_API_KEY (empty: a server that needs none),
-    // and with it the gate runs.
+    // For an OpenAI-compatible server it is OPENAI_API_KEY (empty: a server that needs none).
     let home = ClaudeHome::new();
+    six_sessions(&home);
     plugin_stop_hook(&home)
         .env("DREAMKIT_PROVIDER", "openai")
         .env("ANTHROPIC_API_KEY", "not the one openai reads")
@@ -1054,6 +1056,9 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
     assert!(std::fs::read_to_string(&log)
         .unwrap()
         .contains("(OPENAI_API_KEY is not set"));
+    // With it, and nothing due: the gate ran (its scan stamp) and nothing else, so the log
+    // has nothing to say.
+    let home = ClaudeHome::new();
     std::fs::create_dir_all(home.transcripts_dir()).unwrap();
     plugin_stop_hook(&home)
         .env("DREAMKIT_PROVIDER", "openai")
@@ -1062,9 +1067,9 @@ fn the_plugin_stop_hook_without_a_credential_runs_the_rules_and_says_so_once_a_d
         .stdout_empty()
         .stderr_empty()
         .run();
-    // The gate ran (its scan stamp: not due), and the log has nothing more to say.
     assert!(home.state_dir().join("last-scan").is_file());
-    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
+    let log = home.state_home.join("dreamkit/dream.log");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
 
     // DREAMKIT_PLUGIN_DREAM=0 turns the consolidation off (the commands stay): nothing runs,
     // nothing is written, credential or not.
